@@ -1,0 +1,72 @@
+"""Command-line entry point: ``vllm-wizard [COMMAND] …``.
+
+With no command the Textual wizard opens. Each headless command lives in its own module under
+:mod:`vllm_wizard.commands` exposing ``register(subparsers)``; modules import their heavy
+dependencies inside the handler so ``vllm-wizard --help`` stays fast and the headless commands never
+import Textual (DESIGN.md, boundaries).
+
+Exit codes: 0 success, 1 the command ran and reports a failure (e.g. a launch that ended FATAL),
+2 bad input (a :class:`~vllm_wizard.errors.WizardError`), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from vllm_wizard import __version__
+from vllm_wizard.errors import WizardError
+
+#: Command modules under ``vllm_wizard.commands``, in ``--help`` order.
+COMMAND_MODULES = ("wizard", "detect", "plan", "launch", "status", "attach", "stop", "catalog", "recipes")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser. Each module adds its sub-command; the wizard is the default."""
+    parser = argparse.ArgumentParser(
+        prog="vllm-wizard",
+        description="Detect this node's accelerators, plan the vLLM recipe commands for a model, "
+        "launch and supervise vLLM and its companions. With no command, opens the wizard.",
+    )
+    parser.add_argument("--version", action="version", version=f"vllm-wizard {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"vllm_wizard.commands.{name}")
+        except ModuleNotFoundError as exc:  # a command not built yet must not break the others
+            if exc.name != f"vllm_wizard.commands.{name}":
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``), run the command, return its exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        if "wizard" not in sub_commands(parser):
+            parser.print_help()
+            return 0
+        args = parser.parse_args(["wizard", *(argv if argv is not None else sys.argv[1:])])
+    try:
+        return int(args.handler(args) or 0)
+    except WizardError as exc:
+        print(f"vllm-wizard {args.command}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+
+
+def sub_commands(parser: argparse.ArgumentParser) -> set[str]:
+    """Names of the registered sub-commands of ``parser``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
