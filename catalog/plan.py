@@ -1,0 +1,146 @@
+"""The launch plan: what synthesis produces and what ``plan --json`` / ``plan --out`` print.
+
+:class:`LaunchPlan` carries the fields of ``shared/spec/plan-json.md`` §3 plus the per-process
+extras of ``docs/contracts.md`` §2 (``phase``, ``depends_on``, ``ports``, ``health``, ``setup``) and
+the plan-level ``placeholders``. :func:`plan_to_json` is the one place that shapes the JSON, so the
+golden contract and the plan file cannot drift apart.
+
+Launch phases (contracts §2): ``infra`` (Dynamo etcd, Mooncake master/store) → ``before``
+(companions such as the LMCache server) → ``engine`` (every ``vllm serve``) → ``after`` (routers,
+seed companions with ``start: after``). ``depends_on`` defaults to every process of earlier phases
+on the same plan; synthesis fills it explicitly so the launcher needs no rules of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Phase = Literal["infra", "before", "engine", "after"]
+#: Launch order of the phases.
+PHASES: tuple[Phase, ...] = ("infra", "before", "engine", "after")
+
+#: A shell placeholder still to fill (recipes-synthesis §2.13): ``$UPPER_NAME``.
+PLACEHOLDER_RE = re.compile(r"\$([A-Z_][A-Z0-9_]*)")
+
+
+class Health(BaseModel):
+    """Readiness probe of a process: GET ``url`` answers ``expect_status``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str
+    expect_status: int = 200
+
+
+class PlanProcess(BaseModel):
+    """One process of a plan (plan-json §3.2 + contracts §2 extras)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    """Unique within the plan; companions use the reference id (feature key or ``kv_offload:<key>``)."""
+    role: str
+    """serve, head, worker, prefill, decode, router, companion, mooncake_master, mooncake_store, infra."""
+    node_rank: int | None = 0
+    """Node index within the process's group; None = not bound to a numbered node."""
+    instance: int | None = None
+    """Mooncake (kv_store_lb) serve processes only: 0-based instance index."""
+    argv: list[str]
+    env: dict[str, str] = Field(default_factory=dict)
+    phase: Phase = "engine"
+    depends_on: list[str] = Field(default_factory=list)
+    ports: list[int] = Field(default_factory=list)
+    """Every port the process listens on (for preflight)."""
+    health: Health | None = None
+    """None = ready when started."""
+    setup: str | None = None
+    """Optional bash prelude (IAXL); run as ``bash -c 'setup; exec "$@"'``."""
+    label: str | None = None
+    """Human label (companion label, "vLLM Serve", …)."""
+    description: str | None = None
+
+
+class LaunchPlan(BaseModel):
+    """A synthesized plan (plan-json §3 + contracts §2)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    deploy_type: str
+    install_mode: Literal["pip", "docker"]
+    pd_pool_nodes: dict[str, int] | None = None
+    resolved: dict[str, Any]
+    processes: list[PlanProcess]
+    install: list[str] = Field(default_factory=list)
+    """Extra install snippets besides vLLM itself (plan-json §3.5)."""
+    docker: dict[str, str] | None = None
+    config_files: dict[str, Any] = Field(default_factory=dict)
+    checks: dict[str, Any] = Field(default_factory=dict)
+    placeholders: list[str] = Field(default_factory=list)
+    """``$VARS`` (without ``$``) still present in any argv/env; launch refuses until filled."""
+    base_install: list[str] = Field(default_factory=list)
+    """The vLLM install itself for the effective mode (pip wheel / docker pull), product business."""
+    notes: list[str] = Field(default_factory=list)
+    """Install notes, hardware notes and warnings worth showing next to the commands."""
+    device_count: int = 1
+    """Devices per node the plan was made for."""
+    min_vllm_version: str | None = None
+
+
+def find_placeholders(processes: list[PlanProcess]) -> list[str]:
+    """Sorted unique placeholder names (no ``$``) in every argv element and env value."""
+    found: set[str] = set()
+    for proc in processes:
+        for token in proc.argv:
+            if "$" in token:
+                found.update(PLACEHOLDER_RE.findall(token))
+        for value in proc.env.values():
+            if "$" in value:
+                found.update(PLACEHOLDER_RE.findall(value))
+        if proc.setup and "$" in proc.setup:
+            pass  # setup text references the shell's own variables ($HOME, …), not plan placeholders
+    return sorted(found)
+
+
+def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:
+    """The plan as a JSON-ready dict, exactly plan-json §3 (+ contracts §2 extras when ``extras``).
+
+    Process objects always carry ``name, role, node_rank, argv, env``; ``instance`` only when set
+    (plan-json §3.2: absent = null). With ``extras`` they also carry ``phase, depends_on, ports,
+    health, setup``, and the plan carries ``placeholders``, ``base_install``, ``notes``,
+    ``device_count`` and ``min_vllm_version`` (ignored by the golden tool, §4).
+    """
+    procs = []
+    for p in plan.processes:
+        obj: dict[str, Any] = {"name": p.name, "role": p.role, "node_rank": p.node_rank}
+        if p.instance is not None:
+            obj["instance"] = p.instance
+        obj["argv"] = list(p.argv)
+        obj["env"] = dict(p.env)
+        if extras:
+            obj["phase"] = p.phase
+            obj["depends_on"] = list(p.depends_on)
+            obj["ports"] = list(p.ports)
+            obj["health"] = p.health.model_dump() if p.health else None
+            obj["setup"] = p.setup
+        procs.append(obj)
+    out: dict[str, Any] = {
+        "deploy_type": plan.deploy_type,
+        "install_mode": plan.install_mode,
+        "pd_pool_nodes": dict(plan.pd_pool_nodes) if plan.pd_pool_nodes is not None else None,
+        "resolved": dict(plan.resolved),
+        "processes": procs,
+        "install": list(plan.install),
+        "docker": dict(plan.docker) if plan.docker is not None else None,
+        "config_files": plan.config_files,
+        "checks": dict(plan.checks),
+    }
+    if extras:
+        out["placeholders"] = list(plan.placeholders)
+        out["base_install"] = list(plan.base_install)
+        out["notes"] = list(plan.notes)
+        out["device_count"] = plan.device_count
+        out["min_vllm_version"] = plan.min_vllm_version
+    return out

@@ -1,0 +1,150 @@
+"""The selection a plan is made from: ``shared/spec/plan-json.md`` §2 plus product extensions.
+
+Every key but ``model`` is optional; ``None`` means "the reference builder's default" and is resolved
+by synthesis (never here), so the same selection file means the same thing for every catalog.
+
+Product extensions (never used by the goldens): ``gpus`` (devices per node, default the profile's
+``gpu_count``), ``connector`` (PD KV connector, seed §4.7), ``router`` (PD router, seed §4.8).
+``frontend`` is in plan-json §2 already (seed §4.2).
+
+Decision: unknown keys are rejected (plan-json §2 allows it) — a typo such as ``hardwre`` would
+otherwise silently plan the default hardware. Errors name the file and the key and say what is valid.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from vllm_wizard.errors import SelectionError
+
+PoolMode = Literal["tp", "tep", "dep"]
+
+
+class PdPool(BaseModel):
+    """One PD pool (plan-json §2 ``pd.<role>``): node count (0 = co-located half node) and mode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    nodes: int | None = Field(default=None, ge=0, le=16)
+    mode: PoolMode | None = None
+    rank: int | None = None
+    """Accepted and ignored: every pool node is in the plan."""
+
+
+class PdSelection(BaseModel):
+    """``pd``: the prefill and decode pools; a role left out uses the legacy layout."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prefill: PdPool | None = None
+    decode: PdPool | None = None
+
+
+class KvInstances(BaseModel):
+    """``kv_instances``: Mooncake instance count (``current`` accepted and ignored)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    count: int = Field(ge=1, le=16)
+    current: int | None = None
+
+
+class Selection(BaseModel):
+    """A selection to plan (plan-json §2). Only ``model`` is required; ``None`` = reference default.
+
+    ``features``: a list of feature keys, ``"default"`` or ``"none"`` (None = ``"default"``).
+    ``kv_offload``: a taxonomy ``kv_offload`` key, a kv_store id, or ``"none"``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    variant: str | None = None
+    hardware: str | None = None
+    strategy: str | None = None
+    nodes: int | None = Field(default=None, ge=1, le=16)
+    features: Union[list[str], Literal["default", "none"], None] = None
+    feature_modes: dict[str, str] = Field(default_factory=dict)
+    advanced_args: list[str] = Field(default_factory=list)
+    kv_offload: str | None = None
+    kv_instances: KvInstances | None = None
+    pd: PdSelection | None = None
+    task: str | None = None
+    install_mode: Literal["pip", "docker"] | None = None
+    frontend: str | None = None
+    # product extensions
+    gpus: int | None = Field(default=None, ge=1, le=1024)
+    """Devices per node; None = the hardware profile's ``gpu_count``."""
+    connector: str | None = None
+    """PD KV connector id (seed ``pd_cluster.connectors``); None = the connector marked default."""
+    router: str | None = None
+    """PD router: ``vllm`` (default), ``smg`` or ``dynamo`` (seed §4.8)."""
+
+    @field_validator("kv_instances", mode="before")
+    @classmethod
+    def _count_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return {"count": value}
+        return value
+
+    @field_validator("feature_modes", mode="before")
+    @classmethod
+    def _null_modes(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("advanced_args", mode="before")
+    @classmethod
+    def _null_args(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+
+def _field_names() -> list[str]:
+    return list(Selection.model_fields)
+
+
+def selection_from_data(data: Any, source: str = "selection") -> Selection:
+    """Validate a mapping as a :class:`Selection`; errors name ``source`` and each bad key.
+
+    Raises :class:`SelectionError` listing every problem (unknown keys with the valid ones).
+    """
+    if not isinstance(data, dict):
+        raise SelectionError(f"{source}: expected a mapping with at least `model`, got {type(data).__name__}")
+    try:
+        return Selection.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            key = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                lines.append(f"{source}: unknown key `{key}` (valid keys: {', '.join(_field_names())})")
+            elif err["type"] == "missing":
+                lines.append(f"{source}: `{key}` is required")
+            else:
+                lines.append(f"{source}: `{key}`: {err['msg']} (got {err.get('input')!r})")
+        raise SelectionError("\n".join(lines)) from None
+
+
+def load_selection(path: Path | str) -> Selection:
+    """Read a selection file (YAML or JSON; JSON is valid YAML) and validate it.
+
+    Raises :class:`SelectionError` naming the file (and line for syntax errors).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SelectionError(f"{path}: cannot read selection file: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as exc:
+        raise SelectionError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise SelectionError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    return selection_from_data(data, str(path))
