@@ -1,0 +1,309 @@
+"""The wizard app: ``make_app(catalog=…, inventory=…, launcher=…)`` shared by the CLI and the tests.
+
+Decisions:
+- **First paint never waits** (issue 5). ``compose`` builds the hardware screen from nothing; the
+  catalog load and detection run in *thread* workers that call one core function each and post the
+  result as a message (DESIGN.md style 2). The app's handlers store the result and forward a
+  :class:`DataChanged` to every screen on the stack; widgets change only in those handlers.
+- **One selection, one place.** The selection is a plain ``dict`` of plan-json §2 keys (plus product
+  extensions ``gpus``, ``connector``, ``router``…) owned by the app; screens call
+  :meth:`WizardApp.update_selection`, which recomputes the constraints answer synchronously (it is
+  pure and fast — the benchmark pins keystroke→panel p95 ≤ 16 ms) and posts
+  :class:`SelectionChanged`.
+- **Seams, not monkeypatching.** The cores are reached through :class:`~vllm_wizard.tui.services.Services`;
+  tests inject fakes or pre-built objects through :func:`make_app`.
+- Screens are pushed in wizard order (hardware → model → configure → review → monitor); ``escape``
+  goes back one. The command palette (ctrl+p) offers jumps to every step.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Iterable
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+
+from vllm_wizard.tui.services import LauncherPort, Services
+
+
+class DataChanged(Message):
+    """Catalog, inventory or candidates arrived (or failed): screens re-read ``app`` state."""
+
+
+class SelectionChanged(Message):
+    """The selection changed; ``app.options`` already holds the new constraints answer."""
+
+
+class CatalogLoaded(Message):
+    """Worker result: the catalog (or the error text when loading failed)."""
+
+    def __init__(self, catalog: Any, error: str | None = None) -> None:
+        super().__init__()
+        self.catalog = catalog
+        self.error = error
+
+
+class InventoryDetected(Message):
+    """Worker result: the detection inventory (detect never raises; ``error`` is for a crash)."""
+
+    def __init__(self, inventory: Any, error: str | None = None) -> None:
+        super().__init__()
+        self.inventory = inventory
+        self.error = error
+
+
+class WizardApp(App):
+    """The Textual wizard. Construct through :func:`make_app`.
+
+    Public state read by screens: ``catalog`` (None until loaded), ``inventory`` (None until
+    detected), ``candidates`` (ranked detect candidates), ``selection`` (dict), ``options``
+    (constraints answer for ``selection``, None until a model is chosen), ``errors`` (load errors
+    keyed ``catalog``/``detect``), ``services``.
+    """
+
+    CSS_PATH = "wizard.tcss"
+    TITLE = "vllm-wizard"
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding("f1", "help", "Help"),
+    ]
+
+    def __init__(
+        self,
+        services: Services | None = None,
+        catalog: Any = None,
+        inventory: Any = None,
+        recipes: Path | None = None,
+        model: str | None = None,
+        attach: str | None = None,
+    ) -> None:
+        super().__init__()
+        self._services = services
+        self._services_lock = threading.Lock()
+        self.catalog = catalog
+        self.inventory = inventory
+        self.recipes = recipes
+        self.initial_model = model
+        self.attach_run = attach
+        self.candidates: list = []
+        self.selection: dict[str, Any] = {}
+        self.options: Any = None
+        self.errors: dict[str, str] = {}
+        self.plan_json: dict | None = None
+        self.plan: Any = None
+        self.live_runs: list[str] = []
+        if os.environ.get("NO_COLOR"):
+            self.theme = "textual-ansi"
+
+    # ------------------------------------------------------------------ services and loading
+    @property
+    def services(self) -> Services:
+        """The core seam; built on first use (in a worker thread) from the real modules."""
+        with self._services_lock:
+            if self._services is None:
+                from vllm_wizard.tui.services import real_services
+
+                self._services = real_services()
+            return self._services
+
+    def on_mount(self) -> None:
+        from vllm_wizard.tui.screen_hardware import HardwareScreen
+
+        self.push_screen(HardwareScreen())
+        if self.catalog is None:
+            self._load_catalog()
+        if self.inventory is None:
+            self._detect()
+        if self.catalog is not None or self.inventory is not None:
+            self.call_after_refresh(self._settle)
+        self._find_live_runs()
+
+    @work(thread=True, group="load", exit_on_error=False)
+    def _load_catalog(self) -> None:
+        try:
+            self.post_message(CatalogLoaded(self.services.load_catalog(self.recipes)))
+        except Exception as exc:  # noqa: BLE001 — shown to the person, never a crash
+            self.post_message(CatalogLoaded(None, f"{type(exc).__name__}: {exc}"))
+
+    @work(thread=True, group="load", exit_on_error=False)
+    def _detect(self) -> None:
+        try:
+            self.post_message(InventoryDetected(self.services.detect()))
+        except Exception as exc:  # noqa: BLE001
+            self.post_message(InventoryDetected(None, f"{type(exc).__name__}: {exc}"))
+
+    @work(thread=True, group="runs", exit_on_error=False)
+    def _find_live_runs(self) -> None:
+        launcher = self.launcher
+        if launcher is None:
+            return
+        try:
+            runs = launcher.live_runs()
+        except Exception:  # noqa: BLE001 — no run dir yet etc.
+            return
+        if runs:
+            self.call_from_thread(self._offer_attach, runs)
+
+    def _offer_attach(self, runs: list[str]) -> None:
+        self.live_runs = runs
+        if self.attach_run:
+            self.open_monitor(self.attach_run)
+            return
+        from vllm_wizard.tui.screen_monitor import AttachPrompt
+
+        def answer(run_id: str | None) -> None:
+            if run_id:
+                self.open_monitor(run_id)
+
+        self.push_screen(AttachPrompt(runs), answer)
+
+    def on_catalog_loaded(self, message: CatalogLoaded) -> None:
+        if message.error:
+            self.errors["catalog"] = message.error
+        else:
+            self.catalog = message.catalog
+        self._settle()
+
+    def on_inventory_detected(self, message: InventoryDetected) -> None:
+        if message.error:
+            self.errors["detect"] = message.error
+        else:
+            self.inventory = message.inventory
+        self._settle()
+
+    def _settle(self) -> None:
+        """Derive candidates and defaults once both inputs are known; notify every screen."""
+        if self.catalog is not None and self.inventory is not None and not self.candidates:
+            try:
+                self.candidates = list(self.services.match_profiles(self.inventory, self.catalog.taxonomy.hardware_profiles))
+            except Exception as exc:  # noqa: BLE001
+                self.errors["match"] = f"{type(exc).__name__}: {exc}"
+            if "hardware" not in self.selection:
+                best = next((c for c in self.candidates if str(getattr(c, "quality", "none")) != "none"), None)
+                if best is not None:
+                    self.selection["hardware"] = best.profile_id
+                    count = getattr(self.inventory, "device_count", None)
+                    prof = self.catalog.taxonomy.hardware_profiles.get(best.profile_id)
+                    if count and prof is not None and getattr(prof, "gpu_count", None) != count:
+                        self.selection["gpus"] = int(count)
+        if self.catalog is not None and self.initial_model and "model" not in self.selection:
+            self.selection["model"] = self.initial_model
+            self.initial_model = None
+            self.recompute()
+        self.broadcast(DataChanged())
+
+    def broadcast(self, message_type: Message) -> None:
+        """Post a fresh copy of ``message_type``'s class to every screen on the stack."""
+        for screen in self.screen_stack:
+            screen.post_message(type(message_type)())
+
+    # ------------------------------------------------------------------ selection
+    def update_selection(self, **changes: Any) -> None:
+        """Set selection keys (``None`` removes one), recompute the constraints answer, notify.
+
+        Changing ``hardware`` or ``model`` drops the dependent axes so defaults apply again
+        (recipes-synthesis §2.14).
+        """
+        for key, value in changes.items():
+            if value is None:
+                self.selection.pop(key, None)
+            else:
+                self.selection[key] = value
+        if "model" in changes or "hardware" in changes:
+            for dep in ("variant", "strategy", "features", "feature_modes", "kv_offload", "pd", "connector", "router"):
+                if dep not in changes:
+                    self.selection.pop(dep, None)
+        self.recompute()
+        self.broadcast(SelectionChanged())
+
+    def set_selection(self, selection: dict[str, Any]) -> None:
+        """Replace the whole selection (configure screen picks), recompute, notify."""
+        self.selection = dict(selection)
+        self.recompute()
+        self.broadcast(SelectionChanged())
+
+    def recompute(self) -> None:
+        """``self.options`` := options(catalog, selection); errors land in ``self.errors['options']``."""
+        self.errors.pop("options", None)
+        if self.catalog is None or not self.selection.get("model"):
+            self.options = None
+            return
+        try:
+            sel = self.services.make_selection(self.selection)
+            self.options = self.services.options(self.catalog, sel)
+        except Exception as exc:  # noqa: BLE001 — a SelectionError the person must see
+            self.options = None
+            self.errors["options"] = str(exc)
+
+    def build_plan(self) -> dict:
+        """Synthesize the current selection; returns plan-json §3 dict. Raises WizardError."""
+        sel = self.services.make_selection(self.selection)
+        self.plan = self.services.synthesize(self.catalog, sel)
+        self.plan_json = self.services.plan_to_json(self.plan)
+        return self.plan_json
+
+    @property
+    def launcher(self) -> LauncherPort | None:
+        """The launcher seam, or None where launching is unavailable."""
+        try:
+            return self.services.launcher
+        except Exception:  # noqa: BLE001
+            return None
+
+    def open_monitor(self, run_id: str) -> None:
+        """Push the monitor attached to ``run_id``."""
+        from vllm_wizard.tui.screen_monitor import MonitorScreen
+
+        self.push_screen(MonitorScreen(run_id))
+
+    # ------------------------------------------------------------------ palette, help
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        from vllm_wizard.tui import screen_configure, screen_hardware, screen_model, screen_review
+
+        steps = [
+            ("Step: hardware", "Pick the hardware profile", screen_hardware.HardwareScreen),
+            ("Step: model", "Pick the model", screen_model.ModelScreen),
+            ("Step: configure", "Variant, strategy, nodes, PD, KV offload, features", screen_configure.ConfigureScreen),
+            ("Step: review", "Commands, install steps, export, launch", screen_review.ReviewScreen),
+        ]
+        for title, helptext, cls in steps:
+            yield SystemCommand(title, helptext, lambda cls=cls: self.push_screen(cls()))
+
+    def action_help(self) -> None:
+        self.notify(
+            "enter/n: next step · escape: back · ctrl+p: command palette · ctrl+q: quit",
+            title="vllm-wizard",
+        )
+
+
+def make_app(
+    catalog: Any = None,
+    inventory: Any = None,
+    launcher: LauncherPort | None = None,
+    services: Services | None = None,
+    recipes: Path | None = None,
+    model: str | None = None,
+    attach: str | None = None,
+) -> WizardApp:
+    """Build the wizard.
+
+    ``catalog``/``inventory``: pre-built objects (tests, ``--replay``); None = load/detect in
+    workers after the first paint. ``launcher``: a :class:`LauncherPort` replacing the real one
+    (tests pass a fake with canned events). ``services``: the whole core seam (default: the real
+    modules, imported lazily). ``recipes``: a recipes checkout replacing the bundled catalog.
+    ``model``: preselect a recipe HF id or custom model. ``attach``: open the monitor on that run.
+    """
+    if launcher is not None:
+        if services is None:
+            from vllm_wizard.tui.services import real_services
+
+            services = real_services()
+        services.launcher = launcher
+    return WizardApp(services=services, catalog=catalog, inventory=inventory, recipes=recipes, model=model, attach=attach)

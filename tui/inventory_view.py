@@ -1,0 +1,93 @@
+"""The hardware screen's "detected" panel text, from detect's Inventory (pure, no Textual).
+
+The inventory is detect's pydantic model (contracts §4; shared/spec/detection.md §4.1 summary and §5
+host facts). The panel shows what a person needs to trust the preselection: the primary accelerator
+(brand, family, count, memory), the host (CPU, RAM), the probes that did not answer and why, and the
+match (profile, quality, notes). Access is tolerant (``field``) so a partial inventory — a probe that
+failed — still renders.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vllm_wizard.tui.catalog_view import field
+
+
+def _fmt_gib(value: Any) -> str:
+    try:
+        return f"{float(value):.0f} GiB"
+    except (TypeError, ValueError):
+        return "?"
+
+
+def inventory_lines(inventory: Any) -> list[str]:
+    """Human lines for the detected panel; ``["Detecting…"]`` while ``inventory`` is None.
+
+    Reads detect's Inventory: ``accelerators`` (groups: ``name``, ``count``, ``unit``,
+    ``mem_gib_each``, ``interconnect``, ``notes``), ``cpu`` (``model_name``, ``logical_cpus``),
+    ``host`` (``ram_bytes``, ``primary_ip``, ``default_iface``, ``fabric``), ``software``
+    (``vllm``/``lmcache``/``vllm_router`` tools), ``probes`` (status + reason).
+    """
+    if inventory is None:
+        return ["Detecting accelerators and host facts…"]
+    lines: list[str] = []
+    groups = field(inventory, "accelerators", default=[]) or []
+    for group in groups:
+        name = field(group, "name", default=field(group, "brand", default="accelerator"))
+        count = field(group, "count", default=0)
+        unit = field(group, "unit", default="GPU")
+        mem = field(group, "mem_gib_each")
+        line = f"{name}: {count} {unit}" + (f", {_fmt_gib(mem)} each" if mem else "")
+        inter = field(group, "interconnect")
+        if inter and inter != "none":
+            line += f", {inter}"
+        lines.append(line)
+        lines.extend(f"  {n}" for n in field(group, "notes", default=[]) or [])
+    if not groups:
+        lines.append("No accelerator found — CPU-only node")
+    cpu = field(inventory, "cpu")
+    host = field(inventory, "host")
+    if cpu is not None or host is not None:
+        model = field(cpu, "model_name", default="CPU")
+        cores = field(cpu, "logical_cpus")
+        ram = field(host, "ram_bytes", default=field(host, "mem_total_bytes"))
+        text = f"Host: {model}" + (f", {cores} CPUs" if cores else "")
+        if ram:
+            text += f", RAM {_fmt_gib(ram / 2**30)}"
+        lines.append(text)
+        ip, iface = field(host, "primary_ip"), field(host, "default_iface")
+        if ip:
+            lines.append(f"Network: {ip}" + (f" on {iface}" if iface else "") + f", fabric {field(host, 'fabric', default='none')}")
+    software = field(inventory, "software")
+    if software is not None:
+        parts = []
+        for key, label in (("vllm", "vLLM"), ("lmcache", "LMCache"), ("vllm_router", "vllm-router")):
+            tool = field(software, key)
+            if tool is not None:
+                installed = field(tool, "installed", default=False)
+                parts.append(f"{label} {field(tool, 'version', default='') or ''}".strip() if installed else f"{label} –")
+        if parts:
+            lines.append("Software: " + ", ".join(parts))
+    probes = field(inventory, "probes", default={}) or {}
+    for name, probe in probes.items():
+        status = str(field(probe, "status", default=""))
+        if status and status not in ("ok", "found", "absent", "not_present"):
+            reason = field(probe, "reason", default="")
+            lines.append(f"Probe {name}: {status}" + (f" — {reason}" if reason else ""))
+    return lines
+
+
+def match_lines(candidates: list, profiles: Any) -> list[str]:
+    """The preselection line(s): best candidate's profile, quality and notes, or why none."""
+    if not candidates:
+        return []
+    best = candidates[0]
+    pid = str(field(best, "profile_id", default=""))
+    quality = str(field(best, "quality", default="none"))
+    if quality == "none" or not pid:
+        return ["No hardware profile matches this node — pick one below."]
+    name = field(profiles.get(pid) if profiles else None, "display_name", default=pid)
+    lines = [f"Preselected: {name} ({pid}) — match: {quality}"]
+    lines.extend(f"  {note}" for note in (field(best, "notes", default=[]) or []))
+    return lines

@@ -1,0 +1,174 @@
+"""Step 3 — configure: variant, strategy, nodes, PD pools (connector, router), KV offload, frontend,
+features and modes, install mode, advanced args — every option listed, unavailable ones disabled with
+their one-line reason, the constraint panel always showing the current warnings.
+
+The rows come from :func:`~vllm_wizard.tui.axes.axis_views` over the app's constraints answer, so any
+axis the catalog's ``options()`` returns is shown without a change here. A pick (enter/click) calls
+:meth:`WizardApp.set_selection`; the ``SelectionChanged`` handler then updates the panel first (the
+benchmarked path) and rewrites only the rows whose choices changed.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from vllm_wizard.tui.app import DataChanged, SelectionChanged
+from vllm_wizard.tui.axes import AxisView, apply_choice, axis_views, initial_multi, warnings_of
+from vllm_wizard.tui.constraint_panel import ConstraintPanel
+
+
+def choice_prompt(view: AxisView, index: int) -> Text:
+    """The row text of choice ``index``: a radio/check mark, the label, and for a disabled choice its
+    reason (first line, newlines folded) after an em dash."""
+    c = view.choices[index]
+    if view.multi:
+        mark = "[x] " if c.selected else "[ ] "
+    else:
+        mark = "● " if c.selected else "○ "
+    text = Text(mark + c.label, style="bold" if c.selected else "")
+    if c.state == "disabled":
+        reason = " ".join(c.reason.split()) or "unavailable"
+        text.append(f" — {reason}", style="italic")
+    return text
+
+
+class AxisList(OptionList):
+    """One axis' choices. ``axis`` is the :class:`AxisView` it shows; disabled choices cannot be
+    highlighted or picked (OptionList semantics)."""
+
+    DEFAULT_CSS = """
+    AxisList { height: auto; max-height: 12; border: none; padding: 0 0 0 2; }
+    AxisList:focus { background: $boost; }
+    """
+
+    def __init__(self, axis: AxisView, **kwargs) -> None:
+        super().__init__(*self._options(axis), **kwargs)
+        self.axis = axis
+
+    @staticmethod
+    def _options(axis: AxisView) -> list[Option]:
+        return [
+            Option(choice_prompt(axis, i), id=c.id, disabled=c.state == "disabled")
+            for i, c in enumerate(axis.choices)
+        ]
+
+    def show(self, axis: AxisView) -> None:
+        """Repaint when the axis' choices changed; keep the cursor on the same choice id."""
+        if axis == self.axis:
+            return
+        current = self.highlighted_option.id if self.highlighted_option is not None else None
+        self.axis = axis
+        self.set_options(self._options(axis))
+        if current is not None:
+            try:
+                self.highlighted = self.get_option_index(current)
+            except Exception:  # noqa: BLE001 — the choice went away
+                pass
+
+
+class ConfigureScreen(Screen):
+    """Axis rows (scrolling, left) and the constraint panel (right; bottom on narrow terminals)."""
+
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("ctrl+n", "next", "Review"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="cfg-body"):
+            yield VerticalScroll(id="axes")
+            yield ConstraintPanel(id="constraints")
+        yield Static("", id="cfg-summary")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.rebuild()
+
+    def on_data_changed(self, _: DataChanged) -> None:
+        self.rebuild()
+
+    def on_selection_changed(self, _: SelectionChanged) -> None:
+        self.refresh_axes()
+
+    def _views(self) -> list[AxisView]:
+        app = self.app
+        return axis_views(app.options, app.selection) if app.options is not None else []
+
+    def rebuild(self) -> None:
+        """Remove and re-mount every axis row (first paint, or the set of axes changed)."""
+        container = self.query_one("#axes", VerticalScroll)
+        container.remove_children()
+        views = self._views()
+        widgets = []
+        for view in views:
+            widgets.append(Label(view.title, classes="axis-title"))
+            widgets.append(AxisList(view, id=f"axis-{view.key.replace(':', '--')}"))
+        widgets.append(Label("Advanced args (raw vLLM flags, enter to apply)", classes="axis-title"))
+        widgets.append(Input(" ".join(shlex.quote(a) for a in self.app.selection.get("advanced_args", [])),
+                             placeholder="--max-model-len 8192", id="advanced-args"))
+        container.mount_all(widgets)
+        self._keys = [v.key for v in views]
+        self.update_panel()
+
+    def refresh_axes(self) -> None:
+        """Panel first, then only the rows whose choices changed."""
+        self.update_panel()
+        views = self._views()
+        if [v.key for v in views] != getattr(self, "_keys", None):
+            self.rebuild()
+            return
+        for view in views:
+            self.query_one(f"#axis-{view.key.replace(':', '--')}", AxisList).show(view)
+
+    def update_panel(self) -> None:
+        """Warnings of the constraints answer plus the selection error, if any."""
+        app = self.app
+        error = app.errors.get("options")
+        if app.catalog is None:
+            error = app.errors.get("catalog") or "Loading catalog…"
+        self.query_one(ConstraintPanel).show(warnings_of(app.options) if app.options is not None else [], error)
+        sel = app.selection
+        self.query_one("#cfg-summary", Static).update(
+            f"{sel.get('model', '—')} on {sel.get('hardware', '—')}"
+            + (f" · {sel['gpus']} devices/node" if sel.get("gpus") else "")
+        )
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if not isinstance(event.option_list, AxisList):
+            return
+        event.stop()
+        axis = event.option_list.axis
+        selection = dict(self.app.selection)
+        if axis.multi and axis.key not in selection:
+            selection[axis.key] = initial_multi([axis], axis.key)
+        self.app.set_selection(apply_choice(selection, axis.key, str(event.option.id), axis.multi))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "advanced-args":
+            return
+        try:
+            args = shlex.split(event.value)
+        except ValueError as exc:
+            self.notify(f"Advanced args: {exc}", severity="error")
+            return
+        selection = dict(self.app.selection)
+        selection["advanced_args"] = args
+        self.app.set_selection(selection)
+
+    def action_next(self) -> None:
+        """Go to review (refused with the reason while planning is impossible)."""
+        if self.app.errors.get("options") or self.app.catalog is None:
+            self.notify(self.app.errors.get("options", "Catalog not loaded yet"), severity="error")
+            return
+        from vllm_wizard.tui.screen_review import ReviewScreen
+
+        self.app.push_screen(ReviewScreen())

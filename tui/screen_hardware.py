@@ -1,0 +1,110 @@
+"""Step 1 — hardware: what was detected, the preselected profile, every profile by brand to override.
+
+Paints immediately with "Detecting…"/"Loading catalog…" placeholders; fills in on
+:class:`~vllm_wizard.tui.app.DataChanged`. Picking a profile (enter) sets ``hardware`` and moves on
+to the model step; the device count per node (``gpus``, defaulting to the detected count when it
+differs from the profile — issue 2) and node count are editable here.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from vllm_wizard.tui.app import DataChanged, SelectionChanged
+from vllm_wizard.tui.catalog_view import profile_groups
+from vllm_wizard.tui.inventory_view import inventory_lines, match_lines
+
+
+class HardwareScreen(Screen):
+    """Detected facts (left), profiles grouped by brand (right), devices/nodes inputs (bottom)."""
+
+    BINDINGS = [Binding("ctrl+n", "next", "Next"), Binding("escape", "app.quit", "Quit", show=False)]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="hw-body"):
+            yield Static("Detecting accelerators and host facts…", id="detected", classes="panel")
+            with Vertical(id="hw-right", classes="panel"):
+                yield OptionList(Option("Loading catalog…", disabled=True), id="profiles")
+        with Horizontal(id="hw-counts"):
+            yield Label("Devices per node")
+            yield Input(placeholder="profile", id="gpus", type="integer")
+            yield Label("Nodes")
+            yield Input(value="1", id="nodes", type="integer")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#detected").border_title = "Detected"
+        self.query_one("#hw-right").border_title = "Hardware profile"
+        self.refresh_data()
+
+    def on_data_changed(self, _: DataChanged) -> None:
+        self.refresh_data()
+
+    def on_selection_changed(self, _: SelectionChanged) -> None:
+        self.refresh_data()
+
+    def refresh_data(self) -> None:
+        """Re-read app state into the widgets (message-handler side only)."""
+        app = self.app
+        lines = inventory_lines(app.inventory)
+        profiles = app.catalog.taxonomy.hardware_profiles if app.catalog is not None else {}
+        lines += [""] + match_lines(app.candidates, profiles) if app.candidates else []
+        for key in ("detect", "catalog", "match"):
+            if key in app.errors:
+                lines.append(f"[{key} failed] {app.errors[key]}")
+        self.query_one("#detected", Static).update(Text("\n".join(lines)))
+        if app.catalog is None:
+            return
+        plist = self.query_one("#profiles", OptionList)
+        chosen = app.selection.get("hardware")
+        options: list = []
+        for brand, rows in profile_groups(profiles, app.candidates):
+            options.append(Option(f"── {brand} ──", disabled=True))
+            for row in rows:
+                mark = "● " if row.id == chosen else "  "
+                tag = f"  ★ detected ({row.quality})" if row.detected else ""
+                options.append(Option(f"{mark}{row.label}{tag}", id=row.id))
+        highlighted = plist.highlighted
+        plist.set_options(options)
+        if chosen:
+            try:
+                plist.highlighted = plist.get_option_index(chosen)
+            except Exception:  # noqa: BLE001 — unknown id (custom replay)
+                pass
+        elif highlighted is not None:
+            plist.highlighted = highlighted
+        gpus = app.selection.get("gpus")
+        gpus_input = self.query_one("#gpus", Input)
+        if gpus is not None and gpus_input.value != str(gpus):
+            gpus_input.value = str(gpus)
+        if chosen and chosen in profiles:
+            gpus_input.placeholder = f"{getattr(profiles[chosen], 'gpu_count', '')} (profile)"
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.app.update_selection(hardware=event.option.id)
+            self.action_next()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        value = event.value.strip()
+        if event.input.id == "gpus":
+            self.app.update_selection(gpus=int(value) if value.isdigit() and int(value) > 0 else None)
+        elif event.input.id == "nodes" and value.isdigit() and int(value) > 0:
+            if self.app.selection.get("nodes", 1) != int(value):
+                self.app.update_selection(nodes=int(value))
+
+    def action_next(self) -> None:
+        """Go to the model step (needs a hardware pick)."""
+        if not self.app.selection.get("hardware"):
+            self.notify("Pick a hardware profile first (enter on a row).", severity="warning")
+            return
+        from vllm_wizard.tui.screen_model import ModelScreen
+
+        self.app.push_screen(ModelScreen())

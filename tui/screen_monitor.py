@@ -1,0 +1,305 @@
+"""Step 5 — monitor a run: process table, live log, startup progress, health/metrics sparklines,
+host/GPU stats, classified failure with a one-key relaunch, and stop / restart / detach / smoke keys.
+
+Event flow (DESIGN.md style 2, log panes): an async worker iterates the launcher client's
+``events()`` and folds each into a :class:`~vllm_wizard.tui.monitor_model.MonitorModel` (no widget
+touched); a 80 ms timer drains the model's pending lines into the log pane in one batch and repaints
+the table/side panel only when something changed. The log pane keeps :data:`LOG_TAIL` lines.
+
+Detach (``d``) leaves the run alive (its supervisor is a daemon, issue 4) and returns to the wizard;
+``vllm-wizard attach`` or a new ``vllm-wizard`` re-opens it (:class:`AttachPrompt`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Header, Input, Label, OptionList, ProgressBar, RichLog, Sparkline, Static
+from textual.widgets.option_list import Option
+
+from vllm_wizard.tui.monitor_model import LOG_TAIL, SPARK_METRICS, MonitorModel, level_of, uptime_text
+
+#: Rich styles of log levels in the log pane.
+LEVEL_STYLE = {"ERROR": "bold red", "WARNING": "yellow", "INFO": "", "DEBUG": "dim"}
+#: State colours of the process table.
+STATE_STYLE = {"READY": "green", "STARTING": "cyan", "BACKOFF": "yellow", "FATAL": "bold red", "EXITED": "red", "STOPPING": "magenta", "STOPPED": "dim"}
+#: UI batch period, seconds (issue 5: 50–100 ms).
+BATCH_S = 0.08
+
+
+class MonitorScreen(Screen):
+    """Monitor of run ``run_id``; the launcher client comes from ``app.launcher.client(run_id)``."""
+
+    BINDINGS = [
+        Binding("s", "stop", "Stop run"),
+        Binding("r", "restart", "Restart proc"),
+        Binding("d", "detach", "Detach"),
+        Binding("m", "smoke", "Smoke request"),
+        Binding("f", "follow", "Follow"),
+        Binding("slash", "search", "Search log"),
+        Binding("x", "relaunch_fix", "Relaunch w/ fix"),
+        Binding("escape", "detach", "Detach", show=False),
+    ]
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.model = MonitorModel()
+        self.client = None
+        self.selected: str | None = None
+        self.follow = True
+        self.search = ""
+        self.ended = False
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DataTable(id="procs", cursor_type="row")
+        with Horizontal(id="mon-body"):
+            yield RichLog(id="log", max_lines=LOG_TAIL, wrap=False, highlight=False, markup=False)
+            with Vertical(id="mon-side"):
+                yield Static("", id="phase")
+                yield ProgressBar(total=100, show_eta=False, id="weights")
+                for key, label in SPARK_METRICS.items():
+                    yield Label(label, classes="spark-label", id=f"lbl-{key}")
+                    yield Sparkline([], id=f"spark-{key}", classes="spark")
+                yield Static("", id="stats")
+        yield Static("", id="failure")
+        yield Input(placeholder="search log (enter; empty clears)", id="log-search", classes="hidden")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"run {self.run_id}"
+        table = self.query_one("#procs", DataTable)
+        for key, label in (("name", "Process"), ("state", "State"), ("pid", "PID"), ("uptime", "Uptime"),
+                           ("restarts", "Restarts"), ("ready", "Ready"), ("detail", "Detail")):
+            table.add_column(label, key=key)
+        self.query_one("#log").border_title = "log"
+        self.query_one("#mon-side").border_title = "health & metrics"
+        self.set_interval(BATCH_S, self.flush)
+        self.set_interval(1.0, self._tick_uptime)
+        launcher = self.app.launcher
+        if launcher is None:
+            self.query_one("#failure", Static).update("No launcher available.")
+            return
+        self.client = launcher.client(self.run_id)
+        self.consume()
+
+    @work(exclusive=True, group="monitor-events", exit_on_error=False)
+    async def consume(self) -> None:
+        """Fold the client's events into the model until the stream ends (run stopped)."""
+        try:
+            async for event in self.client.events():
+                self.model.feed(event)
+        except Exception as exc:  # noqa: BLE001 — supervisor gone: say so, keep what we have
+            self.model.add_line("monitor", f"ERROR event stream ended: {type(exc).__name__}: {exc}")
+        self.ended = True
+        self.model.changed = True
+
+    # ------------------------------------------------------------------ painting (timer handlers)
+    def flush(self) -> None:
+        """One UI batch: pending log lines, then table and side panel if anything changed."""
+        if not self.model.changed:
+            return
+        self.model.changed = False
+        log = self.query_one("#log", RichLog)
+        for name, line in self.model.drain():
+            if self.selected is None:
+                self.selected = name
+            if name == self.selected and (not self.search or self.search in line):
+                log.write(self._styled(line), scroll_end=self.follow)
+        self._paint_table()
+        self._paint_side()
+
+    def _styled(self, line: str) -> Text:
+        text = Text(line, style=LEVEL_STYLE.get(level_of(line), ""))
+        if self.search:
+            text.highlight_regex(re.escape(self.search), style="reverse")
+        return text
+
+    def _paint_table(self) -> None:
+        table = self.query_one("#procs", DataTable)
+        now = time.time()
+        for name, row in self.model.procs.items():
+            cells = {
+                "name": name,
+                "state": Text(row.state, style=STATE_STYLE.get(row.state, "")),
+                "pid": str(row.pid or "–"),
+                "uptime": uptime_text(row, now),
+                "restarts": str(row.restarts),
+                "ready": "✓" if row.ready else "",
+                "detail": row.detail[:60],
+            }
+            if name not in table.rows:
+                table.add_row(*cells.values(), key=name)
+            else:
+                for key, value in cells.items():
+                    table.update_cell(name, key, value)
+        if self.selected is None and self.model.procs:
+            self.selected = next(iter(self.model.procs))
+
+    def _tick_uptime(self) -> None:
+        self.model.changed = True
+
+    def _paint_side(self) -> None:
+        row = self.model.procs.get(self.selected) if self.selected else None
+        phase = self.query_one("#phase", Static)
+        bar = self.query_one("#weights", ProgressBar)
+        if row is not None:
+            health = self.model.health.get(row.name)
+            htxt = "" if health is None else (" · health ok" if health else " · health failing")
+            phase.update(f"{row.name}: {row.phase or row.state.lower()}{htxt}")
+            bar.update(progress=100 * (row.progress if row.progress is not None else (1.0 if row.ready else 0.0)))
+        for key in SPARK_METRICS:
+            data = list(self.model.metrics[key])
+            self.query_one(f"#spark-{key}", Sparkline).data = data
+            latest = self.model.latest_metrics.get(key)
+            self.query_one(f"#lbl-{key}", Label).update(
+                f"{SPARK_METRICS[key]}: {latest:.1f}" if latest is not None else SPARK_METRICS[key]
+            )
+        self.query_one("#stats", Static).update(self._stats_text())
+        failure = self.model.failure()
+        box = self.query_one("#failure", Static)
+        if failure is not None:
+            cause = failure.cause or {}
+            fix = cause.get("fix") or ""
+            can_fix = bool(cause.get("fix_args"))
+            box.update(Text.assemble(
+                (f"✗ {failure.name} {failure.state}: {cause.get('kind', 'failure')} — {cause.get('summary', failure.detail)}", "bold red"),
+                (f"\n  fix: {fix}" if fix else "", "yellow"),
+                ("\n  press x to relaunch with: " + " ".join(cause['fix_args']) if can_fix else "", "bold"),
+            ))
+        elif self.ended:
+            box.update("Run ended (event stream closed).")
+        else:
+            box.update("")
+
+    def _stats_text(self) -> str:
+        stats = self.model.stats
+        if not stats:
+            return ""
+        lines = []
+        for gpu in stats.get("gpus") or []:
+            g = gpu if isinstance(gpu, dict) else vars(gpu)
+            lines.append(f"GPU{g.get('index', '')}: {g.get('util_percent', '?')}% · {g.get('mem_used_gib', '?')}/{g.get('mem_total_gib', '?')} GiB")
+        if "cpu_percent" in stats:
+            lines.append(f"CPU {stats['cpu_percent']:.0f}% · RAM {stats.get('ram_percent', 0):.0f}%")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ actions
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        name = str(event.row_key.value)
+        if name != self.selected:
+            self.selected = name
+            self._repaint_log()
+            self.model.changed = True
+
+    def _repaint_log(self) -> None:
+        log = self.query_one("#log", RichLog)
+        log.clear()
+        log.border_title = f"log · {self.selected}" + (f" · /{self.search}" if self.search else "")
+        for line in self.model.logs.get(self.selected, []):
+            if not self.search or self.search in line:
+                log.write(self._styled(line), scroll_end=self.follow)
+
+    def action_follow(self) -> None:
+        """Toggle following the log's end."""
+        self.follow = not self.follow
+        self.notify("Following log" if self.follow else "Log follow paused")
+
+    def action_search(self) -> None:
+        box = self.query_one("#log-search", Input)
+        box.remove_class("hidden")
+        box.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "log-search":
+            self.search = event.value.strip()
+            event.input.add_class("hidden")
+            self._repaint_log()
+
+    async def action_stop(self) -> None:
+        """Stop the whole run (SIGTERM, wait, SIGKILL the tree — launcher policy)."""
+        if self.client is not None:
+            self.notify("Stopping run…")
+            await self.client.stop()
+
+    async def action_restart(self) -> None:
+        """Restart the selected process."""
+        if self.client is not None and self.selected:
+            self.notify(f"Restarting {self.selected}…")
+            await self.client.restart(self.selected)
+
+    def action_detach(self) -> None:
+        """Leave the run running and go back."""
+        self.workers.cancel_group(self, "monitor-events")
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+        else:
+            self.app.exit(message=f"Detached from run {self.run_id}; `vllm-wizard attach {self.run_id}` re-opens it.")
+
+    def action_smoke(self) -> None:
+        """Send a short completion to the served endpoint; the answer lands in the log pane."""
+        self._smoke()
+
+    @work(exclusive=True, group="smoke", exit_on_error=False)
+    async def _smoke(self) -> None:
+        from vllm_wizard.tui.smoke import endpoint_of, smoke_request
+
+        plan = self.app.plan_json or getattr(self.client, "plan_json", None)
+        target = endpoint_of(plan) if plan else None
+        if target is None:
+            self.notify("No served endpoint in this plan.", severity="error")
+            return
+        self.notify(f"Smoke request to {target[0]} …")
+        result = await smoke_request(*target)
+        self.last_smoke = result
+        style = "SMOKE OK" if result.ok else "SMOKE ERROR"
+        self.model.add_line(self.selected or "smoke", f"{style} {result.latency_s * 1000:.0f} ms {result.url}: {result.text!r}")
+        self.model.changed = True
+        self.notify(f"{'✓' if result.ok else '✗'} {result.latency_s * 1000:.0f} ms: {result.text[:80]}",
+                    severity="information" if result.ok else "error")
+
+    async def action_relaunch_fix(self) -> None:
+        """Stop the run, add the failure's suggested flag change to the advanced args, relaunch."""
+        failure = self.model.failure()
+        args = (failure.cause or {}).get("fix_args") if failure else None
+        if not args:
+            self.notify("No flag fix to apply.", severity="warning")
+            return
+        if self.client is not None:
+            await self.client.stop()
+        selection = dict(self.app.selection)
+        selection["advanced_args"] = list(selection.get("advanced_args") or []) + list(args)
+        self.app.set_selection(selection)
+        from vllm_wizard.tui.screen_review import ReviewScreen
+
+        self.workers.cancel_group(self, "monitor-events")
+        self.app.switch_screen(ReviewScreen())
+
+
+class AttachPrompt(ModalScreen[str | None]):
+    """"A run is live — attach?" Lists live runs; escape / "new plan" dismisses with None."""
+
+    BINDINGS = [Binding("escape", "dismiss_none", "New plan")]
+
+    def __init__(self, runs: list[str]) -> None:
+        super().__init__()
+        self.runs = runs
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="attach-box"):
+            yield Label("A vllm-wizard run is live on this node. Attach to it?")
+            yield OptionList(*[Option(f"Attach to {r}", id=r) for r in self.runs], Option("Start a new plan", id="__new__"), id="attach-list")
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(None if event.option.id == "__new__" else event.option.id)
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)

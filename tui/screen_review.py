@@ -1,0 +1,192 @@
+"""Step 4 — review: the commands per node in launch order, env, install steps, placeholders with
+detected defaults, preflight; export (plan file, scripts), copy (OSC 52), one key launches.
+
+The plan is synthesized on mount from the app's selection (pure, < 2 ms per issue 2) and laid out by
+:func:`~vllm_wizard.tui.plan_view.process_blocks`; each command is a focusable :class:`CommandBlock`
+so ``c`` copies the focused one. Launch writes the plan file into the state dir and hands it to the
+launcher seam in a worker (the preflight may take seconds: port checks, ``vllm serve --help``), then
+opens the monitor; preflight problems come back as the launcher's error text, all at once.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Label, Static
+
+from vllm_wizard.tui.placeholders import detected_defaults
+from vllm_wizard.tui.plan_export import default_export_dir, write_plan_file, write_scripts
+from vllm_wizard.tui.plan_view import ProcessBlock, fill_placeholders, process_blocks
+
+
+class CommandBlock(Static, can_focus=True):
+    """One process: heading, ``export`` lines, and the command. Focus it and press ``c`` to copy."""
+
+    DEFAULT_CSS = """
+    CommandBlock { padding: 0 1; margin: 0 0 1 0; border-left: thick $primary-darken-2; height: auto; }
+    CommandBlock:focus { border-left: thick $accent; background: $boost; }
+    """
+
+    def __init__(self, block: ProcessBlock, **kwargs) -> None:
+        self.block = block
+        text = Text()
+        text.append(f"{block.where} · {block.title}\n", style="bold")
+        for line in block.exports:
+            text.append(line + "\n", style="dim")
+        text.append(block.command)
+        super().__init__(text, **kwargs)
+
+
+class ReviewScreen(Screen):
+    """Summary, install steps, placeholders, commands; keys: l launch, e export, s scripts, c copy."""
+
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("l", "launch", "Launch"),
+        Binding("e", "export", "Export plan"),
+        Binding("s", "scripts", "Scripts"),
+        Binding("c", "copy", "Copy cmd"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield VerticalScroll(id="review")
+        yield Static("", id="review-status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.values: dict[str, str] = {}
+        container = self.query_one("#review", VerticalScroll)
+        try:
+            plan = self.app.build_plan()
+        except Exception as exc:  # noqa: BLE001 — SelectionError: show it, stay on the screen
+            container.mount(Static(Text(f"✗ Cannot plan this selection: {exc}", style="bold red"), id="plan-error"))
+            self.plan_json = None
+            return
+        self.plan_json = plan
+        resolved = plan.get("resolved", {})
+        widgets = [
+            Static(
+                Text.assemble(
+                    ("Plan: ", "bold"),
+                    f"{resolved.get('model')} · {resolved.get('variant')} · {resolved.get('hardware')} · "
+                    f"{resolved.get('strategy')} · {resolved.get('nodes')} node(s) · {plan.get('deploy_type')} · "
+                    f"install {plan.get('install_mode')}",
+                ),
+                id="plan-summary",
+            )
+        ]
+        install = list(plan.get("base_install") or []) + list(plan.get("install") or [])
+        if install:
+            widgets.append(Label("Install steps", classes="section"))
+            widgets.append(Static("\n".join(install), id="install-steps", classes="install"))
+        installed = self._installed_text(plan)
+        if installed:
+            widgets.append(Static(installed, id="installed"))
+        notes = plan.get("notes") or []
+        if notes:
+            widgets.append(Static("\n".join(f"• {n}" for n in notes), id="plan-notes"))
+        placeholders = plan.get("placeholders") or []
+        if placeholders:
+            widgets.append(Label("Placeholders (filled at launch; detected defaults shown)", classes="section"))
+            self.values = detected_defaults(placeholders)
+            for name in placeholders:
+                widgets.append(
+                    Horizontal(Label(f"${name}", classes="ph-name"), Input(self.values[name], id=f"ph-{name}"), classes="ph-row")
+                )
+        widgets.append(Label("Commands (launch order)", classes="section"))
+        for i, block in enumerate(process_blocks(plan)):
+            widgets.append(CommandBlock(block, id=f"cmd-{i}", classes="command"))
+        container.mount_all(widgets)
+        launcher = self.app.launcher
+        self.query_one("#review-status", Static).update(
+            "Preflight (ports, executables, vLLM version, flags, placeholders) runs when you press l."
+            if launcher is not None
+            else "Launching is unavailable here (no launcher); export the plan or scripts instead."
+        )
+
+    def _installed_text(self, plan: dict) -> str:
+        """What is already installed vs what the plan needs (detect §5.5 facts when present)."""
+        software = getattr(self.app.inventory, "software", None)
+        if software is None:
+            return ""
+        parts = []
+        vllm = getattr(software, "vllm", None) or (software.get("vllm") if isinstance(software, dict) else None)
+        need = plan.get("min_vllm_version")
+        parts.append(f"vLLM installed: {vllm or 'no'}" + (f" (recipe needs ≥ {need})" if need else ""))
+        for name in ("vllm_router", "lmcache"):
+            have = getattr(software, name, None) or (software.get(name) if isinstance(software, dict) else None)
+            parts.append(f"{name.replace('_', '-')}: {have or 'not installed'}")
+        return " · ".join(parts)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id and event.input.id.startswith("ph-"):
+            self.values[event.input.id[3:]] = event.value.strip()
+
+    def commands(self) -> list[str]:
+        """The displayed commands, in order (tests compare them with ``plan_to_json``)."""
+        return [b.block.command for b in self.query(CommandBlock)]
+
+    def action_copy(self) -> None:
+        """Copy the focused command (else the first) with placeholders filled, via OSC 52."""
+        focused = self.focused if isinstance(self.focused, CommandBlock) else next(iter(self.query(CommandBlock)), None)
+        if focused is None:
+            return
+        text = "\n".join(focused.block.exports + (focused.block.command,))
+        self.app.copy_to_clipboard(fill_placeholders(text, self.values))
+        self.notify(f"Copied {focused.block.name}'s command to the clipboard (OSC 52).")
+
+    def _export_dir(self) -> Path:
+        return default_export_dir()
+
+    def action_export(self) -> None:
+        """Write the plan file (contracts §2) into ./vllm-wizard-<time>/plan.yaml."""
+        if not self.plan_json:
+            return
+        path = self._export_dir() / "plan.yaml"
+        write_plan_file(self.app, path)
+        self.notify(f"Plan written to {path}")
+
+    def action_scripts(self) -> None:
+        """Write one bash script per node next to the plan file."""
+        if not self.plan_json:
+            return
+        paths = write_scripts(self.plan_json, self._export_dir(), self.values)
+        self.notify("Scripts: " + ", ".join(str(p) for p in paths))
+
+    def action_launch(self) -> None:
+        """Write the plan file and start a detached run of node 0 through the launcher seam."""
+        if not self.plan_json:
+            return
+        if self.app.launcher is None:
+            self.notify("No launcher available on this install.", severity="error")
+            return
+        missing = [n for n, v in self.values.items() if not v]
+        if missing:
+            self.notify("Fill " + ", ".join(f"${m}" for m in missing) + " first.", severity="error")
+            return
+        self.query_one("#review-status", Static).update("Preflight and launch…")
+        self._launch(dict(self.values))
+
+    @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
+    def _launch(self, values: dict[str, str]) -> None:
+        from vllm_wizard.tui.plan_export import runs_plan_path
+
+        path = runs_plan_path(time.strftime("%Y%m%d-%H%M%S"))
+        try:
+            write_plan_file(self.app, path)
+            run_id = self.app.launcher.start(path, values)
+        except Exception as exc:  # noqa: BLE001 — LaunchError lists every preflight problem
+            self.app.call_from_thread(self._launch_failed, str(exc))
+            return
+        self.app.call_from_thread(self.app.open_monitor, run_id)
+
+    def _launch_failed(self, text: str) -> None:
+        self.query_one("#review-status", Static).update(Text(f"✗ Launch refused:\n{text}", style="red"))

@@ -1,0 +1,114 @@
+"""The seam between the wizard and the headless cores (docs/contracts.md §1, §3, §4).
+
+The app never imports ``vllm_wizard.catalog``/``detect``/``launcher`` directly: it calls through one
+:class:`Services` object, built by :func:`real_services` with the real modules (imported lazily, so
+``import vllm_wizard.tui`` stays cheap and the first frame paints before any core is loaded) or by
+tests with fakes. One object, not monkeypatching: tests pass it to :func:`vllm_wizard.tui.app.make_app`
+(DESIGN.md style 5 and 8).
+
+Every function here is *blocking* and *pure* with respect to the UI: the app runs the slow ones
+(``load_catalog``, ``detect``) in thread workers and posts the result as a message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+
+class LauncherPort(Protocol):
+    """What the wizard needs from ``vllm_wizard.launcher`` (contracts §3).
+
+    ``start(plan_file, values)`` loads the plan file for node 0 with the placeholder ``values``, runs
+    the preflight and starts a detached supervisor; returns the run id (str). Raises
+    :class:`vllm_wizard.errors.LaunchError` with every preflight problem.
+    ``live_runs()`` lists run ids whose supervisor or children are still alive.
+    ``client(run_id)`` returns an object with ``events()`` (async iterator of launcher events),
+    ``stop()``, ``restart(name)`` (coroutines).
+    """
+
+    def start(self, plan_file: Path, values: dict[str, str]) -> str: ...
+
+    def live_runs(self) -> list[str]: ...
+
+    def client(self, run_id: str) -> Any: ...
+
+
+@dataclass
+class Services:
+    """The core functions the wizard calls; all blocking, none touches a widget.
+
+    - ``load_catalog(recipes_dir | None) -> Catalog`` (contracts §1; raises CatalogError)
+    - ``detect() -> Inventory`` (never raises, contracts §4)
+    - ``match_profiles(inventory, profiles) -> [Candidate]`` ranked best first
+    - ``make_selection(mapping) -> Selection``; ``options(catalog, selection) -> Options``;
+      ``synthesize(catalog, selection) -> LaunchPlan`` (raises SelectionError);
+      ``plan_to_json(plan) -> dict`` (shared/spec/plan-json.md §3)
+    - ``custom_recipe(catalog, id_or_path) -> Catalog``: the catalog with a recipe derived from a
+      custom model's config.json added (raises WizardError naming what was tried)
+    - ``write_plan_file(catalog, selection, plan, path, inventory)``: the plan file of contracts §2
+    - ``write_scripts(catalog, selection, plan, directory)``: one bash script per node
+    - ``launcher``: a :class:`LauncherPort`, or ``None`` where launching is unavailable
+    """
+
+    load_catalog: Callable[[Path | None], Any]
+    detect: Callable[[], Any]
+    match_profiles: Callable[[Any, Any], list]
+    make_selection: Callable[[dict], Any]
+    options: Callable[[Any, Any], Any]
+    synthesize: Callable[[Any, Any], Any]
+    plan_to_json: Callable[[Any], dict]
+    custom_recipe: Callable[[Any, str], Any] | None = None
+    write_plan_file: Callable[..., Path] | None = None
+    write_scripts: Callable[..., list[Path]] | None = None
+    render_plan_text: Callable[[dict], str] | None = None
+    launcher: LauncherPort | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def real_services() -> Services:
+    """:class:`Services` wired to the real cores (imported here, lazily — call from a worker).
+
+    Optional hooks (custom models, plan-file and script writers, the text renderer of ``plan``) are
+    looked up by name and left ``None`` when the core does not provide them; the screens then hide
+    the matching action instead of failing.
+    """
+    from vllm_wizard import catalog as cat_mod
+    from vllm_wizard import detect as det_mod
+
+    def load(recipes: Path | None):
+        return cat_mod.load_catalog(recipes=recipes) if recipes else cat_mod.load_catalog()
+
+    def make_selection(values: dict):
+        clean = {k: v for k, v in values.items() if v is not None}
+        return cat_mod.Selection(**clean)
+
+    launcher = None
+    try:
+        from vllm_wizard.tui.launch_port import RealLauncher
+
+        launcher = RealLauncher()
+    except ImportError:  # launcher core not built on this checkout
+        launcher = None
+
+    def missing(name: str, module: str):
+        def call(*_a, **_k):
+            raise RuntimeError(f"{module}.{name} is not available in this build")
+
+        return call
+
+    return Services(
+        load_catalog=load,
+        detect=getattr(det_mod, "detect", None) or missing("detect", "vllm_wizard.detect"),
+        match_profiles=getattr(det_mod, "match_profiles", None) or (lambda inv, profiles: []),
+        make_selection=make_selection,
+        options=getattr(cat_mod, "options", None) or missing("options", "vllm_wizard.catalog"),
+        synthesize=getattr(cat_mod, "synthesize", None) or missing("synthesize", "vllm_wizard.catalog"),
+        plan_to_json=cat_mod.plan_to_json,
+        custom_recipe=getattr(cat_mod, "custom_recipe", None),
+        write_plan_file=getattr(cat_mod, "write_plan_file", None),
+        write_scripts=getattr(cat_mod, "write_scripts", None),
+        render_plan_text=getattr(cat_mod, "render_plan_text", None),
+        launcher=launcher,
+    )
