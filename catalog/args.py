@@ -1,0 +1,113 @@
+"""vLLM argument lists: last-wins dedupe, command text, quoting and shell-text word splitting.
+
+Rules from ``shared/spec/recipes-synthesis.md`` §2.5 and ``shared/spec/plan-json.md`` §3.4:
+
+* a token starting with ``-`` is a flag; the next token is its value unless it starts with ``-``;
+  other tokens are positionals and always kept;
+* **last wins at its own position**: walking backwards, the first sighting of a flag name is kept,
+  earlier units of that flag vanish; ``--x=v`` is a different name from ``--x``;
+* argv splits an element that starts with ``-`` and contains whitespace (``"--max-model-len auto"``)
+  *after* dedupe, so such a token is a flag name of its own for last-wins purposes.
+
+Kept separate from synthesis because the TUI's Advanced panel and the ``plan`` text output reuse it.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+_BARE_VALUE = re.compile(r"[A-Za-z0-9_./=:@,+%-]+")
+_SHELL_VAR = re.compile(r"\$[A-Z_][A-Z0-9_]*")
+
+
+def units(tokens: list[str]) -> list[tuple[str, str | None]]:
+    """Group tokens into ``(token, value_or_None)`` units (§2.5); empty tokens dropped.
+
+    A flag takes the next token as value when that token exists and does not start with ``-``.
+    A positional is a unit ``(token, None)`` too (callers tell them apart by the leading ``-``).
+    """
+    toks = [t for t in tokens if t != ""]
+    out: list[tuple[str, str | None]] = []
+    i, n = 0, len(toks)
+    while i < n:
+        tok = toks[i]
+        if tok.startswith("-") and i + 1 < n and not toks[i + 1].startswith("-"):
+            out.append((tok, toks[i + 1]))
+            i += 2
+        else:
+            out.append((tok, None))
+            i += 1
+    return out
+
+
+def dedupe_units(tokens: list[str]) -> list[tuple[str, str | None]]:
+    """Units after last-wins dedupe (§2.5): each flag name keeps only its last unit, in place."""
+    seen: set[str] = set()
+    kept: list[tuple[str, str | None]] = []
+    for unit in reversed(units(tokens)):
+        flag = unit[0]
+        if flag.startswith("-"):
+            if flag in seen:
+                continue
+            seen.add(flag)
+        kept.append(unit)
+    kept.reverse()
+    return kept
+
+
+def flatten(kept: list[tuple[str, str | None]]) -> list[str]:
+    """Tokens of deduped units (unsplit)."""
+    out: list[str] = []
+    for flag, value in kept:
+        out.append(flag)
+        if value is not None:
+            out.append(value)
+    return out
+
+
+def argv_tokens(kept: list[tuple[str, str | None]]) -> list[str]:
+    """argv elements of deduped units: flags containing whitespace split (plan-json §3.4)."""
+    out: list[str] = []
+    for flag, value in kept:
+        if flag.startswith("-") and any(c.isspace() for c in flag):
+            out.extend(flag.split())
+        else:
+            out.append(flag)
+        if value is not None:
+            out.append(value)
+    return out
+
+
+def remove_flags(kept: list[tuple[str, str | None]], names: list[str]) -> list[tuple[str, str | None]]:
+    """Drop every unit whose flag is in ``names`` (seed ``remove_args``, recipes-synthesis §4.6)."""
+    if not names:
+        return kept
+    drop = set(names)
+    return [u for u in kept if u[0] not in drop]
+
+
+def quote_value(value: str) -> str:
+    """Shell form of a flag value (§2.5): bare when ``$UPPER_VAR`` or ``[A-Za-z0-9_./=:@,+%-]+``,
+    else single-quoted with ``'`` → ``'\\''``."""
+    if _SHELL_VAR.fullmatch(value) or _BARE_VALUE.fullmatch(value):
+        return value
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+def command_text(head: str, kept: list[tuple[str, str | None]], indent: str = "  ") -> str:
+    """``head`` alone, or ``head \\`` then one unit per line (§2.5); flags/positionals never quoted."""
+    if not kept:
+        return head
+    lines = [head]
+    for flag, value in kept:
+        lines.append(indent + (flag if value is None else f"{flag} {quote_value(value)}"))
+    return " \\\n".join(lines)
+
+
+def split_shell_text(text: str) -> list[str]:
+    """Word split of reference shell text (plan-json §3.4): drop whole-line ``#`` comments, join
+    ``\\`` + newline continuations, split on blanks, remove quoting; ``$VARS`` stay literal."""
+    lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n", " ", "\n".join(lines))
+    return shlex.split(joined, comments=False, posix=True)

@@ -1,0 +1,1067 @@
+"""Plan synthesis: a :class:`Selection` over a :class:`Catalog` → a :class:`LaunchPlan`.
+
+A port of the reference builder's ``resolveCommand`` / ``resolveOmniCommand`` as specified in
+``shared/spec/recipes-synthesis.md`` §2 (argument order §2.4, dedupe §2.5, parallelism §2.6, env
+§2.7, features §2.8, KV offload §2.9, docker/install §2.10, shapes §2.11, omni §2.12) and shaped as
+``shared/spec/plan-json.md`` §3. The golden corpus (``shared/golden``) is the judge of the snapshot
+semantics; the seed extensions of §4 are layered on top and only fire when the catalog carries the
+seed fields (a recipes checkout replaces the seeds, so goldens never see them).
+
+Structure: :func:`synthesize` resolves the selection into a :class:`_Ctx` (defaults, gates, device
+count), then one builder per shape (single/multi-node, PD, Mooncake, omni) produces processes;
+argument and env assembly are shared (:meth:`_Ctx.build_args`, :meth:`_Ctx.build_env`) and
+parameterized by role / node rank / instance. Extras of ``docs/contracts.md`` §2 (phase, ports,
+health, depends_on) are attached at the end in one pass.
+
+Device count: ``Selection.gpus`` replaces the profile's ``gpu_count`` for every layout rule; the
+per-device VRAM stays the profile's (``vram_gb / gpu_count``). With ``gpus`` unset nothing changes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from vllm_wizard import __version__  # noqa: F401  (kept importable for provenance users)
+from vllm_wizard.errors import SelectionError
+
+from . import args as A
+from . import gates as G
+from .docker import docker_argv, docker_image, last_port
+from .loader import Catalog
+from .models import (
+    Connector,
+    Feature,
+    HardwareProfile,
+    KvOffloadOption,
+    KvStore,
+    PdRoleOverride,
+    Recipe,
+    Strategy,
+    StrategyOverride,
+    Variant,
+)
+from .plan import PHASES, Health, LaunchPlan, PlanProcess, find_placeholders
+from .selection import PdPool, Selection
+
+#: Env keys only NVL4 trays (GB200/GB300) keep under PD (§2.7 step 12).
+NVL4_ENV_KEYS = ("VLLM_USE_NCCL_SYMM_MEM", "NCCL_CUMEM_ENABLE", "NCCL_MNNVL_ENABLE", "NCCL_NVLS_ENABLE",
+                 "UCX_NET_DEVICES")
+NVL4_PROFILES = ("gb200", "gb300")
+#: PD role HTTP ports used by the reference router command (§2.11).
+PD_PORTS = {"prefill": 8001, "decode": 8002}
+ROUTER_INSTALL = "uv pip install vllm-router"
+PD_ROLES = ("prefill", "decode")
+
+
+def _did_you_mean(kind: str, value: str, choices: Iterable[str], where: str) -> SelectionError:
+    choices = list(choices)
+    close = difflib.get_close_matches(value, choices, n=3, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    valid = f" Valid: {', '.join(choices)}." if len(choices) <= 12 else ""
+    return SelectionError(f"unknown {kind} {value!r} {where}.{hint}{valid}")
+
+
+@dataclass
+class _Pool:
+    """A resolved PD pool (§2.6 PD role)."""
+
+    role: str
+    nodes: int
+    pool_gpus: int
+    mode: str
+    """Snapped parallelism (tp | tep | dep)."""
+    raw_mode: str
+    """Un-snapped parallelism (used by the DEP NIXL-host rewrite, §2.7 step 13)."""
+    tp: int | None
+    dp_local: int
+
+    @property
+    def nodes_in_pool(self) -> int:
+        return max(1, self.nodes)
+
+
+@dataclass
+class _Ctx:
+    """A resolved selection: every default applied, every object looked up once."""
+
+    cat: Catalog
+    sel: Selection
+    recipe: Recipe
+    variant_key: str
+    variant: Variant
+    hw: str
+    profile: HardwareProfile
+    gpu_count: int
+    nodes: int
+    strategy_id: str | None
+    strategy: Strategy | None
+    so: StrategyOverride | None
+    features: list[str]
+    install_mode: str
+    kv_key: str | None
+    kv_option: KvOffloadOption | None = None
+    kv_store: KvStore | None = None
+    kv_count: int = 0
+    connector_id: str | None = None
+    connector: Connector | None = None
+    router: str = "vllm"
+    pools: dict[str, _Pool] = field(default_factory=dict)
+    checks: dict[str, Any] = field(default_factory=dict)
+
+    # -----------------------------------------------------------------------------------------
+    @property
+    def deploy(self) -> str:
+        return self.strategy.deploy_type if self.strategy else "single_node"
+
+    @property
+    def is_pd(self) -> bool:
+        return self.deploy == "pd_cluster"
+
+    @property
+    def brand(self) -> str:
+        return self.profile.brand
+
+    @property
+    def model_id(self) -> str:
+        return self.variant.model_id or self.recipe.model.model_id or "unknown"
+
+    # -----------------------------------------------------------------------------------------
+    # §2.4 arguments
+
+    def _hw_override_blocks(self, role: str | None) -> list:
+        """Step 5 blocks in order: gen HO (so replaces recipe+variant), so exact, PD role exact."""
+        so = self.so
+        blocks = []
+        so_gen = G.gen_block(so.hardware_overrides, self.profile) if so else None
+        if so_gen is not None:
+            blocks.append(so_gen)
+        else:
+            for b in (G.gen_block(self.recipe.hardware_overrides, self.profile),
+                      G.gen_block(self.variant.hardware_overrides, self.profile)):
+                if b is not None:
+                    blocks.append(b)
+        if so is not None:
+            b = so.hardware_overrides.get(self.hw)
+            if b is not None:
+                blocks.append(b)
+            if role is not None:
+                b = so.role(role).hardware_overrides.get(self.hw)
+                if b is not None:
+                    blocks.append(b)
+        return blocks
+
+    def _feature_args(self) -> list[str]:
+        out: list[str] = []
+        enabled = set(self.features)
+        mooncake = self.kv_store is not None
+        for key, feat in self.recipe.features.items():
+            if key not in enabled:
+                continue
+            if feat.strategies is not None and self.strategy_id not in feat.strategies:
+                continue
+            if mooncake and feat.companion is not None and feat.companion.command:
+                continue
+            out += self._one_feature_args(key, feat)
+        return out
+
+    def effective_mode(self, key: str, feat: Feature) -> str | None:
+        """``resolveModeKey`` (§2.8)."""
+        if not feat.modes:
+            return None
+        cands = [m for m, mode in feat.modes.items()
+                 if (not mode.variants or self.variant_key in mode.variants)
+                 and not G.gated_off(mode.hardware, self.hw, self.profile)]
+        if not cands:
+            return None
+        for pick in (self.sel.feature_modes.get(key), self.variant.default_modes.get(key), feat.default_mode):
+            if pick in cands:
+                return pick
+        return cands[0]
+
+    def _one_feature_args(self, key: str, feat: Feature) -> list[str]:
+        if feat.modes:
+            m = self.effective_mode(key, feat)
+            if m is None:
+                return []
+            mode = feat.modes[m]
+            ho = G.keyed(mode.hardware_overrides, self.hw, self.profile)
+            return list(ho.args) if ho is not None else list(mode.args)
+        ho = G.gen_block(feat.hardware_overrides, self.profile)
+        return list(ho.args) if ho is not None else list(feat.args)
+
+    def parallel_args(self, node_role: str, rank: int, addr: str, role: str | None) -> list[str]:
+        """§2.6 parallel-size arguments for one rendering."""
+        st = self.strategy
+        G_ = self.gpu_count
+        if role is not None:
+            return self._pd_parallel_args(self.pools[role], rank)
+        flag = (st.parallel_flag if st else None) or "--tensor-parallel-size"
+        parallelism = st.parallelism if st else None
+        if self.deploy == "multi_node" and self.nodes > 1:
+            n = self.nodes
+            mp_rank = 0 if node_role != "worker" else max(1, rank)
+            total = G_ * n
+            if flag == "--data-parallel-size":
+                out = ["--data-parallel-size", str(total), "--data-parallel-size-local", str(G_),
+                       "--data-parallel-address", addr]
+                if node_role == "worker":
+                    out += ["--data-parallel-start-rank", str(mp_rank * self._dep_dp_local())]
+                return out
+            if parallelism == "tp_pp":
+                out = ["--tensor-parallel-size", str(G_), "--pipeline-parallel-size", str(n),
+                       "--nnodes", str(n), "--node-rank", str(mp_rank), "--master-addr", addr]
+                return out + (["--headless"] if mp_rank > 0 else [])
+            if parallelism == "tp_dp":
+                out = ["--tensor-parallel-size", str(G_), "--data-parallel-size", str(n),
+                       "--data-parallel-size-local", "1", "--data-parallel-address", addr]
+                if node_role == "worker":
+                    out += ["--data-parallel-start-rank", str(mp_rank)]
+                return out
+            out = ["--tensor-parallel-size", str(total), "--nnodes", str(n), "--node-rank", str(mp_rank),
+                   "--master-addr", addr]
+            return out + (["--headless"] if mp_rank > 0 else [])
+        tp = G.single_node_tp(self.recipe, self.variant, self.strategy_id or "", self.hw, self.profile, G_)
+        return [flag, str(tp)]
+
+    def _dep_dp_local(self) -> int:
+        """Multi-node DEP ``dpLocal``: last ``--data-parallel-size-local`` in the override args."""
+        so = self.so
+        value = self.gpu_count
+        if so is None:
+            return value
+        sources = [so.vllm_args, so.extra_args]
+        gen = G.gen_block(so.hardware_overrides, self.profile)
+        if gen is not None:
+            sources.append(gen.extra_args)
+        exact = so.hardware_overrides.get(self.hw)
+        if exact is not None:
+            sources.append(exact.extra_args)
+        for toks in sources:
+            for i, tok in enumerate(toks[:-1]):
+                if tok == "--data-parallel-size-local":
+                    try:
+                        value = int(toks[i + 1])
+                    except ValueError:
+                        pass
+        return value
+
+    def _pd_parallel_args(self, pool: _Pool, rank: int) -> list[str]:
+        R = pool.role.upper()
+        if pool.mode == "dep":
+            n = pool.nodes_in_pool
+            idx = min(max(rank, 0), n - 1)
+            out = []
+            if pool.tp is not None:
+                out += ["--tensor-parallel-size", str(pool.tp)]
+            out += ["--data-parallel-size", str(n * pool.dp_local),
+                    "--data-parallel-size-local", str(pool.dp_local),
+                    "--data-parallel-start-rank", str(idx * pool.dp_local),
+                    "--data-parallel-address", f"${R}_NODE_1",
+                    "--data-parallel-rpc-port", f"${R}_DP_RPC_PORT"]
+            if n > 1:
+                out.append("--data-parallel-hybrid-lb")
+            out.append("--enable-expert-parallel")
+            return out
+        so_role = self.so.role(pool.role) if self.so else PdRoleOverride()
+        st_role = self.strategy.role(pool.role)
+        flag = so_role.parallel_flag or st_role.parallel_flag or self.strategy.parallel_flag or "--tensor-parallel-size"
+        out = [flag, str(max(1, pool.pool_gpus))]
+        if pool.mode == "tep":
+            out.append("--enable-expert-parallel")
+        if pool.nodes > 1:
+            out += ["--nnodes", str(pool.nodes), "--node-rank", str(rank), "--master-addr", f"${R}_NODE_1"]
+            if rank > 0:
+                out.append("--headless")
+        return out
+
+    def build_args(self, node_role: str = "serve", rank: int = 0, addr: str = "$HEAD_IP",
+                   role: str | None = None) -> list[str]:
+        """Raw (un-deduped) argument tokens, §2.4 steps 1–8."""
+        r, v, so, st = self.recipe, self.variant, self.so, self.strategy
+        toks: list[str] = list(r.model.base_args)
+        toks += v.extra_args
+        vex = v.hardware_overrides.get(self.hw)
+        if vex is not None:
+            toks += vex.extra_args
+        # 3. strategy block + parallel args
+        if role is not None:
+            toks += st.role(role).vllm_args
+            toks += self._connector_args(role)
+        elif st is not None:
+            toks += st.vllm_args
+        toks += self.parallel_args(node_role, rank, addr, role)
+        # 4. strategy override
+        if so is not None:
+            if role is not None:
+                sr = so.role(role)
+                toks += sr.extra_args
+                toks += sr.vllm_args
+            else:
+                toks += so.extra_args
+                toks += so.vllm_args
+        # 5. hardware overrides
+        for block in self._hw_override_blocks(role):
+            toks += block.extra_args
+        # 6. advanced, 7. features
+        toks += self.sel.advanced_args
+        toks += self._feature_args()
+        # 8. KV layer
+        if self.kv_option is not None and self._kv_option_applies(role):
+            toks += self.kv_option.args
+        if self.kv_store is not None:
+            if role is None:
+                toks += self.kv_store.vllm.vllm_args
+            elif self.kv_store.pd is not None:
+                toks += getattr(self.kv_store.pd, role).args
+        return toks
+
+    def _kv_option_applies(self, role: str | None) -> bool:
+        if role is None:
+            return True
+        pd = self.kv_option.pd if self.kv_option else None
+        return bool(pd and role in pd.roles)
+
+    def _connector_args(self, role: str) -> list[str]:
+        """Seed §4.7: ``--kv-transfer-config`` from the selected connector when the role lacks one."""
+        if self.connector is None or "--kv-transfer-config" in self.strategy.role(role).vllm_args:
+            return []
+        config = getattr(self.connector, role).config
+        if not config:
+            return []
+        text = json.dumps(config, separators=(",", ":"))
+        text = text.replace("{port}", str(PD_PORTS[role]))
+        return ["--kv-transfer-config", text]
+
+    # -----------------------------------------------------------------------------------------
+    # §2.7 environment
+
+    def build_env(self, role: str | None = None, rank: int = 0) -> dict[str, str]:
+        """Process env, §2.7 steps 1–13 (insertion order = later wins, key keeps first position)."""
+        r, v, so, st = self.recipe, self.variant, self.so, self.strategy
+        env: dict[str, str] = {}
+        env.update(r.model.base_env)
+        env.update(v.extra_env)
+        vex = v.hardware_overrides.get(self.hw)
+        if vex is not None:
+            env.update(vex.extra_env)
+        if role is not None:
+            env.update(st.role(role).env)
+            if self.connector is not None:
+                env.update(getattr(self.connector, role).env)
+        elif st is not None:
+            env.update(st.env)
+        if self.kv_option is not None and self._kv_option_applies(role):
+            env.update(self._kv_option_env())
+        if self.kv_store is not None and (role is None or self.kv_store.pd is not None):
+            env.update(self.kv_store.vllm.env)
+        if role is not None:
+            pool = self.pools[role]
+            n = self.gpu_count
+            if pool.nodes >= 1:
+                env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(n))
+                if pool.nodes >= 2:
+                    env["GLOO_SOCKET_IFNAME"] = "$IFACE_NAME"
+                    env["NCCL_SOCKET_IFNAME"] = "$IFACE_NAME"
+            else:
+                half = n // 2
+                ids = range(half) if role == "prefill" else range(half, n)
+                env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in ids)
+        if so is not None:
+            env.update(so.env)
+            if role is not None:
+                env.update(so.role(role).env)
+            else:
+                env.update(so.extra_env)
+        for block in self._hw_override_blocks(role):
+            env.update(block.extra_env)
+        if role is not None:
+            if self.hw not in NVL4_PROFILES:
+                for key in NVL4_ENV_KEYS:
+                    env.pop(key, None)
+            pool = self.pools[role]
+            if pool.raw_mode == "dep" and rank > 0:
+                R = role.upper()
+                for key, value in env.items():
+                    if value == f"${R}_NODE_1":
+                        env[key] = f"${R}_NODE_{rank + 1}"
+        self._apply_frontend(env)
+        return env
+
+    def _kv_option_env(self) -> dict[str, str]:
+        """Option env, seed hardware-override env merged over it, templates resolved (§4.3)."""
+        opt = self.kv_option
+        env = dict(opt.env)
+        ho = self._kv_option_override()
+        if ho is not None:
+            env.update(ho.env)
+        tp = G.single_node_tp(self.recipe, self.variant, self.strategy_id or "", self.hw, self.profile,
+                              self.gpu_count)
+        return {k: val.replace("{tp_size}", str(tp)) for k, val in env.items()}
+
+    def _kv_option_override(self):
+        opt = self.kv_option
+        if opt is None or not opt.hardware_overrides:
+            return None
+        ho = opt.hardware_overrides.get(self.profile.gen)
+        if ho is None:
+            ho = opt.hardware_overrides.get(self.brand.lower())
+        return ho
+
+    def _apply_frontend(self, env: dict[str, str]) -> None:
+        """Seed §4.2: frontend env merged last; ``python`` removes a recipe's rust-frontend switch."""
+        fid = self.sel.frontend
+        if not fid:
+            return
+        front = self.cat.taxonomy.frontends.get(fid)
+        if front is None:
+            return
+        if not front.env:
+            env.pop("VLLM_USE_RUST_FRONTEND", None)
+        env.update(front.env)
+
+
+# ---------------------------------------------------------------------------------------------
+# resolution
+
+
+def _resolve_install_mode(recipe: Recipe, profile: HardwareProfile, requested: str | None) -> str:
+    """Effective install mode (plan-json §2 ``install_mode``; §2.10 I1)."""
+    install = recipe.model.install or {}
+    pip_off = install.get("pip") is False or (profile.install or {}).get("pip") is False
+    docker_off = install.get("docker") is False
+    if requested is None:
+        order = [k for k in install if k in ("pip", "docker")]
+        if pip_off or (order and order[0] == "docker"):
+            requested = "docker"
+        elif docker_off:
+            requested = "pip"
+        else:
+            requested = "pip"
+    if requested == "pip" and (profile.gen in ("tpu", "xpu") or pip_off):
+        return "docker"
+    if requested == "docker" and docker_off:
+        return "pip"
+    return requested
+
+
+def _default_features(recipe: Recipe, variant: Variant, hw: str) -> list[str]:
+    """Default-on features (§2.8): all − opt-in − hardware opt-in + variant ``default_modes`` keys."""
+    off = set(recipe.opt_in_features) | set(recipe.hardware_opt_in_features.get(hw, []))
+    forced = set(variant.default_modes)
+    return [k for k in recipe.features if k not in off or k in forced]
+
+
+def _kv_option_gates(ctx: _Ctx, key: str, opt: KvOffloadOption) -> dict[str, bool]:
+    """K2–K6 facts for a taxonomy option (plan-json §3.7) — seed gates folded in."""
+    st = ctx.strategy
+    deploy = ctx.deploy
+    allowed = deploy not in ("pd_cluster", "kv_store_lb") or (deploy == "pd_cluster" and bool(opt.pd and opt.pd.roles))
+    if opt.strategies is not None and ctx.strategy_id not in opt.strategies and deploy != "pd_cluster":
+        allowed = False
+    if st is not None and st.kv_offload is False:
+        allowed = False
+    support = ctx.recipe.kv_offload_support.get(key)
+    supported = support != "unsupported" and (not opt.requires_opt_in or support == "verified")
+    brand_ok = opt.brands is None or ctx.brand in opt.brands
+    return {"kv_allowed_for_strategy": allowed, "kv_supported_for_recipe": supported, "kv_brand_ok": brand_ok}
+
+
+def _resolve(cat: Catalog, sel: Selection) -> _Ctx:
+    recipe, alias_variant = cat.resolve_model(sel.model)
+    variant_key = sel.variant or alias_variant or "default"
+    if variant_key not in recipe.variants:
+        raise _did_you_mean("variant", variant_key, recipe.variants, f"for {recipe.hf_id}")
+    variant = recipe.variants[variant_key]
+    profiles = cat.taxonomy.hardware_profiles
+    hw = sel.hardware or G.default_hardware(recipe, variant, profiles)
+    if hw not in profiles:
+        raise _did_you_mean("hardware profile", hw, profiles, f"in the {cat.source} catalog")
+    profile = profiles[hw]
+    gpu_count = sel.gpus or profile.gpu_count
+    nodes = sel.nodes or 1
+    omni = recipe.is_omni
+    strategy_id: str | None = None
+    strategy: Strategy | None = None
+    so: StrategyOverride | None = None
+    if not omni:
+        strategy_id = sel.strategy or G.recommend_strategy(recipe, nodes)
+        if strategy_id in cat.kv_stores:
+            raise SelectionError(f"strategy {strategy_id!r} is a KV-store deployment; pass it as kv_offload")
+        strategy = cat.strategies.get(strategy_id)
+        if strategy is None:
+            raise _did_you_mean("strategy", strategy_id, cat.strategies, f"in the {cat.source} catalog")
+        so = recipe.strategy_overrides.get(strategy_id)
+    if omni:
+        features: list[str] = []
+    elif sel.features is None or sel.features == "default":
+        features = _default_features(recipe, variant, hw)
+    elif sel.features == "none":
+        features = []
+    else:
+        features = list(sel.features)
+    install_mode = _resolve_install_mode(recipe, profile, sel.install_mode)
+    kv_key = sel.kv_offload if sel.kv_offload not in (None, "none", "off") else None
+    if sel.frontend and sel.frontend not in cat.taxonomy.frontends:
+        raise _did_you_mean("frontend", sel.frontend, cat.taxonomy.frontends or ["(none in this catalog)"],
+                            f"in the {cat.source} catalog")
+    ctx = _Ctx(cat=cat, sel=sel, recipe=recipe, variant_key=variant_key, variant=variant, hw=hw,
+               profile=profile, gpu_count=gpu_count, nodes=nodes, strategy_id=strategy_id,
+               strategy=strategy, so=so, features=features, install_mode=install_mode, kv_key=kv_key)
+    ctx.checks = _checks(ctx, omni)
+    if not omni and kv_key is not None:
+        if kv_key in cat.taxonomy.kv_offload:
+            opt = cat.taxonomy.kv_offload[kv_key]
+            facts = _kv_option_gates(ctx, kv_key, opt)
+            ctx.checks.update(facts)
+            usable = all(facts.values()) and not G.gated_off(opt.hardware, hw, profile)
+            if opt.docker is False and install_mode == "docker":
+                usable = False
+            if usable:
+                ctx.kv_option = opt
+        elif kv_key in cat.kv_stores:
+            store = cat.kv_stores[kv_key]
+            ctx.checks["kv_store_brand_ok"] = profile.brand in ("NVIDIA", "AMD")
+            per_hw = recipe.kv_cache_strategy_hardware.get(kv_key) or {}
+            ctx.checks["kv_store_not_opted_out"] = per_hw.get(hw) != "unsupported"
+            ctx.kv_store = store
+            if not ctx.is_pd:
+                count = sel.kv_instances.count if sel.kv_instances else (store.default_instances or 2)
+                ctx.kv_count = min(16, max(1, count))
+        else:
+            ctx.checks["kv_offload_unknown"] = True
+    if ctx.is_pd:
+        _resolve_pd(ctx)
+    return ctx
+
+
+def _checks(ctx: _Ctx, omni: bool) -> dict[str, Any]:
+    r, v, p, hw = ctx.recipe, ctx.variant, ctx.profile, ctx.hw
+    node_vram = (p.vram_per_device_gb or 0) * ctx.gpu_count if p.vram_gb else None
+    checks: dict[str, Any] = {
+        "precision_ok": G.precision_ok(p, v),
+        "hw_not_unsupported": r.meta.hardware.get(hw) != "unsupported",
+        "variant_hw_allowed": G.variant_hw_allowed(v, hw),
+        "restricted_hidden": G.restricted_hidden(r, hw, p),
+        "scalable": p.scalable is not False,
+        "fits_single_node": v.vram_minimum_gb is None or node_vram is None or v.vram_minimum_gb <= node_vram,
+    }
+    if omni:
+        return checks
+    sid = ctx.strategy_id or ""
+    scales_out = ctx.deploy in ("multi_node", "pd_cluster")
+    checks["strategy_offered"] = sid in G.offered_strategies(r)
+    checks["strategy_supported_on_hw"] = G.strategy_supported_on_hw(r, sid, hw, p)
+    checks["strategy_reachable"] = G.reachable(r, sid, hw, ctx.gpu_count, scales_out)
+    checks["strategy_min_nodes"] = G.nodes_for(r, sid, hw, ctx.gpu_count)
+    checks["single_node_tp"] = G.single_node_tp(r, v, sid, hw, p, ctx.gpu_count)
+    skipped = [k for k in ctx.features
+               if k in r.features and r.features[k].strategies is not None and sid not in r.features[k].strategies]
+    if skipped:
+        checks["features_skipped_by_strategy"] = skipped
+    return checks
+
+
+def _resolve_pd(ctx: _Ctx) -> None:
+    """PD pools (§2.6 PD role, §2.14) and seed connector / router choice (§4.7–4.8)."""
+    allowed = G.pool_modes(ctx.recipe, ctx.hw, ctx.profile, ctx.gpu_count)
+    sel_pd = ctx.sel.pd
+    for role in PD_ROLES:
+        pool_sel: PdPool | None = getattr(sel_pd, role) if sel_pd is not None else None
+        if pool_sel is not None and pool_sel.nodes is not None:
+            nodes = pool_sel.nodes
+        else:
+            nodes = 1 if ctx.nodes > 1 else 0
+        pool_gpus = ctx.gpu_count // 2 if nodes == 0 else nodes * ctx.gpu_count
+        so_role = ctx.so.role(role) if ctx.so else PdRoleOverride()
+        st_role = ctx.strategy.role(role)
+        raw = (pool_sel.mode if pool_sel else None) or so_role.parallelism or st_role.parallelism or "tp"
+        mode = raw if raw in allowed else allowed[0]
+        tp = so_role.tp if so_role.tp is not None else st_role.tp
+        dp_local = max(1, ctx.gpu_count // (tp or 1))
+        ctx.pools[role] = _Pool(role, nodes, pool_gpus, mode, raw, tp, dp_local)
+    strategy = ctx.strategy
+    if strategy.connectors:
+        cid = ctx.sel.connector or next((k for k, c in strategy.connectors.items() if c.default),
+                                        next(iter(strategy.connectors)))
+        if cid not in strategy.connectors:
+            raise _did_you_mean("connector", cid, strategy.connectors, "for pd_cluster")
+        conn = strategy.connectors[cid]
+        if conn.brands is not None and ctx.brand not in conn.brands:
+            raise SelectionError(f"connector {cid!r} needs {' or '.join(conn.brands)} hardware; "
+                                 f"{ctx.hw} is {ctx.brand}")
+        ctx.connector_id, ctx.connector = cid, conn
+    elif ctx.sel.connector:
+        raise SelectionError(f"connector {ctx.sel.connector!r}: the {ctx.cat.source} catalog's pd_cluster "
+                             "declares no connectors (its role args carry --kv-transfer-config)")
+    routers = ["vllm"] + [r for r in ("smg", "dynamo") if getattr(strategy, r) is not None]
+    router = ctx.sel.router or "vllm"
+    if router not in routers:
+        raise _did_you_mean("router", router, routers, "for pd_cluster")
+    if ctx.connector is not None and ctx.connector.routers is not None and router not in ctx.connector.routers:
+        raise SelectionError(f"router {router!r} does not work with connector {ctx.connector_id!r} "
+                             f"(works with: {', '.join(ctx.connector.routers)})")
+    if ctx.connector is not None and ctx.connector.routers is None and router != "vllm":
+        raise SelectionError(f"connector {ctx.connector_id!r} works with the vllm router only")
+    if router == "dynamo" and strategy.dynamo.brands and ctx.brand not in strategy.dynamo.brands:
+        raise SelectionError(f"router 'dynamo' needs {' or '.join(strategy.dynamo.brands)} hardware")
+    if router == "smg" and any(p.mode == "dep" for p in ctx.pools.values()):
+        raise SelectionError("router 'smg' supports TP/TEP pools only; pick --pd-prefill/--pd-decode mode tp or tep")
+    if router == "smg" and (ctx.kv_store is not None or ctx.kv_option is not None):
+        raise SelectionError("router 'smg' does not support KV offload; set kv_offload to none")
+    ctx.router = router
+
+
+# ---------------------------------------------------------------------------------------------
+# shapes
+
+
+def _serve(ctx: _Ctx, name: str, role: str, node_rank: int | None, toks: list[str], env: dict[str, str],
+           instance: int | None = None, launcher: list[str] | None = None,
+           remove: list[str] | None = None) -> PlanProcess:
+    kept = A.dedupe_units(toks)
+    removals = list(ctx.strategy.remove_args) if ctx.strategy else []
+    removals += remove or []
+    kept = A.remove_flags(kept, removals)
+    if launcher:  # seed Dynamo workers: `python3 -m dynamo.vllm --model <id> …`
+        argv = [*launcher, "--model", ctx.model_id, *A.argv_tokens(kept)]
+    else:
+        argv = ["vllm", "serve", ctx.model_id, *A.argv_tokens(kept)]
+    return PlanProcess(name=name, role=role, node_rank=node_rank, instance=instance, argv=argv, env=env)
+
+
+def _single_or_multi(ctx: _Ctx, procs: list[PlanProcess], instance: int | None = None,
+                     prefix: str = "") -> None:
+    """Single-node shape (also a multi-node strategy at 1 node) or head + per-rank workers."""
+    addr = f"$VLLM_INSTANCE_{instance + 1}" if instance is not None and ctx.kv_count >= 2 else "$HEAD_IP"
+    env = ctx.build_env()
+    if ctx.deploy == "multi_node" and ctx.nodes > 1:
+        procs.append(_serve(ctx, f"{prefix}vllm-head" if not prefix else f"{prefix}-head", "head", 0,
+                            ctx.build_args("head", 0, addr), dict(env), instance))
+        for r in range(1, ctx.nodes):
+            procs.append(_serve(ctx, f"{prefix}vllm-worker-{r}" if not prefix else f"{prefix}-worker-{r}",
+                                "worker", r, ctx.build_args("worker", r, addr), dict(env), instance))
+    else:
+        procs.append(_serve(ctx, prefix or "vllm", "serve", 0, ctx.build_args("serve", 0, addr), env, instance))
+
+
+def _companions(ctx: _Ctx) -> tuple[list[PlanProcess], list[PlanProcess]]:
+    """Single-node companions (§2.11): features then the KV option's; seed strategy companion after."""
+    before: list[PlanProcess] = []
+    after: list[PlanProcess] = []
+    enabled = set(ctx.features)
+    for key, feat in ctx.recipe.features.items():
+        comp = feat.companion
+        if key not in enabled or comp is None or not comp.command:
+            continue
+        if feat.strategies is not None and ctx.strategy_id not in feat.strategies:
+            continue
+        proc = PlanProcess(name=key, role="companion", node_rank=0, argv=A.split_shell_text(comp.command),
+                           env={}, label=comp.label, description=comp.description)
+        (after if comp.start == "after" else before).append(proc)
+    opt = ctx.kv_option
+    if opt is not None and opt.companion is not None and opt.companion.command:
+        comp = opt.companion
+        desc = comp.description + (f" Requires: {opt.install}" if opt.install else "")
+        before.append(PlanProcess(name=f"kv_offload:{ctx.kv_key}", role="companion", node_rank=0,
+                                  argv=A.split_shell_text(comp.command.rstrip()), env={}, label=comp.label,
+                                  description=desc))
+    return before, after
+
+
+def _strategy_companion(ctx: _Ctx, serve: PlanProcess) -> PlanProcess | None:
+    """Seed §4.5/§4.6: the strategy's companion (vLLM Router after single-node DEP / DPA+TP)."""
+    comp = ctx.strategy.companion if ctx.strategy else None
+    if comp is None or not comp.command:
+        return None
+    argv = serve.argv
+    dp = next((argv[i + 1] for i, t in enumerate(argv[:-1]) if t == "--data-parallel-size"), str(ctx.gpu_count))
+    text = comp.command.replace("{dp_size}", dp).replace("{port}", str(last_port(argv)))
+    text = text.replace("{tp_size}", str(ctx.checks.get("single_node_tp", ctx.gpu_count)))
+    role = "router" if "router" in comp.label.lower() else "companion"
+    return PlanProcess(name="router" if role == "router" else f"strategy:{ctx.strategy_id}", role=role,
+                       node_rank=0, argv=A.split_shell_text(text), env={}, label=comp.label,
+                       description=comp.description, phase="after" if comp.start == "after" else "before")
+
+
+def _mooncake_infra(ctx: _Ctx, procs: list[PlanProcess]) -> None:
+    store = ctx.kv_store
+    if store.mooncake_master is not None and store.mooncake_master.command:
+        procs.append(PlanProcess(name="mooncake-master", role="mooncake_master", node_rank=None,
+                                 argv=A.split_shell_text(store.mooncake_master.command), env={},
+                                 label="Mooncake master", description=store.mooncake_master.description))
+    if store.mooncake_store_config is not None and store.mooncake_store_config.command:
+        procs.append(PlanProcess(name="mooncake-store", role="mooncake_store", node_rank=None,
+                                 argv=A.split_shell_text(store.mooncake_store_config.command), env={},
+                                 label="Mooncake store", description=store.mooncake_store_config.description))
+
+
+def _pd_router_argv(ctx: _Ctx) -> list[str]:
+    pools = ctx.pools
+    policy = (ctx.strategy.router.policy if ctx.strategy.router else None) or "round_robin"
+    argv = ["vllm-router", "--policy", policy, "--vllm-pd-disaggregation"]
+    conn = ctx.connector
+    if conn is not None and conn.router.get("kv_connector") == "moriio":
+        argv += ["--kv-connector", "moriio", "--discovery-port", str(conn.router.get("discovery_port", 36367))]
+    else:
+        for role in PD_ROLES:
+            pool = pools[role]
+            count = pool.nodes_in_pool if pool.mode == "dep" else 1
+            for i in range(1, count + 1):
+                argv += [f"--{role}", f"http://${role.upper()}_NODE_{i}:{PD_PORTS[role]}"]
+                if role == "prefill" and conn is not None and conn.router.get("bootstrap_port"):
+                    argv.append(str(conn.router["bootstrap_port"]))
+        if conn is not None and conn.router.get("kv_connector") == "mooncake":
+            argv += ["--kv-connector", "mooncake"]
+    so_router = (ctx.so.router or {}) if ctx.so else {}
+    intra = so_router.get("intra_node_data_parallel_size")
+    if intra is None:
+        intra = max([p.dp_local for p in pools.values() if p.mode == "dep"] + [1])
+    argv += ["--host", "$ROUTER_HOST", "--port", "$ROUTER_PORT", "--intra-node-data-parallel-size", str(intra)]
+    return argv
+
+
+def _pd(ctx: _Ctx, procs: list[PlanProcess]) -> None:
+    if ctx.kv_store is not None and ctx.kv_store.pd is not None:
+        _mooncake_infra(ctx, procs)
+    router = ctx.router
+    dyn = ctx.strategy.dynamo if router == "dynamo" else None
+    if dyn is not None and dyn.infra is not None and dyn.infra.command:
+        procs.append(PlanProcess(name="etcd", role="infra", node_rank=None, argv=A.split_shell_text(dyn.infra.command),
+                                 env={}, label=dyn.infra.label, description=dyn.infra.description, phase="infra"))
+    for role in PD_ROLES:
+        pool = ctx.pools[role]
+        count = pool.nodes if pool.nodes >= 2 else 1
+        for k in range(count):
+            toks = ctx.build_args(role, k, role=role)
+            env = ctx.build_env(role, k)
+            launcher = None
+            remove: list[str] = []
+            if dyn is not None:
+                toks += getattr(dyn, role).vllm_args
+                env.update(dyn.env)
+                launcher = dyn.launcher.split()
+                remove = list(dyn.remove_args)
+            procs.append(_serve(ctx, f"{role}-{k}", role, k, toks, env, launcher=launcher, remove=remove))
+    if router == "vllm":
+        procs.append(PlanProcess(name="router", role="router", node_rank=None, argv=_pd_router_argv(ctx), env={},
+                                 label="vLLM Router"))
+    elif router == "smg":
+        procs.append(PlanProcess(name="router", role="router", node_rank=None, argv=_smg_argv(ctx), env={},
+                                 label="SMG router"))
+    elif dyn is not None:
+        mode = str(dyn.frontend.get("router_mode", "round-robin"))
+        argv = ["python3", "-m", "dynamo.frontend", "--http-port", "$ROUTER_PORT", "--router-mode", mode]
+        procs.append(PlanProcess(name="router", role="router", node_rank=None, argv=argv, env=dict(dyn.env),
+                                 label=str(dyn.frontend.get("label", "Dynamo frontend"))))
+
+
+def _smg_argv(ctx: _Ctx) -> list[str]:
+    """SMG PD router (seed §4.8; command per SMG's public docs, the seed gives none)."""
+    smg = ctx.strategy.smg
+    argv = ["smg", "--pd-disaggregation"]
+    for role in PD_ROLES:
+        argv += [f"--{role}", f"http://${role.upper()}_NODE_1:{PD_PORTS[role]}"]
+    argv += ["--policy", smg.policy, "--host", "$ROUTER_HOST", "--port", "$ROUTER_PORT"]
+    return argv
+
+
+def _kv_store_lb(ctx: _Ctx, procs: list[PlanProcess]) -> None:
+    _mooncake_infra(ctx, procs)
+    for i in range(ctx.kv_count):
+        _single_or_multi(ctx, procs, instance=i, prefix=f"instance-{i}")
+    if ctx.kv_count >= 2:
+        store = ctx.kv_store
+        argv = ["vllm-router", "--policy", store.router.policy]
+        for i in range(1, ctx.kv_count + 1):
+            argv += ["--backend-url", f"http://$VLLM_INSTANCE_{i}:{store.vllm.port}"]
+        argv += ["--host", "$ROUTER_HOST", "--port", "$ROUTER_PORT", "--cache-threshold", "0.5",
+                 "--balance-abs-threshold", "4", "--balance-rel-threshold", "1.1"]
+        procs.append(PlanProcess(name="router", role="router", node_rank=None, argv=argv, env={},
+                                 label="vLLM Router"))
+
+
+def _omni(ctx: _Ctx) -> tuple[list[PlanProcess], str | None]:
+    """Omni recipes (§2.12): one ``vllm serve … --omni`` process."""
+    r, v, p, hw = ctx.recipe, ctx.variant, ctx.profile, ctx.hw
+    omni = r.omni
+    tasks = omni.tasks if omni else []
+    task = None
+    if tasks:
+        if ctx.sel.task is not None:
+            task = next((t for t in tasks if t.selector == ctx.sel.task), None)
+            if task is None:
+                raise _did_you_mean("task", ctx.sel.task, [t.selector for t in tasks], f"for {r.hf_id}")
+        else:
+            task = tasks[0]
+    overlay: dict[str, Any] = {}
+    if task is not None:
+        overlay = dict(task.hardware_overrides.get(hw) or {})
+    non_default = ctx.variant_key != "default"
+    env: dict[str, str] = {}
+    env.update(r.model.base_env)
+    if non_default:
+        env.update(v.extra_env)
+    rg = G.gen_block(r.hardware_overrides, p)
+    vg = G.gen_block(v.hardware_overrides, p)
+    vx = v.hardware_overrides.get(hw)
+    for b in (rg, vg, vx):
+        if b is not None:
+            env.update(b.extra_env)
+    toks = list(r.model.base_args)
+    if non_default:
+        toks += v.extra_args
+    if task is not None:
+        toks += task.extra_args
+    toks += [str(t) for t in overlay.get("extra_args") or []]
+    for b in (rg, vg, vx):
+        if b is not None:
+            toks += b.extra_args
+    if omni is not None and omni.port:
+        toks += ["--port", str(omni.port)]
+    toks.append("--omni")
+    model = overlay.get("model_id") or (task.model_id if task else None) or v.model_id or r.model.model_id
+    kept = A.dedupe_units(toks)
+    argv = ["vllm", "serve", model, *A.argv_tokens(kept)]
+    proc = PlanProcess(name="vllm", role="serve", node_rank=0, argv=argv, env=env, label="vLLM-Omni Serve")
+    return [proc], (task.selector if task else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# install, docker, extras
+
+
+def _install(ctx: _Ctx, has_router: bool, extra_router: str | None = None) -> list[str]:
+    """Extra install snippets (plan-json §3.5)."""
+    brand = ctx.brand
+    items: list[tuple[str, bool, list[str] | None]] = []
+    for dep in ctx.recipe.dependencies:
+        if dep.brand is not None:
+            brands = dep.brand if isinstance(dep.brand, list) else [dep.brand]
+            if brand not in brands:
+                continue
+        items.append((dep.command, dep.optional, dep.install_modes))
+    if ctx.kv_option is not None:
+        if ctx.kv_option.install:
+            items.append((ctx.kv_option.install, False, None))
+        ho = ctx._kv_option_override()
+        if ho is not None:
+            for step in ho.install:
+                items.append((step.command, step.optional, ["pip", "docker"]))
+    if ctx.kv_store is not None:
+        cmd = ctx.kv_store.vllm.install.get(brand.lower())
+        if cmd:
+            items.append((cmd, False, None))
+    if ctx.connector is not None:
+        for step in ctx.connector.install:
+            items.append((step.command, step.optional, ["pip", "docker"]))
+    out: list[str] = []
+    for cmd, optional, modes in items:
+        if optional:
+            continue
+        if ctx.install_mode not in (modes if modes is not None else ["pip"]):
+            continue
+        if cmd not in out:
+            out.append(cmd)
+    if has_router:
+        router_cmd = extra_router or ROUTER_INSTALL
+        if router_cmd not in out:
+            out.append(router_cmd)
+    return out
+
+
+def _base_install(ctx: _Ctx, image: str | None) -> list[str]:
+    """The vLLM install itself (§2.10 install block; product business, not compared)."""
+    mode = ctx.install_mode
+    override = (ctx.recipe.model.install or {}).get(mode)
+    if isinstance(override, dict) and override.get("command"):
+        return [str(override["command"])]
+    if mode == "docker":
+        return [f"docker pull {image}"] if image else []
+    nightly = ctx.recipe.model.nightly_required or ctx.variant.nightly_required
+    key = ctx.profile.brand
+    if key == "AMD":
+        return ["uv venv --python 3.12", "source .venv/bin/activate",
+                "uv pip install vllm --extra-index-url https://wheels.vllm.ai/rocm"]
+    if ctx.profile.gen == "cpu":
+        return ["uv venv --python 3.12 --seed --managed-python", "source .venv/bin/activate",
+                "uv pip install vllm --extra-index-url https://wheels.vllm.ai/nightly/cpu "
+                "--index-strategy first-index --torch-backend cpu"]
+    if nightly:
+        return ["uv venv", "source .venv/bin/activate",
+                "uv pip install -U vllm --pre --extra-index-url https://wheels.vllm.ai/nightly/cu130 "
+                "--extra-index-url https://download.pytorch.org/whl/cu130 --index-strategy unsafe-best-match"]
+    return ["uv venv", "source .venv/bin/activate", "uv pip install -U vllm --torch-backend auto"]
+
+
+_SERVE_ROLES = ("serve", "head", "worker", "prefill", "decode")
+
+
+def _port_values(argv: list[str]) -> list[int]:
+    ports = []
+    for i, tok in enumerate(argv[:-1]):
+        if tok in ("--port", "--http-port") and argv[i + 1].isdigit():
+            ports.append(int(argv[i + 1]))
+    for tok in argv:
+        if tok.startswith("-rpc_port=") and tok.split("=", 1)[1].isdigit():
+            ports.append(int(tok.split("=", 1)[1]))
+    return sorted(set(ports))
+
+
+def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
+    """Docker wrapping, phases, ports, health, setup, depends_on (contracts §2)."""
+    image = ctx.__dict__.get("_image")
+    extra_flags: list[str] = []
+    if ctx.connector is not None and ctx.connector.docker is not None:
+        if ctx.connector.docker.host_network:
+            extra_flags += ["--network", "host"]
+        extra_flags += ctx.connector.docker.flags
+    setup = ctx.kv_option.setup if ctx.kv_option is not None and ctx.kv_option.setup else None
+    for p in procs:
+        if p.role in _SERVE_ROLES:
+            port = last_port(p.argv)
+            headless = "--headless" in p.argv
+            p.ports = [] if headless else [port]
+            p.health = None if headless else Health(url=f"http://127.0.0.1:{port}/health")
+            if ctx.install_mode == "docker" and image and p.argv[:2] == ["vllm", "serve"]:
+                p.argv = docker_argv(p.argv, p.env, image, ctx.profile, extra_flags)
+            if setup and p.argv[:2] == ["vllm", "serve"]:
+                p.setup = setup
+            p.phase = "engine"
+        elif p.role in ("mooncake_master", "mooncake_store", "infra"):
+            p.phase = "infra"
+            p.ports = _port_values(p.argv)
+        elif p.role == "companion":
+            if p.phase == "engine":
+                p.phase = "before"
+            p.ports = _port_values(p.argv)
+            if p.name.startswith("kv_offload:lmcache") and p.ports:
+                http = next((int(p.argv[i + 1]) for i, t in enumerate(p.argv[:-1]) if t == "--http-port"), None)
+                if http:
+                    p.health = Health(url=f"http://127.0.0.1:{http}/healthcheck")
+        elif p.role == "router":
+            p.phase = "after"
+            p.ports = _port_values(p.argv)
+            if p.ports:
+                p.health = Health(url=f"http://127.0.0.1:{p.ports[0]}/health")
+    procs.sort(key=lambda p: PHASES.index(p.phase))
+    for i, p in enumerate(procs):
+        earlier = [q.name for q in procs[:i] if PHASES.index(q.phase) < PHASES.index(p.phase)]
+        p.depends_on = earlier
+
+
+def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
+    """Turn ``sel`` into a :class:`LaunchPlan` (plan-json §3; recipes-synthesis §2 and §4).
+
+    Raises :class:`SelectionError` for an unknown model, variant, hardware, strategy, task,
+    frontend, connector or router (with "did you mean"), or a seed combination that can't be built.
+    Gated-off combinations the reference still renders are planned, with the facts in ``checks``.
+    """
+    ctx = _resolve(cat, sel)
+    omni = ctx.recipe.is_omni
+    procs: list[PlanProcess] = []
+    task_key = None
+    install_router = False
+    router_install: str | None = None
+    if omni:
+        deploy = "omni"
+        procs, task_key = _omni(ctx)
+    elif ctx.is_pd:
+        deploy = "pd_cluster"
+        _pd(ctx, procs)
+        install_router = ctx.router == "vllm"
+        if ctx.router == "smg" and ctx.strategy.smg is not None:
+            install_router, router_install = True, ctx.strategy.smg.install
+    elif ctx.kv_store is not None:
+        deploy = "kv_store_lb"
+        _kv_store_lb(ctx, procs)
+        install_router = ctx.kv_count >= 2
+        router_install = ctx.kv_store.router.install or ROUTER_INSTALL
+    else:
+        deploy = ctx.deploy
+        before, after = _companions(ctx)
+        procs.extend(before)
+        _single_or_multi(ctx, procs)
+        if ctx.deploy == "single_node" or ctx.nodes <= 1:
+            comp = _strategy_companion(ctx, procs[-1])
+            if comp is not None:
+                after.insert(0, comp)
+                if ctx.strategy.companion.install:
+                    router_install = ctx.strategy.companion.install
+                    install_router = True
+        procs.extend(after)
+    install = _install(ctx, install_router, router_install)
+    if ctx.router == "dynamo" and ctx.is_pd:
+        for step in ctx.strategy.dynamo.install:
+            if not step.optional and step.command not in install:
+                install.append(step.command)
+    image = None
+    if ctx.install_mode == "docker":
+        image = docker_image(ctx.profile, ctx.hw, ctx.recipe.model, ctx.variant)
+    ctx.__dict__["_image"] = image
+    _finish(ctx, procs)
+    config_files: dict[str, Any] = {}
+    if ctx.kv_store is not None and (not ctx.is_pd or ctx.kv_store.pd is not None):
+        if ctx.kv_store.mooncake_vllm_config is not None:
+            config_files["MOONCAKE_CONFIG_PATH"] = ctx.kv_store.mooncake_vllm_config.template
+        if ctx.kv_store.mooncake_store_config is not None and ctx.kv_store.mooncake_store_config.config is not None:
+            config_files["MOONCAKE_STORE_CONFIG_PATH"] = ctx.kv_store.mooncake_store_config.config
+    resolved = {
+        "model": ctx.recipe.hf_id,
+        "variant": ctx.variant_key,
+        "hardware": ctx.hw,
+        "strategy": None if omni else ctx.strategy_id,
+        "nodes": 1 if omni else ctx.nodes,
+        "features": [] if omni else list(ctx.features),
+        "task": task_key,
+    }
+    if ctx.sel.frontend:
+        resolved["frontend"] = ctx.sel.frontend
+    if ctx.connector_id:
+        resolved["connector"] = ctx.connector_id
+    if ctx.is_pd:
+        resolved["router"] = ctx.router
+    if ctx.sel.gpus:
+        resolved["gpus"] = ctx.gpu_count
+    versions = [x for x in (ctx.recipe.model.min_vllm_version, ctx.variant.min_vllm_version,
+                            ctx.kv_store.min_vllm_version if ctx.kv_store else None) if x]
+    notes = []
+    mode_block = (ctx.recipe.model.install or {}).get(ctx.install_mode)
+    if isinstance(mode_block, dict) and mode_block.get("note"):
+        notes.append(str(mode_block["note"]))
+    hw_note = ctx.recipe.hardware_notes.get(ctx.hw)
+    if isinstance(hw_note, str):
+        notes.append(hw_note)
+    elif isinstance(hw_note, dict):
+        notes.append(str(hw_note.get("body") or hw_note.get("description") or hw_note.get("title") or ""))
+    return LaunchPlan(
+        deploy_type=deploy,
+        install_mode=ctx.install_mode,  # type: ignore[arg-type]
+        pd_pool_nodes={r: ctx.pools[r].nodes for r in PD_ROLES} if ctx.is_pd else None,
+        resolved=resolved,
+        processes=procs,
+        install=install,
+        docker={"image": image} if ctx.install_mode == "docker" and image else None,
+        config_files=config_files,
+        checks=ctx.checks,
+        placeholders=find_placeholders(procs),
+        base_install=_base_install(ctx, image),
+        notes=[n for n in notes if n],
+        device_count=ctx.gpu_count,
+        min_vllm_version=_max_version(versions),
+    )
+
+
+def _max_version(versions: list[str]) -> str | None:
+    def key(v: str) -> tuple:
+        if v == "nightly":
+            return (10**9,)
+        parts = []
+        for piece in v.split("."):
+            digits = "".join(ch for ch in piece if ch.isdigit())
+            parts.append(int(digits) if digits else 0)
+        return tuple(parts)
+
+    return max(versions, key=key) if versions else None
