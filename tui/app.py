@@ -94,6 +94,7 @@ class WizardApp(App):
         self.candidates: list = []
         self.selection: dict[str, Any] = {}
         self.options: Any = None
+        self.resolved_features: list[str] = []
         self.errors: dict[str, str] = {}
         self.plan_json: dict | None = None
         self.plan: Any = None
@@ -236,10 +237,21 @@ class WizardApp(App):
             return
         try:
             sel = self.services.make_selection(self.selection)
-            self.options = self.services.options(self.catalog, sel)
+            self.options = self.services.options(self.catalog, sel, **self._detected_kw())
         except Exception as exc:  # noqa: BLE001 — a SelectionError the person must see
             self.options = None
             self.errors["options"] = str(exc)
+            return
+        try:  # the resolved feature list (defaults) marks the feature row; a plan error shows on review
+            plan = self.services.synthesize(self.catalog, sel)
+            self.resolved_features = list(getattr(plan, "resolved", {}).get("features") or [])
+        except Exception:  # noqa: BLE001
+            self.resolved_features = []
+
+    def _detected_kw(self) -> dict[str, str]:
+        """``detected_profile=<best candidate>`` for options() (H1 exception), when detected."""
+        best = next((c for c in self.candidates if str(getattr(c, "quality", "none")) != "none"), None)
+        return {"detected_profile": best.profile_id} if best is not None else {}
 
     def build_plan(self) -> dict:
         """Synthesize the current selection; returns plan-json §3 dict. Raises WizardError."""

@@ -1,11 +1,20 @@
-"""Turn the constraints API's answer into the rows the configure screen shows.
+"""Turn the constraints answer (``options(catalog, selection) -> Options``) into configure-screen rows,
+and a pick on a row back into a selection.
 
-``options(catalog, selection)`` (contracts §1) answers, for every axis of the selection, a list of
-``Choice(id, label, state, reason)`` plus ``warnings``. The screen must not know each axis by hand —
-new axes the catalog adds must appear without a TUI change — so this module walks the answer
-generically: any attribute (or mapping key) whose value is a list of choice-like objects is an axis.
-Only the *order* and the *titles* of well-known axes, and how a picked id becomes a selection value
-(``nodes`` is an int, ``features`` a list, a modal feature a ``feature_modes`` entry) are fixed here.
+``Options`` (catalog/constraints.py) holds one ``list[Choice]`` per axis, ``dict[str, list[Choice]]``
+for per-role/per-feature sub-rows (``pd_modes``, ``kv_offload_members``, ``feature_modes``), the
+current values after defaults in ``resolved``, and ``warnings``. :data:`AXES` says for each known axis
+its title, which selection key a pick writes and how; an axis the catalog adds later that this table
+does not know is still shown (generic single-pick writing the same-named selection key), so the
+screen never hides a choice.
+
+Rules that are the wizard's, not the catalog's (recipes-synthesis §2.9 pill/sub-row UI):
+- the KV offload row holds ``none``, options, *group* ids and ``mooncake``; picking a group or
+  ``mooncake`` selects its first available member/topology, and the matching sub-row is shown only
+  while that group/Mooncake is the active pill;
+- Advanced presets are toggles of their ``args`` inside ``advanced_args`` (on = the args appear as a
+  contiguous run; off removes that run), so free-text args typed by the person are kept;
+- picking the active frontend again turns the frontend off (``frontend: null``, plan-json §2).
 
 Pure functions only; no Textual import.
 """
@@ -13,51 +22,57 @@ Pure functions only; no Textual import.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
-#: Axis order and titles on the configure screen (recipes-synthesis §3.1 row order). Axes not named
-#: here follow in the order the constraints API gives them, titled from their key.
-AXIS_TITLES: dict[str, str] = {
-    "variant": "Variant",
-    "strategy": "Strategy",
-    "nodes": "Nodes",
-    "pd_prefill_nodes": "PD prefill nodes",
-    "pd_prefill_mode": "PD prefill mode",
-    "pd_decode_nodes": "PD decode nodes",
-    "pd_decode_mode": "PD decode mode",
-    "connector": "PD connector",
-    "router": "Router",
-    "kv_offload": "KV offload",
-    "kv_instances": "KV instances",
-    "frontend": "Frontend",
-    "features": "Features",
-    "install_mode": "Install",
-    "advanced": "Advanced args",
+#: Known axes in screen order: attribute of Options → (title, kind). Kinds: ``set:<key>`` writes the
+#: selection key, ``int:<key>`` writes it as int, ``multi`` toggles ids in a list, ``special`` is
+#: handled by :func:`apply_choice` by axis name.
+AXES: dict[str, tuple[str, str]] = {
+    "variant": ("Variant", "set:variant"),
+    "strategy": ("Strategy", "set:strategy"),
+    "nodes": ("Nodes", "int:nodes"),
+    "pd_modes": ("PD {sub} pool mode", "special"),
+    "pd_connector": ("PD connector", "set:connector"),
+    "pd_router": ("PD router", "set:router"),
+    "kv_offload": ("KV offload", "special"),
+    "kv_offload_members": ("KV offload · {sub}", "set:kv_offload"),
+    "mooncake_topology": ("Mooncake topology", "set:kv_offload"),
+    "frontend": ("Frontend", "special"),
+    "features": ("Features", "multi"),
+    "feature_modes": ("Feature {sub} mode", "special"),
+    "install_mode": ("Install", "set:install_mode"),
+    "advanced": ("Advanced presets", "special"),
 }
 
-#: Axes whose value is a set of ids (toggled, not picked).
-MULTI_AXES = frozenset({"features", "advanced", "advanced_args"})
+#: Axes other screens own.
+OTHER_SCREENS = frozenset({"hardware"})
 
-#: Axes the configure screen does not show (they have their own screens).
-OTHER_SCREENS = frozenset({"hardware", "model", "task_filter"})
+#: Selection keys that, when changed, make later defaults apply again (so the catalog re-resolves).
+RESET_AFTER = {
+    "variant": (),
+    "strategy": ("pd", "connector", "router"),
+    "nodes": (),
+}
 
 
 @dataclass(frozen=True)
 class ChoiceView:
-    """One pickable value of an axis as shown: ``state`` is ``available``/``disabled`` (hidden
-    choices are dropped), ``reason`` the one-line text of recipes-synthesis §3 or ``""``."""
+    """One choice as shown: ``state`` ``available``/``disabled`` (hidden ones are dropped),
+    ``reason`` the one-line §3 text, ``warning`` a caveat on an available choice, ``selected``."""
 
     id: str
     label: str
     state: str
     reason: str
+    warning: str
     selected: bool
+    args: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class AxisView:
-    """One row of the configure screen: ``key`` is the selection field (or ``feature:<name>`` for a
-    modal feature's mode), ``multi`` whether several ids may be on."""
+    """One row: ``key`` is ``<axis>`` or ``<axis>:<sub>`` (``pd_modes:prefill``,
+    ``feature_modes:reasoning``), ``multi`` whether several choices may be on."""
 
     key: str
     title: str
@@ -75,122 +90,154 @@ def _is_choice(obj: Any) -> bool:
     return _get(obj, "id") is not None and _get(obj, "state") is not None
 
 
-def _raw_axes(opts: Any) -> list[tuple[str, Any]]:
-    """``(key, value)`` pairs of ``opts`` whose value is an axis (a list of choices) or a mapping of
-    such (feature modes)."""
-    axes = _get(opts, "axes")
-    if axes is not None:
-        source = axes.items() if isinstance(axes, Mapping) else ((_get(a, "key") or _get(a, "name"), _get(a, "choices")) for a in axes)
-    elif isinstance(opts, Mapping):
-        source = opts.items()
+def _raw_axes(opts: Any) -> list[tuple[str, str | None, list]]:
+    """``(axis, sub, choices)`` for every list-of-choices attribute of ``opts`` (known order first)."""
+    if isinstance(opts, Mapping):
+        names = list(opts)
+    elif hasattr(opts, "__dataclass_fields__"):
+        names = list(opts.__dataclass_fields__)
     elif hasattr(opts, "model_fields"):
-        source = ((name, getattr(opts, name)) for name in type(opts).model_fields)
+        names = list(type(opts).model_fields)
     else:
-        source = vars(opts).items()
+        names = list(vars(opts))
+    order = {k: i for i, k in enumerate(AXES)}
+    position = {n: i for i, n in enumerate(names)}
+    names = sorted(names, key=lambda n: (order.get(n, len(order)), position[n]))
     out = []
-    for key, value in source:
-        if key in ("warnings", "notes"):
-            continue
+    for name in names:
+        value = _get(opts, name)
         if isinstance(value, (list, tuple)) and value and all(_is_choice(c) for c in value):
-            out.append((key, value))
-        elif isinstance(value, Mapping) and value and all(
-            isinstance(v, (list, tuple)) and all(_is_choice(c) for c in v) for v in value.values()
-        ):
+            out.append((name, None, list(value)))
+        elif isinstance(value, Mapping) and value and all(isinstance(v, (list, tuple)) for v in value.values()):
             for sub, choices in value.items():
-                out.append((f"{key}:{sub}", choices))
+                if choices and all(_is_choice(c) for c in choices):
+                    out.append((name, str(sub), list(choices)))
     return out
 
 
-def current_value(selection: Mapping[str, Any], key: str) -> Any:
-    """The selection's current value for axis ``key`` (``feature_modes:<f>`` → the mode of f)."""
-    if ":" in key:
-        group, sub = key.split(":", 1)
-        container = selection.get(group if group.endswith("modes") else "feature_modes") or {}
-        return container.get(sub)
-    return selection.get(key)
+def _contains_run(haystack: list[str], run: tuple[str, ...]) -> int:
+    """Index where ``run`` appears contiguously in ``haystack``, or -1."""
+    n = len(run)
+    if not n:
+        return -1
+    for i in range(len(haystack) - n + 1):
+        if tuple(haystack[i : i + n]) == run:
+            return i
+    return -1
 
 
-def axis_views(opts: Any, selection: Mapping[str, Any]) -> list[AxisView]:
-    """Every axis of ``opts`` as :class:`AxisView`, hidden choices dropped, empty axes dropped.
+def _current(axis: str, sub: str | None, selection: Mapping[str, Any], resolved: Mapping[str, Any],
+             features: list[str] | None) -> Any:
+    kind = AXES.get(axis, (None, f"set:{axis}"))[1]
+    if axis == "pd_modes":
+        return ((selection.get("pd") or {}).get(sub) or {}).get("mode")
+    if axis == "feature_modes":
+        return (selection.get("feature_modes") or {}).get(sub)
+    if axis == "features":
+        chosen = selection.get("features")
+        return chosen if isinstance(chosen, list) else (features or [])
+    if axis in ("kv_offload", "kv_offload_members", "mooncake_topology"):
+        return selection.get("kv_offload") or resolved.get("kv_offload") or "none"
+    if axis == "frontend":
+        return selection.get("frontend")
+    if kind.startswith(("set:", "int:")):
+        key = kind.split(":", 1)[1]
+        value = selection.get(key, resolved.get(key))
+        return None if value is None else str(value)
+    return selection.get(axis)
 
-    ``selected`` marks the selection's current value; where the selection leaves an axis unset,
-    a choice the API flags ``selected``/``default`` is marked instead.
-    """
-    order = {k: i for i, k in enumerate(AXIS_TITLES)}
+
+def axis_views(opts: Any, selection: Mapping[str, Any], features: list[str] | None = None) -> list[AxisView]:
+    """Every shown row for ``opts``; hidden choices and empty rows dropped; sub-rows of KV groups and
+    Mooncake only while their pill is active. ``features`` = the resolved feature list (from the
+    plan) used to mark features on when the selection leaves them at their default."""
+    resolved = _get(opts, "resolved") or {}
+    kv_now = selection.get("kv_offload") or resolved.get("kv_offload") or "none"
+    members = _get(opts, "kv_offload_members") or {}
+    active_group = next((g for g, ms in members.items() if any(_get(m, "id") == kv_now for m in ms)), None)
+    topo_ids = {_get(c, "id") for c in (_get(opts, "mooncake_topology") or [])}
     views = []
-    for index, (key, choices) in enumerate(_raw_axes(opts)):
-        if key in OTHER_SCREENS:
+    for axis, sub, choices in _raw_axes(opts):
+        if axis in OTHER_SCREENS:
             continue
-        multi = key in MULTI_AXES
-        value = current_value(selection, key)
-        picked: set[str] = set()
-        if multi and isinstance(value, (list, tuple, set)):
-            picked = {str(v) for v in value}
-        elif value is not None and not multi:
-            picked = {str(value)}
+        if axis == "kv_offload_members" and sub != active_group:
+            continue
+        if axis == "mooncake_topology" and kv_now not in topo_ids:
+            continue
+        title, kind = AXES.get(axis, (axis.replace("_", " ").capitalize() + (" {sub}" if sub else ""), f"set:{axis}"))
+        multi = kind == "multi" or axis == "advanced"
+        current = _current(axis, sub, selection, resolved, features)
+        adv = list(selection.get("advanced_args") or [])
         shown = []
         for c in choices:
             state = str(_get(c, "state"))
             if state == "hidden":
                 continue
             cid = str(_get(c, "id"))
-            api_selected = bool(_get(c, "selected", False) or _get(c, "active", False))
-            selected = cid in picked if (picked or value is not None) else api_selected
-            shown.append(ChoiceView(cid, str(_get(c, "label") or cid), state, str(_get(c, "reason") or ""), selected))
-        if not shown:
-            continue
-        base = key.split(":", 1)
-        title = AXIS_TITLES.get(key) or (
-            f"{base[1].replace('_', ' ').capitalize()} mode" if len(base) == 2 else key.replace("_", " ").capitalize()
-        )
-        views.append((order.get(base[0], len(order) + index), index, AxisView(key, title, multi, tuple(shown))))
-    return [v for _, _, v in sorted(views, key=lambda t: (t[0], t[1]))]
+            args = tuple(_get(c, "args") or ())
+            if axis == "advanced":
+                selected = _contains_run(adv, args) >= 0
+            elif axis == "kv_offload":
+                selected = cid == kv_now or cid == active_group or (cid == "mooncake" and kv_now in topo_ids)
+            elif multi:
+                selected = cid in (current or [])
+            else:
+                selected = current is not None and cid == str(current)
+            shown.append(ChoiceView(cid, str(_get(c, "label") or cid), state, str(_get(c, "reason") or ""),
+                                    str(_get(c, "warning") or ""), selected, args))
+        if shown:
+            key = f"{axis}:{sub}" if sub else axis
+            views.append(AxisView(key, title.format(sub=sub or ""), multi, tuple(shown)))
+    return views
 
 
 def warnings_of(opts: Any) -> list[str]:
     """The banners of ``opts`` (N5 insufficient VRAM, TP hints, …) as plain strings."""
-    out = []
-    for w in _get(opts, "warnings") or []:
-        out.append(str(_get(w, "text") or _get(w, "message") or w) if not isinstance(w, str) else w)
-    return out
+    return [w if isinstance(w, str) else str(_get(w, "text") or w) for w in (_get(opts, "warnings") or [])]
 
 
-def apply_choice(selection: dict[str, Any], key: str, choice_id: str, multi: bool) -> dict[str, Any]:
-    """A new selection with axis ``key`` set to ``choice_id`` (toggled for multi axes).
+def apply_choice(selection: Mapping[str, Any], view: AxisView, choice_id: str, opts: Any = None) -> dict[str, Any]:
+    """A new selection with ``choice_id`` picked on row ``view`` (see the module rules).
 
-    ``nodes``-like axes become ints; ``feature_modes:<f>`` sets one mode; ``features`` toggles one
-    key in the resolved list (a missing list starts from the axis' currently-on choices, which the
-    caller passes in ``selection['features']`` when known). Raises nothing: ids come from the API.
+    ``opts`` (the Options the row came from) is needed for KV group/Mooncake pills, to pick their
+    first available member. Never raises: ids come from the constraints answer.
     """
     new = dict(selection)
-    if ":" in key:
-        group, sub = key.split(":", 1)
-        field = group if group.endswith("modes") else "feature_modes"
-        modes = dict(new.get(field) or {})
-        modes[sub] = choice_id
-        new[field] = modes
-        return new
-    if multi:
-        current = list(new.get(key) or [])
-        if choice_id in current:
-            current.remove(choice_id)
+    axis, _, sub = view.key.partition(":")
+    choice = next((c for c in view.choices if c.id == choice_id), None)
+    kind = AXES.get(axis, ("", f"set:{axis}"))[1]
+    if axis == "pd_modes":
+        pd = {role: dict(pool or {}) for role, pool in (new.get("pd") or {}).items()}
+        pd.setdefault(sub, {})["mode"] = choice_id
+        new["pd"] = pd
+    elif axis == "feature_modes":
+        new["feature_modes"] = {**(new.get("feature_modes") or {}), sub: choice_id}
+    elif axis == "features":
+        current = [c.id for c in view.choices if c.selected]
+        new["features"] = [f for f in current if f != choice_id] if choice_id in current else current + [choice_id]
+    elif axis == "advanced":
+        args = list(new.get("advanced_args") or [])
+        run = choice.args if choice else ()
+        at = _contains_run(args, run)
+        new["advanced_args"] = args[:at] + args[at + len(run):] if at >= 0 else args + list(run)
+    elif axis == "frontend":
+        new["frontend"] = None if new.get("frontend") == choice_id else choice_id
+    elif axis == "kv_offload":
+        members = _get(opts, "kv_offload_members") or {} if opts is not None else {}
+        if choice_id in members:
+            first = next((m for m in members[choice_id] if _get(m, "state") == "available"), None)
+            new["kv_offload"] = str(_get(first, "id")) if first is not None else None
+        elif choice_id == "mooncake" and opts is not None:
+            first = next((t for t in _get(opts, "mooncake_topology") or [] if _get(t, "state") == "available"), None)
+            new["kv_offload"] = str(_get(first, "id")) if first is not None else None
         else:
-            current.append(choice_id)
-        new[key] = current
-        return new
-    value: Any = choice_id
-    if key.endswith("nodes") or key in ("gpus", "kv_instances"):
-        try:
-            value = int(choice_id)
-        except ValueError:
-            pass
-    new[key] = value
-    return new
-
-
-def initial_multi(views: Iterable[AxisView], key: str) -> list[str]:
-    """Ids currently on for multi axis ``key`` (used to seed ``features`` before the first toggle)."""
-    for v in views:
-        if v.key == key:
-            return [c.id for c in v.choices if c.selected]
-    return []
+            new["kv_offload"] = choice_id
+    elif kind.startswith("int:"):
+        key = kind[4:]
+        new[key] = int(choice_id) if choice_id.isdigit() else choice_id
+    else:
+        key = kind[4:] if kind.startswith("set:") else axis
+        new[key] = choice_id
+    for dep in RESET_AFTER.get(axis, ()):
+        new.pop(dep, None)
+    return {k: v for k, v in new.items() if v is not None}

@@ -21,7 +21,7 @@ from textual.widgets import Footer, Header, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from vllm_wizard.tui.app import DataChanged, SelectionChanged
-from vllm_wizard.tui.axes import AxisView, apply_choice, axis_views, initial_multi, warnings_of
+from vllm_wizard.tui.axes import AxisView, apply_choice, axis_views, warnings_of
 from vllm_wizard.tui.constraint_panel import ConstraintPanel
 
 
@@ -37,6 +37,8 @@ def choice_prompt(view: AxisView, index: int) -> Text:
     if c.state == "disabled":
         reason = " ".join(c.reason.split()) or "unavailable"
         text.append(f" — {reason}", style="italic")
+    elif c.warning:
+        text.append(f"  ⚠ {' '.join(c.warning.split())}", style="italic yellow")
     return text
 
 
@@ -101,7 +103,7 @@ class ConfigureScreen(Screen):
 
     def _views(self) -> list[AxisView]:
         app = self.app
-        return axis_views(app.options, app.selection) if app.options is not None else []
+        return axis_views(app.options, app.selection, app.resolved_features) if app.options is not None else []
 
     def rebuild(self) -> None:
         """Remove and re-mount every axis row (first paint, or the set of axes changed)."""
@@ -147,10 +149,7 @@ class ConfigureScreen(Screen):
             return
         event.stop()
         axis = event.option_list.axis
-        selection = dict(self.app.selection)
-        if axis.multi and axis.key not in selection:
-            selection[axis.key] = initial_multi([axis], axis.key)
-        self.app.set_selection(apply_choice(selection, axis.key, str(event.option.id), axis.multi))
+        self.app.set_selection(apply_choice(self.app.selection, axis, str(event.option.id), self.app.options))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "advanced-args":
