@@ -1,0 +1,369 @@
+"""Supervision policy: every decision about starting, restarting and stopping, in one place.
+
+"Events in, decisions in one place" (DESIGN.md style 4, honcho): readers and timers turn OS facts
+into the small input events below; :class:`Policy` consumes them one at a time with the current
+clock value and answers with :class:`Action` objects for the runtime
+(:class:`~vllm_wizard.launcher.supervisor.Supervisor`) to carry out. The policy never touches the OS
+and never reads a clock itself, so tests replay scripted histories with a fake clock.
+
+Rules (issue 4, supervisor):
+
+* Start in phase order; a process starts when every name in its ``depends_on`` is READY (or
+  EXITED with status 0 — a finished one-shot job). READY = the probe passed (or, without a probe,
+  the process is running). A process still STARTING after ``ready_timeout_s`` is stopped and
+  counted as a failure.
+* An exit that is not asked for is a failure (``on-failure``: non-zero status only; ``always``:
+  any exit). Failures within ``window_s`` are counted; the restart waits
+  :meth:`RestartPolicy.delay` (exponential backoff) in BACKOFF; ``max_failures`` within the window
+  is a crash loop → FATAL with the cause and last log lines. ``never`` → EXITED (status 0) or
+  FATAL (non-zero).
+* FATAL stops the whole run: what depends on a dead engine is useless, and a half-up deployment
+  must not look healthy.
+* Stop: phases are stopped in reverse launch order (router before engine before companions); each
+  process gets its stop signal, then SIGKILL of its tree after ``stop_timeout_s``. A process in
+  BACKOFF just goes STOPPED (its timer is cancelled).
+* Restart on request: a live process is stopped and started again; a settled one starts afresh
+  with its failure count cleared.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from vllm_wizard.launcher.spec import PHASES, RunSpec
+from vllm_wizard.launcher.states import LIVE, SETTLED, ProcessEvent, ProcessState, State, transition
+
+# ---------------------------------------------------------------- input events
+
+
+@dataclass(frozen=True)
+class Started:
+    """The OS process of ``name`` exists with ``pid``."""
+
+    name: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class Exited:
+    """The main process of ``name`` ended with ``rc`` (negative = killed by that signal).
+
+    ``cause`` is the classified failure (causes.Cause as dict) or None, ``tail`` the last log lines.
+    """
+
+    name: str
+    rc: int
+    cause: dict[str, Any] | None = None
+    tail: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProbePassed:
+    """The readiness probe of ``name`` answered the expected status."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class TimerFired:
+    """A timer set by :class:`StartTimer` elapsed; ``kind`` is ``ready``, ``backoff`` or ``kill``."""
+
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class StopRequested:
+    """Stop the whole run (user request, SIGTERM to the supervisor, …)."""
+
+    reason: str = "stop requested"
+
+
+@dataclass(frozen=True)
+class RestartRequested:
+    """Restart the process ``name`` now (user request)."""
+
+    name: str
+
+
+Event = Started | Exited | ProbePassed | TimerFired | StopRequested | RestartRequested
+
+# ---------------------------------------------------------------- actions
+
+
+@dataclass(frozen=True)
+class Action:
+    """Base of what the policy asks the runtime to do."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Spawn(Action):
+    """Start the OS process of ``name`` (after its old ports are free)."""
+
+
+@dataclass(frozen=True)
+class Probe(Action):
+    """Begin polling the readiness probe of ``name``."""
+
+
+@dataclass(frozen=True)
+class Signal(Action):
+    """Send ``sig`` to the process group/tree of ``name`` (descendants collected first)."""
+
+    sig: int = int(signal.SIGTERM)
+
+
+@dataclass(frozen=True)
+class KillTree(Action):
+    """SIGKILL every process of the tree of ``name``."""
+
+
+@dataclass(frozen=True)
+class StartTimer(Action):
+    """Fire ``TimerFired(name, kind)`` in ``delay`` seconds (replacing a timer of that kind)."""
+
+    kind: str = ""
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class CancelTimer(Action):
+    """Cancel the timer ``kind`` of ``name`` if set."""
+
+    kind: str = ""
+
+
+@dataclass(frozen=True)
+class Finished(Action):
+    """Nothing is alive or pending any more. ``name`` is the outcome: stopped, exited or fatal."""
+
+
+@dataclass
+class _Extra:
+    timed_out: bool = False
+    restart_after_stop: bool = False
+    killed: bool = False
+
+
+@dataclass
+class Policy:
+    """Decision core for one run. Feed :meth:`start` once, then :meth:`handle` per event.
+
+    ``emit`` receives every :class:`ProcessEvent` (state change). Times are seconds on the caller's
+    clock (any monotonic origin). ``outcome`` is set once :class:`Finished` was returned.
+    """
+
+    spec: RunSpec
+    emit: Callable[[ProcessEvent], None] = lambda ev: None
+    states: dict[str, ProcessState] = field(init=False)
+    stopping: bool = field(default=False, init=False)
+    stop_reason: str = field(default="", init=False)
+    outcome: str | None = field(default=None, init=False)
+    _extra: dict[str, _Extra] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.states = {p.name: ProcessState(p.name) for p in self.spec.processes}
+        self._extra = {p.name: _Extra() for p in self.spec.processes}
+
+    # -------------------------------------------------------------- entry points
+
+    def start(self, now: float) -> list[Action]:
+        """Begin the run: start every process whose dependencies are already satisfied."""
+        return self._start_eligible(now)
+
+    def handle(self, ev: Event, now: float) -> list[Action]:
+        """Apply one input event at clock time ``now``; return the actions to carry out, in order."""
+        if self.outcome is not None:
+            return []
+        if isinstance(ev, StopRequested):
+            if not self.stopping:
+                self.stopping, self.stop_reason = True, ev.reason
+            return self._continue_stop(now)
+        if isinstance(ev, RestartRequested):
+            return self._restart(ev.name, now)
+        ps = self.states.get(ev.name)
+        if ps is None:
+            return []
+        if isinstance(ev, Started):
+            return self._started(ps, ev.pid, now)
+        if isinstance(ev, ProbePassed):
+            if ps.state is State.STARTING:
+                self._go(ps, State.READY, now, "probe passed")
+                return [CancelTimer(ps.name, "ready"), *self._start_eligible(now)]
+            return []
+        if isinstance(ev, Exited):
+            return self._exited(ps, ev, now)
+        if isinstance(ev, TimerFired):
+            return self._timer(ps, ev.kind, now)
+        return []
+
+    # -------------------------------------------------------------- helpers
+
+    def _go(self, ps: ProcessState, new: State, now: float, detail: str = "", **kw: Any) -> None:
+        self.emit(transition(ps, new, now, detail, **kw))
+
+    def _deps_ok(self, name: str) -> bool:
+        for dep in self.spec.get(name).depends_on:
+            d = self.states[dep]
+            if not (d.state is State.READY or (d.state is State.EXITED and d.last_rc == 0)):
+                return False
+        return True
+
+    def _launch(self, ps: ProcessState, now: float, detail: str) -> list[Action]:
+        p = self.spec.get(ps.name)
+        self._extra[ps.name] = _Extra()
+        self._go(ps, State.STARTING, now, detail)
+        acts: list[Action] = [Spawn(ps.name)]
+        if p.probe is not None:
+            acts.append(StartTimer(ps.name, "ready", p.ready_timeout_s))
+        return acts
+
+    def _start_eligible(self, now: float) -> list[Action]:
+        if self.stopping:
+            return []
+        acts: list[Action] = []
+        for p in self.spec.processes:
+            ps = self.states[p.name]
+            if ps.state is State.STOPPED and ps.restarts == 0 and not ps.failures and self._deps_ok(p.name):
+                acts += self._launch(ps, now, "dependencies ready" if p.depends_on else "starting")
+        return acts + self._check_finished()
+
+    def _started(self, ps: ProcessState, pid: int, now: float) -> list[Action]:
+        if ps.state is not State.STARTING:
+            return []
+        ps.pid = pid
+        if self.spec.get(ps.name).probe is None:
+            self._go(ps, State.READY, now, "running (no probe)", pid=pid)
+            return self._start_eligible(now)
+        return [Probe(ps.name)]
+
+    def _exited(self, ps: ProcessState, ev: Exited, now: float) -> list[Action]:
+        p = self.spec.get(ps.name)
+        ex = self._extra[ps.name]
+        ps.last_rc = ev.rc
+        acts: list[Action] = [CancelTimer(ps.name, "ready"), CancelTimer(ps.name, "kill")]
+        if ps.state is State.STOPPING:
+            if ex.restart_after_stop and not self.stopping:
+                ps.failures.clear()
+                ps.restarts += 1
+                acts += self._launch(ps, now, "restart requested")
+                return acts
+            self._go(ps, State.STOPPED, now, f"stopped (status {ev.rc}){' after SIGKILL' if ex.killed else ''}")
+            return acts + (self._continue_stop(now) if self.stopping else self._check_finished())
+        if ps.state not in (State.STARTING, State.READY):
+            return []  # a stale report (already settled)
+        cause = ev.cause
+        tail = list(ev.tail)
+        if ex.timed_out:
+            cause = cause or {
+                "kind": "ready_timeout",
+                "summary": f"not ready within {p.ready_timeout_s:g} s",
+                "fix": f"raise ready_timeout_s for {ps.name!r} or check its log for a stall",
+                "line": None,
+            }
+        what = "not ready in time" if ex.timed_out else f"exited with status {ev.rc}"
+        failed = ev.rc != 0 or ex.timed_out
+        mode = p.restart.mode
+        if mode == "never" or (mode == "on-failure" and not failed):
+            if failed:
+                self._go(ps, State.FATAL, now, f"{what}; restart policy 'never'", cause=cause, tail=tail)
+                return acts + self._fatal(ps.name, now)
+            self._go(ps, State.EXITED, now, what)
+            return acts + self._start_eligible(now)
+        window = p.restart.window_s
+        ps.failures = [t for t in ps.failures if now - t < window] + [now]
+        n = len(ps.failures)
+        if n >= p.restart.max_failures:
+            self._go(
+                ps, State.FATAL, now, f"{what}; crash loop: {n} failures within {window:g} s", cause=cause, tail=tail
+            )
+            return acts + self._fatal(ps.name, now)
+        delay = p.restart.delay(n)
+        self._go(ps, State.BACKOFF, now, f"{what}; restarting in {delay:g} s (failure {n}/{p.restart.max_failures})",
+                 cause=cause, tail=tail)
+        return acts + [StartTimer(ps.name, "backoff", delay)]
+
+    def _fatal(self, name: str, now: float) -> list[Action]:
+        if not self.stopping:
+            self.stopping, self.stop_reason = True, f"{name} is FATAL"
+        return self._continue_stop(now)
+
+    def _timer(self, ps: ProcessState, kind: str, now: float) -> list[Action]:
+        p = self.spec.get(ps.name)
+        ex = self._extra[ps.name]
+        if kind == "backoff" and ps.state is State.BACKOFF and not self.stopping:
+            ps.restarts += 1
+            return self._launch(ps, now, f"restart {ps.restarts}")
+        if kind == "ready" and ps.state is State.STARTING:
+            ex.timed_out = True
+            return [Signal(ps.name, p.stop_signal), StartTimer(ps.name, "kill", p.stop_timeout_s)]
+        if kind == "kill" and (ps.state is State.STOPPING or (ps.state is State.STARTING and ex.timed_out)):
+            ex.killed = True
+            return [KillTree(ps.name)]
+        return []
+
+    def _stop_one(self, ps: ProcessState, now: float, detail: str) -> list[Action]:
+        p = self.spec.get(ps.name)
+        self._go(ps, State.STOPPING, now, detail)
+        return [
+            CancelTimer(ps.name, "ready"),
+            Signal(ps.name, p.stop_signal),
+            StartTimer(ps.name, "kill", p.stop_timeout_s),
+        ]
+
+    def _continue_stop(self, now: float) -> list[Action]:
+        acts: list[Action] = []
+        for p in self.spec.processes:
+            ps = self.states[p.name]
+            if ps.state is State.BACKOFF:
+                acts.append(CancelTimer(p.name, "backoff"))
+                self._go(ps, State.STOPPED, now, f"{self.stop_reason}; pending restart cancelled")
+        live = [p for p in self.spec.processes if self.states[p.name].state in LIVE]
+        if not live:
+            return acts + self._check_finished()
+        if any(self.states[p.name].state is State.STOPPING for p in live):
+            return acts  # wait for the phase being stopped
+        last = max(PHASES.index(p.phase) for p in live)
+        for p in live:
+            if PHASES.index(p.phase) == last:
+                acts += self._stop_one(self.states[p.name], now, self.stop_reason)
+        return acts
+
+    def _restart(self, name: str, now: float) -> list[Action]:
+        ps = self.states.get(name)
+        if ps is None or self.stopping:
+            return []
+        if ps.state in (State.STARTING, State.READY):
+            self._extra[name].restart_after_stop = True
+            return self._stop_one(ps, now, "restart requested")
+        if ps.state is State.BACKOFF:
+            ps.failures.clear()
+            ps.restarts += 1
+            return [CancelTimer(name, "backoff"), *self._launch(ps, now, "restart requested")]
+        if ps.state in SETTLED:
+            ps.failures.clear()
+            ps.restarts += 1
+            return self._launch(ps, now, "restart requested")
+        return []
+
+    def _check_finished(self) -> list[Action]:
+        if self.outcome is not None:
+            return []
+        states = [s.state for s in self.states.values()]
+        if not all(s in SETTLED for s in states):
+            return []
+        if not self.stopping and any(
+            s.state is State.STOPPED and self._deps_ok(s.name) for s in self.states.values()
+        ):
+            return []  # something can still start (should have been started already)
+        if any(s is State.FATAL for s in states):
+            self.outcome = "fatal"
+        elif self.stopping:
+            self.outcome = "stopped"
+        else:
+            self.outcome = "exited"
+        return [Finished(self.outcome)]

@@ -1,0 +1,245 @@
+"""OS processes: spawn in an own session, signal and kill whole trees, verify nothing survives.
+
+The hazard this module exists for (../shared/notes/real-vllm-on-cpu.md): SIGKILL of vLLM's API
+server orphans EngineCore and Worker, which keep running (and keep GPU memory). So:
+
+* every child starts in its own session (``start_new_session=True``): its process group id equals
+  its pid, and every descendant that does not call setsid itself stays in that group even after its
+  parent died;
+* before signalling, the tree is *collected* (psutil descendants of the main process ∪ members of
+  its process group, each remembered with its create_time so a recycled pid is never hit);
+* stop = the stop signal to the group and to each collected process, wait, then SIGKILL to every
+  one still alive; :meth:`ManagedProcess.survivors` then says whether anything is left;
+* with NVML available (lazily imported, never required), :func:`gpu_memory_held` tells whether the
+  stopped pids still hold GPU memory.
+
+``CUDA_DEVICE_ORDER=PCI_BUS_ID`` is set for every child so device indices match detection and
+``nvidia-smi`` (issue 4, observation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import psutil
+
+from vllm_wizard.launcher.spec import ProcessSpec
+
+#: StreamReader limit for child output; lines longer than this are still handled (logs.py reads chunks).
+STREAM_LIMIT = 1 << 20
+
+
+def child_env(spec: ProcessSpec, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for the child: ``base`` (default ``os.environ``) + ``spec.env`` + GPU ordering."""
+    env = dict(os.environ if base is None else base)
+    env.update(spec.env)
+    env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
+    """Every live process whose process group is ``pgid`` (zombies excluded)."""
+    out = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(p.pid) == pgid and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except (ProcessLookupError, psutil.Error, PermissionError):
+            continue
+    return out
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+@dataclass
+class ManagedProcess:
+    """A spawned child and the tree it grew.
+
+    ``pid``/``pgid``/``create_time`` identify it (create_time in epoch seconds, psutil's),
+    ``proc`` is the asyncio process whose ``stdout`` carries stdout+stderr merged.
+    ``known`` remembers every descendant ever collected: ``{pid: create_time}``.
+    """
+
+    proc: asyncio.subprocess.Process
+    pid: int
+    pgid: int
+    create_time: float
+    known: dict[int, float] = field(default_factory=dict)
+    exited: "asyncio.Future[int] | None" = None
+
+    @property
+    def stdout(self) -> asyncio.StreamReader | None:
+        """Merged stdout/stderr stream of the child (None for a fake)."""
+        return self.proc.stdout
+
+    @property
+    def returncode(self) -> int | None:
+        """Exit status once the main process ended (even while orphans keep the pipe open)."""
+        return self.proc.returncode
+
+    async def wait(self) -> int:
+        """Wait for the main process to exit; its status (negative = killed by that signal).
+
+        Unlike ``asyncio.subprocess.Process.wait`` this does not also wait for the output pipe to
+        close — orphaned grandchildren (vLLM's EngineCore) may hold it open for a long time.
+        """
+        if self.exited is not None:
+            return await asyncio.shield(self.exited)
+        return await self.proc.wait()
+
+    def collect(self) -> list[psutil.Process]:
+        """The current tree: main process, its descendants, its group members, previously known ones.
+
+        Each returned process is alive and verified against its recorded create_time.
+        """
+        procs: dict[int, psutil.Process] = {}
+        try:
+            main = psutil.Process(self.pid)
+            if abs(main.create_time() - self.create_time) < 0.5 and _alive(main):
+                procs[main.pid] = main
+                for c in main.children(recursive=True):
+                    procs[c.pid] = c
+        except psutil.Error:
+            pass
+        for p in group_members(self.pgid):
+            procs.setdefault(p.pid, p)
+        for pid, ct in list(self.known.items()):
+            if pid in procs:
+                continue
+            try:
+                p = psutil.Process(pid)
+                if abs(p.create_time() - ct) < 0.5 and _alive(p):
+                    procs[pid] = p
+            except psutil.Error:
+                pass
+        for pid, p in procs.items():
+            try:
+                self.known.setdefault(pid, p.create_time())
+            except psutil.Error:
+                pass
+        return [p for p in procs.values() if _alive(p)]
+
+    def signal_tree(self, sig: int) -> list[int]:
+        """Collect the tree, then send ``sig`` to the group and each member; returns pids signalled."""
+        tree = self.collect()
+        try:
+            os.killpg(self.pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        hit = []
+        for p in tree:
+            try:
+                p.send_signal(sig)
+                hit.append(p.pid)
+            except psutil.Error:
+                pass
+        return hit
+
+    def kill_tree(self) -> list[int]:
+        """SIGKILL the whole tree (collected first); returns the pids killed."""
+        return self.signal_tree(signal.SIGKILL)
+
+    def survivors(self) -> list[psutil.Process]:
+        """Processes of the tree still alive (the main one excluded once it was reaped)."""
+        return [p for p in self.collect() if not (p.pid == self.pid and self.proc.returncode is not None)]
+
+    async def reap(self, timeout: float, sig: int = signal.SIGTERM, poll: float = 0.05) -> list[int]:
+        """Stop whatever of the tree is still alive: ``sig``, wait ``timeout`` s, SIGKILL, wait.
+
+        Returns the pids that were still alive at the start (empty = nothing to reap). Used after
+        the main process died on its own (orphaned EngineCore/Worker) and to finish a stop.
+        """
+        left = [p.pid for p in self.survivors()]
+        if not left:
+            return []
+        self.signal_tree(sig)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.survivors() and loop.time() < deadline:
+            await asyncio.sleep(poll)
+        if self.survivors():
+            self.kill_tree()
+            deadline = loop.time() + 5.0
+            while self.survivors() and loop.time() < deadline:
+                await asyncio.sleep(poll)
+        return left
+
+
+async def spawn_process(spec: ProcessSpec, env: Mapping[str, str] | None = None) -> ManagedProcess:
+    """Start ``spec.command()`` in its own session with stdout+stderr merged into one pipe.
+
+    ``env`` defaults to :func:`child_env`. Raises ``FileNotFoundError``/``PermissionError`` when
+    the executable is missing or not executable (the supervisor turns that into a classified exit).
+    """
+    loop = asyncio.get_running_loop()
+    exited: asyncio.Future[int] = loop.create_future()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _Protocol(exited, STREAM_LIMIT, loop),
+        *spec.command(),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=dict(env) if env is not None else child_env(spec),
+        cwd=spec.cwd,
+        start_new_session=True,
+    )
+    proc = asyncio.subprocess.Process(transport, protocol, loop)
+    try:
+        ct = psutil.Process(proc.pid).create_time()
+    except psutil.Error:
+        ct = 0.0
+    return ManagedProcess(proc=proc, pid=proc.pid, pgid=proc.pid, create_time=ct, exited=exited)
+
+
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """Stream protocol that also resolves a future the moment the main process exits."""
+
+    def __init__(self, exited: "asyncio.Future[int]", limit: int, loop: asyncio.AbstractEventLoop):
+        super().__init__(limit=limit, loop=loop)
+        self._exited_fut = exited
+
+    def process_exited(self) -> None:
+        rc = self._transport.get_returncode() if self._transport is not None else None
+        super().process_exited()
+        if not self._exited_fut.done():
+            self._exited_fut.set_result(rc if rc is not None else -1)
+
+
+def gpu_memory_held(pids: set[int]) -> dict[int, int] | None:
+    """GPU memory (bytes) still held by any of ``pids``, per pid, via NVML; None when NVML is absent.
+
+    Imports pynvml lazily and swallows every NVML error (no driver → None), like detection does.
+    """
+    try:
+        import pynvml  # type: ignore
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no library/driver is an expected state here
+        return None
+    held: dict[int, int] = {}
+    try:
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            for fn in (pynvml.nvmlDeviceGetComputeRunningProcesses, pynvml.nvmlDeviceGetGraphicsRunningProcesses):
+                try:
+                    for info in fn(h):
+                        if info.pid in pids:
+                            held[info.pid] = held.get(info.pid, 0) + int(info.usedGpuMemory or 0)
+                except Exception:  # noqa: BLE001
+                    continue
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+    return held

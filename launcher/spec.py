@@ -1,0 +1,381 @@
+"""What to run: :class:`ProcessSpec` / :class:`RunSpec` and the plan-file reader (contracts §2).
+
+The launcher reads the plan file as plain YAML/JSON data and never imports the catalog. A plan is a
+*template*: argv/env/health URLs may hold ``$PLACEHOLDERS`` (``$HEAD_IP``, ``${ROUTER_HOST}``…,
+plan-json §3.2) that are filled at launch from ``values``; anything still unresolved refuses to
+launch with a :class:`~vllm_wizard.errors.LaunchError` naming every one (issue 4, preflight).
+
+Decisions:
+
+* Only upper-case names (``$[A-Z][A-Z0-9_]*``) are placeholders — the form plan-json uses — so a
+  literal ``$`` in e.g. a JSON ``--speculative-config`` stays intact. The ``setup`` prelude runs in
+  bash where ``$VARS`` are legitimate, so only placeholders the plan declares are filled/checked there.
+* Default phase by role (plan-json §3.2 roles): ``mooncake_master``/``mooncake_store`` → infra,
+  ``companion`` → before, engines (``serve``, ``head``, ``worker``, ``prefill``, ``decode``) →
+  engine, ``router`` → after. ``depends_on`` absent means "every process of earlier phases"
+  (contracts §2).
+* ``node_rank``: a plan lists every node's processes; a launch runs those whose ``node_rank`` equals
+  the requested one, plus the unbound ones (``node_rank: null`` — router, Mooncake) on node 0.
+* Optional per-process extras beyond contracts §2 (all have defaults): ``restart`` (policy,
+  backoff, crash-loop window), ``stop`` (signal, timeout), ``ready_timeout_s``, ``cwd``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from vllm_wizard.errors import LaunchError
+
+#: Launch phases in order (contracts §2).
+PHASES: tuple[str, ...] = ("infra", "before", "engine", "after")
+
+#: Default phase for each plan-json §3.2 role.
+ROLE_PHASE: dict[str, str] = {
+    "mooncake_master": "infra",
+    "mooncake_store": "infra",
+    "companion": "before",
+    "serve": "engine",
+    "head": "engine",
+    "worker": "engine",
+    "prefill": "engine",
+    "decode": "engine",
+    "router": "after",
+}
+
+#: A placeholder: ``$NAME`` or ``${NAME}`` with an upper-case name (plan-json §3.2).
+PLACEHOLDER_RE = re.compile(r"\$\{([A-Z][A-Z0-9_]*)\}|\$([A-Z][A-Z0-9_]*)")
+
+#: Restart modes: restart on any exit, only on a non-zero exit, or never.
+RESTART_MODES = ("always", "on-failure", "never")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Readiness/health probe: ``GET url`` must answer ``expect_status``.
+
+    ``interval_s`` is the pause between polls (a slow poll stretches the cycle; polls never
+    overlap), ``timeout_s`` the per-request timeout, both in seconds.
+    """
+
+    url: str
+    expect_status: int = 200
+    interval_s: float = 1.0
+    timeout_s: float = 2.0
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """When and how fast to restart a process that exited on its own (issue 4, supervisor).
+
+    Backoff before restart *n* (1-based count of failures in the window) is
+    ``min(backoff_max_s, backoff_initial_s * backoff_factor ** (n - 1))`` seconds. ``max_failures``
+    failures within ``window_s`` seconds is a crash loop → FATAL.
+    """
+
+    mode: str = "on-failure"
+    backoff_initial_s: float = 1.0
+    backoff_factor: float = 2.0
+    backoff_max_s: float = 30.0
+    max_failures: int = 3
+    window_s: float = 300.0
+
+    def delay(self, failures: int) -> float:
+        """Seconds to wait before the restart following ``failures`` (≥ 1) recent failures."""
+        return min(self.backoff_max_s, self.backoff_initial_s * self.backoff_factor ** max(0, failures - 1))
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    """One supervised process (contracts §2 process entry, after placeholder filling).
+
+    ``argv`` is executed directly (never through a shell) unless ``setup`` is set, in which case
+    ``bash -c 'setup; exec "$@"' bash argv…`` runs (DESIGN.md, launch). ``depends_on`` is resolved:
+    the names that must be READY before this one starts. ``ports`` are every TCP port it listens
+    on (preflight). ``probe`` None = READY as soon as it is running. Timeouts are seconds.
+    """
+
+    name: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    phase: str = "engine"
+    role: str | None = None
+    depends_on: tuple[str, ...] = ()
+    probe: Probe | None = None
+    restart: RestartPolicy = RestartPolicy()
+    stop_signal: int = int(signal.SIGTERM)
+    stop_timeout_s: float = 20.0
+    ready_timeout_s: float = 900.0
+    ports: tuple[int, ...] = ()
+    setup: str | None = None
+
+    def command(self) -> list[str]:
+        """The argv actually executed: ``argv``, or the bash wrapper running ``setup`` first."""
+        if self.setup:
+            return ["bash", "-c", f'{self.setup}\nexec "$@"', "bash", *self.argv]
+        return list(self.argv)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (``from_dict`` inverse); env values included as given — redact before storing."""
+        data = asdict(self)
+        data["env"] = dict(self.env)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ProcessSpec":
+        """Rebuild from :meth:`to_dict` output."""
+        d = dict(data)
+        d["argv"] = tuple(d["argv"])
+        d["depends_on"] = tuple(d.get("depends_on", ()))
+        d["ports"] = tuple(d.get("ports", ()))
+        d["probe"] = Probe(**d["probe"]) if d.get("probe") else None
+        d["restart"] = RestartPolicy(**d.get("restart", {}))
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything one launch supervises: processes in launch order, plus where it came from.
+
+    ``min_vllm_version`` (from the plan, if any) is checked by preflight; ``source`` is the plan
+    file path (or None); ``node_rank`` the node this run is for.
+    """
+
+    processes: tuple[ProcessSpec, ...]
+    source: str | None = None
+    node_rank: int = 0
+    min_vllm_version: str | None = None
+
+    def __post_init__(self) -> None:
+        names = [p.name for p in self.processes]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise LaunchError(f"{self.source or 'plan'}: process names must be unique; repeated: {', '.join(dup)}")
+        known = set(names)
+        for p in self.processes:
+            missing = [d for d in p.depends_on if d not in known]
+            if missing:
+                raise LaunchError(
+                    f"{self.source or 'plan'}: process {p.name!r} depends_on unknown {', '.join(missing)}; "
+                    f"known: {', '.join(names)}"
+                )
+
+    def get(self, name: str) -> ProcessSpec:
+        """The process called ``name``; ``KeyError`` when absent."""
+        for p in self.processes:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (inverse: :meth:`from_dict`)."""
+        return {
+            "processes": [p.to_dict() for p in self.processes],
+            "source": self.source,
+            "node_rank": self.node_rank,
+            "min_vllm_version": self.min_vllm_version,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "RunSpec":
+        """Rebuild from :meth:`to_dict` output."""
+        return cls(
+            processes=tuple(ProcessSpec.from_dict(p) for p in data["processes"]),
+            source=data.get("source"),
+            node_rank=int(data.get("node_rank", 0)),
+            min_vllm_version=data.get("min_vllm_version"),
+        )
+
+
+def placeholders_in(text: str) -> list[str]:
+    """Names of the ``$PLACEHOLDERS`` in ``text`` in order of appearance (duplicates kept)."""
+    return [m.group(1) or m.group(2) for m in PLACEHOLDER_RE.finditer(text)]
+
+
+def fill(text: str, values: Mapping[str, str], only: Iterable[str] | None = None) -> str:
+    """Replace each placeholder of ``values`` in ``text``; unknown ones stay literal.
+
+    ``only`` restricts filling to those names (used for bash ``setup`` preludes).
+    """
+    allowed = set(only) if only is not None else None
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        if name in values and (allowed is None or name in allowed):
+            return str(values[name])
+        return m.group(0)
+
+    return PLACEHOLDER_RE.sub(sub, text)
+
+
+def load_plan_file(path: str | Path, node_rank: int = 0, values: Mapping[str, str] | None = None) -> RunSpec:
+    """Read a plan file (contracts §2, YAML or JSON) into a :class:`RunSpec` for ``node_rank``.
+
+    ``values`` fills ``$PLACEHOLDERS``. Raises :class:`LaunchError` when the file is unreadable,
+    not a plan (every problem listed, each naming the field), or placeholders stay unresolved
+    (all named, with the ``--set NAME=VALUE`` that would fill them).
+    """
+    import yaml
+
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise LaunchError(f"cannot read plan file {p}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise LaunchError(f"{p}: not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}") from None
+    return parse_plan(data, source=str(p), node_rank=node_rank, values=values or {})
+
+
+def _num(where: str, value: Any, problems: list[str], kind: type = float) -> Any:
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        problems.append(f"{where}: expected a number, got {value!r}")
+        return None
+
+
+def parse_plan(
+    data: Any, source: str | None = None, node_rank: int = 0, values: Mapping[str, str] | None = None
+) -> RunSpec:
+    """Turn plan-file data (already parsed) into a :class:`RunSpec`; see :func:`load_plan_file`."""
+    src = source or "plan"
+    values = dict(values or {})
+    if not isinstance(data, dict) or not isinstance(data.get("plan"), dict):
+        raise LaunchError(f"{src}: not a plan file: expected a mapping with a 'plan' key (contracts §2)")
+    version = data.get("plan_version", 1)
+    if version != 1:
+        raise LaunchError(f"{src}: plan_version {version!r} is not supported (valid: 1)")
+    plan = data["plan"]
+    raw = plan.get("processes")
+    if not isinstance(raw, list) or not raw:
+        raise LaunchError(f"{src}: plan.processes must be a non-empty list")
+    declared = [str(x) for x in plan.get("placeholders") or []]
+    problems: list[str] = []
+    unresolved: dict[str, list[str]] = {}
+
+    def filled(where: str, text: Any) -> str:
+        s = fill(str(text), values)
+        for name in placeholders_in(s):
+            unresolved.setdefault(name, []).append(where)
+        return s
+
+    selected: list[dict[str, Any]] = []
+    for i, proc in enumerate(raw):
+        where = f"{src}: plan.processes[{i}]"
+        if not isinstance(proc, dict):
+            problems.append(f"{where}: expected a mapping")
+            continue
+        rank = proc.get("node_rank")
+        if (rank is None and node_rank == 0) or rank == node_rank:
+            selected.append(proc | {"_where": where})
+    if not selected and not problems:
+        ranks = sorted({p.get("node_rank") for p in raw if isinstance(p, dict) and p.get("node_rank") is not None})
+        raise LaunchError(f"{src}: no process for node_rank {node_rank}; the plan has node ranks {ranks}")
+
+    specs: list[dict[str, Any]] = []
+    for proc in selected:
+        where = proc["_where"]
+        name = proc.get("name")
+        if not isinstance(name, str) or not name:
+            problems.append(f"{where}.name: required, a non-empty string")
+            continue
+        where = f"{src}: process {name!r}"
+        argv = proc.get("argv")
+        if not isinstance(argv, list) or not argv:
+            problems.append(f"{where}: argv must be a non-empty list of strings")
+            continue
+        role = proc.get("role")
+        phase = proc.get("phase") or ROLE_PHASE.get(role or "", "engine")
+        if phase not in PHASES:
+            problems.append(f"{where}: phase {phase!r} is not one of {', '.join(PHASES)}")
+            continue
+        env = {str(k): filled(f"{name} env {k}", v) for k, v in (proc.get("env") or {}).items()}
+        health = proc.get("health")
+        probe = None
+        if health:
+            if not isinstance(health, dict) or "url" not in health:
+                problems.append(f"{where}: health must be null or {{url, expect_status}}")
+            else:
+                probe = Probe(
+                    url=filled(f"{name} health.url", health["url"]),
+                    expect_status=_num(f"{where}: health.expect_status", health.get("expect_status", 200), problems, int) or 200,
+                    interval_s=_num(f"{where}: health.interval_s", health.get("interval_s", 1.0), problems) or 1.0,
+                    timeout_s=_num(f"{where}: health.timeout_s", health.get("timeout_s", 2.0), problems) or 2.0,
+                )
+        ports: list[int] = []
+        for port in proc.get("ports") or []:
+            s = filled(f"{name} ports", port)
+            if not placeholders_in(s):
+                n = _num(f"{where}: ports", s, problems, int)
+                if n is not None:
+                    if not 0 < n < 65536:
+                        problems.append(f"{where}: port {n} out of range 1–65535")
+                    ports.append(n)
+        restart_raw = proc.get("restart") or {}
+        if isinstance(restart_raw, str):
+            restart_raw = {"mode": restart_raw}
+        try:
+            restart = RestartPolicy(**{("mode" if k == "policy" else k): v for k, v in restart_raw.items()})
+        except TypeError as exc:
+            problems.append(f"{where}: restart: {exc}; valid keys: {', '.join(RestartPolicy.__dataclass_fields__)}")
+            restart = RestartPolicy()
+        if restart.mode not in RESTART_MODES:
+            problems.append(f"{where}: restart mode {restart.mode!r} is not one of {', '.join(RESTART_MODES)}")
+        stop = proc.get("stop") or {}
+        sig_name = str(stop.get("signal", "SIGTERM")).upper()
+        sig_name = sig_name if sig_name.startswith("SIG") else "SIG" + sig_name
+        stop_signal = getattr(signal, sig_name, None)
+        if not isinstance(stop_signal, signal.Signals):
+            problems.append(f"{where}: stop.signal {stop.get('signal')!r} is not a signal name (e.g. SIGTERM, SIGINT)")
+            stop_signal = signal.SIGTERM
+        setup = proc.get("setup")
+        if setup:
+            setup = fill(str(setup), values, only=declared)
+            for ph in placeholders_in(setup):
+                if ph in declared:
+                    unresolved.setdefault(ph, []).append(f"{name} setup")
+        specs.append(
+            dict(
+                name=name,
+                argv=tuple(filled(f"{name} argv", a) for a in argv),
+                env=env,
+                cwd=proc.get("cwd"),
+                phase=phase,
+                role=role,
+                depends_on=proc.get("depends_on"),
+                probe=probe,
+                restart=restart,
+                stop_signal=int(stop_signal),
+                stop_timeout_s=_num(f"{where}: stop.timeout_s", stop.get("timeout_s", 20.0), problems) or 20.0,
+                ready_timeout_s=_num(f"{where}: ready_timeout_s", proc.get("ready_timeout_s", 900.0), problems) or 900.0,
+                ports=tuple(ports),
+                setup=setup or None,
+            )
+        )
+    if unresolved:
+        parts = [f"${n} (in {', '.join(sorted(set(w)))})" for n, w in sorted(unresolved.items())]
+        sets = " ".join(f"--set {n}=VALUE" for n in sorted(unresolved))
+        problems.append(f"{src}: unresolved placeholders: {'; '.join(parts)}; fill them with {sets}")
+    if problems:
+        raise LaunchError("\n".join(problems))
+
+    # depends_on default: every process of earlier phases (contracts §2).
+    procs = sorted(specs, key=lambda s: PHASES.index(s["phase"]))  # stable: keeps plan order in a phase
+    out = []
+    for s in procs:
+        if s["depends_on"] is None:
+            rank = PHASES.index(s["phase"])
+            s["depends_on"] = tuple(o["name"] for o in procs if PHASES.index(o["phase"]) < rank)
+        else:
+            s["depends_on"] = tuple(str(d) for d in s["depends_on"])
+        out.append(ProcessSpec(**s))
+    min_v = plan.get("min_vllm_version") or (data.get("provenance") or {}).get("min_vllm_version")
+    return RunSpec(processes=tuple(out), source=source, node_rank=node_rank, min_vllm_version=min_v)

@@ -1,0 +1,425 @@
+"""The supervisor runtime: turns OS facts into policy events and carries out the policy's actions.
+
+All decisions live in :class:`~vllm_wizard.launcher.policy.Policy`; this module only *observes*
+(process exits, probe results, timers) and *acts* (spawn, signal, kill), feeding one asyncio queue
+that a single loop drains — events in, decisions in one place (DESIGN.md style 4).
+
+Seams (DESIGN.md style 5), each with a real default: ``clock`` (monotonic seconds, for timers and
+policy times), ``spawn`` (``async (ProcessSpec, env) -> ManagedProcess``), ``probe``
+(``async (url, expect_status, timeout, body=False) -> ProbeResult``).
+
+Observers receive messages through ``listeners`` (plain callables that must not block):
+:class:`~vllm_wizard.launcher.states.ProcessEvent`, :class:`~vllm_wizard.launcher.logs.LogLines`,
+:class:`Metrics`, :class:`Progress`, and a final :class:`RunFinished`.
+
+Process-tree hygiene (issue 4): when a main process dies on its own, what is left of its tree
+(vLLM's EngineCore/Worker after a SIGKILLed API server) is reaped at once, and a restart waits for
+that and for the process's ports to be free instead of racing them. After the run, every tree is
+checked for survivors (killed if any, and reported) and, with NVML, for GPU memory still held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+from vllm_wizard.launcher import policy as P
+from vllm_wizard.launcher.causes import Cause, classify
+from vllm_wizard.launcher.logs import LogLines, ProcessLog, Redactor, pump
+from vllm_wizard.launcher.metrics import MetricsSnapshot, parse_metrics, rates
+from vllm_wizard.launcher.ports import busy_ports
+from vllm_wizard.launcher.process import ManagedProcess, child_env, gpu_memory_held, spawn_process
+from vllm_wizard.launcher.spec import ProcessSpec, RunSpec
+from vllm_wizard.launcher.states import LIVE, ProcessEvent, State
+from vllm_wizard.launcher.vllm import StartupProgress, is_vllm_serve
+
+
+@dataclass
+class Metrics:
+    """A ``/metrics`` scrape of process ``name``: the snapshot and the rates since the previous one."""
+
+    name: str
+    snapshot: MetricsSnapshot
+    rates: dict[str, float | None] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict with ``"type": "metrics"``."""
+        return {"type": "metrics", "name": self.name, "snapshot": self.snapshot.to_dict(), "rates": self.rates}
+
+
+@dataclass
+class Progress:
+    """Startup progress of a vLLM process ``name``: ``phase`` and weight-loading ``percent``."""
+
+    name: str
+    phase: str | None
+    percent: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict with ``"type": "progress"``."""
+        return {"type": "progress", **asdict(self)}
+
+
+@dataclass
+class RunFinished:
+    """The run ended: ``outcome`` (stopped | exited | fatal), pids that survived the stop
+    (were then SIGKILLed), GPU memory (bytes per pid) still held or None without NVML."""
+
+    outcome: str
+    survivors: list[int]
+    gpu_memory_held: dict[int, int] | None
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict with ``"type": "finished"``."""
+        return {"type": "finished", **asdict(self)}
+
+
+Message = ProcessEvent | LogLines | Metrics | Progress | RunFinished
+ProbeFn = Callable[..., Awaitable[Any]]
+
+
+def metrics_url(probe_url: str) -> str:
+    """The ``/metrics`` URL on the same host/port as a health probe URL."""
+    u = urlsplit(probe_url)
+    return urlunsplit((u.scheme, u.netloc, "/metrics", "", ""))
+
+
+class Supervisor:
+    """Runs one :class:`RunSpec` until it is stopped or settles. Use :meth:`run` inside asyncio.
+
+    ``log_dir``: where ``<name>.log`` files go (None = memory only). ``base_env``: environment the
+    children inherit (default ``os.environ``). ``port_wait_s``: how long a (re)start waits for the
+    process's ports to be free. ``metrics``: scrape vLLM ``/metrics`` while READY.
+    """
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        *,
+        log_dir: Path | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        spawn: Callable[[ProcessSpec, Mapping[str, str]], Awaitable[ManagedProcess]] = spawn_process,
+        probe: ProbeFn | None = None,
+        base_env: Mapping[str, str] | None = None,
+        listeners: list[Callable[[Message], None]] | None = None,
+        port_wait_s: float = 30.0,
+        metrics: bool = True,
+    ):
+        self.spec = spec
+        self.clock, self.wall = clock, wall
+        self._spawn_fn = spawn
+        self._probe_fn = probe
+        self._own_prober = None
+        self.base_env = dict(os.environ if base_env is None else base_env)
+        self.listeners = list(listeners or [])
+        self.port_wait_s = port_wait_s
+        self.metrics_enabled = metrics
+        env_all = dict(self.base_env)
+        for p in spec.processes:
+            env_all.update(p.env)
+        self.redactor = Redactor(env_all)
+        self.policy = P.Policy(spec, emit=self._on_transition)
+        self.handles: dict[str, ManagedProcess] = {}
+        self.logs: dict[str, ProcessLog] = {}
+        self.progress: dict[str, StartupProgress] = {}
+        self.last_event: dict[str, ProcessEvent] = {}
+        self.last_metrics: dict[str, Metrics] = {}
+        self.finished: RunFinished | None = None
+        self._queue: asyncio.Queue = asyncio.Queue()
+        self._timers: dict[tuple[str, str], asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._pumps: dict[str, asyncio.Task] = {}
+        self._cleanup: dict[str, asyncio.Task] = {}
+        self._spawning: set[str] = set()
+        self._pending_signal: dict[str, int] = {}
+        self._since_wall: dict[str, float] = {}
+        for p in spec.processes:
+            self.logs[p.name] = ProcessLog(
+                p.name, (log_dir / f"{p.name.replace('/', '_')}.log") if log_dir else None,
+                redactor=self.redactor, on_lines=self._lines_cb(p),
+            )
+
+    # ------------------------------------------------------------ public API
+
+    def stop(self, reason: str = "stop requested") -> None:
+        """Ask the run to stop (thread-unsafe; call from the loop). Idempotent."""
+        self._queue.put_nowait(P.StopRequested(reason))
+
+    def restart(self, name: str) -> None:
+        """Ask for a restart of process ``name``; ``KeyError`` if there is no such process."""
+        self.spec.get(name)
+        self._queue.put_nowait(P.RestartRequested(name))
+
+    def snapshot(self) -> dict[str, Any]:
+        """Current state of every process (JSON-ready, secrets redacted): pids with create_time,
+        ports, state, since (epoch s), restarts, last cause, startup progress; and the outcome."""
+        procs = []
+        for p in self.spec.processes:
+            ps = self.policy.states[p.name]
+            mp = self.handles.get(p.name)
+            alive = mp is not None and mp.proc.returncode is None
+            prog = self.progress.get(p.name)
+            procs.append({
+                "name": p.name,
+                "role": p.role,
+                "phase": p.phase,
+                "state": ps.state.value,
+                "since": self._since_wall.get(p.name),
+                "pid": mp.pid if alive else None,
+                "pgid": mp.pgid if mp else None,
+                "create_time": mp.create_time if alive else None,
+                "tree": sorted(mp.known) if mp else [],
+                "ports": list(p.ports),
+                "restarts": ps.restarts,
+                "last_rc": ps.last_rc,
+                "cause": ps.cause,
+                "progress": asdict(prog) if prog else None,
+                "argv": [self.redactor.text(a) for a in p.argv],
+                "log": str(self.logs[p.name].path) if self.logs[p.name].path else None,
+                "metrics": self.last_metrics[p.name].to_dict() if p.name in self.last_metrics else None,
+            })
+        return {"processes": procs, "outcome": self.policy.outcome, "stop_reason": self.policy.stop_reason}
+
+    async def run(self) -> str:
+        """Start everything, supervise until the policy finishes; return the outcome
+        (``stopped`` | ``exited`` | ``fatal``). Cancelling this task stops the run first."""
+        if self._probe_fn is None:
+            from vllm_wizard.launcher.health import HttpProber
+
+            self._own_prober = HttpProber()
+            self._probe_fn = self._own_prober
+        try:
+            self._execute(self.policy.start(self.clock()))
+            while self.policy.outcome is None:
+                ev = await self._queue.get()
+                self._execute(self.policy.handle(ev, self.clock()))
+        except asyncio.CancelledError:
+            await self._emergency_stop()
+            raise
+        finally:
+            await self._finish()
+        return self.policy.outcome or "stopped"
+
+    # ------------------------------------------------------------ plumbing
+
+    def _publish(self, msg: Message) -> None:
+        for cb in list(self.listeners):
+            try:
+                cb(msg)
+            except Exception:  # noqa: BLE001 - a broken observer must never stop supervision
+                pass
+
+    def _on_transition(self, ev: ProcessEvent) -> None:
+        ev.ts = self.wall()
+        ev.detail = self.redactor.text(ev.detail)
+        ev.tail = [self.redactor.text(t) for t in ev.tail]
+        self._since_wall[ev.name] = ev.ts
+        self.last_event[ev.name] = ev
+        self.logs[ev.name].note(f"{ev.prev.value if ev.prev else '-'} → {ev.state.value}: {ev.detail}")
+        self._publish(ev)
+
+    def _lines_cb(self, p: ProcessSpec) -> Callable[[LogLines], None]:
+        vllm = is_vllm_serve(p.argv)
+
+        def cb(batch: LogLines) -> None:
+            if vllm:
+                prog = self.progress.setdefault(p.name, StartupProgress())
+                if prog.phase != "ready":
+                    changed = False
+                    for line in batch.lines:
+                        changed |= prog.feed(line)
+                    if changed:
+                        self._publish(Progress(p.name, prog.phase, prog.percent))
+            self._publish(batch)
+
+        return cb
+
+    def _task(self, coro) -> asyncio.Task:
+        t = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+        return t
+
+    def _execute(self, actions: list[P.Action]) -> None:
+        loop = asyncio.get_running_loop()
+        for a in actions:
+            if isinstance(a, P.Spawn):
+                self._spawning.add(a.name)
+                self._task(self._spawn(a.name))
+            elif isinstance(a, P.Probe):
+                mp = self.handles.get(a.name)
+                if mp is not None:
+                    self._task(self._probe_loop(a.name, mp))
+            elif isinstance(a, P.Signal):
+                mp = self.handles.get(a.name)
+                if a.name in self._spawning or mp is None or mp.proc.returncode is not None:
+                    self._pending_signal[a.name] = a.sig
+                else:
+                    pids = mp.signal_tree(a.sig)
+                    self.logs[a.name].note(f"sent signal {a.sig} to process group {mp.pgid} ({len(pids)} processes)")
+            elif isinstance(a, P.KillTree):
+                mp = self.handles.get(a.name)
+                if mp is not None:
+                    pids = mp.kill_tree()
+                    self.logs[a.name].note(f"stop timeout: SIGKILL to {len(pids)} processes {pids}")
+            elif isinstance(a, P.StartTimer):
+                old = self._timers.pop((a.name, a.kind), None)
+                if old:
+                    old.cancel()
+                self._timers[(a.name, a.kind)] = loop.call_later(
+                    max(0.0, a.delay), self._queue.put_nowait, P.TimerFired(a.name, a.kind)
+                )
+            elif isinstance(a, P.CancelTimer):
+                old = self._timers.pop((a.name, a.kind), None)
+                if old:
+                    old.cancel()
+
+    async def _spawn(self, name: str) -> None:
+        p = self.spec.get(name)
+        log = self.logs[name]
+        try:
+            old = self._cleanup.pop(name, None)
+            if old is not None:
+                await old
+            if p.ports:
+                deadline = self.clock() + self.port_wait_s
+                busy = busy_ports(p.ports)
+                if busy:
+                    log.note(f"waiting for ports {busy} to be free")
+                while busy and self.clock() < deadline:
+                    await asyncio.sleep(0.2)
+                    busy = busy_ports(p.ports)
+            if self.policy.states[name].state is not State.STARTING:
+                return  # stopped while waiting
+            log.note(f"starting: {' '.join(self.redactor.text(a) for a in p.command())}")
+            try:
+                mp = await self._spawn_fn(p, child_env(p, self.base_env))
+            except OSError as exc:
+                msg = f"cannot start {p.command()[0]!r}: {exc.strerror or exc}"
+                log.note(msg)
+                cause = Cause("missing_executable", msg, f"install {p.argv[0]!r} in the chosen environment or fix PATH", msg)
+                self._queue.put_nowait(P.Exited(name, 127, cause.to_dict(), tuple(log.last(20))))
+                return
+            self.handles[name] = mp
+            if mp.stdout is not None:
+                self._pumps[name] = self._task(pump(mp.stdout, log))
+            self._queue.put_nowait(P.Started(name, mp.pid))
+            self._task(self._watch(name, mp))
+        finally:
+            self._spawning.discard(name)
+        sig = self._pending_signal.pop(name, None)
+        if sig is not None:
+            mp.signal_tree(sig)
+
+    async def _watch(self, name: str, mp: ManagedProcess) -> None:
+        rc = await mp.wait()
+        p = self.spec.get(name)
+        log = self.logs[name]
+        pump_task = self._pumps.get(name)
+        if pump_task is not None:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(pump_task), 0.1)
+        if self.policy.states[name].state is State.STOPPING:
+            # an asked-for stop: the process is stopped when its whole tree is gone
+            deadline = self.clock() + p.stop_timeout_s + 5.0
+            while mp.survivors() and self.clock() < deadline:
+                await asyncio.sleep(0.05)
+            if mp.survivors():
+                mp.kill_tree()
+                await mp.reap(2.0)
+            self._queue.put_nowait(P.Exited(name, rc))
+            return
+        tail = log.last(40)
+        cause = classify(tail, rc)
+        self._queue.put_nowait(P.Exited(name, rc, cause.to_dict() if cause else None, tuple(tail)))
+        self._cleanup[name] = self._task(self._reap(name, mp))
+
+    async def _reap(self, name: str, mp: ManagedProcess) -> None:
+        p = self.spec.get(name)
+        left = await mp.reap(p.stop_timeout_s, p.stop_signal)
+        if left:
+            self.logs[name].note(f"main process gone; reaped {len(left)} leftover processes {left}")
+
+    async def _probe_loop(self, name: str, mp: ManagedProcess) -> None:
+        p = self.spec.get(name)
+        pr = p.probe
+        assert pr is not None and self._probe_fn is not None
+        murl = metrics_url(pr.url) if (self.metrics_enabled and is_vllm_serve(p.argv)) else None
+        last_ok: bool | None = None
+        prev: MetricsSnapshot | None = None
+        while self.handles.get(name) is mp and mp.proc.returncode is None:
+            state = self.policy.states[name].state
+            if state not in (State.STARTING, State.READY):
+                break
+            t0 = self.clock()
+            res = await self._probe_fn(pr.url, pr.expect_status, pr.timeout_s)
+            if res.ok and state is State.STARTING:
+                self._queue.put_nowait(P.ProbePassed(name))
+            elif state is State.READY:
+                if res.ok != last_ok and last_ok is not None:
+                    self.logs[name].note(f"health {'ok again' if res.ok else 'failing'}: {res.detail}")
+                last_ok = res.ok
+                if murl:
+                    m = await self._probe_fn(murl, 200, pr.timeout_s, body=True)
+                    if m.ok and m.body:
+                        try:
+                            snap = parse_metrics(m.body, self.wall())
+                        except ValueError:
+                            snap = None
+                        if snap is not None:
+                            msg = Metrics(name, snap, rates(prev, snap) if prev else {})
+                            self.last_metrics[name] = msg
+                            prev = snap
+                            self._publish(msg)
+            await asyncio.sleep(max(0.0, pr.interval_s - (self.clock() - t0)))
+
+    async def _emergency_stop(self) -> None:
+        """Cancelled from outside: stop every live tree right away (signal, short wait, SIGKILL)."""
+        await asyncio.gather(
+            *(mp.reap(min(5.0, self.spec.get(n).stop_timeout_s), self.spec.get(n).stop_signal)
+              for n, mp in self.handles.items()),
+            return_exceptions=True,
+        )
+
+    async def _finish(self) -> None:
+        for t in self._timers.values():
+            t.cancel()
+        self._timers.clear()
+        survivors: list[int] = []
+        for name, mp in self.handles.items():
+            left = [x.pid for x in mp.survivors()]
+            if left:
+                survivors += left
+                self.logs[name].note(f"survivors after stop: {left}; killing them")
+                await mp.reap(2.0, 9)
+        for t in list(self._pumps.values()):
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(t), 1.0)
+        for t in list(self._tasks):
+            if not t.done():
+                t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        pids = {pid for mp in self.handles.values() for pid in mp.known} | {mp.pid for mp in self.handles.values()}
+        held = gpu_memory_held(pids)
+        if held:
+            for log in self.logs.values():
+                log.note(f"GPU memory still held by stopped pids: {held}")
+        self.finished = RunFinished(self.policy.outcome or "stopped", survivors, held, self.policy.stop_reason)
+        for log in self.logs.values():
+            log.close()
+        if self._own_prober is not None:
+            await self._own_prober.aclose()
+        self._publish(self.finished)
+
+
+def live_names(sup: Supervisor) -> list[str]:
+    """Names of processes currently STARTING/READY/STOPPING."""
+    return [n for n, s in sup.policy.states.items() if s.state in LIVE]

@@ -1,0 +1,82 @@
+"""Scripts for real child processes (run with ``sys.executable -c``) and polling helpers.
+
+Shared by the launcher tests; no fixed sleeps — everything is polled to a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from typing import Awaitable, Callable
+
+PY = sys.executable
+
+#: Serves GET /health (200) on 127.0.0.1:<argv[1]> after <argv[2]> seconds; prints a line per request.
+#: argv[3] == "ignore-term": ignores SIGTERM. argv[4] == "grandchild": starts a sleeping grandchild
+#: (printing its pid as "GRANDCHILD <pid>") in the same process group.
+HEALTH_SERVER = r"""
+import http.server, os, signal, subprocess, sys, time
+port, delay = int(sys.argv[1]), float(sys.argv[2])
+mode = sys.argv[3] if len(sys.argv) > 3 else ""
+if mode == "ignore-term":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+if len(sys.argv) > 4 and sys.argv[4] == "grandchild":
+    g = subprocess.Popen([sys.executable, "-c",
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN) if %r else None; time.sleep(600)" % (mode == "ignore-term")])
+    print("GRANDCHILD", g.pid, flush=True)
+print("starting; token", os.environ.get("HF_TOKEN", "-"), flush=True)
+time.sleep(delay)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        code = 200 if self.path in ("/health", "/healthcheck") else 404
+        body = b"vllm:num_requests_running 1.0\n" if self.path == "/metrics" else b"ok"
+        if self.path == "/metrics":
+            code = 200
+        self.send_response(code); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer.allow_reuse_address = True
+srv = http.server.HTTPServer(("127.0.0.1", port), H)
+print("listening", port, flush=True)
+srv.serve_forever()
+"""
+
+#: Prints its argv[2] then exits with status int(argv[1]).
+FAIL = r"""
+import sys
+print("loading model", flush=True)
+print(sys.argv[2], flush=True)
+sys.exit(int(sys.argv[1]))
+"""
+
+#: Prints one line of int(argv[1]) bytes, then "END", then sleeps until killed.
+LONG_LINE = r"""
+import sys, time
+sys.stdout.write("x" * int(sys.argv[1]) + "\n"); sys.stdout.write("END\n"); sys.stdout.flush()
+time.sleep(600)
+"""
+
+
+async def until(cond: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+    """Poll ``cond`` every 20 ms until true; ``AssertionError`` naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def until_sync(cond: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+    """Blocking version of :func:`until`."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+async def wait_task(t: "asyncio.Task", timeout: float = 30.0) -> Awaitable:
+    """Await ``t`` with a deadline."""
+    return await asyncio.wait_for(t, timeout)

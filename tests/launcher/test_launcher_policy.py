@@ -1,0 +1,219 @@
+"""Supervision policy, driven by scripted event histories and a fake clock (DESIGN.md testing)."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from vllm_wizard.launcher.policy import (
+    CancelTimer,
+    Exited,
+    Finished,
+    KillTree,
+    Policy,
+    Probe,
+    ProbePassed,
+    RestartRequested,
+    Signal,
+    Spawn,
+    Started,
+    StartTimer,
+    StopRequested,
+    TimerFired,
+)
+from vllm_wizard.launcher.spec import ProcessSpec, Probe as ProbeSpec, RestartPolicy, RunSpec
+from vllm_wizard.launcher.states import InvalidTransition, ProcessState, State, transition
+
+
+def _spec(**over) -> RunSpec:
+    cache = ProcessSpec(name="cache", argv=("lmcache",), phase="before",
+                        probe=ProbeSpec("http://127.0.0.1:1/healthcheck"), stop_timeout_s=3)
+    engine = ProcessSpec(
+        name="vllm", argv=("vllm", "serve"), phase="engine", depends_on=("cache",),
+        probe=ProbeSpec("http://127.0.0.1:2/health"), ready_timeout_s=100, stop_timeout_s=10,
+        restart=over.pop("restart", RestartPolicy(backoff_initial_s=1, backoff_factor=2, backoff_max_s=5,
+                                                  max_failures=4, window_s=60)),
+    )
+    router = ProcessSpec(name="router", argv=("vllm-router",), phase="after", depends_on=("vllm",))
+    return RunSpec(processes=(cache, engine, router))
+
+
+class History:
+    """A policy plus a fake clock; records every emitted event and every action."""
+
+    def __init__(self, spec: RunSpec):
+        self.now = 0.0
+        self.events = []
+        self.policy = Policy(spec, emit=self.events.append)
+
+    def start(self):
+        return self.policy.start(self.now)
+
+    def at(self, t: float, ev):
+        self.now = t
+        return self.policy.handle(ev, t)
+
+    def state(self, name: str) -> State:
+        return self.policy.states[name].state
+
+
+def _bring_up(h: History) -> None:
+    assert h.start() == [Spawn("cache"), StartTimer("cache", "ready", 900.0)]
+    assert h.at(0.1, Started("cache", 11)) == [Probe("cache")]
+    acts = h.at(2.0, ProbePassed("cache"))
+    assert Spawn("vllm") in acts and StartTimer("vllm", "ready", 100) in acts
+    h.at(2.1, Started("vllm", 12))
+    acts = h.at(50.0, ProbePassed("vllm"))
+    assert Spawn("router") in acts
+    assert h.at(50.1, Started("router", 13)) == []  # no probe: READY when running
+    assert [h.state(n) for n in ("cache", "vllm", "router")] == [State.READY] * 3
+
+
+def test_phase_order_and_dependencies_gate_on_readiness():
+    h = History(_spec())
+    h.start()
+    h.at(0.1, Started("cache", 11))
+    # the engine does not start on a timer: only the probe passing releases it
+    assert h.state("vllm") is State.STOPPED
+    _ = h.at(500.0, TimerFired("cache", "backoff"))  # unrelated timer: no effect
+    assert h.state("vllm") is State.STOPPED
+
+
+def test_full_startup_emits_every_transition():
+    h = History(_spec())
+    _bring_up(h)
+    seq = [(e.name, e.prev, e.state) for e in h.events]
+    assert seq == [
+        ("cache", State.STOPPED, State.STARTING),
+        ("cache", State.STARTING, State.READY),
+        ("vllm", State.STOPPED, State.STARTING),
+        ("vllm", State.STARTING, State.READY),
+        ("router", State.STOPPED, State.STARTING),
+        ("router", State.STARTING, State.READY),
+    ]
+    assert h.events[-1].pid == 13
+
+
+def test_backoff_delays_grow_exponentially_and_cap():
+    h = History(_spec())
+    _bring_up(h)
+    delays = []
+    t = 100.0
+    for _ in range(3):
+        acts = h.at(t, Exited("vllm", -9))
+        assert h.state("vllm") is State.BACKOFF
+        delays += [a.delay for a in acts if isinstance(a, StartTimer) and a.kind == "backoff"]
+        t += 0.5
+        assert Spawn("vllm") in h.at(t, TimerFired("vllm", "backoff"))
+        t += 0.5
+    assert delays == [1, 2, 4]
+    # the cap: a policy with a low ceiling
+    rp = RestartPolicy(backoff_initial_s=1, backoff_factor=2, backoff_max_s=5)
+    assert [rp.delay(n) for n in range(1, 6)] == [1, 2, 4, 5, 5]
+
+
+def test_crash_loop_goes_fatal_with_cause_and_stops_the_run():
+    h = History(_spec())
+    _bring_up(h)
+    cause = {"kind": "oom", "summary": "out of memory", "fix": "lower --gpu-memory-utilization", "line": "x"}
+    t = 100.0
+    for _ in range(3):
+        h.at(t, Exited("vllm", 1, cause=cause, tail=("boom",)))
+        h.at(t + 1, TimerFired("vllm", "backoff"))
+        t += 2
+    acts = h.at(t, Exited("vllm", 1, cause=cause, tail=("last line",)))
+    assert h.state("vllm") is State.FATAL
+    fatal = [e for e in h.events if e.state is State.FATAL][0]
+    assert fatal.cause["kind"] == "oom" and fatal.tail == ["last line"]
+    assert "4 failures" in fatal.detail
+    # the run stops: the router (last phase) first; the companion waits for it
+    assert Signal("router", signal.SIGTERM) in acts
+    assert h.state("router") is State.STOPPING and h.state("cache") is State.READY
+    acts = h.at(t + 1, Exited("router", 0))
+    assert h.state("router") is State.STOPPED
+    assert Signal("cache", signal.SIGTERM) in acts
+    acts = h.at(t + 2, Exited("cache", 143))
+    assert acts[-1] == Finished("fatal") and h.policy.outcome == "fatal"
+
+
+def test_failures_outside_the_window_do_not_count():
+    h = History(_spec())
+    _bring_up(h)
+    t = 100.0
+    for _ in range(6):  # 6 failures, each 100 s apart, window 60 s: never a crash loop
+        acts = h.at(t, Exited("vllm", 1))
+        assert h.state("vllm") is State.BACKOFF
+        assert [a.delay for a in acts if isinstance(a, StartTimer)] == [1]
+        h.at(t + 1, TimerFired("vllm", "backoff"))
+        t += 100
+
+
+def test_stop_escalates_to_sigkill_after_the_timeout():
+    h = History(_spec())
+    _bring_up(h)
+    acts = h.at(60.0, StopRequested("user"))
+    assert acts == [CancelTimer("router", "ready"), Signal("router", signal.SIGTERM), StartTimer("router", "kill", 20.0)]
+    h.at(60.1, Exited("router", 0))
+    acts = h.at(60.2, Exited("router", 0))  # a duplicate report changes nothing
+    assert acts == []
+    assert h.state("vllm") is State.STOPPING
+    # vLLM ignores SIGTERM: the kill timer fires → SIGKILL of the whole tree
+    assert h.at(70.2, TimerFired("vllm", "kill")) == [KillTree("vllm")]
+    h.at(70.3, Exited("vllm", -9))
+    stopped = [e for e in h.events if e.name == "vllm" and e.state is State.STOPPED][0]
+    assert "SIGKILL" in stopped.detail
+
+
+def test_stop_during_backoff_cancels_the_restart():
+    h = History(_spec())
+    _bring_up(h)
+    h.at(100.0, Exited("vllm", 1))
+    assert h.state("vllm") is State.BACKOFF
+    acts = h.at(100.5, StopRequested())
+    assert CancelTimer("vllm", "backoff") in acts and h.state("vllm") is State.STOPPED
+    # the backoff timer firing late must not start it again
+    assert h.at(101.0, TimerFired("vllm", "backoff")) == []
+    h.at(101.1, Exited("router", 0))
+    acts = h.at(101.2, Exited("cache", 0))
+    assert acts[-1] == Finished("stopped")
+
+
+def test_ready_timeout_stops_and_counts_as_failure():
+    h = History(_spec())
+    h.start()
+    h.at(0.1, Started("cache", 11))
+    acts = h.at(900.0, TimerFired("cache", "ready"))
+    assert acts == [Signal("cache", signal.SIGTERM), StartTimer("cache", "kill", 3)]
+    h.at(901.0, Exited("cache", -15))
+    ev = h.events[-1]
+    assert ev.state is State.BACKOFF and ev.cause["kind"] == "ready_timeout"
+
+
+def test_on_failure_clean_exit_is_exited_and_never_restarts():
+    h = History(_spec(restart=RestartPolicy(mode="on-failure")))
+    _bring_up(h)
+    acts = h.at(100.0, Exited("vllm", 0))
+    assert h.state("vllm") is State.EXITED and not any(isinstance(a, StartTimer) for a in acts)
+
+
+def test_never_policy_failure_is_fatal():
+    h = History(_spec(restart=RestartPolicy(mode="never")))
+    _bring_up(h)
+    h.at(100.0, Exited("vllm", 2))
+    assert h.state("vllm") is State.FATAL
+
+
+def test_restart_request_stops_then_starts_again():
+    h = History(_spec())
+    _bring_up(h)
+    acts = h.at(100.0, RestartRequested("vllm"))
+    assert Signal("vllm", signal.SIGTERM) in acts and h.state("vllm") is State.STOPPING
+    acts = h.at(101.0, Exited("vllm", 0))
+    assert Spawn("vllm") in acts and h.state("vllm") is State.STARTING
+
+
+def test_transition_table_refuses_impossible_moves():
+    ps = ProcessState("x")
+    with pytest.raises(InvalidTransition, match="STOPPED → READY"):
+        transition(ps, State.READY, 0.0)

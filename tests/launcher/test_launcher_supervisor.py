@@ -1,0 +1,165 @@
+"""The supervisor with real child processes (``sys.executable -c`` scripts), polled to deadlines."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import psutil
+import pytest
+
+from children import FAIL, HEALTH_SERVER, LONG_LINE, PY, until
+from vllm_wizard.launcher.ports import free_port
+from vllm_wizard.launcher.spec import ProcessSpec, Probe, RestartPolicy, RunSpec
+from vllm_wizard.launcher.states import ProcessEvent, State
+from vllm_wizard.launcher.supervisor import RunFinished, Supervisor
+
+
+def _server(name, port, *extra, phase="engine", deps=(), **kw) -> ProcessSpec:
+    return ProcessSpec(
+        name=name, argv=(PY, "-c", HEALTH_SERVER, str(port), *extra), phase=phase, depends_on=deps,
+        probe=Probe(f"http://127.0.0.1:{port}/health", interval_s=0.1, timeout_s=1.0), ports=(port,), **kw,
+    )
+
+
+class Recorder:
+    def __init__(self):
+        self.msgs = []
+
+    def __call__(self, m):
+        self.msgs.append(m)
+
+    def events(self, name=None):
+        return [m for m in self.msgs if isinstance(m, ProcessEvent) and (name is None or m.name == name)]
+
+    def states(self, name):
+        return [e.state for e in self.events(name)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+async def test_starts_in_order_gated_by_probes_then_stops_clean(tmp_path):
+    a, b = free_port(), free_port()
+    spec = RunSpec((
+        _server("cache", a, "0.3", phase="before"),
+        _server("engine", b, "0.3", "", "grandchild", deps=("cache",)),
+    ))
+    rec = Recorder()
+    sup = Supervisor(spec, log_dir=tmp_path, listeners=[rec])
+    task = asyncio.create_task(sup.run())
+    await until(lambda: sup.policy.states["engine"].state is State.READY, 20, "engine READY")
+    ready = {e.name: e.ts for e in rec.events() if e.state is State.READY}
+    started = {e.name: e.ts for e in rec.events() if e.state is State.STARTING}
+    assert started["engine"] >= ready["cache"]  # the engine waited for the companion's probe
+    tree = {p.pid for p in sup.handles["engine"].collect()}
+    assert len(tree) == 2  # server + grandchild
+    sup.stop("test")
+    assert await asyncio.wait_for(task, 30) == "stopped"
+    assert not [p for p in tree if _alive(p)]
+    # engine (later phase) stopped before the companion
+    stops = [e.name for e in rec.events() if e.state is State.STOPPED]
+    assert stops == ["engine", "cache"]
+    assert isinstance(rec.msgs[-1], RunFinished) and rec.msgs[-1].survivors == []
+    assert "READY" in (tmp_path / "engine.log").read_text()
+
+
+async def test_stop_escalates_to_sigkill_and_leaves_no_survivor(tmp_path):
+    port = free_port()
+    spec = RunSpec((_server("stubborn", port, "0", "ignore-term", "grandchild", stop_timeout_s=0.5),))
+    rec = Recorder()
+    sup = Supervisor(spec, log_dir=tmp_path, listeners=[rec])
+    task = asyncio.create_task(sup.run())
+    await until(lambda: sup.policy.states["stubborn"].state is State.READY, 20, "READY")
+    pids = {p.pid for p in sup.handles["stubborn"].collect()}
+    assert len(pids) == 2
+    sup.stop()
+    assert await asyncio.wait_for(task, 30) == "stopped"
+    assert not [p for p in pids if _alive(p)]
+    assert "SIGKILL" in (tmp_path / "stubborn.log").read_text()
+    stopped = rec.events("stubborn")[-1]
+    assert stopped.state is State.STOPPED and "SIGKILL" in stopped.detail
+
+
+async def test_sigkill_of_main_process_reaps_orphans_and_restarts(tmp_path):
+    port = free_port()
+    spec = RunSpec((_server("vllm", port, "0", "", "grandchild", stop_timeout_s=2,
+                            restart=RestartPolicy(backoff_initial_s=0.2, max_failures=5)),))
+    rec = Recorder()
+    sup = Supervisor(spec, log_dir=tmp_path, listeners=[rec])
+    task = asyncio.create_task(sup.run())
+    await until(lambda: sup.policy.states["vllm"].state is State.READY, 20, "READY")
+    first = sup.handles["vllm"]
+    orphans = [p.pid for p in first.collect() if p.pid != first.pid]
+    assert orphans
+    os.kill(first.pid, signal.SIGKILL)
+    await until(lambda: State.BACKOFF in rec.states("vllm"), 5, "BACKOFF")
+    backoff = [e for e in rec.events("vllm") if e.state is State.BACKOFF][0]
+    assert backoff.cause["kind"] == "killed"
+    await until(lambda: not any(_alive(p) for p in orphans), 10, "orphaned grandchild reaped")
+    await until(lambda: rec.states("vllm").count(State.READY) == 2, 20, "READY again after restart")
+    assert sup.handles["vllm"].pid != first.pid
+    sup.stop()
+    await asyncio.wait_for(task, 30)
+
+
+async def test_crash_loop_goes_fatal_with_classified_cause(tmp_path):
+    spec = RunSpec((ProcessSpec(
+        name="vllm", argv=(PY, "-c", FAIL, "1", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"),
+        restart=RestartPolicy(backoff_initial_s=0.05, max_failures=3, window_s=60),
+    ),))
+    rec = Recorder()
+    sup = Supervisor(spec, log_dir=tmp_path, listeners=[rec])
+    assert await asyncio.wait_for(sup.run(), 30) == "fatal"
+    states = rec.states("vllm")
+    assert states.count(State.BACKOFF) == 2 and states[-1] is State.FATAL
+    fatal = rec.events("vllm")[-1]
+    assert fatal.cause["kind"] == "cuda_oom" and "gpu-memory-utilization" in fatal.cause["fix"]
+    assert any("CUDA out of memory" in line for line in fatal.tail)
+
+
+async def test_missing_executable_is_classified():
+    spec = RunSpec((ProcessSpec(name="x", argv=("/nonexistent/vllm-router",), restart=RestartPolicy(mode="never")),))
+    rec = Recorder()
+    assert await asyncio.wait_for(Supervisor(spec, listeners=[rec]).run(), 10) == "fatal"
+    assert rec.events("x")[-1].cause["kind"] == "missing_executable"
+
+
+async def test_long_lines_and_secrets_in_logs(tmp_path):
+    spec = RunSpec((ProcessSpec(name="long", argv=(PY, "-c", LONG_LINE, str(200_000))),
+                    _server("tok", free_port(), "0")))
+    token = "hf_abcdefghijklmnopqrstuvwxyz012345"
+    sup = Supervisor(spec, log_dir=tmp_path, base_env={**os.environ, "HF_TOKEN": token})
+    task = asyncio.create_task(sup.run())
+    await until(lambda: "END" in sup.logs["long"].tail, 20, "line after the 200 KB line")
+    assert 200_000 in [len(x) for x in sup.logs["long"].tail]
+    await until(lambda: any("starting; token" in x for x in sup.logs["tok"].tail), 20, "token line")
+    sup.stop()
+    await asyncio.wait_for(task, 30)
+    text = (tmp_path / "tok.log").read_text()
+    assert "starting; token ***" in text and token not in text
+
+
+async def test_restart_waits_for_the_old_ports():
+    """A restart does not race the old process: the port is held by a stranger, the start waits."""
+    import socket
+
+    port = free_port()
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", port))
+    holder.listen()
+    spec = RunSpec((_server("srv", port, "0"),))
+    sup = Supervisor(spec, port_wait_s=10)
+    task = asyncio.create_task(sup.run())
+    await until(lambda: any("waiting for ports" in x for x in sup.logs["srv"].tail), 10, "wait note")
+    assert "srv" not in sup.handles
+    holder.close()
+    await until(lambda: sup.policy.states["srv"].state is State.READY, 20, "READY once the port is free")
+    sup.stop()
+    await asyncio.wait_for(task, 30)
