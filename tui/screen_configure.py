@@ -52,11 +52,11 @@ class AxisList(OptionList):
     """
 
     def __init__(self, axis: AxisView, **kwargs) -> None:
-        super().__init__(*self._options(axis), **kwargs)
+        super().__init__(*self._make_options(axis), **kwargs)
         self.axis = axis
 
     @staticmethod
-    def _options(axis: AxisView) -> list[Option]:
+    def _make_options(axis: AxisView) -> list[Option]:
         return [
             Option(choice_prompt(axis, i), id=c.id, disabled=c.state == "disabled")
             for i, c in enumerate(axis.choices)
@@ -68,7 +68,7 @@ class AxisList(OptionList):
             return
         current = self.highlighted_option.id if self.highlighted_option is not None else None
         self.axis = axis
-        self.set_options(self._options(axis))
+        self.set_options(self._make_options(axis))
         if current is not None:
             try:
                 self.highlighted = self.get_option_index(current)
@@ -92,23 +92,24 @@ class ConfigureScreen(Screen):
         yield Static("", id="cfg-summary")
         yield Footer()
 
-    def on_mount(self) -> None:
-        self.rebuild()
+    async def on_mount(self) -> None:
+        await self.rebuild()
 
-    def on_data_changed(self, _: DataChanged) -> None:
-        self.rebuild()
+    async def on_data_changed(self, _: DataChanged) -> None:
+        await self.rebuild()
 
-    def on_selection_changed(self, _: SelectionChanged) -> None:
-        self.refresh_axes()
+    async def on_selection_changed(self, _: SelectionChanged) -> None:
+        await self.refresh_axes()
 
     def _views(self) -> list[AxisView]:
         app = self.app
         return axis_views(app.options, app.selection, app.resolved_features) if app.options is not None else []
 
-    def rebuild(self) -> None:
+    async def rebuild(self) -> None:
         """Remove and re-mount every axis row (first paint, or the set of axes changed)."""
         container = self.query_one("#axes", VerticalScroll)
-        container.remove_children()
+        focused = self.focused.id if self.focused is not None else None
+        await container.remove_children()
         views = self._views()
         widgets = []
         for view in views:
@@ -117,16 +118,21 @@ class ConfigureScreen(Screen):
         widgets.append(Label("Advanced args (raw vLLM flags, enter to apply)", classes="axis-title"))
         widgets.append(Input(" ".join(shlex.quote(a) for a in self.app.selection.get("advanced_args", [])),
                              placeholder="--max-model-len 8192", id="advanced-args"))
-        container.mount_all(widgets)
+        await container.mount_all(widgets)
         self._keys = [v.key for v in views]
         self.update_panel()
+        if focused:
+            try:
+                self.query_one(f"#{focused}").focus()
+            except Exception:  # noqa: BLE001 — that row went away
+                pass
 
-    def refresh_axes(self) -> None:
+    async def refresh_axes(self) -> None:
         """Panel first, then only the rows whose choices changed."""
         self.update_panel()
         views = self._views()
         if [v.key for v in views] != getattr(self, "_keys", None):
-            self.rebuild()
+            await self.rebuild()
             return
         for view in views:
             self.query_one(f"#axis-{view.key.replace(':', '--')}", AxisList).show(view)

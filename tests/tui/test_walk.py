@@ -1,0 +1,56 @@
+"""Walking the wizard from start to review produces exactly the plan the CLI core produces.
+
+Each case drives the app with key presses (Pilot) and then compares the commands on the review
+screen with ``plan_to_json(synthesize(catalog, Selection(...)))`` for the selection a person would
+type on the command line (issue 5, Tests).
+"""
+
+from __future__ import annotations
+
+import pytest
+from tui_steps import walk
+
+from vllm_wizard.catalog import Selection, plan_to_json, synthesize
+from vllm_wizard.tui.plan_view import command_text
+from vllm_wizard.tui.screen_review import ReviewScreen
+
+CASES = [
+    pytest.param("h200", "Qwen/Qwen3-32B", [], dict(model="Qwen/Qwen3-32B", hardware="h200"), id="dense-tp"),
+    pytest.param(
+        "h200", "Qwen/Qwen3-30B-A3B-Instruct-2507", [("strategy", "single_node_dep")],
+        dict(model="Qwen/Qwen3-30B-A3B-Instruct-2507", hardware="h200", strategy="single_node_dep"),
+        id="moe-dep-router-companion",
+    ),
+    pytest.param(
+        "h200", "Qwen/Qwen3-235B-A22B", [("strategy", "pd_cluster"), ("pd_connector", "nixl")],
+        dict(model="Qwen/Qwen3-235B-A22B", hardware="h200", strategy="pd_cluster", connector="nixl"),
+        id="pd-nixl",
+    ),
+    pytest.param(
+        "h200", "Qwen/Qwen3-32B", [("kv_offload", "lmcache")],
+        dict(model="Qwen/Qwen3-32B", hardware="h200", kv_offload="lmcache"),
+        id="lmcache-offload",
+    ),
+]
+
+
+@pytest.mark.parametrize("hardware, model, picks, cli_selection", CASES)
+async def test_review_shows_the_cli_plan(build_app, catalog, hardware, model, picks, cli_selection):
+    app = build_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await walk(pilot, hardware, model, picks)
+        assert isinstance(app.screen, ReviewScreen), app.errors
+        expected = plan_to_json(synthesize(catalog, Selection(**cli_selection)))
+        assert app.screen.commands() == [command_text(p) for p in expected["processes"]]
+        assert app.plan_json["resolved"] == expected["resolved"]
+
+
+async def test_dep_review_lists_router_companion_before_engine(build_app):
+    app = build_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await walk(pilot, "h200", "Qwen/Qwen3-30B-A3B-Instruct-2507", [("strategy", "single_node_dep")])
+        roles = [p["role"] for p in app.plan_json["processes"]]
+        assert "serve" in roles and len(roles) >= 2, roles
+        shown = app.screen.commands()
+        assert any(c.startswith("vllm serve") for c in shown)
+        assert "--data-parallel-size" in " ".join(shown)

@@ -1,0 +1,53 @@
+"""Pilot steps shared by the wizard tests: walk start → review the way a person does."""
+
+from __future__ import annotations
+
+from textual.widgets import DataTable, Input, OptionList
+
+
+async def settle(pilot, rounds: int = 3) -> None:
+    """Let workers and posted messages run."""
+    for _ in range(rounds):
+        await pilot.pause()
+
+
+async def pick_hardware(pilot, profile_id: str) -> None:
+    """Hardware screen: highlight ``profile_id`` in the profile list and press enter."""
+    await settle(pilot)
+    plist = pilot.app.screen.query_one("#profiles", OptionList)
+    plist.focus()
+    plist.highlighted = plist.get_option_index(profile_id)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+async def pick_model(pilot, hf_id: str) -> None:
+    """Model screen: type the HF id in the search box, enter (focus table), enter (pick)."""
+    search = pilot.app.screen.query_one("#search", Input)
+    search.focus()
+    search.value = hf_id
+    await settle(pilot)
+    table = pilot.app.screen.query_one("#recipes", DataTable)
+    assert table.row_count == 1, f"search {hf_id!r} should leave one row, got {table.row_count}"
+    await pilot.press("enter")
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+async def pick(pilot, axis_key: str, choice_id: str) -> None:
+    """Configure screen: highlight ``choice_id`` on row ``axis_key`` and press enter."""
+    row = pilot.app.screen.query_one(f"#axis-{axis_key.replace(':', '--')}", OptionList)
+    row.focus()
+    row.highlighted = row.get_option_index(choice_id)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+async def walk(pilot, hardware: str, model: str, picks: list[tuple[str, str]]) -> None:
+    """Hardware → model → the configure ``picks`` in order → ctrl+n to review."""
+    await pick_hardware(pilot, hardware)
+    await pick_model(pilot, model)
+    for axis_key, choice_id in picks:
+        await pick(pilot, axis_key, choice_id)
+    await pilot.press("ctrl+n")
+    await settle(pilot)
