@@ -93,6 +93,12 @@ class Catalog:
         """The recipe for ``model_id`` (case-insensitive; variant aliases resolve to their parent)."""
         return self.resolve_model(model_id)[0]
 
+    def with_recipe(self, recipe: Recipe) -> "Catalog":
+        """A copy of this catalog with ``recipe`` added (e.g. a custom model derived from its
+        ``config.json``); the original is left untouched."""
+        recipes = {**self.recipes, recipe.hf_id: recipe}
+        return Catalog(self.taxonomy, self.strategies, self.kv_stores, recipes, self.source, self.revision)
+
     def sorted_recipes(self) -> list[Recipe]:
         """Recipes in catalog order: ``date_updated`` descending, ties by hf id (§0)."""
         by_id = sorted(self.recipes.values(), key=lambda r: r.hf_id)

@@ -1,0 +1,196 @@
+"""Human renderings of a :class:`LaunchPlan`: readable text, per-node bash scripts, the plan file.
+
+* Text (``vllm-wizard plan``): the processes grouped by the node they run on, in launch order,
+  each with its ``export`` lines and the command in the recipes builder's multi-line style.
+* Scripts (``plan --script DIR``): one executable bash script per node (``set -euo pipefail``);
+  infra and ``before`` companions start in the background, the engine next, ``after`` processes
+  (routers) once the engine answers its health URL; the last process ``exec``s in the foreground so
+  the script's lifetime is the node's service. Placeholders must be exported before running: the
+  script refuses to start (``${VAR:?}``) while one is unset.
+* Plan file (``plan --out``): ``docs/contracts.md`` §2 — ``plan_version``, ``tool_version``,
+  ``created``, ``provenance`` and the plan JSON.
+
+Quoting: argv elements are printed bare when safe, in double quotes when they carry ``$PLACEHOLDER``
+references (so the shell fills them), else in single quotes — the command a person copies runs the
+exact argv of the plan.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from typing import Any
+
+from .plan import PHASES, LaunchPlan, PlanProcess, plan_to_json
+
+_BARE = re.compile(r"[A-Za-z0-9_./=:@,+%~-]+")
+_PLACEHOLDER = re.compile(r"\$[A-Z_][A-Z0-9_]*")
+#: Version of the plan file layout (contracts §2).
+PLAN_VERSION = 1
+
+
+def shell_word(token: str) -> str:
+    """``token`` as one shell word that the shell turns back into ``token`` — except that
+    ``$PLACEHOLDER`` references are left for the shell to expand."""
+    if token and (_BARE.fullmatch(token) or _PLACEHOLDER.fullmatch(token)):
+        return token
+    if _PLACEHOLDER.search(token):
+        out = []
+        i = 0
+        while i < len(token):
+            m = _PLACEHOLDER.match(token, i)
+            if m:
+                out.append(m.group(0))
+                i = m.end()
+                continue
+            ch = token[i]
+            out.append("\\" + ch if ch in '\\"`$' else ch)
+            i += 1
+        return '"' + "".join(out) + '"'
+    return "'" + token.replace("'", "'\\''") + "'"
+
+
+def command_lines(argv: list[str]) -> str:
+    """argv as a multi-line command: executable + leading positionals on the first line, then one
+    flag (with its value) per continuation line, two-space indented (recipes-synthesis §2.5 style)."""
+    words = [shell_word(t) for t in argv]
+    lines: list[str] = []
+    current: list[str] = []
+    has_value = False  # the current line is a flag that already took its one value
+    for raw, word in zip(argv, words):
+        is_flag = raw.startswith("-")
+        if current and (is_flag or has_value):
+            lines.append(" ".join(current))
+            current, has_value = [word], False
+        else:
+            has_value = bool(current) and current[0].startswith("-")
+            current.append(word)
+        if is_flag:
+            has_value = False
+    if current:
+        lines.append(" ".join(current))
+    if len(lines) == 1:
+        return lines[0]
+    return lines[0] + " \\\n" + " \\\n".join("  " + ln for ln in lines[1:])
+
+
+def node_label(plan: LaunchPlan, proc: PlanProcess) -> str:
+    """Which machine runs ``proc``: ``node-0``, ``prefill-node-1``, ``instance-1-node-0``, ``services``."""
+    if proc.node_rank is None:
+        return "services"
+    if proc.role in ("prefill", "decode"):
+        pools = plan.pd_pool_nodes or {}
+        if pools.get(proc.role) == 0:
+            return "node-0"
+        return f"{proc.role}-node-{proc.node_rank}"
+    if proc.instance is not None:
+        return f"instance-{proc.instance}-node-{proc.node_rank}"
+    return f"node-{proc.node_rank}"
+
+
+def group_by_node(plan: LaunchPlan) -> dict[str, list[PlanProcess]]:
+    """Processes per node label, each list in launch (phase) order; ``services`` first."""
+    groups: dict[str, list[PlanProcess]] = {}
+    for proc in plan.processes:
+        groups.setdefault(node_label(plan, proc), []).append(proc)
+    ordered = {k: groups[k] for k in groups if k == "services"}
+    ordered.update({k: v for k, v in groups.items() if k != "services"})
+    for procs in ordered.values():
+        procs.sort(key=lambda p: PHASES.index(p.phase))
+    return ordered
+
+
+def _env_lines(env: dict[str, str]) -> list[str]:
+    return [f"export {k}={shell_word(v)}" for k, v in env.items()]
+
+
+def plan_text(plan: LaunchPlan) -> str:
+    """Readable plan: header, extra installs, then per node the processes in launch order."""
+    r = plan.resolved
+    head = (f"# {r['model']} · variant {r['variant']} · {r['hardware']} ({plan.device_count} devices/node)"
+            f" · {r.get('strategy') or 'omni'} · {r['nodes']} node(s) · {plan.deploy_type} · {plan.install_mode}")
+    out = [head]
+    if plan.min_vllm_version:
+        out.append(f"# vLLM {plan.min_vllm_version}+")
+    for note in plan.notes:
+        out.append("# note: " + note.replace("\n", "\n#   "))
+    if plan.base_install or plan.install:
+        out.append("")
+        out.append("## install (every node)")
+        out += plan.base_install
+        out += plan.install
+    for name, text in plan.config_files.items():
+        out.append("")
+        out.append(f"## config file ${name} (every node)")
+        out.append(f"cat > ${name} <<EOF\n{json.dumps(text, indent=2)}\nEOF")
+    for label, procs in group_by_node(plan).items():
+        out.append("")
+        out.append(f"## {label}")
+        for p in procs:
+            out.append(f"# [{p.phase}] {p.name} ({p.role})" + (f" — {p.label}" if p.label else ""))
+            if p.setup:
+                out.append(p.setup.rstrip())
+            if p.argv[:1] != ["docker"]:
+                out += _env_lines(p.env)
+            out.append(command_lines(p.argv))
+    if plan.placeholders:
+        out.append("")
+        out.append("# fill before launch: " + " ".join("$" + x for x in plan.placeholders))
+    return "\n".join(out) + "\n"
+
+
+def node_scripts(plan: LaunchPlan) -> dict[str, str]:
+    """``{file name: bash script}`` — one executable script per node (see module docstring)."""
+    scripts: dict[str, str] = {}
+    r = plan.resolved
+    for label, procs in group_by_node(plan).items():
+        placeholders = sorted({m[1:] for p in procs for t in [*p.argv, *p.env.values()]
+                               for m in _PLACEHOLDER.findall(t)})
+        lines = [
+            "#!/usr/bin/env bash",
+            f"# vllm-wizard plan for {r['model']} ({r['variant']}) on {r['hardware']} — {label}",
+            f"# {plan.deploy_type}, strategy {r.get('strategy')}, {plan.install_mode} mode.",
+            "set -euo pipefail",
+        ]
+        for name in placeholders:
+            lines.append(f': "${{{name}:?export {name} before running this script}}"')
+        lines.append("trap 'jobs -p | xargs -r kill 2>/dev/null' EXIT")
+        lines.append("")
+        for i, p in enumerate(procs):
+            fn = "start_" + re.sub(r"[^A-Za-z0-9_]", "_", p.name)
+            body = []
+            if p.setup:
+                body += p.setup.rstrip().splitlines()
+            if p.argv[:1] != ["docker"]:  # docker passes the env as -e flags
+                body += _env_lines(p.env)
+            body.append("exec " + command_lines(p.argv).replace("\n", "\n  "))
+            lines.append(f"{fn}() {{  # [{p.phase}] {p.role}" + (f" — {p.label}" if p.label else ""))
+            lines += ["  " + b for b in body]
+            lines.append("}")
+        lines.append("")
+        for i, p in enumerate(procs):
+            fn = "start_" + re.sub(r"[^A-Za-z0-9_]", "_", p.name)
+            last = i == len(procs) - 1
+            if last:
+                lines.append(fn)
+                continue
+            lines.append(f"{fn} &")
+            nxt = procs[i + 1]
+            if p.health is not None and PHASES.index(nxt.phase) > PHASES.index(p.phase):
+                lines.append(f"until curl -fsS -o /dev/null {shell_word(p.health.url)}; do sleep 5; done")
+        scripts[f"{label}.sh"] = "\n".join(lines) + "\n"
+    return scripts
+
+
+def plan_file(plan: LaunchPlan, provenance: dict[str, Any], tool_version: str,
+              created: _dt.datetime | None = None) -> dict[str, Any]:
+    """The plan file object of ``docs/contracts.md`` §2 (write it as YAML or JSON)."""
+    when = created or _dt.datetime.now(_dt.timezone.utc)
+    return {
+        "plan_version": PLAN_VERSION,
+        "tool_version": tool_version,
+        "created": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "provenance": provenance,
+        "plan": plan_to_json(plan),
+    }

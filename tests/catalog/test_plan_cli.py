@@ -1,0 +1,143 @@
+"""The ``plan`` command: --json, --out, --script, the text form, and its errors (plan-json §1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vllm_wizard.cli import main
+
+
+@pytest.fixture(scope="module")
+def snapshot(shared: Path) -> Path:
+    return shared / "recipes-snapshot"
+
+
+def _plan(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["plan", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_is_one_object_matching_the_golden_case(capsys, snapshot: Path, shared: Path, tmp_path: Path) -> None:
+    line = next(
+        ln for ln in (shared / "golden" / "cases.jsonl").open()
+        if '"id":"MiniMaxAI/MiniMax-M2 default h200 pd_cluster n- pd=1tp/2dep pip"' in ln
+    )
+    case = json.loads(line)
+    sel = tmp_path / "sel.json"
+    sel.write_text(json.dumps(case["selection"]))
+    code, out, err = _plan(capsys, "--recipes", str(snapshot), "--selection", str(sel), "--json")
+    assert code == 0 and err == ""
+    plan = json.loads(out)  # stdout is exactly one JSON object
+    assert plan["deploy_type"] == "pd_cluster" and plan["pd_pool_nodes"] == {"prefill": 1, "decode": 2}
+    by_key = {(p["role"], p["node_rank"]): p for p in plan["processes"]}
+    for exp in case["expected"]["processes"]:
+        assert by_key[(exp["role"], exp["node_rank"])]["argv"] == exp["argv"]
+    assert plan["placeholders"] == ["DECODE_DP_RPC_PORT", "DECODE_NODE_1", "DECODE_NODE_2", "IFACE_NAME",
+                                    "PREFILL_NODE_1", "ROUTER_HOST", "ROUTER_PORT"]
+
+
+def test_flags_override_the_selection_file(capsys, snapshot: Path, tmp_path: Path) -> None:
+    sel = tmp_path / "sel.yaml"
+    sel.write_text("model: Qwen/Qwen3-32B\nhardware: h100\n")
+    code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--selection", str(sel), "--hardware", "mi300x",
+                         "--feature", "none", "--arg=--max-num-seqs", "--arg", "64", "--json")
+    plan = json.loads(out)
+    assert plan["resolved"]["hardware"] == "mi300x" and plan["resolved"]["features"] == []
+    assert plan["processes"][-1]["argv"][-2:] == ["--max-num-seqs", "64"]
+
+
+def test_text_output_lists_exports_and_commands_per_node(capsys, snapshot: Path) -> None:
+    code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "moonshotai/Kimi-K3", "--hardware", "h200",
+                         "--strategy", "multi_node_tp", "--nodes", "2", "--install-mode", "pip")
+    assert code == 0
+    assert "## node-0" in out and "## node-1" in out
+    node1 = out.split("## node-1")[1]
+    assert "export GLOO_SOCKET_IFNAME=$IFACE_NAME" in node1
+    assert "--node-rank 1" in node1 and "--headless" in node1
+    assert "# fill before launch: $HEAD_IP $IFACE_NAME" in out
+
+
+def test_out_writes_a_plan_file_with_provenance(capsys, snapshot: Path, tmp_path: Path) -> None:
+    out_file = tmp_path / "plan.yaml"
+    code, out, err = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--gpus", "2",
+                           "--kv-offload", "lmcache", "--out", str(out_file))
+    assert code == 0 and out == "" and "wrote" in err
+    doc = yaml.safe_load(out_file.read_text())
+    assert doc["plan_version"] == 1
+    prov = doc["provenance"]
+    assert prov["catalog_source"] == str(snapshot.resolve())
+    assert len(prov["catalog_revision"]) == 16 and prov["device_count"] == 2
+    assert prov["hardware_profile"] == "h200" and prov["selection"]["gpus"] == 2
+    procs = doc["plan"]["processes"]
+    assert [p["phase"] for p in procs] == ["before", "engine"]
+    lmcache, serve = procs
+    assert lmcache["name"] == "kv_offload:lmcache" and lmcache["health"]["url"].endswith(":8080/healthcheck")
+    assert serve["depends_on"] == ["kv_offload:lmcache"]
+    assert serve["health"] == {"url": "http://127.0.0.1:8000/health", "expect_status": 200}
+    # --gpus 2 (Qwen3-32B fits one H200 GPU, so TP stays 1; the device count is recorded)
+    assert "--tensor-parallel-size" in serve["argv"]
+
+
+def test_script_writes_one_executable_script_per_node(capsys, snapshot: Path, tmp_path: Path) -> None:
+    code, _, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--kv-offload", "lmcache",
+                       "--script", str(tmp_path))
+    assert code == 0
+    script = tmp_path / "node-0.sh"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["node-0.sh"]
+    assert os.access(script, os.X_OK)
+    text = script.read_text()
+    assert text.startswith("#!/usr/bin/env bash\n") and "set -euo pipefail" in text
+    # the LMCache server starts in the background and must answer before vllm serve starts
+    assert text.index("start_kv_offload_lmcache &") < text.index("until curl") < text.rindex("start_vllm")
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+
+
+def test_script_requires_placeholders(capsys, snapshot: Path, tmp_path: Path) -> None:
+    _plan(capsys, "--recipes", str(snapshot), "--model", "moonshotai/Kimi-K3", "--hardware", "h200",
+          "--strategy", "multi_node_tp", "--nodes", "2", "--script", str(tmp_path))
+    worker = tmp_path / "node-1.sh"
+    env = {k: v for k, v in os.environ.items() if k not in ("HEAD_IP", "IFACE_NAME")}
+    res = subprocess.run(["bash", str(worker)], capture_output=True, text=True, env=env, timeout=30)
+    assert res.returncode != 0 and "export HEAD_IP before running this script" in res.stderr
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--model", "moonshotai/Kimi-K33"], "Did you mean: moonshotai/Kimi-K3"),
+        (["--model", "moonshotai/Kimi-K3", "--variant", "nvfp5"], "unknown variant 'nvfp5'.*Did you mean: nvfp4"),
+        (["--model", "moonshotai/Kimi-K3", "--hardware", "h210"], "unknown hardware profile 'h210'.*Did you mean: h200"),
+        (["--model", "moonshotai/Kimi-K3", "--strategy", "single_node_tpp"],
+         "unknown strategy 'single_node_tpp'.*Did you mean: single_node_tp"),
+        (["--model", "moonshotai/Kimi-K3", "--pd-prefill", "two"], "--pd-prefill 'two': expected N"),
+    ],
+)
+def test_bad_selection_is_a_clear_error(capsys, snapshot: Path, flags: list[str], message: str) -> None:
+    code, out, err = _plan(capsys, "--recipes", str(snapshot), *flags, "--json")
+    assert code == 2 and out == ""
+    assert err.startswith("vllm-wizard plan: ")
+    import re
+
+    assert re.search(message, err), err
+
+
+def test_selection_file_with_unknown_key_names_file_and_key(capsys, snapshot: Path, tmp_path: Path) -> None:
+    sel = tmp_path / "typo.yaml"
+    sel.write_text("model: Qwen/Qwen3-32B\nhardwre: h100\n")
+    code, _, err = _plan(capsys, "--recipes", str(snapshot), "--selection", str(sel), "--json")
+    assert code == 2 and f"{sel}: unknown key `hardwre`" in err
+
+
+def test_bundled_catalog_plans_without_recipes_dir(capsys, monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no remembered recipes dir
+    code, out, _ = _plan(capsys, "--model", "Qwen/Qwen3-32B", "--json")
+    plan = json.loads(out)
+    assert code == 0 and plan["resolved"]["model"] == "Qwen/Qwen3-32B"
+    assert plan["processes"][-1]["argv"][:3] == ["vllm", "serve", "Qwen/Qwen3-32B"]

@@ -1,0 +1,180 @@
+"""``vllm-wizard plan``: synthesize the commands for a selection and print / save them.
+
+Inputs: ``--selection FILE`` (YAML/JSON, ``shared/spec/plan-json.md`` §2) and/or flags for humans;
+a flag wins over the same key of the file. The catalog is ``--recipes DIR`` (replacing the bundled
+one), else the remembered recipes dir of the user config, else the bundled catalog.
+
+Outputs (combinable, except that ``--json`` owns stdout):
+
+* default: readable commands per node in launch order with ``export`` lines;
+* ``--json``: exactly one JSON object, plan-json §3 (+ the contract extras), nothing else on stdout;
+* ``--out FILE``: the plan file of ``docs/contracts.md`` §2 (YAML, or JSON for ``*.json``) with
+  provenance (catalog source and revision, hardware profile, device count, tool version, selection);
+* ``--script DIR``: one executable bash script per node.
+
+Errors (unknown model/variant/hardware/strategy, malformed selection, bad flag values) are
+:class:`~vllm_wizard.errors.WizardError` s: one message on stderr, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``plan`` sub-command."""
+    p = subparsers.add_parser(
+        "plan",
+        help="print the exact vLLM commands for a model on a hardware profile",
+        description="Synthesize the commands the vLLM recipes builder prints for a selection (model, "
+        "variant, hardware, strategy, nodes, PD pools, KV offload, features, …) and print them, as JSON "
+        "(--json), as a plan file for `vllm-wizard launch` (--out) or as per-node scripts (--script).",
+    )
+    p.add_argument("--recipes", type=Path, metavar="DIR", help="recipes checkout replacing the bundled catalog")
+    p.add_argument("--selection", type=Path, metavar="FILE", help="selection file (YAML or JSON, plan-json §2)")
+    p.add_argument("--model", help="recipe HF id (case-insensitive), a variant's model id, or a custom model")
+    p.add_argument("--variant", help="variant key (default: the recipe's default variant)")
+    p.add_argument("--hardware", help="hardware profile id (default: the recipe's landing hardware)")
+    p.add_argument("--strategy", help="serving strategy id (default: the recommended one)")
+    p.add_argument("--nodes", type=int, help="node count (for Mooncake: nodes per instance)")
+    p.add_argument("--gpus", type=int, help="devices per node (default: the profile's gpu_count)")
+    p.add_argument("--kv-offload", metavar="KEY", help="KV offload option or kv_store id; 'none' = off")
+    p.add_argument("--kv-instances", type=int, metavar="N", help="Mooncake instance count")
+    p.add_argument("--feature", action="append", metavar="NAME[=MODE]",
+                   help="enable a feature (repeatable); NAME=MODE picks a mode; 'none' = no features, "
+                   "'default' = the recipe's defaults")
+    p.add_argument("--frontend", help="API frontend (seed catalogs: rust, python)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--install-mode", choices=("pip", "docker"), help="how serve processes run")
+    mode.add_argument("--docker", action="store_const", const="docker", dest="install_mode",
+                      help="same as --install-mode docker")
+    p.add_argument("--pd-prefill", metavar="N[:MODE]", help="PD prefill pool: nodes (0 = co-located) and tp|tep|dep")
+    p.add_argument("--pd-decode", metavar="N[:MODE]", help="PD decode pool: nodes (0 = co-located) and tp|tep|dep")
+    p.add_argument("--connector", help="PD KV connector (seed catalogs: nixl, mooncake, moriio)")
+    p.add_argument("--router", help="PD router (vllm; seed catalogs also smg, dynamo)")
+    p.add_argument("--arg", action="append", metavar="ARG", dest="args",
+                   help="raw vLLM argument appended as an advanced arg (repeatable; use --arg=--flag)")
+    p.add_argument("--task", help="omni task key")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON (plan-json §3) and nothing else")
+    p.add_argument("--out", type=Path, metavar="FILE", help="write the plan file for `vllm-wizard launch`")
+    p.add_argument("--script", type=Path, metavar="DIR", help="write one executable bash script per node")
+    p.set_defaults(handler=run)
+
+
+def _pool(value: str, flag: str) -> dict[str, Any]:
+    from vllm_wizard.errors import SelectionError
+
+    nodes, _, mode = value.partition(":")
+    try:
+        n = int(nodes)
+    except ValueError:
+        raise SelectionError(f"{flag} {value!r}: expected N[:MODE] with N a node count (0 = co-located) "
+                             "and MODE one of tp, tep, dep") from None
+    out: dict[str, Any] = {"nodes": n}
+    if mode:
+        out["mode"] = mode
+    return out
+
+
+def selection_data(args: argparse.Namespace) -> dict[str, Any]:
+    """The selection mapping: the ``--selection`` file's keys overlaid with the flags given."""
+    from vllm_wizard.catalog.selection import load_selection
+
+    data: dict[str, Any] = {}
+    if args.selection is not None:
+        data = load_selection(args.selection).model_dump(exclude_none=True, exclude_defaults=True)
+    for key in ("model", "variant", "hardware", "strategy", "nodes", "gpus", "kv_offload", "frontend",
+                "install_mode", "connector", "router", "task"):
+        value = getattr(args, key, None)
+        if value is not None:
+            data[key] = value
+    if args.kv_instances is not None:
+        data["kv_instances"] = {"count": args.kv_instances}
+    if args.feature:
+        names = [f for f in args.feature]
+        if names in (["none"], ["default"]):
+            data["features"] = names[0]
+        else:
+            feats, modes = [], {}
+            for item in names:
+                name, _, mode = item.partition("=")
+                if name in ("none", "default"):
+                    continue
+                feats.append(name)
+                if mode:
+                    modes[name] = mode
+            data["features"] = feats
+            if modes:
+                data["feature_modes"] = {**data.get("feature_modes", {}), **modes}
+    pd: dict[str, Any] = dict(data.get("pd") or {})
+    if args.pd_prefill:
+        pd["prefill"] = _pool(args.pd_prefill, "--pd-prefill")
+    if args.pd_decode:
+        pd["decode"] = _pool(args.pd_decode, "--pd-decode")
+    if pd:
+        data["pd"] = pd
+    if args.args:
+        data["advanced_args"] = [*data.get("advanced_args", []), *args.args]
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    """Plan and print/write; returns 0. Raises WizardError subclasses for bad input."""
+    import json
+
+    import yaml
+
+    from vllm_wizard import __version__
+    from vllm_wizard.catalog import load_catalog, plan_to_json, synthesize
+    from vllm_wizard.catalog.render import node_scripts, plan_file, plan_text
+    from vllm_wizard.catalog.selection import selection_from_data
+    from vllm_wizard.catalog.sources import resolve_source
+    from vllm_wizard.errors import SelectionError
+
+    source = resolve_source(args.recipes)
+    cat = load_catalog(source.path)
+    data = selection_data(args)
+    if "model" not in data:
+        raise SelectionError("no model: pass --model ID or a --selection file with a `model` key")
+    where = str(args.selection) if args.selection else "flags"
+    selection = selection_from_data(data, where)
+    try:
+        cat.resolve_model(selection.model)
+    except SelectionError:
+        from vllm_wizard.catalog.custom import resolve_model
+
+        cat = cat.with_recipe(resolve_model(cat, selection.model))
+    plan = synthesize(cat, selection)
+
+    if args.out is not None:
+        provenance = {
+            "catalog_source": source.label,
+            "catalog_revision": source.revision or cat.revision,
+            "hardware_profile": plan.resolved["hardware"],
+            "device_count": plan.device_count,
+            "hardware_snapshot": None,
+            "selection": selection.model_dump(exclude_none=True, exclude_defaults=True),
+        }
+        doc = plan_file(plan, provenance, __version__)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        if args.out.suffix == ".json":
+            args.out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        else:
+            args.out.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    if args.script is not None:
+        args.script.mkdir(parents=True, exist_ok=True)
+        for name, text in node_scripts(plan).items():
+            path = args.script / name
+            path.write_text(text, encoding="utf-8")
+            path.chmod(0o755)
+    if args.json:
+        sys.stdout.write(json.dumps(plan_to_json(plan), ensure_ascii=False) + "\n")
+    elif args.out is None and args.script is None:
+        sys.stdout.write(plan_text(plan))
+    else:
+        written = [str(p) for p in (args.out, args.script) if p is not None]
+        print(f"wrote {', '.join(written)}", file=sys.stderr)
+    return 0
