@@ -98,10 +98,13 @@ def build_app(catalog):
     on the real catalog core, detection replaced by a fixed inventory matching ``hardware``."""
 
     def build(launcher=None, inventory=None, hardware="h200", **kw):
+        if inventory is None:  # a node that is exactly the profile (no device-count override)
+            count = catalog.taxonomy.hardware_profiles[hardware].gpu_count
+            inventory = FakeInventory(accelerators=[FakeGroup(name=hardware.upper(), count=count)], device_count=count)
         services = real_services()
-        services.detect = lambda: inventory or FakeInventory()
-        services.match_profiles = lambda inv, profiles: [FakeCandidate(hardware, "exact", ["8 × NVIDIA H200 (fixture)"])]
+        services.detect = lambda: inventory
+        services.match_profiles = lambda inv, profiles: [FakeCandidate(hardware, "exact", ["fixture node"])]
         services.launcher = launcher
-        return make_app(catalog=catalog, inventory=inventory or FakeInventory(), services=services, **kw)
+        return make_app(catalog=catalog, inventory=inventory, services=services, **kw)
 
     return build
