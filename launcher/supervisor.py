@@ -176,7 +176,7 @@ class Supervisor:
                 "pid": mp.pid if alive else None,
                 "pgid": mp.pgid if mp else None,
                 "create_time": mp.create_time if alive else None,
-                "tree": sorted(mp.known) if mp else [],
+                "tree": {str(k): v for k, v in mp.known.items()} if mp and alive else {},
                 "ports": list(p.ports),
                 "restarts": ps.restarts,
                 "last_rc": ps.last_rc,

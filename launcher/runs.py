@@ -1,0 +1,196 @@
+"""Run directories: what outlives the terminal (issue 4, "Runs that outlive the terminal").
+
+Layout of ``<user_state_dir("vllm-wizard")>/runs/<run_id>/`` (mode 0700; the state dir follows
+``XDG_STATE_HOME`` through platformdirs)::
+
+    spec.json        the RunSpec with secret env values masked (what was launched)
+    state.json       supervisor pid + create_time, every process: state, pid, create_time, pgid,
+                     tree {pid: create_time}, ports, cause… (rewritten atomically on each event)
+    events.jsonl     every state change, one JSON object a line
+    logs/<name>.log  full output of each process (rotated: .1 .2 …)
+    supervisor.log   the supervisor's own stderr
+    control.sock     the supervisor's control socket (JSON lines; see daemon.py) while it runs
+
+A run whose supervisor died (SIGKILL, OOM) without recording an outcome is *stale*: its children
+may still run unseen. :func:`run_survivors` finds them from the recorded pids *and* create times
+(a recycled pid is never touched) plus the recorded process groups (vLLM's orphaned
+EngineCore/Worker stay in the group of the API server), and :func:`stop_stale` stops them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from vllm_wizard.errors import LaunchError
+
+
+def runs_root() -> Path:
+    """``<user_state_dir("vllm-wizard")>/runs``, created with mode 0700."""
+    import platformdirs
+
+    root = Path(platformdirs.user_state_dir("vllm-wizard")) / "runs"
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(root.parent, 0o700)
+    os.chmod(root, 0o700)
+    return root
+
+
+def new_run_dir() -> Path:
+    """Create a fresh run directory (mode 0700) named ``YYYYmmdd-HHMMSS-xxxx`` and return it."""
+    root = runs_root()
+    run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+    d = root / run_id
+    d.mkdir(mode=0o700)
+    (d / "logs").mkdir(mode=0o700)
+    return d
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` via a temp file + rename (readers never see half a file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh, indent=1, default=str)
+    os.replace(tmp, path)
+
+
+def _proc_matches(pid: int | None, create_time: float | None) -> psutil.Process | None:
+    if not pid:
+        return None
+    try:
+        p = psutil.Process(int(pid))
+        if create_time is not None and abs(p.create_time() - float(create_time)) > 0.5:
+            return None
+        if p.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return p
+    except psutil.Error:
+        return None
+
+
+@dataclass
+class RunInfo:
+    """One run (contracts §3): ``run_id``, ``run_dir``, supervisor ``pid``; ``status`` is
+    ``running`` (supervisor alive), ``stale`` (supervisor gone, no outcome recorded) or
+    ``finished``; ``outcome`` stopped | exited | fatal | None; ``processes`` as recorded in state.json."""
+
+    run_id: str
+    run_dir: Path
+    pid: int | None
+    status: str = "running"
+    outcome: str | None = None
+    started: float | None = None
+    processes: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def socket(self) -> Path:
+        """Path of the control socket."""
+        return self.run_dir / "control.sock"
+
+
+def read_run(run_dir: Path) -> RunInfo:
+    """The :class:`RunInfo` of ``run_dir`` from its state.json (status computed from the live OS)."""
+    try:
+        state = json.loads((run_dir / "state.json").read_text())
+    except (OSError, ValueError):
+        state = {}
+    sup = state.get("supervisor") or {}
+    alive = _proc_matches(sup.get("pid"), sup.get("create_time")) is not None
+    outcome = state.get("outcome")
+    status = "running" if alive and outcome is None else ("finished" if outcome else "stale")
+    if not state and not alive:
+        status = "stale"
+    return RunInfo(
+        run_id=run_dir.name, run_dir=run_dir, pid=sup.get("pid"), status=status, outcome=outcome,
+        started=state.get("started"), processes=list(state.get("processes") or []),
+    )
+
+
+def list_runs(include_finished: bool = True) -> list[RunInfo]:
+    """Every run under :func:`runs_root`, newest first, including stale ones (contracts §3)."""
+    out = [read_run(d) for d in runs_root().iterdir() if d.is_dir()]
+    out.sort(key=lambda r: r.run_id, reverse=True)
+    return [r for r in out if include_finished or r.status != "finished"]
+
+
+def find_run(ref: str | None = None) -> RunInfo:
+    """The run named ``ref`` (id or unique prefix); without ``ref`` the newest running or stale run.
+
+    Raises :class:`LaunchError` naming the candidates when nothing or more than one matches.
+    """
+    runs = list_runs()
+    if ref:
+        hits = [r for r in runs if r.run_id == ref] or [r for r in runs if r.run_id.startswith(ref)]
+        if len(hits) == 1:
+            return hits[0]
+        ids = ", ".join(r.run_id for r in (hits or runs)[:10]) or "none"
+        what = "matches several runs" if hits else "matches no run"
+        raise LaunchError(f"run {ref!r} {what}; runs: {ids}")
+    active = [r for r in runs if r.status in ("running", "stale")]
+    if not active:
+        raise LaunchError("no running run; start one with `vllm-wizard launch PLAN` (`vllm-wizard status` lists runs)")
+    return active[0]
+
+
+def run_survivors(info: RunInfo) -> list[psutil.Process]:
+    """Processes of ``info`` still alive: recorded pids and trees (create time verified) and the
+    members of the recorded process groups. Never includes the calling process."""
+    from vllm_wizard.launcher.process import group_members
+
+    found: dict[int, psutil.Process] = {}
+    for proc in info.processes:
+        p = _proc_matches(proc.get("pid"), proc.get("create_time"))
+        if p is not None:
+            found[p.pid] = p
+        for pid, ct in (proc.get("tree") or {}).items():
+            q = _proc_matches(int(pid), ct)
+            if q is not None:
+                found[q.pid] = q
+        pgid = proc.get("pgid")
+        if pgid:
+            for q in group_members(int(pgid)):
+                found.setdefault(q.pid, q)
+    found.pop(os.getpid(), None)
+    return list(found.values())
+
+
+def stop_stale(info: RunInfo, timeout: float = 15.0) -> list[int]:
+    """Stop what a dead supervisor left running: SIGTERM, wait ``timeout`` s, SIGKILL the rest.
+
+    Returns the pids that were found alive. Records ``outcome: "stopped"`` (with a note) in
+    state.json so the run no longer shows as stale.
+    """
+    procs = run_survivors(info)
+    for p in procs:
+        try:
+            p.send_signal(signal.SIGTERM)
+        except psutil.Error:
+            pass
+    _gone, alive = psutil.wait_procs(procs, timeout=timeout)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+    path = info.run_dir / "state.json"
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        state = {"processes": info.processes}
+    state["outcome"] = "stopped"
+    state["note"] = f"supervisor was gone; stopped {len(procs)} leftover processes"
+    for proc in state.get("processes") or []:
+        proc["state"] = "STOPPED"
+        proc["pid"] = None
+    write_json_atomic(path, state)
+    return [p.pid for p in procs]

@@ -1,0 +1,108 @@
+"""Detached runs: the daemon survives its parent, re-attach, stop, and recovery of stale runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import stat
+
+import psutil
+import pytest
+
+from children import HEALTH_SERVER, PY, until, until_sync
+from vllm_wizard.errors import LaunchError
+from vllm_wizard.launcher import (
+    LogLines, ProcessEvent, ProcessSpec, Probe, RunClient, RunFinished, RunSpec, Snapshot, State,
+    find_run, list_runs, start_run, stop_stale,
+)
+from vllm_wizard.launcher.ports import free_port
+
+
+@pytest.fixture(autouse=True)
+def state_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+def _spec(port: int, secret: str = "hf_0123456789abcdefghijklmnop") -> RunSpec:
+    return RunSpec((ProcessSpec(
+        name="srv", argv=(PY, "-c", HEALTH_SERVER, str(port), "0", "", "grandchild"),
+        env={"HF_TOKEN": secret}, probe=Probe(f"http://127.0.0.1:{port}/health", interval_s=0.2),
+        ports=(port,), stop_timeout_s=3,
+    ),))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+async def test_detach_reattach_and_stop(state_home):
+    secret = "hf_0123456789abcdefghijklmnop"
+    info = start_run(_spec(free_port(), secret))
+    assert stat.S_IMODE(info.run_dir.stat().st_mode) == 0o700
+    sup = psutil.Process(info.pid)
+    assert os.getsid(info.pid) != os.getsid(0)  # own session: a closed terminal's SIGHUP can't reach it
+    # first attach: watch it become READY, then detach by leaving the iterator
+    seen = []
+    async for msg in RunClient(info.run_id).events(tail=10):
+        seen.append(msg)
+        if isinstance(msg, ProcessEvent) and msg.state is State.READY:
+            break
+        if isinstance(msg, Snapshot) and msg.processes[0]["state"] == "READY":
+            break
+    assert isinstance(seen[0], Snapshot)
+    assert sup.is_running()  # detaching left it alive
+    # the supervisor ignores SIGHUP (terminal closed)
+    os.kill(info.pid, signal.SIGHUP)
+    snap = await RunClient(info.run_id).status()
+    assert snap.processes[0]["state"] == "READY" and snap.processes[0]["pid"]
+    pids = [snap.processes[0]["pid"]]
+    assert [r.status for r in list_runs()] == ["running"]
+    # second attach, then stop through the client, and follow it to the end
+    client = RunClient()  # newest active run
+    assert client.run_id == info.run_id
+    msgs = []
+    async for msg in client.events(tail=100):
+        msgs.append(msg)
+        if isinstance(msg, Snapshot):
+            assert any("listening" in line for line in msg.tail["srv"])
+            await client.stop()
+    assert isinstance(msgs[-1], RunFinished) and msgs[-1].outcome == "stopped" and msgs[-1].survivors == []
+    until_sync(lambda: not sup.is_running() or sup.status() == psutil.STATUS_ZOMBIE, 10, "supervisor exit")
+    assert not any(_alive(p) for p in pids)
+    assert find_run(info.run_id).status == "finished"
+    # secrets never reach the run directory
+    for f in info.run_dir.rglob("*"):
+        if f.is_file() and f.name != "control.sock":
+            assert secret not in f.read_text(errors="replace"), f
+    assert '"STOPPED"' in (info.run_dir / "events.jsonl").read_text()
+
+
+async def test_stale_run_after_supervisor_sigkill_is_found_and_stopped():
+    info = start_run(_spec(free_port()))
+    await until(lambda: (info.run_dir / "state.json").exists() and '"READY"' in (info.run_dir / "state.json").read_text(),
+                20, "READY recorded")
+    snap = await RunClient(info.run_id).status()
+    child = snap.processes[0]["pid"]
+    grandchildren = [p.pid for p in psutil.Process(child).children(recursive=True)]
+    assert grandchildren
+    os.kill(info.pid, signal.SIGKILL)
+    until_sync(lambda: find_run(info.run_id).status == "stale", 10, "run reported stale")
+    assert _alive(child)  # the children ran on, unseen …
+    with pytest.raises(LaunchError, match="stale"):
+        await RunClient(info.run_id).status()
+    stopped = stop_stale(find_run(info.run_id), timeout=5)  # … until status/stop finds them
+    assert child in stopped and set(grandchildren) <= set(stopped)
+    assert not any(_alive(p) for p in [child, *grandchildren])
+    assert find_run(info.run_id).status == "finished"
+
+
+def test_find_run_errors_name_the_runs():
+    with pytest.raises(LaunchError, match="no running run"):
+        find_run()
+    with pytest.raises(LaunchError, match="matches no run"):
+        find_run("nope")
