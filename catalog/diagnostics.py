@@ -1,0 +1,404 @@
+"""Catalog diagnostics for the person fixing the file: ``file:line: message``, all at once.
+
+``check_catalog(path) -> Report`` reads a recipes checkout (or the bundled data folder) file by
+file, and reports
+
+* **errors** (the file can't be used): YAML/JSON syntax (line from the parser's mark), schema
+  violations from the pydantic models (line of the offending key, found by walking the
+  ``yaml.compose`` node tree along the error's ``loc``), a recipe without ``variants.default``;
+* **warnings** (a newer recipes checkout may legitimately have them — spec §5: unknown ids are
+  ignored, not rejected): keys the models don't know, ids that name no strategy / hardware profile /
+  KV option / feature / variant of the catalog — each with "did you mean …" (difflib) when a
+  close id exists.
+
+Decisions:
+
+* Validation is delegated to the pydantic models of :mod:`vllm_wizard.catalog.models`; this module
+  only turns their errors into text, branching on the pydantic error ``type`` (missing, wrong type,
+  literal) for a message that says what would be valid.
+* Line numbers are computed only for files that have a problem (``yaml.compose`` is slower than the
+  libyaml load), so checking the whole snapshot stays cheap.
+* Messages are sorted by file then line so the output reads top-down per file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .models import KvStore, Recipe, Strategy, Taxonomy
+
+try:
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML without libyaml
+    _Loader = yaml.SafeLoader
+
+
+@dataclass
+class Report:
+    """Result of :func:`check_catalog`: ``errors`` and ``warnings`` as ``"file:line: message"``."""
+
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    files: int = 0
+    """How many files were read."""
+
+    @property
+    def ok(self) -> bool:
+        """True when there are no errors (warnings don't fail a check)."""
+        return not self.errors
+
+
+# --------------------------------------------------------------------------------------------
+# text helpers
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the closest candidate (difflib, cutoff 0.6), else ``""``."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def yaml_error_message(path: Path | str, exc: yaml.YAMLError) -> str:
+    """``"file:line: invalid YAML: problem"`` from a PyYAML error (1-based line of its mark)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+    problem = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    cmark = getattr(exc, "context_mark", None)
+    if context and cmark is not None and mark is not None and cmark.line != mark.line:
+        context = f"{context} started at line {cmark.line + 1}"
+    return f"{where}: invalid YAML: {problem}" + (f" ({context})" if context else "")
+
+
+def node_line(root: yaml.Node | None, loc: Iterable[Any], *, key: bool = False) -> int | None:
+    """1-based line of the node at ``loc`` (pydantic ``loc``: mapping keys and list indexes).
+
+    Walks as deep as the path exists; a missing leaf (e.g. a required key) resolves to its parent
+    mapping's line. ``key=True`` returns the line of the last mapping *key* rather than its value.
+    """
+    node, line = root, (root.start_mark.line + 1 if root is not None else None)
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == str(part):
+                    line = (k if key else v).start_mark.line + 1
+                    node = v
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def compose(text: str) -> yaml.Node | None:
+    """The node tree of ``text`` (None when empty or not parseable)."""
+    try:
+        return yaml.compose(text, Loader=_Loader)
+    except yaml.YAMLError:
+        return None
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def validation_messages(path: Path | str, exc: ValidationError, root: yaml.Node | None,
+                        prefix: tuple[Any, ...] = ()) -> list[str]:
+    """One ``file:line: message`` per offending value, branching on the pydantic error ``type``.
+
+    Errors of one union field (pydantic reports one per member, tagged in ``loc``) are merged into
+    "expected X or Y". ``prefix`` is prepended to each ``loc`` (seed JSON maps keyed by id).
+    """
+    merged: dict[tuple[str, str], list[Any]] = {}
+    for err in exc.errors():
+        raw = tuple(err["loc"])
+        loc = tuple(p for p in raw if not _is_union_tag(p))
+        dotted = ".".join(str(p) for p in (*prefix, *loc)) or "top level"
+        line = node_line(root, (*prefix, *loc))
+        where = f"{path}:{line}" if line else str(path)
+        kind = err["type"]
+        if kind == "missing":
+            msg, expected = f"`{dotted}` is required", None
+        elif kind.endswith(("_type", "_parsing")):
+            expected = err["msg"].replace("Input should be ", "").split(",")[0]
+            msg = None
+        elif kind in ("literal_error", "enum"):
+            msg, expected = f"`{dotted}`: {err['msg']} (got {_describe(err.get('input'))})", None
+        else:
+            msg, expected = f"`{dotted}`: {err['msg']}", None
+        slot = merged.setdefault((where, dotted), [None, [], err.get("input")])
+        if msg and slot[0] is None:
+            slot[0] = msg
+        if expected and expected not in slot[1]:
+            slot[1].append(expected)
+    out = []
+    for (where, dotted), (msg, expected, value) in merged.items():
+        if expected:
+            out.append(f"{where}: `{dotted}`: expected {' or '.join(expected)}, got {_describe(value)}")
+        elif msg:
+            out.append(f"{where}: {msg}")
+    return out
+
+
+def _is_union_tag(part: Any) -> bool:
+    """pydantic inserts the union member (``int``, ``dict[str,int]``, ``function-after[...]``) in ``loc``."""
+    return isinstance(part, str) and ("[" in part or part in {"str", "int", "float", "bool", "list", "dict"})
+
+
+def unknown_keys(model: type[BaseModel], data: Any, loc: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str, list[str]]]:
+    """Keys of ``data`` that ``model`` does not declare, recursively through nested models.
+
+    Returns ``[(loc_of_key, key, known_keys)]``. Dict-valued fields (``dict[str, Model]``) and lists
+    of models are followed; free-form dict fields (``dict[str, Any]``) are not.
+    """
+    if not isinstance(data, dict):
+        return []
+    fields = model.model_fields
+    names = {f.alias or n: n for n, f in fields.items()}
+    out = []
+    for key, value in data.items():
+        if key not in names:
+            out.append(((*loc, key), str(key), sorted(names)))
+            continue
+        sub = _submodel(fields[names[key]].annotation)
+        if sub is None:
+            continue
+        kind, cls = sub
+        if kind == "model":
+            out += unknown_keys(cls, value, (*loc, key))
+        elif kind == "dict" and isinstance(value, dict):
+            for k, v in value.items():
+                out += unknown_keys(cls, v, (*loc, key, k))
+        elif kind == "list" and isinstance(value, list):
+            for i, v in enumerate(value):
+                out += unknown_keys(cls, v, (*loc, key, i))
+    return out
+
+
+def _submodel(annotation: Any) -> tuple[str, type[BaseModel]] | None:
+    """``("model"|"dict"|"list", Model)`` for annotations that nest a model, else None."""
+    import typing
+
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "model", annotation
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        for a in args:
+            hit = _submodel(a)
+            if hit is not None and hit[0] == "model":
+                return hit
+        for a in args:
+            hit = _submodel(a)
+            if hit is not None:
+                return hit
+        return None
+    if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):
+        return "dict", args[1]
+    if origin is list and args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+        return "list", args[0]
+    if origin is typing.Annotated and args:
+        return _submodel(args[0])
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# per-file checks
+
+
+@dataclass
+class _File:
+    path: Path
+    text: str
+    data: Any
+    root: yaml.Node | None = None
+    _composed: bool = False
+
+    def nodes(self) -> yaml.Node | None:
+        if not self._composed:
+            self.root = compose(self.text)  # JSON is YAML, so seed files get lines too
+            self._composed = True
+        return self.root
+
+    def line(self, loc: Iterable[Any], key: bool = True) -> str:
+        ln = node_line(self.nodes(), loc, key=key)
+        return f"{self.path}:{ln}" if ln else str(self.path)
+
+
+def _read(path: Path, report: Report) -> _File | None:
+    report.files += 1
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        report.errors.append(f"{path}: cannot read ({exc})")
+        return None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_Loader)
+    except json.JSONDecodeError as exc:
+        report.errors.append(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}")
+        return None
+    except yaml.YAMLError as exc:
+        report.errors.append(yaml_error_message(path, exc))
+        return None
+    if not isinstance(data, dict):
+        report.errors.append(f"{path}:1: expected a mapping at the top level, got {type(data).__name__}")
+        return None
+    return _File(path, text, data)
+
+
+def _validate(f: _File, model: type[BaseModel], data: dict, report: Report, prefix: tuple = ()) -> Any:
+    try:
+        obj = model.model_validate(data)
+    except ValidationError as exc:
+        report.errors += validation_messages(f.path, exc, f.nodes(), prefix)
+        obj = None
+    for loc, key, known in unknown_keys(model, data):
+        report.warnings.append(f"{f.line((*prefix, *loc))}: unknown key `{'.'.join(map(str, (*prefix, *loc)))}`"
+                               f" (ignored){did_you_mean(key, known)}")
+    return obj
+
+
+def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Report) -> None:
+    """Cross-reference ids of one recipe (unknown → warnings) and ``variants.default`` (error)."""
+    if "default" not in recipe.variants:
+        report.errors.append(f"{f.line(('variants',))}: `variants` must contain `default` "
+                             f"(found: {', '.join(recipe.variants) or 'none'})")
+    strategies, hardware = ids["strategies"], ids["hardware"]
+    for i, sid in enumerate(recipe.compatible_strategies):
+        if sid not in strategies:
+            report.warnings.append(f"{f.line(('compatible_strategies', i), key=False)}: unknown strategy id "
+                                   f"{sid!r} in `compatible_strategies` (ignored){did_you_mean(sid, strategies)}")
+    if recipe.default_strategy and recipe.default_strategy not in strategies:
+        report.warnings.append(f"{f.line(('default_strategy',))}: unknown strategy id {recipe.default_strategy!r} "
+                               f"in `default_strategy`{did_you_mean(recipe.default_strategy, strategies)}")
+    for field_name in ("strategy_overrides", "strategy_hardware"):
+        for sid in getattr(recipe, field_name):
+            if sid not in strategies:
+                report.warnings.append(f"{f.line((field_name, sid))}: unknown strategy id {sid!r} in "
+                                       f"`{field_name}` (ignored){did_you_mean(sid, strategies)}")
+    for hw in recipe.meta.hardware:
+        if hw not in hardware:
+            report.warnings.append(f"{f.line(('meta', 'hardware', hw))}: unknown hardware id {hw!r} in "
+                                   f"`meta.hardware` (ignored){did_you_mean(hw, hardware)}")
+    dh = recipe.meta.default_hardware
+    if dh and dh not in hardware:
+        report.warnings.append(f"{f.line(('meta', 'default_hardware'))}: unknown hardware id {dh!r} in "
+                               f"`meta.default_hardware`{did_you_mean(dh, hardware)}")
+    for key, v in recipe.variants.items():
+        for i, hw in enumerate(v.supported_hardware or []):
+            if hw not in hardware:
+                report.warnings.append(
+                    f"{f.line(('variants', key, 'supported_hardware', i), key=False)}: unknown hardware id "
+                    f"{hw!r} in `variants.{key}.supported_hardware` (ignored){did_you_mean(hw, hardware)}")
+    kv = ids["kv_offload"]
+    for key in recipe.kv_offload_support:
+        if key not in kv:
+            report.warnings.append(f"{f.line(('kv_offload_support', key))}: unknown KV offload option {key!r} "
+                                   f"in `kv_offload_support` (ignored){did_you_mean(key, kv)}")
+    for i, feat in enumerate(recipe.opt_in_features):
+        if feat not in recipe.features:
+            report.warnings.append(f"{f.line(('opt_in_features', i), key=False)}: `opt_in_features` names "
+                                   f"{feat!r}, which is not a feature of this recipe"
+                                   f"{did_you_mean(feat, recipe.features)}")
+    for key, v in recipe.variants.items():
+        for feat, mode in v.default_modes.items():
+            modes = (recipe.features.get(feat).modes or {}) if feat in recipe.features else {}
+            if feat not in recipe.features or mode not in modes:
+                report.warnings.append(
+                    f"{f.line(('variants', key, 'default_modes', feat))}: `variants.{key}.default_modes` "
+                    f"names {feat}={mode}, which is not a mode of this recipe"
+                    f"{did_you_mean(mode, modes) if feat in recipe.features else did_you_mean(feat, recipe.features)}")
+
+
+def _yaml_files(folder: Path, pattern: str) -> list[Path]:
+    return sorted(folder.glob(pattern)) if folder.is_dir() else []
+
+
+def check_catalog(path: Path | str | None = None) -> Report:
+    """Check a recipes checkout (``taxonomy.yaml``, ``strategies/``, ``kv_store/``, ``models/``) or,
+    with ``path=None``, the bundled data folder (seed JSON + curated recipes + kv_store).
+
+    Returns a :class:`Report`; never raises for bad content (a missing folder is an error entry).
+    """
+    from .loader import DATA_DIR
+
+    report = Report()
+    root = Path(path).expanduser().resolve() if path is not None else DATA_DIR
+    if not root.is_dir():
+        report.errors.append(f"{root}: not a directory")
+        return report
+    bundled = (root / "taxonomy.json").is_file() and not (root / "taxonomy.yaml").is_file()
+    ids: dict[str, set[str]] = {"strategies": set(), "hardware": set(), "kv_offload": set()}
+
+    tax_path = root / ("taxonomy.json" if bundled else "taxonomy.yaml")
+    if not tax_path.is_file():
+        report.errors.append(f"{tax_path}: missing (a recipes checkout needs taxonomy.yaml)")
+    else:
+        f = _read(tax_path, report)
+        if f is not None:
+            tax = _validate(f, Taxonomy, f.data, report)
+            if tax is not None:
+                ids["hardware"] = set(tax.hardware_profiles)
+                ids["kv_offload"] = set(tax.kv_offload)
+
+    if bundled:
+        sp = root / "strategies.json"
+        f = _read(sp, report) if sp.is_file() else None
+        for sid, entry in (f.data.items() if f else []):
+            if isinstance(entry, dict):
+                entry = {"name": sid, **entry}
+            s = _validate(f, Strategy, entry, report, prefix=(sid,))
+            if s is not None:
+                ids["strategies"].add(s.name)
+    else:
+        for sp in _yaml_files(root / "strategies", "*.yaml"):
+            f = _read(sp, report)
+            if f is None:
+                continue
+            model = KvStore if f.data.get("deploy_type") == "kv_store_lb" else Strategy
+            s = _validate(f, model, f.data, report)
+            if s is not None:
+                ids["strategies"].add(s.name)
+    for kp in _yaml_files(root / "kv_store", "*.yaml"):
+        f = _read(kp, report)
+        if f is not None:
+            s = _validate(f, KvStore, f.data, report)
+            if s is not None:
+                ids["strategies"].add(s.name)
+
+    models_dir = root / ("recipes" if bundled else "models")
+    for rp in _yaml_files(models_dir, "*/*.yaml"):
+        f = _read(rp, report)
+        if f is None:
+            continue
+        org, repo = rp.parent.name, rp.stem
+        data = {**f.data, "hf_org": org, "hf_repo": repo, "hf_id": f"{org}/{repo}"}
+        recipe = _validate(f, Recipe, data, report)
+        if recipe is not None:
+            _check_recipe(f, recipe, ids, report)
+    report.errors = _sorted_unique(report.errors)
+    report.warnings = _sorted_unique(report.warnings)
+    return report
+
+
+def _sorted_unique(lines: list[str]) -> list[str]:
+    def key(line: str) -> tuple[str, int, str]:
+        head, _, rest = line.partition(": ")
+        file, _, num = head.rpartition(":")
+        if num.isdigit():
+            return file, int(num), rest
+        return head, 0, rest
+
+    return sorted(dict.fromkeys(lines), key=key)
