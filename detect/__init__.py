@@ -1,1 +1,112 @@
-"""vllm_wizard.detect"""
+"""vllm_wizard.detect — what this node has, and which hardware profile fits (contracts §4).
+
+```python
+from vllm_wizard.detect import detect, match_profiles
+inv = detect()                                   # Inventory; never raises
+cands = match_profiles(inv, cat.taxonomy.hardware_profiles)   # [Candidate(profile_id, quality, notes)]
+```
+
+Layering (detection.md §0): the PCI scan runs first and needs nothing; vendor probes (NVML,
+amdsmi, npu-smi, xe sysfs, VFIO) fill in names, memory and links; host, CPU and software probes
+follow. Every probe runs inside :func:`_guarded`, so a bug in one becomes an ``error`` status
+with its reason instead of an exception. ``detect(facts=FixtureFacts.load(path))`` replays a
+fixture through the same code (``vllm-wizard detect --replay``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from vllm_wizard.detect import amd, ascend, cpu, host, intel_xpu, nvidia, pci, software, tpu, visibility
+from vllm_wizard.detect.context import ProbeContext
+from vllm_wizard.detect.facts import Facts, LiveFacts
+from vllm_wizard.detect.inventory import (
+    AcceleratorGroup, CpuFacts, Device, HostFacts, Inventory, ProbeResult, SoftwareFacts,
+)
+from vllm_wizard.detect.match import Candidate, match_profiles
+
+__all__ = ["detect", "match_profiles", "Inventory", "Candidate", "ProbeResult", "Device", "AcceleratorGroup",
+           "Facts", "LiveFacts", "VENDOR_PROBES"]
+
+#: Vendor probes in the order they run: (probe name, function(ProbeContext) -> (ProbeResult, group)).
+VENDOR_PROBES: tuple[tuple[str, Callable[[ProbeContext], Any]], ...] = (
+    ("nvidia", nvidia.probe), ("amd", amd.probe), ("intel_xpu", intel_xpu.probe),
+    ("ascend", ascend.probe), ("tpu", tpu.probe),
+)
+#: Which platform vLLM would use when several are usable (§1 plugin order; Ascend is out-of-tree).
+PLATFORM_ORDER = ("Google", "NVIDIA", "AMD", "Huawei", "Intel", "Zhenwu")
+
+
+def _guarded(name: str, probes: dict[str, ProbeResult], fn: Callable[[], Any], default: Any) -> Any:
+    """Run one probe; an unexpected exception becomes status ``error`` (detect never raises)."""
+    try:
+        result, value = fn()
+    except Exception as exc:  # noqa: BLE001 - the whole point: no probe may break detection
+        probes[name] = ProbeResult("error", f"{type(exc).__name__}: {exc}")
+        return default
+    probes[name] = result
+    return value
+
+
+def _platform_notes(inv: Inventory) -> None:
+    """Notes that need more than one probe: other vendors found, vLLM build vs hardware (§1)."""
+    primary = inv.primary
+    for other in inv.accelerators[1:]:
+        if primary is not None and not other.pci_only:
+            inv.notes.append(f"also found {other.count} {other.name or other.brand}; vLLM uses one platform per "
+                             f"process, so only the {primary.brand} {primary.units()} are used")
+    build = inv.software.vllm_build
+    if primary is None or primary.pci_only or not build:
+        return
+    if build == "cpu":
+        inv.notes.append(f"the installed vLLM is a CPU build (+cpu): it will not use the {primary.count} "
+                         f"{primary.brand} {primary.units()}")
+    elif (build == "rocm" and primary.brand != "AMD") or (build == "cuda" and primary.brand != "NVIDIA") \
+            or (build == "xpu" and primary.brand != "Intel"):
+        inv.notes.append(f"the installed vLLM is a {build} build but the accelerators are {primary.brand}")
+
+
+def detect(facts: Facts | None = None) -> Inventory:
+    """Detect this node (or replay ``facts``). Never raises; see each ``inv.probes[name]``.
+
+    Probe names: pci, host, cpu, nvidia, amd, intel_xpu, ascend, tpu, software.
+    """
+    started = time.perf_counter()
+    facts = facts if facts is not None else LiveFacts()
+    inv = Inventory(source=facts.name)
+    probes = inv.probes
+
+    def scan_pci() -> tuple[ProbeResult, Any]:
+        functions = pci.scan(facts)
+        if functions is None:
+            return ProbeResult("unavailable", "PCI sysfs (/sys/bus/pci/devices) is not visible"), None
+        accel = sum(len(v) for v in pci.accelerators_by_vendor(functions).values())
+        return ProbeResult("ok", f"{len(functions)} relevant PCI function(s), {accel} accelerator(s)"), functions
+
+    functions = _guarded("pci", probes, scan_pci, None)
+    inv.host = _guarded("host", probes, lambda: host.probe(facts), HostFacts())
+    inv.cpu = _guarded("cpu", probes, lambda: cpu.probe(facts, functions), CpuFacts())
+    try:
+        dev_nodes = facts.dev_nodes()
+    except Exception:  # noqa: BLE001 - an unreadable /dev only loses device-node evidence
+        dev_nodes = []
+    ctx = ProbeContext(facts=facts, pci=functions, by_vendor=pci.accelerators_by_vendor(functions),
+                       dev_nodes=dev_nodes, in_container=inv.host.in_container, arch=inv.host.arch,
+                       wsl=inv.host.wsl, mem_total_bytes=inv.host.mem_total_bytes)
+    groups: list[AcceleratorGroup] = []
+    for name, fn in VENDOR_PROBES:
+        group = _guarded(name, probes, lambda fn=fn: fn(ctx), None)
+        if group is not None:
+            try:
+                visibility.apply(group, facts.env())
+            except Exception as exc:  # noqa: BLE001
+                group.notes.append(f"visibility variables could not be read ({exc})")
+            groups.append(group)
+    groups.sort(key=lambda g: (g.pci_only, PLATFORM_ORDER.index(g.brand) if g.brand in PLATFORM_ORDER else 99,
+                               -g.total_memory_bytes))
+    inv.accelerators = groups
+    inv.software = _guarded("software", probes, lambda: software.probe(facts), SoftwareFacts())
+    _platform_notes(inv)
+    inv.elapsed_ms = (time.perf_counter() - started) * 1000
+    return inv

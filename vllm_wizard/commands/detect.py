@@ -1,0 +1,129 @@
+"""``vllm-wizard detect``: what this node has and which hardware profile fits.
+
+``detect`` prints a readable summary (devices, host, software, probes, preselected profile with
+notes); ``--json`` the full inventory plus ranked candidates; ``--capture FILE`` writes the raw
+facts in the fixture schema (UUIDs, serials, hostnames redacted) for a bug report; ``--replay
+FILE [--scenario ID]`` runs detection and matching on captured facts instead of this machine.
+Profiles come from the bundled catalog, or from ``--recipes DIR`` (a recipes checkout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``detect`` sub-command."""
+    parser = subparsers.add_parser(
+        "detect", help="detect accelerators and host facts; preselect a hardware profile",
+        description="Detect this node's accelerators, CPU, memory, network and software, and preselect "
+                    "the matching hardware profile of the vLLM recipes taxonomy, saying why.")
+    parser.add_argument("--json", action="store_true", help="print the full inventory and candidates as JSON")
+    parser.add_argument("--capture", metavar="FILE", type=Path,
+                        help="write the raw facts in the fixture schema (redacted) to FILE")
+    parser.add_argument("--replay", metavar="FILE", type=Path,
+                        help="detect from a captured fixture FILE instead of this machine")
+    parser.add_argument("--scenario", metavar="ID", help="scenario id inside a scenario file (failure_modes.yaml)")
+    parser.add_argument("--recipes", metavar="DIR", type=Path, help="take hardware profiles from a recipes checkout")
+    parser.set_defaults(handler=run)
+
+
+def _gib(value: int | None) -> str:
+    return f"{value / 2**30:.1f} GiB" if value else "?"
+
+
+def render(inv: Any, candidates: list[Any], profiles: Any) -> str:
+    """The human summary of ``detect`` (plain text, one fact per line)."""
+    lines = []
+    best = candidates[0] if candidates else None
+    if best is not None and best.profile_id:
+        name = getattr(profiles.get(best.profile_id), "display_name", best.profile_id)
+        lines.append(f"Profile: {best.profile_id} ({name}) - match {best.quality}")
+    else:
+        lines.append("Profile: none matched - pick one in the wizard or with plan --hardware")
+    lines += [f"  note: {n}" for n in (best.notes if best else [])]
+    if len(candidates) > 1:
+        lines.append("  alternatives: " + ", ".join(f"{c.profile_id} ({c.quality})" for c in candidates[1:4]))
+    lines.append("")
+    if inv.accelerators:
+        for group in inv.accelerators:
+            vis = f", this shell sees {group.visible}" if group.visible is not None else ""
+            mem = f", {group.mem_gib_each:.1f} GiB each" if group.mem_gib_each else ""
+            arch = next((d.compute_arch for d in group.devices if d.compute_arch), None)
+            lines.append(f"Accelerators: {group.count} x {group.name or group.brand}{mem}"
+                         f"{f', {arch}' if arch else ''}, {group.interconnect}{vis}"
+                         f"{' [PCI only]' if group.pci_only else ''}")
+            lines += [f"  note: {n}" for n in group.notes]
+    else:
+        lines.append("Accelerators: none - CPU-only node")
+    cpu = inv.cpu
+    isa = ", ".join(x for x in ("AMX" if cpu.amx else "", "AVX-512" if cpu.avx512 else "") if x) or "no AMX/AVX-512"
+    lines.append(f"CPU: {cpu.model_name or '?'} ({cpu.microarch or cpu.vendor or '?'}), "
+                 f"{cpu.logical_cpus or '?'} CPUs ({cpu.usable_cpus or '?'} usable), "
+                 f"{cpu.sockets or '?'} socket(s), {isa}")
+    if cpu.qat_pfs or cpu.dsa or cpu.iaa:
+        lines.append(f"  offload engines: {cpu.qat_pfs} QAT PF, {cpu.dsa} DSA, {cpu.iaa} IAA")
+    lines += [f"  note: {n}" for n in cpu.notes]
+    host = inv.host
+    numa = ", ".join(f"node{n.id}: {n.cpus} CPUs {_gib(n.mem_bytes)}" for n in host.numa_nodes) or "unknown"
+    lines.append(f"Memory: {_gib(host.ram_bytes)} RAM for KV offload, {_gib(host.mem_available_bytes)} available"
+                 + (f", container limit {_gib(host.cgroup_limit_bytes)}" if host.cgroup_limit_bytes else ""))
+    lines.append(f"NUMA: {host.numa_nodes_with_cpus} node(s) with CPUs ({numa})")
+    lines.append(f"Network: fabric {host.fabric}; HEAD_IP default {host.primary_ip or '?'}, "
+                 f"IFACE_NAME default {host.default_iface or '?'}")
+    for disk in host.disks:
+        lines.append(f"Disk: {disk.path} {_gib(disk.free_bytes)} free of {_gib(disk.total_bytes)}"
+                     f" ({disk.fs_type or '?'}{', shared' if disk.shared else ''})")
+    if host.in_container:
+        lines.append(f"Container: yes ({', '.join(host.container_hints)})")
+    lines += [f"  note: {n}" for n in host.notes]
+    sw = inv.software
+
+    def tool(label: str, t: Any) -> str:
+        return f"{label} {t.version or '(version unknown)'}" if t.installed else f"{label} -"
+
+    lines.append("Software: " + ", ".join([tool("vllm", sw.vllm), tool("lmcache", sw.lmcache),
+                                            tool("vllm-router", sw.vllm_router), tool("docker", sw.docker)]))
+    lines += [f"  note: {n}" for n in sw.notes + inv.notes]
+    lines.append("")
+    lines.append("Probes:")
+    lines += [f"  {name:10} {p.status:11} {p.reason}" for name, p in inv.probes.items()]
+    lines.append(f"(detected from {inv.source} in {inv.elapsed_ms:.0f} ms)")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler: detect (or replay), match, print; write a capture when asked."""
+    from vllm_wizard.catalog import load_catalog
+    from vllm_wizard.detect import detect, match_profiles
+    from vllm_wizard.detect.facts import LiveFacts
+    from vllm_wizard.detect.fixture import FixtureFacts, capture
+    from vllm_wizard.errors import DetectionError
+
+    if args.scenario and not args.replay:
+        raise DetectionError("--scenario needs --replay FILE")
+    facts = FixtureFacts.load(args.replay, args.scenario) if args.replay else LiveFacts()
+    if args.capture:
+        import yaml
+
+        try:
+            args.capture.write_text(yaml.safe_dump(capture(facts), sort_keys=False, width=120))
+        except OSError as exc:
+            raise DetectionError(f"--capture {args.capture}: cannot write ({exc.strerror})") from None
+        print(f"wrote raw facts to {args.capture} (UUIDs, serials and hostnames redacted)", file=sys.stderr)
+    inv = detect(facts)
+    catalog = load_catalog(recipes=args.recipes) if args.recipes else load_catalog()
+    profiles = catalog.taxonomy.hardware_profiles
+    candidates = match_profiles(inv, profiles)
+    if args.json:
+        out = {"inventory": inv.to_dict(), "candidates": [c.to_dict() for c in candidates],
+               "profile": candidates[0].profile_id, "match": candidates[0].quality,
+               "device_count": inv.device_count}
+        print(json.dumps(out, indent=2, default=str))
+    else:
+        print(render(inv, candidates, profiles))
+    return 0
