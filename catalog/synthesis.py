@@ -310,13 +310,34 @@ class _Ctx:
         toks += self._feature_args()
         # 8. KV layer
         if self.kv_option is not None and self._kv_option_applies(role):
-            toks += self.kv_option.args
+            opt_args = list(self.kv_option.args)
+            toks += self._compose_role_kv(toks, opt_args) if role is not None else opt_args
         if self.kv_store is not None:
             if role is None:
                 toks += self.kv_store.vllm.vllm_args
             elif self.kv_store.pd is not None:
                 toks += getattr(self.kv_store.pd, role).args
         return toks
+
+    @staticmethod
+    def _compose_role_kv(toks: list[str], opt_args: list[str]) -> list[str]:
+        """Seed §4.3 ``pd.roles``: a KV option on a PD role must not replace the role's transfer
+        connector (last-wins would drop NIXL), so both configs become one MultiConnector — the
+        pattern the snapshot's Mooncake-under-PD uses (kv_store ``pd.<role>.args``)."""
+        flag = "--kv-transfer-config"
+        existing = next((toks[i + 1] for i in range(len(toks) - 2, -1, -1) if toks[i] == flag), None)
+        if existing is None or flag not in opt_args[:-1]:
+            return opt_args
+        at = opt_args.index(flag) + 1
+        try:
+            first, second = json.loads(existing), json.loads(opt_args[at])
+        except ValueError:
+            return opt_args
+        multi = {"kv_connector": "MultiConnector", "kv_role": "kv_both",
+                 "kv_connector_extra_config": {"connectors": [first, second]}}
+        out = list(opt_args)
+        out[at] = json.dumps(multi, separators=(",", ":"))
+        return out
 
     def _kv_option_applies(self, role: str | None) -> bool:
         if role is None:
@@ -516,9 +537,11 @@ def _resolve(cat: Catalog, sel: Selection) -> _Ctx:
             opt = cat.taxonomy.kv_offload[kv_key]
             facts = _kv_option_gates(ctx, kv_key, opt)
             ctx.checks.update(facts)
-            usable = all(facts.values()) and not G.gated_off(opt.hardware, hw, profile)
-            if opt.docker is False and install_mode == "docker":
-                usable = False
+            if opt.hardware:  # seed §4.3 gate
+                ctx.checks["kv_hardware_ok"] = not G.gated_off(opt.hardware, hw, profile)
+            if opt.docker is False:  # seed §4.3: unavailable in docker mode
+                ctx.checks["kv_docker_ok"] = install_mode != "docker"
+            usable = all(facts.values()) and ctx.checks.get("kv_hardware_ok", True) and ctx.checks.get("kv_docker_ok", True)
             if usable:
                 ctx.kv_option = opt
         elif kv_key in cat.kv_stores:
@@ -526,6 +549,9 @@ def _resolve(cat: Catalog, sel: Selection) -> _Ctx:
             ctx.checks["kv_store_brand_ok"] = profile.brand in ("NVIDIA", "AMD")
             per_hw = recipe.kv_cache_strategy_hardware.get(kv_key) or {}
             ctx.checks["kv_store_not_opted_out"] = per_hw.get(hw) != "unsupported"
+            if strategy is not None and strategy.kv_offload is False:
+                raise SelectionError(f"strategy {strategy_id!r} does not compose with KV offload "
+                                     f"(it owns the engine's KV layout); drop kv_offload {kv_key!r}")
             ctx.kv_store = store
             if not ctx.is_pd:
                 count = sel.kv_instances.count if sel.kv_instances else (store.default_instances or 2)
@@ -704,7 +730,9 @@ def _pd_router_argv(ctx: _Ctx) -> list[str]:
     argv = ["vllm-router", "--policy", policy, "--vllm-pd-disaggregation"]
     conn = ctx.connector
     if conn is not None and conn.router.get("kv_connector") == "moriio":
-        argv += ["--kv-connector", "moriio", "--discovery-port", str(conn.router.get("discovery_port", 36367))]
+        # workers register with the router (vllm-router discovery mode): no endpoint list
+        port = conn.router.get("discovery_port", 36367)
+        argv += ["--kv-connector", "moriio", "--vllm-discovery-address", f"0.0.0.0:{port}"]
     else:
         for role in PD_ROLES:
             pool = pools[role]
@@ -854,9 +882,9 @@ def _install(ctx: _Ctx, has_router: bool, extra_router: str | None = None) -> li
         cmd = ctx.kv_store.vllm.install.get(brand.lower())
         if cmd:
             items.append((cmd, False, None))
-    if ctx.connector is not None:
+    if ctx.connector is not None:  # pip-only like every entry without install_modes (§3.5)
         for step in ctx.connector.install:
-            items.append((step.command, step.optional, ["pip", "docker"]))
+            items.append((step.command, step.optional, None))
     out: list[str] = []
     for cmd, optional, modes in items:
         if optional:
@@ -922,7 +950,8 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
     for p in procs:
         if p.role in _SERVE_ROLES:
             port = last_port(p.argv)
-            headless = "--headless" in p.argv
+            # headless followers and seed Dynamo workers (no HTTP server) are ready when started
+            headless = "--headless" in p.argv or p.argv[:2] != ["vllm", "serve"]
             p.ports = [] if headless else [port]
             p.health = None if headless else Health(url=f"http://127.0.0.1:{port}/health")
             if ctx.install_mode == "docker" and image and p.argv[:2] == ["vllm", "serve"]:
