@@ -53,18 +53,25 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 
 
 def kind_of(event: Any) -> str:
-    """``event`` (state change), ``log``, ``metrics``, ``stats`` (host/GPU) or ``other``."""
+    """``snapshot`` (attach), ``event`` (state change), ``log``, ``metrics``, ``progress``,
+    ``finished``, ``stats`` (host/GPU) or ``other`` — by declared ``type`` or by shape."""
     declared = _get(event, "type")
-    if declared in ("event", "log", "metrics", "stats"):
+    if declared in ("snapshot", "event", "log", "metrics", "progress", "finished", "stats"):
         return declared
+    if _get(event, "processes") is not None:
+        return "snapshot"
     if _get(event, "state") is not None:
         return "event"
     if _get(event, "lines") is not None or _get(event, "line") is not None:
         return "log"
+    if _get(event, "outcome") is not None and _get(event, "survivors") is not None:
+        return "finished"
     if _get(event, "gpus") is not None or _get(event, "cpu_percent") is not None:
         return "stats"
     if _get(event, "values") is not None or _get(event, "snapshot") is not None:
         return "metrics"
+    if _get(event, "percent", "absent") != "absent" or _get(event, "phase") is not None:
+        return "progress"
     return "other"
 
 
@@ -123,6 +130,9 @@ class MonitorModel:
         self.latest_metrics: dict[str, float] = {}
         self.stats: dict[str, Any] = {}
         self.health: dict[str, bool] = {}
+        self.argv: dict[str, list[str]] = {}
+        self.outcome: str | None = None
+        self.finish_text = ""
         self.changed = False
 
     def row(self, name: str) -> ProcRow:
@@ -136,7 +146,26 @@ class MonitorModel:
         """Fold one launcher event into the model."""
         kind = kind_of(event)
         self.changed = True
-        if kind == "event":
+        if kind == "snapshot":
+            self._snapshot(event)
+        elif kind == "progress":
+            row = self.row(str(_get(event, "name")))
+            if _get(event, "phase"):
+                row.phase = str(_get(event, "phase"))
+            percent = _get(event, "percent")
+            if percent is not None:
+                row.progress = float(percent) / 100
+        elif kind == "finished":
+            self.outcome = str(_get(event, "outcome"))
+            survivors = _get(event, "survivors") or []
+            held = _get(event, "gpu_memory_held")
+            self.finish_text = (
+                f"Run {self.outcome}"
+                + (f"; {len(survivors)} survivor(s) were killed: {survivors}" if survivors else "; no survivors")
+                + (f"; GPU memory still held by {sorted(held)}" if held else "")
+                + (f" — {_get(event, 'reason')}" if _get(event, "reason") else "")
+            )
+        elif kind == "event":
             self._state(event)
         elif kind == "log":
             name = str(_get(event, "name", "?"))
@@ -149,6 +178,9 @@ class MonitorModel:
             values = _get(event, "values") or _get(event, "snapshot") or {}
             if not isinstance(values, dict):
                 values = {k: getattr(values, k) for k in SPARK_METRICS if hasattr(values, k)}
+            values = {**values, **{k: v for k, v in (_get(event, "rates") or {}).items() if v is not None}}
+            if isinstance(values.get("kv_cache_usage"), (int, float)) and values["kv_cache_usage"] <= 1:
+                values["kv_cache_usage"] = values["kv_cache_usage"] * 100  # launcher reports 0–1
             for key, value in values.items():
                 if isinstance(value, (int, float)):
                     self.latest_metrics[key] = float(value)
@@ -159,6 +191,27 @@ class MonitorModel:
                 self.health[str(_get(event, "name", "?"))] = bool(healthy)
         elif kind == "stats":
             self.stats = dict(event) if isinstance(event, dict) else dict(vars(event))
+
+    def _snapshot(self, snap: Any) -> None:
+        """Attach: one row per recorded process (state, pid, since, restarts, cause, progress), tails."""
+        for proc in _get(snap, "processes") or []:
+            row = self.row(str(proc.get("name")))
+            row.state = state_name(proc.get("state", "STOPPED"))
+            row.pid = proc.get("pid")
+            row.since = float(proc.get("since") or time.time())
+            row.restarts = int(proc.get("restarts") or 0)
+            row.ready = row.state == "READY"
+            row.cause = proc.get("cause") or None
+            prog = proc.get("progress") or {}
+            if prog.get("phase"):
+                row.phase = str(prog["phase"])
+            if prog.get("percent") is not None:
+                row.progress = float(prog["percent"]) / 100
+            if proc.get("argv"):
+                self.argv[row.name] = list(proc["argv"])
+        for name, lines in (_get(snap, "tail") or {}).items():
+            for line in lines:
+                self.add_line(str(name), str(line))
 
     def _state(self, event: Any) -> None:
         row = self.row(str(_get(event, "name")))

@@ -169,16 +169,30 @@ class MonitorScreen(Screen):
         if failure is not None:
             cause = failure.cause or {}
             fix = cause.get("fix") or ""
-            can_fix = bool(cause.get("fix_args"))
+            fix_args = self.fix_args()
             box.update(Text.assemble(
                 (f"✗ {failure.name} {failure.state}: {cause.get('kind', 'failure')} — {cause.get('summary', failure.detail)}", "bold red"),
                 (f"\n  fix: {fix}" if fix else "", "yellow"),
-                ("\n  press x to relaunch with: " + " ".join(cause['fix_args']) if can_fix else "", "bold"),
+                ("\n  press x to relaunch with: " + " ".join(fix_args) if fix_args else "", "bold"),
             ))
+        elif self.model.finish_text:
+            box.update(self.model.finish_text)
         elif self.ended:
             box.update("Run ended (event stream closed).")
         else:
             box.update("")
+
+    def fix_args(self) -> list[str] | None:
+        """The flag fix for the current failure (tui/fixes.py), or None."""
+        from vllm_wizard.tui.fixes import flag_fix
+
+        failure = self.model.failure()
+        if failure is None:
+            return None
+        argv = self.model.argv.get(failure.name)
+        if argv is None and self.app.plan_json:
+            argv = next((p["argv"] for p in self.app.plan_json["processes"] if p["name"] == failure.name), [])
+        return flag_fix((failure.cause or {}).get("kind"), list(argv or []))
 
     def _stats_text(self) -> str:
         stats = self.model.stats
@@ -268,8 +282,7 @@ class MonitorScreen(Screen):
 
     async def action_relaunch_fix(self) -> None:
         """Stop the run, add the failure's suggested flag change to the advanced args, relaunch."""
-        failure = self.model.failure()
-        args = (failure.cause or {}).get("fix_args") if failure else None
+        args = self.fix_args()
         if not args:
             self.notify("No flag fix to apply.", severity="warning")
             return

@@ -1,0 +1,79 @@
+"""Fakes for the wizard tests: detect's Candidate/Inventory shapes and a launcher with canned events."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class FakeCandidate:
+    """detect's Candidate shape (contracts §4)."""
+
+    profile_id: str
+    quality: str = "exact"
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FakeGroup:
+    name: str = "NVIDIA H200"
+    count: int = 8
+    unit: str = "GPU"
+    mem_gib_each: float = 141.0
+    interconnect: str = "nvlink"
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FakeInventory:
+    """A fixed 8×H200 node (only the fields the hardware screen reads)."""
+
+    accelerators: list = field(default_factory=lambda: [FakeGroup()])
+    probes: dict = field(default_factory=dict)
+    device_count: int = 8
+    source: str = "fixture"
+
+
+class FakeClient:
+    """A RunClient replaying ``events`` then waiting until ``stop()``; records commands."""
+
+    def __init__(self, events: list) -> None:
+        self._events = events
+        self.commands: list[str] = []
+        self._stopped = asyncio.Event()
+
+    async def events(self):
+        for ev in self._events:
+            yield ev
+            await asyncio.sleep(0)
+        await self._stopped.wait()
+
+    async def stop(self) -> None:
+        self.commands.append("stop")
+        self._stopped.set()
+
+    async def restart(self, name: str) -> None:
+        self.commands.append(f"restart {name}")
+
+
+class FakeLauncher:
+    """LauncherPort with canned events: ``start`` records the plan file and returns ``run-1``."""
+
+    def __init__(self, events: list | None = None, live: list[str] | None = None) -> None:
+        self.events = events or []
+        self.live = live or []
+        self.started: list[tuple[Path, dict]] = []
+        self.clients: dict[str, FakeClient] = {}
+
+    def start(self, plan_file: Path, values: dict) -> str:
+        self.started.append((plan_file, values))
+        return "run-1"
+
+    def live_runs(self) -> list[str]:
+        return list(self.live)
+
+    def client(self, run_id: str) -> FakeClient:
+        self.clients[run_id] = FakeClient(self.events)
+        return self.clients[run_id]

@@ -1,0 +1,85 @@
+"""Launch from review and watch the run in the monitor, with the launcher faked by canned events."""
+
+from __future__ import annotations
+
+from canned import kv_oom_run, ready_run
+from fakes import FakeLauncher
+from textual.widgets import DataTable, RichLog, Sparkline
+from tui_steps import settle, walk
+
+from vllm_wizard.tui.monitor_model import MonitorModel
+from vllm_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
+from vllm_wizard.tui.screen_review import ReviewScreen
+
+
+async def _launch(pilot, app) -> MonitorScreen:
+    await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
+    assert isinstance(app.screen, ReviewScreen)
+    await pilot.press("l")
+    for _ in range(50):
+        await pilot.pause(0.02)
+        if isinstance(app.screen, MonitorScreen):
+            break
+    assert isinstance(app.screen, MonitorScreen)
+    await pilot.pause(0.3)  # a few 80 ms UI batches
+    return app.screen
+
+
+async def test_launch_opens_monitor_showing_ready_process(build_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    launcher = FakeLauncher(events=ready_run())
+    app = build_app(launcher=launcher)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _launch(pilot, app)
+        (plan_file, values), = launcher.started
+        assert plan_file.is_file() and "plan_version: 1" in plan_file.read_text()
+        table = screen.query_one("#procs", DataTable)
+        assert str(table.get_cell("vllm", "state")) == "READY"
+        assert table.get_cell("vllm", "pid") == "4242"
+        assert table.get_cell("vllm", "ready") == "✓"
+        log_text = "\n".join(strip.text for strip in screen.query_one("#log", RichLog).lines)
+        assert "Application startup complete." in log_text
+        assert list(screen.query_one("#spark-generation_tokens_per_s", Sparkline).data) == [42.0, 55.0]
+        assert list(screen.query_one("#spark-kv_cache_usage", Sparkline).data) == [25.0, 50.0]
+        await pilot.press("r")
+        await pilot.press("s")
+        await settle(pilot)
+        assert launcher.clients["run-1"].commands == ["restart vllm", "stop"]
+
+
+async def test_fatal_kv_oom_relaunches_with_smaller_max_model_len(build_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    launcher = FakeLauncher(events=kv_oom_run())
+    app = build_app(launcher=launcher)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _launch(pilot, app)
+        failure = str(screen.query_one("#failure").render())
+        assert "kv_cache_oom" in failure and "press x to relaunch with: --max-model-len 8192" in failure
+        await pilot.press("x")
+        await settle(pilot)
+        assert app.selection["advanced_args"] == ["--max-model-len", "8192"]
+        assert isinstance(app.screen, ReviewScreen)
+        assert "--max-model-len 8192" in app.screen.commands()[0]
+        assert launcher.clients["run-1"].commands == ["stop"]
+
+
+async def test_live_run_offers_attach(build_app):
+    launcher = FakeLauncher(events=ready_run(), live=["20261130-100000-abcd"])
+    app = build_app(launcher=launcher)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, 5)
+        assert isinstance(app.screen, AttachPrompt)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, MonitorScreen) and app.screen.run_id == "20261130-100000-abcd"
+
+
+def test_model_bounds_log_tail_and_counts_restarts():
+    from vllm_wizard.launcher import LogLines, ProcessEvent, State
+
+    model = MonitorModel()
+    model.feed(LogLines("vllm", [f"line {i}" for i in range(5000)]))
+    assert len(model.logs["vllm"]) == 2000 and model.logs["vllm"][-1] == "line 4999"
+    for prev, new in [(State.STOPPED, State.STARTING), (State.STARTING, State.BACKOFF), (State.BACKOFF, State.STARTING)]:
+        model.feed(ProcessEvent("vllm", new, prev, 0))
+    assert model.procs["vllm"].restarts == 1 and model.procs["vllm"].state == "STARTING"

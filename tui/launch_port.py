@@ -1,0 +1,29 @@
+"""The real :class:`~vllm_wizard.tui.services.LauncherPort`: ``vllm_wizard.launcher`` (contracts §3).
+
+Launch = ``load_plan_file(plan, node_rank=0, values)`` (placeholders filled; every problem raised at
+once as LaunchError) then ``start_run(spec, detach=True)``: the supervisor is a daemon, so closing
+the wizard or losing SSH leaves the run alive and ``live_runs`` finds it next time (issue 4).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vllm_wizard.launcher import RunClient, list_runs, load_plan_file, start_run
+
+
+class RealLauncher:
+    """Launch, list and attach runs through the launcher package."""
+
+    def start(self, plan_file: Path, values: dict[str, str]) -> str:
+        """Start node 0 of ``plan_file`` detached; returns the run id. Raises LaunchError."""
+        spec = load_plan_file(plan_file, node_rank=0, values=values)
+        return start_run(spec, detach=True).run_id
+
+    def live_runs(self) -> list[str]:
+        """Ids of runs whose supervisor is alive, newest first."""
+        return [r.run_id for r in list_runs(include_finished=False) if r.status == "running"]
+
+    def client(self, run_id: str) -> RunClient:
+        """A client attached to ``run_id`` (raises LaunchError when its supervisor is gone)."""
+        return RunClient(run_id)
