@@ -143,7 +143,8 @@ def write_config(data: dict[str, Any], path: Path | None = None) -> Path:
 
 
 def check_checkout(path: Path) -> Path:
-    """Resolve ``path`` and check it is laid out like a recipes checkout; returns the absolute path.
+    """Check ``path`` is laid out like a recipes checkout; returns it absolute (symlinks kept, so the
+    sync cache's ``current`` link stays valid across syncs).
 
     A checkout has ``taxonomy.yaml`` and a ``models/`` folder (``strategies/`` and ``kv_store/`` are
     looked for by the loader; plan-json §1).
@@ -151,7 +152,7 @@ def check_checkout(path: Path) -> Path:
     Raises:
         SourceError: the folder does not exist or lacks ``taxonomy.yaml`` / ``models/``.
     """
-    path = Path(path).expanduser().resolve()
+    path = Path(path).expanduser().absolute()  # keep symlinks: `<cache>/current` must stay the link
     if not path.is_dir():
         raise SourceError(f"recipes directory {path} does not exist (or is not a directory)")
     missing = [name for name in ("taxonomy.yaml", "models") if not (path / name).exists()]
@@ -281,9 +282,10 @@ def sync_recipes(
 
 
 def synced_checkout(dest: Path | None = None) -> Path | None:
-    """The current synced checkout (``dest/current`` resolved), or ``None`` before the first sync."""
+    """The stable path of the synced checkout, ``dest/current`` (a symlink swapped by every sync),
+    or ``None`` before the first sync."""
     link = (Path(dest) if dest is not None else cache_root()) / "current"
-    return link.resolve() if link.exists() else None
+    return link if link.exists() else None
 
 
 def _default_validate(root: Path) -> object:

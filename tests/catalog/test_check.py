@@ -1,0 +1,130 @@
+"""``check_catalog`` / ``vllm-wizard catalog check``: one bad-input fixture per failure kind
+(``tests/catalog/fixtures/bad/<kind>.yaml``), each with its exact ``file:line: message``.
+
+Each fixture is a recipe dropped into a throw-away checkout whose taxonomy and strategies are the
+snapshot's (symlinked from ``../shared``, never copied into the project).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vllm_wizard.catalog.diagnostics import check_catalog, did_you_mean, node_line, compose
+from vllm_wizard.cli import main
+
+BAD = Path(__file__).parent / "fixtures" / "bad"
+
+
+@pytest.fixture
+def checkout(tmp_path, shared):
+    """A checkout with the snapshot taxonomy/strategies/kv_store and an empty models/fixture/."""
+    snap = shared / "recipes-snapshot"
+    for name in ("taxonomy.yaml", "strategies", "kv_store"):
+        os.symlink(snap / name, tmp_path / name)
+    (tmp_path / "models" / "fixture").mkdir(parents=True)
+    return tmp_path
+
+
+def check_fixture(checkout: Path, kind: str):
+    """Copy fixture ``kind`` into the checkout; return (report, its path inside the checkout)."""
+    target = checkout / "models" / "fixture" / f"{kind}.yaml"
+    shutil.copy(BAD / f"{kind}.yaml", target)
+    return check_catalog(checkout), target
+
+
+EXPECTED_ERRORS = {
+    "bad_yaml_syntax": [":16: invalid YAML: did not find expected ',' or ']' "
+                        "(while parsing a flow sequence started at line 15)"],
+    "missing_variants": [":1: `variants` is required"],
+    "missing_variants_default": [":12: `variants` must contain `default` (found: fp8)"],
+    "wrong_type_vram": [":15: `variants.default.vram_minimum_gb`: expected a valid number, got 'lots'"],
+    "wrong_type_compatible_strategies": [":16: `compatible_strategies`: expected a valid list, got 'single_node_tp'"],
+    "top_level_not_a_mapping": [":1: expected a mapping at the top level, got list"],
+    "several_errors_at_once": [
+        ":16: `variants.default.tp`: expected a valid integer or a valid dictionary, got 'many'",
+        ":19: `variants.fp8.vram_minimum_gb`: expected a valid number, got 'two'",
+    ],
+}
+
+EXPECTED_WARNINGS = {
+    "unknown_strategy_id_warning": [":18: unknown strategy id 'multi_node_tpp' in `compatible_strategies` "
+                                    "(ignored) (did you mean 'multi_node_tp'?)"],
+    "unknown_key_warning": [":12: unknown key `model.archtecture` (ignored) (did you mean 'architecture'?)"],
+    "unknown_hardware_id_warning": [":7: unknown hardware id 'h2000' in `meta.hardware` (ignored) "
+                                    "(did you mean 'h200'?)"],
+}
+
+
+def test_every_fixture_kind_is_covered():
+    assert {p.stem for p in BAD.glob("*.yaml")} == set(EXPECTED_ERRORS) | set(EXPECTED_WARNINGS)
+
+
+@pytest.mark.parametrize("kind", sorted(EXPECTED_ERRORS))
+def test_error_fixture(checkout, kind):
+    report, path = check_fixture(checkout, kind)
+    assert report.errors == [f"{path}{tail}" for tail in EXPECTED_ERRORS[kind]]
+    assert not report.ok
+
+
+@pytest.mark.parametrize("kind", sorted(EXPECTED_WARNINGS))
+def test_warning_fixture_is_not_an_error(checkout, kind):
+    report, path = check_fixture(checkout, kind)
+    assert report.errors == []
+    assert report.warnings == [f"{path}{tail}" for tail in EXPECTED_WARNINGS[kind]]
+    assert report.ok
+
+
+def test_all_problems_reported_at_once(checkout):
+    for kind in (*EXPECTED_ERRORS, *EXPECTED_WARNINGS):
+        shutil.copy(BAD / f"{kind}.yaml", checkout / "models" / "fixture" / f"{kind}.yaml")
+    report = check_catalog(checkout)
+    assert len(report.errors) == sum(len(v) for v in EXPECTED_ERRORS.values())
+    assert len(report.warnings) == sum(len(v) for v in EXPECTED_WARNINGS.values())
+
+
+def test_snapshot_checks_clean_with_tolerated_unknown_ids(shared):
+    """All snapshot files load; ids outside the taxonomy (a100, h20, mi350x — spec §1.1) only warn."""
+    report = check_catalog(shared / "recipes-snapshot")
+    assert report.errors == []
+    unknown_hw = sorted({w.split("unknown hardware id ")[1].split()[0] for w in report.warnings if "hardware id" in w})
+    assert unknown_hw == ["'a100'", "'h20'", "'mi350x'"]
+    assert report.files == 1 + 9 + 2 + 143
+
+
+def test_bundled_catalog_has_no_errors():
+    assert check_catalog().errors == []
+
+
+def test_missing_taxonomy_is_an_error(tmp_path):
+    (tmp_path / "models").mkdir()
+    assert check_catalog(tmp_path).errors == [f"{tmp_path}/taxonomy.yaml: missing (a recipes checkout needs taxonomy.yaml)"]
+
+
+def test_node_line_walks_keys_and_indexes():
+    root = compose("a:\n  b:\n    - x\n    - y\n  c: 1\n")
+    assert node_line(root, ("a", "b", 1)) == 4
+    assert node_line(root, ("a", "c"), key=True) == 5
+    assert node_line(root, ("a", "missing")) == 2  # falls back to the parent's line
+
+
+def test_did_you_mean():
+    assert did_you_mean("single_node_tpp", ["single_node_tp", "pd_cluster"]) == " (did you mean 'single_node_tp'?)"
+    assert did_you_mean("zzz", ["single_node_tp"]) == ""
+
+
+def test_cli_exit_status_errors_vs_warnings(checkout, capsys):
+    shutil.copy(BAD / "unknown_key_warning.yaml", checkout / "models" / "fixture" / "unknown_key_warning.yaml")
+    assert main(["catalog", "check", str(checkout)]) == 0
+    out = capsys.readouterr().out
+    assert f"warning: {checkout}/models/fixture/unknown_key_warning.yaml:12: unknown key `model.archtecture`" in out
+    assert "0 error(s), 1 warning(s)" in out
+    shutil.copy(BAD / "wrong_type_vram.yaml", checkout / "models" / "fixture" / "wrong_type_vram.yaml")
+    assert main(["catalog", "check", str(checkout)]) == 1
+    captured = capsys.readouterr()
+    assert (f"error: {checkout}/models/fixture/wrong_type_vram.yaml:15: `variants.default.vram_minimum_gb`: "
+            "expected a valid number, got 'lots'") in captured.err
+    assert "1 error(s), 1 warning(s)" in captured.out
