@@ -1,0 +1,99 @@
+"""Benchmark: catalog loading and plan synthesis (issue 2 speed targets; prints figures, asserts nothing).
+
+1. Load + validate the recipes snapshot and the bundled catalog (seeds + curated recipes + kv_store)
+   with :func:`load_catalog`, against a bare ``yaml.load(..., CSafeLoader)`` of the same files,
+   measured in the same run (best of N, alternating). Target: ratio ≤ 1.5.
+   The loader pauses cyclic GC during a load (see ``catalog/loader.py``); the bench also prints the
+   bare parse with GC paused, so the validation overhead alone is visible.
+2. Per-plan synthesis: ``synthesize`` (and ``synthesize`` + ``plan_to_json``) over every golden
+   selection. Target: < 2 ms per plan.
+
+Run: ``python bench/bench_catalog.py [--shared ../shared] [--repeat 7]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import time
+from pathlib import Path
+
+import yaml
+
+from vllm_wizard.catalog import load_catalog, plan_to_json, synthesize
+from vllm_wizard.catalog.loader import DATA_DIR
+from vllm_wizard.catalog.selection import selection_from_data
+
+
+def catalog_files(snapshot: Path) -> list[Path]:
+    files = [snapshot / "taxonomy.yaml", *sorted(snapshot.glob("strategies/*.yaml")),
+             *sorted(snapshot.glob("kv_store/*.yaml")), *sorted(snapshot.glob("models/*/*.yaml"))]
+    files += [DATA_DIR / "taxonomy.json", DATA_DIR / "strategies.json", *sorted(DATA_DIR.glob("kv_store/*.yaml")),
+              *sorted(DATA_DIR.glob("recipes/*/*.yaml"))]
+    return files
+
+
+def bare_yaml(files: list[Path], no_gc: bool = False) -> float:
+    if no_gc:
+        gc.disable()
+    try:
+        t = time.perf_counter()
+        for f in files:
+            yaml.load(f.read_bytes(), Loader=yaml.CSafeLoader)
+        return time.perf_counter() - t
+    finally:
+        gc.enable()
+
+
+def ours(snapshot: Path) -> float:
+    t = time.perf_counter()
+    load_catalog(snapshot)
+    load_catalog()
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared")
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args()
+    snapshot = args.shared / "recipes-snapshot"
+    files = catalog_files(snapshot)
+
+    bare_t, bare_nogc_t, ours_t = [], [], []
+    for _ in range(args.repeat):  # alternate so drift on a shared box hits all alike
+        bare_t.append(bare_yaml(files))
+        bare_nogc_t.append(bare_yaml(files, no_gc=True))
+        ours_t.append(ours(snapshot))
+    b, bn, o = min(bare_t), min(bare_nogc_t), min(ours_t)
+    print(f"files: {len(files)} ({sum(f.stat().st_size for f in files) / 1e6:.2f} MB)")
+    print(f"bare yaml.load(CSafeLoader): best {b * 1e3:.1f} ms  median {statistics.median(bare_t) * 1e3:.1f} ms")
+    print(f"load_catalog (load+validate): best {o * 1e3:.1f} ms  median {statistics.median(ours_t) * 1e3:.1f} ms")
+    print(f"bare yaml.load, GC paused like the loader: best {bn * 1e3:.1f} ms")
+    print(f"ratio (best/best) vs bare yaml.load: {o / b:.2f}x   (target <= 1.5x)")
+    print(f"ratio vs bare with GC paused too (validation overhead alone): {o / bn:.2f}x")
+
+    cat = load_catalog(snapshot)
+    cases = [json.loads(line) for line in (args.shared / "golden" / "cases.jsonl").open()]
+    sels = [selection_from_data(c["selection"]) for c in cases]
+    per, per_json = [], []
+    for sel in sels:
+        t0 = time.perf_counter()
+        plan = synthesize(cat, sel)
+        t1 = time.perf_counter()
+        plan_to_json(plan)
+        t2 = time.perf_counter()
+        per.append(t1 - t0)
+        per_json.append(t2 - t0)
+    per.sort()
+    per_json.sort()
+    q = lambda xs, p: xs[min(len(xs) - 1, int(p * len(xs)))] * 1e3  # noqa: E731
+    print(f"synthesize over {len(sels)} golden selections: mean {statistics.mean(per) * 1e3:.3f} ms  "
+          f"p50 {q(per, 0.5):.3f} ms  p95 {q(per, 0.95):.3f} ms  max {per[-1] * 1e3:.3f} ms   (target < 2 ms)")
+    print(f"synthesize + plan_to_json: mean {statistics.mean(per_json) * 1e3:.3f} ms  p95 {q(per_json, 0.95):.3f} ms")
+
+
+if __name__ == "__main__":
+    main()
