@@ -40,6 +40,8 @@ _GAUGES = {
     "vllm:generation_tokens": "generation_tokens_total",
     "vllm:request_success": "requests_success_total",
 }
+# families typed "unknown" (no # TYPE line) keep the sample's full name
+_GAUGES.update({k + "_total": v for k, v in list(_GAUGES.items()) if v.endswith("_total")})
 
 
 def parse_metrics(text: str, ts: float) -> MetricsSnapshot:

@@ -1,0 +1,163 @@
+"""Preflight: every reason a plan would fail to launch, found before anything starts, all at once.
+
+Issue 4 (before starting anything): every port the plan needs is free (naming the holder when the
+OS shows it), no two processes claim the same port, every executable exists in the environment the
+process gets, the installed vLLM meets the plan's ``min_vllm_version``, every flag of each
+``vllm serve`` exists in that vLLM, and no ``$PLACEHOLDER`` is left.
+
+``vllm --version`` and ``vllm serve --help=all`` take ~12 s each
+(../shared/notes/real-vllm-on-cpu.md), so both are cached in
+``user_cache_dir("vllm-wizard")/vllm``: the version per executable (keyed by its real path, size
+and mtime — a reinstall invalidates it) and the flag list per version. The ``runner`` seam lets
+tests replace the subprocess call.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Callable, Mapping
+
+from vllm_wizard.errors import LaunchError
+from vllm_wizard.launcher.ports import port_free, port_holder
+from vllm_wizard.launcher.process import child_env
+from vllm_wizard.launcher.spec import RunSpec, placeholders_in
+from vllm_wizard.launcher.vllm import is_vllm_serve
+
+#: ``(argv, env, timeout_s) -> stdout text``; raises ``OSError``/``subprocess.SubprocessError``.
+Runner = Callable[[list[str], Mapping[str, str], float], str]
+
+_FLAG_RE = re.compile(r"(?<![\w-])(--[a-zA-Z0-9][a-zA-Z0-9_.-]*)")
+_VERSION_RE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def run_command(argv: list[str], env: Mapping[str, str], timeout: float) -> str:
+    """Default runner: run ``argv`` and return stdout+stderr text (non-zero status is not an error)."""
+    out = subprocess.run(argv, env=dict(env), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return out.stdout + out.stderr
+
+
+def cache_dir() -> Path:
+    """``user_cache_dir("vllm-wizard")/vllm`` (created)."""
+    import platformdirs
+
+    d = Path(platformdirs.user_cache_dir("vllm-wizard")) / "vllm"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """First ``X.Y[.Z]`` in ``text`` as a tuple (``"0.32.0+cpu"`` → ``(0, 32, 0)``), or None."""
+    m = _VERSION_RE.search(text or "")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
+
+
+def vllm_version(exe: str, env: Mapping[str, str], runner: Runner = run_command, cache: Path | None = None) -> str | None:
+    """``vllm --version`` of executable ``exe`` (last non-empty output line), cached per install."""
+    real = os.path.realpath(exe)
+    st = os.stat(real)
+    key = hashlib.sha256(f"{real}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    path = (cache or cache_dir()) / f"version-{key}.txt"
+    if path.exists():
+        return path.read_text().strip() or None
+    out = runner([exe, "--version"], env, 180.0)
+    lines = [x.strip() for x in out.splitlines() if parse_version(x.strip()) and not x.startswith(("INFO", "WARNING"))]
+    version = lines[-1] if lines else ""
+    if version:
+        path.write_text(version)
+    return version or None
+
+
+def serve_flags(exe: str, version: str, env: Mapping[str, str], runner: Runner = run_command,
+                cache: Path | None = None) -> set[str]:
+    """Every ``--flag`` that ``vllm serve`` of ``version`` accepts (from ``--help=all``), cached per version."""
+    path = (cache or cache_dir()) / f"serve-flags-{re.sub(r'[^A-Za-z0-9.+_-]', '_', version)}.json"
+    if path.exists():
+        return set(json.loads(path.read_text()))
+    out = runner([exe, "serve", "--help=all"], env, 300.0)
+    flags = set(_FLAG_RE.findall(out))
+    for f in list(flags):  # argparse BooleanOptionalAction prints "--x, --no-x"; accept both forms
+        if not f.startswith("--no-"):
+            flags.add("--no-" + f[2:])
+    if len(flags) > 20:  # a real help text, not an error message
+        path.write_text(json.dumps(sorted(flags)))
+    return flags
+
+
+def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = None,
+          check_flags: bool = True, base_env: Mapping[str, str] | None = None) -> list[str]:
+    """Every problem that would stop ``spec`` from launching, as human lines (empty = go).
+
+    ``check_flags`` False skips the vLLM version/flag checks (they may take ~25 s uncached).
+    """
+    problems: list[str] = []
+    owners: dict[int, str] = {}
+    for p in spec.processes:
+        for port in p.ports:
+            if port in owners:
+                problems.append(f"port {port}: claimed by both {owners[port]!r} and {p.name!r}")
+                continue
+            owners[port] = p.name
+            if not port_free(port):
+                holder = port_holder(port)
+                problems.append(
+                    f"port {port} (needed by {p.name!r}) is in use" + (f" by {holder}" if holder else "")
+                    + "; stop that process or pick another port"
+                )
+    for p in spec.processes:
+        left = sorted({n for a in (*p.argv, *p.env.values()) for n in placeholders_in(a)})
+        if left:
+            problems.append(f"{p.name!r}: unresolved placeholders {', '.join('$' + n for n in left)} "
+                            f"(fill with {' '.join(f'--set {n}=VALUE' for n in left)})")
+    for p in spec.processes:
+        env = child_env(p, base_env)
+        exe = p.command()[0]
+        found = shutil.which(exe, path=env.get("PATH"))
+        if found is None:
+            where = "" if "/" in exe else f" on PATH ({env.get('PATH', '')[:200]})"
+            problems.append(f"{p.name!r}: executable {exe!r} not found{where}; install it or fix PATH")
+            continue
+        if not (check_flags and is_vllm_serve(p.argv) and not p.setup):
+            continue
+        vexe = shutil.which(p.argv[0], path=env.get("PATH")) or p.argv[0]
+        try:
+            version = vllm_version(vexe, env, runner, cache)
+        except (OSError, subprocess.SubprocessError) as exc:
+            problems.append(f"{p.name!r}: `{p.argv[0]} --version` failed: {exc}")
+            continue
+        if not version:
+            problems.append(f"{p.name!r}: could not read the vLLM version from `{p.argv[0]} --version`")
+            continue
+        if spec.min_vllm_version:
+            have, need = parse_version(version), parse_version(spec.min_vllm_version)
+            if have and need and have < need:
+                problems.append(f"{p.name!r}: vLLM {version} is older than the recipe's min_vllm_version "
+                                f"{spec.min_vllm_version}; upgrade vLLM (pip install -U vllm)")
+        try:
+            known = serve_flags(vexe, version, env, runner, cache)
+        except (OSError, subprocess.SubprocessError) as exc:
+            problems.append(f"{p.name!r}: `vllm serve --help=all` failed: {exc}")
+            continue
+        if len(known) <= 20:
+            continue  # help text unusable: do not guess
+        for a in p.argv[2:]:
+            if a.startswith("--") and len(a) > 2:
+                flag = a.split("=", 1)[0]
+                if flag not in known:
+                    close = difflib.get_close_matches(flag, sorted(known), n=1)
+                    hint = f"; did you mean {close[0]}?" if close else ""
+                    problems.append(f"{p.name!r}: vLLM {version} has no flag {flag}{hint}")
+    return problems
+
+
+def check_or_raise(spec: RunSpec, **kw) -> None:
+    """Run :func:`check`; raise :class:`LaunchError` listing every problem when there is any."""
+    problems = check(spec, **kw)
+    if problems:
+        raise LaunchError(f"preflight found {len(problems)} problem(s):\n" + "\n".join(f"  - {x}" for x in problems))

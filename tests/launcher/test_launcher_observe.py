@@ -1,0 +1,142 @@
+"""Failure causes, vLLM startup phases, /metrics parsing, redaction, preflight."""
+
+from __future__ import annotations
+
+import socket
+import sys
+
+import pytest
+
+from vllm_wizard.errors import LaunchError
+from vllm_wizard.launcher.causes import classify
+from vllm_wizard.launcher.logs import Redactor
+from vllm_wizard.launcher.metrics import parse_metrics, rates
+from vllm_wizard.launcher.ports import free_port
+from vllm_wizard.launcher.preflight import check, check_or_raise, parse_version
+from vllm_wizard.launcher.spec import ProcessSpec, RunSpec
+from vllm_wizard.launcher.vllm import StartupProgress
+
+
+@pytest.mark.parametrize("line, kind", [
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB", "cuda_oom"),
+    ("ERROR: [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use", "port_in_use"),
+    ("huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo", "gated_model"),
+    ("OSError: foo/bar is not a local folder and is not a valid model identifier listed on 'https://huggingface.co/models'", "model_not_found"),
+    ("vllm serve: error: unrecognized arguments: --bogus-flag", "unknown_argument"),
+    ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error", "nccl"),
+    ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now. Supported architectures: ...", "vllm_too_old"),
+    ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`", "kv_cache_oom"),
+])
+def test_classify_known_failures(line, kind):
+    cause = classify(["INFO starting", line, "Traceback tail"], rc=1)
+    assert cause is not None and cause.kind == kind and cause.fix and cause.line == line.strip()
+
+
+def test_classify_newest_line_wins_and_unknowns():
+    assert classify(["address already in use", "CUDA out of memory"]).kind == "cuda_oom"
+    assert classify(["all fine"], rc=1) is None
+    assert classify([], rc=-9).kind == "killed"
+
+
+def test_startup_progress_from_vllm_lines():
+    prog = StartupProgress()
+    lines = [
+        "(APIServer pid=1) INFO vLLM API server version 0.32.0",
+        "(EngineCore pid=2) INFO Starting to load model /m...",
+        "Loading safetensors checkpoint shards:  50% Completed | 1/2",
+        "(EngineCore pid=2) INFO Loading weights took 0.02 seconds",
+        "(EngineCore pid=2) INFO CPU KV cache size: 1.0 GiB",
+        "(APIServer pid=1) INFO Starting vLLM API server 0 on http://127.0.0.1:8000",
+        "INFO:     Application startup complete.",
+    ]
+    seen = []
+    for line in lines:
+        if prog.feed(line):
+            seen.append((prog.phase, prog.percent))
+    assert [s[0] for s in seen] == ["config", "loading_weights", "loading_weights", "weights_loaded", "kv_cache",
+                                    "api_server", "ready"]
+    assert seen[2] == ("loading_weights", 50)
+
+
+METRICS = """# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 2.0
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="m"} 1.0
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total{engine="0",model_name="m"} %(p)s
+vllm:prompt_tokens_created{engine="0",model_name="m"} 1.7e9
+vllm:generation_tokens_total{engine="0",model_name="m"} %(g)s
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1",model_name="m"} 3.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} %(n)s
+vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} %(n)s
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} %(s)s
+"""
+
+
+def test_metrics_snapshot_and_rates():
+    a = parse_metrics(METRICS % {"p": 100, "g": 50, "n": 4, "s": 0.4}, ts=10.0)
+    b = parse_metrics(METRICS % {"p": 300, "g": 250, "n": 8, "s": 1.2}, ts=12.0)
+    assert (a.requests_running, a.requests_waiting, a.kv_cache_usage) == (2.0, 1.0, 0.25)
+    assert a.prompt_tokens_total == 100 and a.ttft_count == 4
+    r = rates(a, b)
+    assert r["prompt_tokens_per_s"] == 100 and r["generation_tokens_per_s"] == 100
+    assert r["ttft_mean_s"] == pytest.approx(0.2)
+    assert rates(b, a)["prompt_tokens_per_s"] is None  # counter went down: restarted server
+
+
+def test_redactor_masks_env_secrets_and_token_shapes():
+    red = Redactor({"HF_TOKEN": "s3cr3t-value", "OPENAI_API_KEY": "sk-abcdef", "PATH": "/usr/bin"})
+    out = red.text("token s3cr3t-value key sk-abcdef hf_ABCDEFGHIJKLMNOPQRSTUV --api-key zzz9 path /usr/bin")
+    assert out == "token *** key *** *** --api-key *** path /usr/bin"
+    assert red.env({"HF_TOKEN": "x", "A": "s3cr3t-value", "B": "1"}) == {"HF_TOKEN": "***", "A": "***", "B": "1"}
+
+
+def test_version_parse():
+    assert parse_version("0.32.0+cpu") == (0, 32, 0) and parse_version("vllm 0.10") == (0, 10, 0)
+
+
+def test_preflight_lists_every_problem(tmp_path):
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    fake_vllm = tmp_path / "vllm"
+    fake_vllm.write_text("#!/bin/sh\n")
+    fake_vllm.chmod(0o755)
+    calls = []
+
+    def runner(argv, env, timeout):
+        calls.append(argv)
+        if argv[-1] == "--version":
+            return "INFO some log line 1.2.3\n0.9.1\n"
+        return "options:\n" + "\n".join(f"  --flag-{i}" for i in range(30)) + "\n  --max-model-len MAX_MODEL_LEN\n  --enable-prefix-caching, --no-enable-prefix-caching\n"
+
+    spec = RunSpec((
+        ProcessSpec("vllm", (str(fake_vllm), "serve", "m", "--max-model-len", "256", "--max-modle-len=5",
+                             "--no-enable-prefix-caching"), ports=(port,)),
+        ProcessSpec("router", ("no-such-router-binary",), ports=(port,)),
+    ), min_vllm_version="0.10.0")
+    problems = check(spec, runner=runner, cache=tmp_path)
+    text = "\n".join(problems)
+    assert f"port {port} (needed by 'vllm') is in use by" in text and "python" in text
+    assert f"port {port}: claimed by both 'vllm' and 'router'" in text
+    assert "'no-such-router-binary' not found" in text
+    assert "vLLM 0.9.1 is older than the recipe's min_vllm_version 0.10.0" in text
+    assert "no flag --max-modle-len; did you mean --max-model-len?" in text
+    assert "--no-enable-prefix-caching" not in text and len(problems) == 5
+    # cached: a second check does not run vllm again
+    n = len(calls)
+    check(spec, runner=runner, cache=tmp_path)
+    assert len(calls) == n
+    with pytest.raises(LaunchError, match="preflight found 5 problem"):
+        check_or_raise(spec, runner=runner, cache=tmp_path)
+    busy.close()
+
+
+def test_preflight_passes_a_good_plan():
+    spec = RunSpec((ProcessSpec("py", (sys.executable, "-V"), ports=(free_port(),)),))
+    assert check(spec) == []

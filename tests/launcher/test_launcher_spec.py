@@ -1,0 +1,100 @@
+"""Plan file → RunSpec (contracts §2): phases, dependencies, placeholders, errors naming the field."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+import yaml
+
+from vllm_wizard.errors import LaunchError
+from vllm_wizard.launcher.spec import ProcessSpec, RunSpec, load_plan_file, parse_plan
+
+
+def _plan(*procs, placeholders=()):
+    return {"plan_version": 1, "plan": {"processes": list(procs), "placeholders": list(placeholders)}}
+
+
+LMCACHE = {"name": "kv_offload:lmcache", "role": "companion", "node_rank": 0,
+           "argv": ["lmcache", "server", "--port", "5555"], "env": {},
+           "ports": [5555, 5556], "health": {"url": "http://127.0.0.1:5556/healthcheck", "expect_status": 200}}
+VLLM = {"name": "vllm", "role": "serve", "node_rank": 0,
+        "argv": ["vllm", "serve", "m", "--host", "$HEAD_IP", "--port", "8000"],
+        "env": {"PYTHONHASHSEED": 0, "MASTER": "${HEAD_IP}:29500"}, "ports": [8000],
+        "health": {"url": "http://127.0.0.1:8000/health"}}
+ROUTER = {"name": "router", "role": "router", "node_rank": None, "argv": ["vllm-router", "--port", "9000"],
+          "ports": [9000], "health": None}
+WORKER1 = {"name": "vllm-node1", "role": "worker", "node_rank": 1, "argv": ["vllm", "serve", "m", "--headless"]}
+
+
+def test_yaml_plan_with_roles_gets_phases_and_default_dependencies(tmp_path):
+    f = tmp_path / "plan.yaml"
+    f.write_text(yaml.safe_dump(_plan(ROUTER, VLLM, LMCACHE, placeholders=["HEAD_IP"])))
+    spec = load_plan_file(f, values={"HEAD_IP": "127.0.0.1"})
+    assert [p.name for p in spec.processes] == ["kv_offload:lmcache", "vllm", "router"]  # launch order
+    lm, v, r = spec.processes
+    assert (lm.phase, v.phase, r.phase) == ("before", "engine", "after")
+    assert v.depends_on == ("kv_offload:lmcache",) and r.depends_on == ("kv_offload:lmcache", "vllm")
+    assert v.argv[4] == "127.0.0.1" and v.env == {"PYTHONHASHSEED": "0", "MASTER": "127.0.0.1:29500"}
+    assert lm.probe.url.endswith("/healthcheck") and r.probe is None
+    assert lm.ports == (5555, 5556)
+
+
+def test_unresolved_placeholders_are_all_named_with_the_fix(tmp_path):
+    f = tmp_path / "plan.json"
+    f.write_text(json.dumps(_plan(VLLM, {**ROUTER, "argv": ["vllm-router", "--host", "$ROUTER_HOST"]})))
+    with pytest.raises(LaunchError) as exc:
+        load_plan_file(f)
+    msg = str(exc.value)
+    assert "$HEAD_IP (in vllm argv, vllm env MASTER)" in msg and "$ROUTER_HOST" in msg
+    assert "--set HEAD_IP=VALUE --set ROUTER_HOST=VALUE" in msg
+
+
+def test_node_rank_selects_processes():
+    spec = parse_plan(_plan(LMCACHE, {**VLLM, "argv": ["vllm", "serve", "m"], "env": {}}, WORKER1, ROUTER), node_rank=1)
+    assert [p.name for p in spec.processes] == ["vllm-node1"]
+    with pytest.raises(LaunchError, match=r"no process for node_rank 5; the plan has node ranks \[0, 1\]"):
+        parse_plan(_plan(LMCACHE, WORKER1), node_rank=5)
+
+
+def test_every_problem_is_listed_at_once():
+    bad = [
+        {"name": "a", "argv": "vllm serve", "role": "serve"},
+        {"name": "b", "argv": ["x"], "phase": "middle"},
+        {"name": "c", "argv": ["x"], "ports": [70000], "stop": {"signal": "SIGFOO"}, "restart": {"mode": "sometimes"}},
+    ]
+    with pytest.raises(LaunchError) as exc:
+        parse_plan(_plan(*bad), source="p.yaml")
+    msg = str(exc.value)
+    assert "process 'a': argv must be a non-empty list" in msg
+    assert "phase 'middle' is not one of infra, before, engine, after" in msg
+    assert "port 70000 out of range" in msg and "'SIGFOO' is not a signal name" in msg
+    assert "restart mode 'sometimes'" in msg
+
+
+def test_extras_restart_stop_setup_and_roundtrip():
+    proc = {"name": "x", "argv": ["python", "-V"], "restart": {"policy": "always", "max_failures": 5},
+            "stop": {"signal": "INT", "timeout_s": 7}, "setup": "source $VENV/bin/activate", "ready_timeout_s": 60}
+    spec = parse_plan(_plan(proc, placeholders=["VENV"]), values={"VENV": "/opt/v"})
+    p = spec.processes[0]
+    assert p.restart.mode == "always" and p.restart.max_failures == 5
+    assert p.stop_signal == signal.SIGINT and p.stop_timeout_s == 7
+    assert p.command() == ["bash", "-c", 'source /opt/v/bin/activate\nexec "$@"', "bash", "python", "-V"]
+    assert RunSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+
+
+def test_duplicate_names_and_unknown_dependency():
+    with pytest.raises(LaunchError, match="repeated: a"):
+        RunSpec((ProcessSpec("a", ("x",)), ProcessSpec("a", ("y",))))
+    with pytest.raises(LaunchError, match="depends_on unknown nope"):
+        parse_plan(_plan({"name": "a", "argv": ["x"], "depends_on": ["nope"]}))
+
+
+def test_not_a_plan(tmp_path):
+    f = tmp_path / "p.yaml"
+    f.write_text("- just\n- a list\n")
+    with pytest.raises(LaunchError, match="not a plan file"):
+        load_plan_file(f)
+    with pytest.raises(LaunchError, match="cannot read plan file"):
+        load_plan_file(tmp_path / "missing.yaml")

@@ -1,0 +1,178 @@
+"""``vllm-wizard launch PLAN``: start what a plan file says, supervised (issue 4).
+
+Default: preflight, then a detached supervisor (it survives closing the terminal) and the run id
+is printed; ``--wait`` follows the run until every process is READY (or it fails).
+``--foreground`` supervises in this process and prints each process's lines prefixed with its name
+(coloured per process unless ``NO_COLOR`` is set or stdout is not a terminal), every state change,
+and a final summary; Ctrl-C stops the run cleanly. A foreground run has a run directory and control
+socket too, so ``status``/``attach``/``stop`` work on it from another terminal.
+
+Exit codes: 0 — detached run started (with ``--wait``: everything READY); foreground: the run was
+stopped on request or every process exited with status 0. 1 — a process went FATAL (crash loop,
+missing executable, not ready in time…) or, with ``--wait``, the run ended before being READY.
+2 — bad input: unreadable plan, unresolved placeholders, preflight problems (all listed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any, TextIO
+
+COLORS = (36, 33, 35, 32, 34, 91, 96, 93)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``launch`` sub-command."""
+    p = subparsers.add_parser(
+        "launch",
+        help="launch and supervise the processes of a plan file",
+        description="Launch the processes of a plan file (`vllm-wizard plan --out plan.yaml`) in phase order, "
+        "each once its dependencies are ready, and supervise them (restart with backoff, clean stop).",
+        epilog="exit codes: 0 started/stopped cleanly, 1 a process went FATAL, 2 bad plan or preflight problems",
+    )
+    p.add_argument("plan", metavar="PLAN", help="plan file (YAML or JSON, contracts §2)")
+    p.add_argument("--foreground", action="store_true", help="supervise in this terminal, printing every process's output")
+    p.add_argument("--wait", action="store_true", help="(detached) wait until every process is READY")
+    p.add_argument("--node-rank", type=int, default=0, metavar="N", help="which node of a multi-node plan this is (default 0)")
+    p.add_argument("--set", action="append", default=[], metavar="VAR=VALUE", dest="values",
+                   help="fill a $PLACEHOLDER of the plan (repeatable)")
+    p.add_argument("--skip-flag-check", action="store_true",
+                   help="skip the vLLM version/flag preflight (`vllm serve --help=all`, ~12 s when not cached)")
+    p.set_defaults(handler=handle)
+
+
+def parse_values(items: list[str]) -> dict[str, str]:
+    """``["A=1", "B=x=y"]`` → ``{"A": "1", "B": "x=y"}``; ``LaunchError`` naming a malformed item."""
+    from vllm_wizard.errors import LaunchError
+
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip().lstrip("$")
+        if not sep or not name:
+            raise LaunchError(f"--set {item!r}: expected VAR=VALUE, e.g. --set HEAD_IP=10.0.0.1")
+        out[name] = value
+    return out
+
+
+class Printer:
+    """Writes supervisor messages as terminal lines: ``name | line`` for output, ``name ▸ STATE`` for events.
+
+    Colours are per process (ANSI) unless ``color`` is False.
+    """
+
+    def __init__(self, names: list[str], out: TextIO = sys.stdout, color: bool | None = None):
+        self.out = out
+        if color is None:
+            color = "NO_COLOR" not in os.environ and hasattr(out, "isatty") and out.isatty()
+        self.color = color
+        self.width = max((len(n) for n in names), default=4)
+        self.codes = {n: COLORS[i % len(COLORS)] for i, n in enumerate(names)}
+
+    def _tag(self, name: str) -> str:
+        tag = name.ljust(self.width)
+        if self.color:
+            return f"\x1b[{self.codes.get(name, 37)}m{tag}\x1b[0m"
+        return tag
+
+    def __call__(self, msg: Any) -> None:
+        from vllm_wizard.launcher import LogLines, ProcessEvent, Progress, RunFinished
+
+        w = self.out.write
+        if isinstance(msg, LogLines):
+            tag = self._tag(msg.name)
+            w("".join(f"{tag} | {line}\n" for line in msg.lines))
+        elif isinstance(msg, ProcessEvent):
+            bold = ("\x1b[1m", "\x1b[0m") if self.color else ("", "")
+            w(f"{self._tag(msg.name)} ▸ {bold[0]}{msg.state.value}{bold[1]}"
+              f"{f' (pid {msg.pid})' if msg.pid and msg.state.value in ('READY', 'STARTING') else ''}: {msg.detail}\n")
+            if msg.cause:
+                w(f"{self._tag(msg.name)} ▸ cause: {msg.cause.get('summary')} — fix: {msg.cause.get('fix')}\n")
+                if msg.cause.get("line"):
+                    w(f"{self._tag(msg.name)} ▸   {msg.cause['line']}\n")
+        elif isinstance(msg, Progress):
+            pct = f" {msg.percent}%" if msg.percent is not None else ""
+            w(f"{self._tag(msg.name)} ▸ startup: {msg.phase}{pct}\n")
+        elif isinstance(msg, RunFinished):
+            w(f"run finished: {msg.outcome}" + (f" ({msg.reason})" if msg.reason else "") + "\n")
+            if msg.survivors:
+                w(f"  survivors after stop (SIGKILLed): {msg.survivors}\n")
+            if msg.gpu_memory_held:
+                w(f"  WARNING: GPU memory still held by {msg.gpu_memory_held}\n")
+        self.out.flush()
+
+
+def summary(processes: list[dict[str, Any]], out: TextIO = sys.stdout) -> None:
+    """Print one line per process: name, state, restarts, last status, cause."""
+    for p in processes:
+        cause = (p.get("cause") or {}).get("summary")
+        out.write(f"  {p['name']:<20} {p['state']:<9} restarts={p.get('restarts', 0)} "
+                  f"last_status={p.get('last_rc')}" + (f"  cause: {cause}" if cause else "") + "\n")
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run ``launch``; see the module docstring for exit codes."""
+    from vllm_wizard.launcher import load_plan_file
+    from vllm_wizard.launcher.preflight import check_or_raise
+
+    spec = load_plan_file(args.plan, node_rank=args.node_rank, values=parse_values(args.values))
+    check_or_raise(spec, check_flags=not args.skip_flag_check)
+    if args.foreground:
+        return _foreground(spec)
+    from vllm_wizard.launcher import start_run
+
+    info = start_run(spec)
+    print(f"launched run {info.run_id} (supervisor pid {info.pid}); run dir {info.run_dir}")
+    print(f"  follow: vllm-wizard attach {info.run_id}    stop: vllm-wizard stop {info.run_id}")
+    if args.wait:
+        return _wait_ready(info.run_id, [p.name for p in spec.processes])
+    return 0
+
+
+def _foreground(spec) -> int:
+    import asyncio
+
+    from vllm_wizard.launcher.daemon import RunServer, prepare_run_dir
+
+    run_dir = prepare_run_dir(spec)
+    printer = Printer([p.name for p in spec.processes])
+    print(f"run {run_dir.name} (foreground; Ctrl-C stops it); run dir {run_dir}", flush=True)
+    server = RunServer(run_dir, spec, extra_listeners=[printer])
+    outcome = asyncio.run(server.serve())
+    print("summary:")
+    summary(server.sup.snapshot()["processes"])
+    return 1 if outcome == "fatal" else 0
+
+
+def _wait_ready(run_id: str, names: list[str]) -> int:
+    import asyncio
+
+    from vllm_wizard.launcher import ProcessEvent, RunClient, RunFinished, Snapshot
+
+    printer = Printer(names)
+
+    async def follow() -> int:
+        states: dict[str, str] = {}
+        async for msg in RunClient(run_id).events(tail=0):
+            if isinstance(msg, Snapshot):
+                states = {p["name"]: p["state"] for p in msg.processes}
+            elif isinstance(msg, ProcessEvent):
+                printer(msg)
+                states[msg.name] = msg.state.value
+            elif isinstance(msg, RunFinished):
+                printer(msg)
+                return 1
+            if states and all(s == "READY" for s in states.values()):
+                print(f"all {len(states)} processes READY")
+                return 0
+            if any(s == "FATAL" for s in states.values()):
+                return 1
+        return 1
+
+    t0 = time.monotonic()
+    rc = asyncio.run(follow())
+    print(f"waited {time.monotonic() - t0:.1f} s")
+    return rc

@@ -1,0 +1,61 @@
+"""``vllm-wizard status [RUN]``: list runs and their processes (issue 4).
+
+Without RUN: every running or stale run (``--all`` adds finished ones), one line per process. A
+*stale* run is one whose supervisor died: the processes it recorded that are still alive are
+counted (by pid + start time, and process group) and ``vllm-wizard stop RUN`` is suggested.
+``--json`` prints a JSON list instead. Exit status 0; 1 when a stale run still has live processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``status`` sub-command."""
+    p = subparsers.add_parser("status", help="list launched runs and their processes",
+                              description="List runs (running and stale; --all adds finished) and their processes.")
+    p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix (default: all runs)")
+    p.add_argument("--all", action="store_true", help="include finished runs")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Print the runs; see module docstring."""
+    from vllm_wizard.launcher import find_run, list_runs, run_survivors
+
+    runs = [find_run(args.run)] if args.run else list_runs(include_finished=args.all)
+    rows = []
+    rc = 0
+    for r in runs:
+        left = [p.pid for p in run_survivors(r)] if r.status == "stale" else []
+        if left:
+            rc = 1
+        rows.append({"run_id": r.run_id, "status": r.status, "outcome": r.outcome, "supervisor_pid": r.pid,
+                     "run_dir": str(r.run_dir), "started": r.started, "stale_survivors": left,
+                     "processes": r.processes})
+    if args.json:
+        print(json.dumps(rows, indent=1, default=str))
+        return rc
+    if not rows:
+        print("no runs" + ("" if args.all else " running (--all shows finished ones)"))
+        return 0
+    for row in rows:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["started"])) if row["started"] else "?"
+        out = f" ({row['outcome']})" if row["outcome"] else ""
+        print(f"{row['run_id']}  {row['status']}{out}  started {started}  supervisor pid {row['supervisor_pid']}")
+        for p in row["processes"]:
+            ports = ",".join(str(x) for x in p.get("ports") or [])
+            cause = (p.get("cause") or {}).get("summary")
+            print(f"  {p['name']:<22} {p['state']:<9} pid={p.get('pid') or '-':<8} ports={ports or '-':<12} "
+                  f"restarts={p.get('restarts', 0)}" + (f"  cause: {cause}" if cause else ""))
+        if row["status"] == "stale":
+            if row["stale_survivors"]:
+                print(f"  ! supervisor is gone but {len(row['stale_survivors'])} processes still run "
+                      f"{row['stale_survivors']}: `vllm-wizard stop {row['run_id']}` stops them")
+            else:
+                print("  ! supervisor is gone; nothing it started is still running")
+    return rc
