@@ -24,7 +24,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from vllm_wizard import __version__  # noqa: F401  (kept importable for provenance users)
 from vllm_wizard.errors import SelectionError
 
 from . import args as A
@@ -108,6 +107,8 @@ class _Ctx:
     connector_id: str | None = None
     connector: Connector | None = None
     router: str = "vllm"
+    image: str | None = None
+    """Docker image of serve processes (docker mode only)."""
     pools: dict[str, _Pool] = field(default_factory=dict)
     checks: dict[str, Any] = field(default_factory=dict)
 
@@ -940,7 +941,7 @@ def _port_values(argv: list[str]) -> list[int]:
 
 def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
     """Docker wrapping, phases, ports, health, setup, depends_on (contracts §2)."""
-    image = ctx.__dict__.get("_image")
+    image = ctx.image
     extra_flags: list[str] = []
     if ctx.connector is not None and ctx.connector.docker is not None:
         if ctx.connector.docker.host_network:
@@ -1026,10 +1027,9 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         for step in ctx.strategy.dynamo.install:
             if not step.optional and step.command not in install:
                 install.append(step.command)
-    image = None
     if ctx.install_mode == "docker":
-        image = docker_image(ctx.profile, ctx.hw, ctx.recipe.model, ctx.variant)
-    ctx.__dict__["_image"] = image
+        ctx.image = docker_image(ctx.profile, ctx.hw, ctx.recipe.model, ctx.variant)
+    image = ctx.image
     _finish(ctx, procs)
     config_files: dict[str, Any] = {}
     if ctx.kv_store is not None and (not ctx.is_pd or ctx.kv_store.pd is not None):

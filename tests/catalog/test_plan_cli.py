@@ -141,3 +141,17 @@ def test_bundled_catalog_plans_without_recipes_dir(capsys, monkeypatch, tmp_path
     plan = json.loads(out)
     assert code == 0 and plan["resolved"]["model"] == "Qwen/Qwen3-32B"
     assert plan["processes"][-1]["argv"][:3] == ["vllm", "serve", "Qwen/Qwen3-32B"]
+
+
+def test_replayed_detection_picks_hardware_and_records_the_snapshot(capsys, snapshot: Path, shared: Path,
+                                                                    tmp_path: Path) -> None:
+    out_file = tmp_path / "plan.yaml"
+    fixture = shared / "fixtures" / "detect" / "nvidia_gb200_tray_4x.yaml"
+    code, _, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--replay", str(fixture),
+                       "--out", str(out_file))
+    assert code == 0
+    prov = yaml.safe_load(out_file.read_text())["provenance"]
+    assert prov["hardware_profile"] == "gb200" and prov["device_count"] == 4
+    snap = prov["hardware_snapshot"]
+    assert (snap["matched_profile"], snap["match_quality"], snap["device_count"]) == ("gb200", "exact", 4)
+    assert "gpus" not in prov["selection"]  # the node matches the profile: plan exactly like it

@@ -58,6 +58,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--arg", action="append", metavar="ARG", dest="args",
                    help="raw vLLM argument appended as an advanced arg (repeatable; use --arg=--flag)")
     p.add_argument("--task", help="omni task key")
+    p.add_argument("--detect", action="store_true",
+                   help="detect this node: default --hardware to the best-matching profile and --gpus to the "
+                   "detected device count (when it differs from the profile's), record the snapshot in --out")
+    p.add_argument("--replay", type=Path, metavar="FIXTURE", help="like --detect, replaying a detect fixture file")
     p.add_argument("--json", action="store_true", help="print the plan as JSON (plan-json §3) and nothing else")
     p.add_argument("--out", type=Path, metavar="FILE", help="write the plan file for `vllm-wizard launch`")
     p.add_argument("--script", type=Path, metavar="DIR", help="write one executable bash script per node")
@@ -121,6 +125,40 @@ def selection_data(args: argparse.Namespace) -> dict[str, Any]:
     return data
 
 
+def detect_defaults(args: argparse.Namespace, cat: Any, data: dict[str, Any]) -> dict[str, Any]:
+    """Run detection (or replay ``--replay``); fill ``hardware``/``gpus`` in ``data`` when not given.
+
+    ``gpus`` is set only when the detected count differs from the profile's ``gpu_count`` (a node
+    with 4 of an 8-GPU profile's devices), so a matching node plans exactly like the profile.
+    Returns the hardware snapshot recorded in the plan file's provenance.
+    """
+    from vllm_wizard.detect import detect, match_profiles
+
+    facts = None
+    if args.replay is not None:
+        from vllm_wizard.detect.fixture import FixtureFacts
+
+        facts = FixtureFacts.load(args.replay)
+    inv = detect(facts)
+    profiles = cat.taxonomy.hardware_profiles
+    best = match_profiles(inv, profiles)[0]
+    if "hardware" not in data and best.profile_id:
+        data["hardware"] = best.profile_id
+    profile = profiles.get(data.get("hardware", ""))
+    if "gpus" not in data and inv.device_count and profile is not None and inv.device_count != profile.gpu_count:
+        data["gpus"] = inv.device_count
+    primary = inv.primary
+    return {
+        "source": inv.source,
+        "device_count": inv.device_count,
+        "accelerator": primary.name if primary else None,
+        "brand": primary.brand if primary else None,
+        "matched_profile": best.profile_id,
+        "match_quality": best.quality,
+        "notes": list(best.notes),
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     """Plan and print/write; returns 0. Raises WizardError subclasses for bad input."""
     import json
@@ -137,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
     source = resolve_source(args.recipes)
     cat = load_catalog(source.path)
     data = selection_data(args)
+    snapshot = detect_defaults(args, cat, data) if (args.detect or args.replay) else None
     if "model" not in data:
         raise SelectionError("no model: pass --model ID or a --selection file with a `model` key")
     where = str(args.selection) if args.selection else "flags"
@@ -155,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
             "catalog_revision": source.revision or cat.revision,
             "hardware_profile": plan.resolved["hardware"],
             "device_count": plan.device_count,
-            "hardware_snapshot": None,
+            "hardware_snapshot": snapshot,
             "selection": selection.model_dump(exclude_none=True, exclude_defaults=True),
         }
         doc = plan_file(plan, provenance, __version__)
