@@ -67,10 +67,12 @@ def _platform_notes(inv: Inventory) -> None:
         inv.notes.append(f"the installed vLLM is a {build} build but the accelerators are {primary.brand}")
 
 
-def detect(facts: Facts | None = None) -> Inventory:
+def detect(facts: Facts | None = None, vendor_probes: tuple[tuple[str, Callable[[ProbeContext], Any]], ...] = VENDOR_PROBES
+           ) -> Inventory:
     """Detect this node (or replay ``facts``). Never raises; see each ``inv.probes[name]``.
 
-    Probe names: pci, host, cpu, nvidia, amd, intel_xpu, ascend, tpu, software.
+    Probe names: pci, host, cpu, software and those of ``vendor_probes`` (default
+    :data:`VENDOR_PROBES`: nvidia, amd, intel_xpu, ascend, tpu).
     """
     started = time.perf_counter()
     facts = facts if facts is not None else LiveFacts()
@@ -95,7 +97,7 @@ def detect(facts: Facts | None = None) -> Inventory:
                        dev_nodes=dev_nodes, in_container=inv.host.in_container, arch=inv.host.arch,
                        wsl=inv.host.wsl, mem_total_bytes=inv.host.mem_total_bytes)
     groups: list[AcceleratorGroup] = []
-    for name, fn in VENDOR_PROBES:
+    for name, fn in vendor_probes:
         group = _guarded(name, probes, lambda fn=fn: fn(ctx), None)
         if group is not None:
             try:

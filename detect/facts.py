@@ -29,7 +29,6 @@ import shutil
 import socket
 import subprocess
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
 
@@ -463,6 +462,8 @@ class LiveFacts:
 
     def dist_version(self, name: str) -> str | None:
         """Version of an installed distribution in this interpreter (no import), or None."""
+        from importlib import metadata  # ~60 ms to import: only when software is probed
+
         try:
             return metadata.version(name)
         except metadata.PackageNotFoundError:

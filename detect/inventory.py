@@ -18,7 +18,6 @@ Decisions:
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -95,8 +94,12 @@ class AcceleratorGroup:
     @property
     def mem_gib_each(self) -> float | None:
         """Median per-device memory in GiB, or None when no device reported memory."""
-        values = [d.memory_bytes for d in self.devices if d.memory_bytes]
-        return statistics.median(values) / GIB if values else None
+        values = sorted(d.memory_bytes for d in self.devices if d.memory_bytes)
+        if not values:
+            return None
+        mid = len(values) // 2
+        median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+        return median / GIB
 
     @property
     def total_memory_bytes(self) -> int:

@@ -1,0 +1,105 @@
+"""A real detect on this machine (CPU-only, AMD EPYC, no accelerator) and the CLI around it.
+
+Facts are read from the machine at test time, so the assertions compare detect's answers with
+what /proc and os report, not with hard-coded values.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from vllm_wizard.detect import detect, match_profiles
+from vllm_wizard.detect.fixture import FixtureFacts, capture
+from vllm_wizard.detect.facts import LiveFacts
+
+
+def _proc_field(key: str) -> str:
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.split(":")[0].strip() == key:
+                return line.split(":", 1)[1].strip()
+    return ""
+
+
+@pytest.fixture(scope="module")
+def live():
+    return detect()
+
+
+def test_live_detect_names_cpu_ram_numa_and_software(live):
+    assert live.cpu.model_name == _proc_field("model name")
+    assert live.cpu.logical_cpus == os.cpu_count()
+    with open("/proc/meminfo") as f:
+        total_kb = int(next(l for l in f if l.startswith("MemTotal")).split()[1])
+    assert live.host.mem_total_bytes == total_kb * 1024
+    assert live.host.numa_nodes and live.host.numa_nodes_with_cpus >= 1
+    assert live.probes["software"].status == "ok"
+    assert all(p.status != "error" for p in live.probes.values()), live.probes
+
+
+@pytest.mark.skipif(_proc_field("vendor_id") != "AuthenticAMD", reason="expects this project's AMD EPYC machine")
+def test_live_cpu_only_amd_host_preselects_nearest_cpu_profile_with_note(live, profiles):
+    if live.accelerators:
+        pytest.skip("this machine has an accelerator")
+    best = match_profiles(live, profiles)[0]
+    assert (best.profile_id, best.quality) == ("xeon6", "nearest")
+    assert any("no AMD CPU profile in the catalog" in n for n in best.notes)
+
+
+def test_capture_round_trips_through_replay(tmp_path, profiles):
+    import yaml
+
+    data = capture(LiveFacts())
+    path = tmp_path / "capture.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    replayed = detect(FixtureFacts.load(path))
+    live = detect()
+    assert replayed.cpu.model_name == live.cpu.model_name
+    assert replayed.host.ram_bytes == live.host.ram_bytes
+    assert [g.count for g in replayed.accelerators] == [g.count for g in live.accelerators]
+    assert match_profiles(replayed, profiles)[0] == match_profiles(live, profiles)[0]
+
+
+def test_capture_redacts_uuids_and_serials():
+    from vllm_wizard.detect.fixture import redact
+
+    out = redact({"nvmlDeviceGetUUID": "GPU-d0b737ba-bab2-9fc1-645b-a70606d5760c",
+                  "other": "GPU-d0b737ba-bab2-9fc1-645b-a70606d5760c", "asic_serial": "0x0CEE36DDC4255115"})
+    assert "d0b737ba" not in json.dumps(out)
+    assert out["nvmlDeviceGetUUID"] == out["other"]  # the same UUID keeps the same placeholder
+    assert out["asic_serial"] == "REDACTED"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vllm_wizard", "detect", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_cli_detect_prints_profile_cpu_and_probes():
+    out = _cli()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Profile: ")
+    assert f"CPU: {_proc_field('model name')}" in out.stdout
+    assert "Probes:" in out.stdout and "NUMA:" in out.stdout
+
+
+def test_cli_json_replay_of_a_scenario(fixtures_dir):
+    out = _cli("--json", "--replay", str(fixtures_dir / "failure_modes.yaml"), "--scenario", "nvidia_driver_not_loaded")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert (data["profile"], data["match"], data["device_count"]) == ("rtx_4090_2x", "pci_only", 2)
+    assert data["inventory"]["probes"]["nvidia"]["status"] == "unavailable"
+
+
+def test_cli_bad_replay_input_is_a_clear_error(fixtures_dir, tmp_path):
+    out = _cli("--replay", str(fixtures_dir / "failure_modes.yaml"), "--scenario", "tpu_container_without_vfo")
+    assert out.returncode == 2 and "did you mean 'tpu_container_without_vfio'" in out.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("schema: something-else\n")
+    out = _cli("--replay", str(bad))
+    assert out.returncode == 2 and "field 'schema'" in out.stderr and "Traceback" not in out.stderr
