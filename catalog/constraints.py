@@ -410,7 +410,7 @@ def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx
         catalog=catalog, recipe=recipe, variant_key=variant_key, variant=variant, hw_id=hw_id,
         profile=profile, gpus=gpus, node_vram=_node_vram(profile, gpus), nodes=nodes,
         strategy_id=sid, strategy=strategy, kv=kv, router=_sel(selection, "router") or "vllm",
-        connector=connector, install_mode=_sel(selection, "install_mode") or _default_install(recipe, profile),
+        connector=connector, install_mode=_effective_install(recipe, profile, _sel(selection, "install_mode")),
         detected=detected, pd=pd,
     )
 
@@ -783,16 +783,20 @@ def _feature_rows(ctx: _Ctx, opts: Options) -> None:
             opts.feature_modes[key] = row
 
 
-def _default_install(recipe: Recipe, profile: HardwareProfile) -> str:
-    """Effective install mode with nothing requested (plan-json §2 ``install_mode``)."""
+def _effective_install(recipe: Recipe, profile: HardwareProfile, requested: str | None) -> str:
+    """Effective install mode (plan-json §2 ``install_mode``, §2.10 I1): the recipe's default tab
+    when nothing is requested; pip forced to docker on TPU/XPU or ``pip: false`` (recipe or seed
+    hardware ``install``); docker forced to pip on ``docker: false``."""
     inst = recipe.model.install or {}
-    keys = [k for k in inst if k in ("pip", "docker")]
-    mode = "docker" if inst.get("pip") is False or (keys and keys[0] == "docker") else "pip"
-    if inst.get("docker") is False:
-        mode = "pip"
-    if mode == "pip" and not _pip_allowed(recipe, profile):
-        mode = "docker"
-    return mode
+    if requested is None:
+        keys = [k for k in inst if k in ("pip", "docker")]
+        pip_off = inst.get("pip") is False or (profile.install or {}).get("pip") is False
+        requested = "docker" if pip_off or (keys and keys[0] == "docker") else "pip"
+    if requested == "pip" and not _pip_allowed(recipe, profile):
+        return "docker"
+    if requested == "docker" and inst.get("docker") is False:
+        return "pip"
+    return requested
 
 
 def _pip_allowed(recipe: Recipe, profile: HardwareProfile) -> bool:

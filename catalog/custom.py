@@ -46,6 +46,7 @@ What is derived, and how (multimodal configs use their ``text_config`` for the l
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -137,12 +138,23 @@ def custom_recipe(model_id: str, *, cache_dir: str | Path | None = None) -> Reci
     """
     cfg_path = find_config(model_id, cache_dir=cache_dir)
     try:
-        config = json.loads(cfg_path.read_text(encoding="utf-8"))
+        stamp = cfg_path.stat().st_mtime_ns
+    except OSError:
+        stamp = 0
+    return _cached_recipe(str(cfg_path), stamp, model_id)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_recipe(cfg_path: str, mtime_ns: int, model_id: str) -> Recipe:
+    """Parse + derive once per (file, mtime): the TUI recomputes options on every keystroke."""
+    path = Path(cfg_path)
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise SelectionError(f"{cfg_path}: not readable JSON ({exc})") from None
+        raise SelectionError(f"{path}: not readable JSON ({exc})") from None
     if not isinstance(config, dict):
-        raise SelectionError(f"{cfg_path}: expected a JSON object")
-    return recipe_from_config(config, model_id=model_id, source=cfg_path)
+        raise SelectionError(f"{path}: expected a JSON object")
+    return recipe_from_config(config, model_id=model_id, source=path)
 
 
 def recipe_from_config(config: dict[str, Any], *, model_id: str, source: Path | str = "config.json") -> Recipe:

@@ -136,3 +136,15 @@ def test_resolve_model_prefers_the_catalog(tmp_path):
     assert custom.model.architecture == "moe"
     with pytest.raises(SelectionError, match="no recipe in the bundled catalog.*\nNot a custom model either"):
         resolve_model(cat, str(tmp_path / "nope"))
+
+
+def test_edited_config_is_read_again(tmp_path):
+    import os
+
+    model_dir = write_model(tmp_path / "m", LLAMA_8B)
+    assert custom_recipe(str(model_dir)).variants["default"].precision == "bf16"
+    write_model(model_dir, {**LLAMA_8B, "quantization_config": {"quant_method": "fp8"}})
+    st = (model_dir / "config.json").stat()
+    os.utime(model_dir / "config.json", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    r = custom_recipe(str(model_dir))
+    assert (r.variants["default"].precision, r.variants["default"].vram_minimum_gb) == ("fp8", 10)
