@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import functools
 import json
 import re
 from pathlib import Path
@@ -33,6 +34,8 @@ from vllm_wizard.detect.nvidia import NVIDIA_SMI_QUERY
 from vllm_wizard.errors import DetectionError
 
 SCHEMA = "vllm-wizard/detect-fixture/v1"
+#: libyaml's loader when PyYAML was built with it (several times faster on the larger fixtures).
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DOCKER_VERSION = "docker version --format {{.Server.Version}}"
 DOCKER_RUNTIMES = "docker info --format {{json .Runtimes}}"
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
@@ -200,7 +203,7 @@ class FakeAmdsmi:
 
 def _load_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.load(path.read_text(), Loader=_Loader)  # noqa: S506 - a safe loader
     except OSError as exc:
         raise DetectionError(f"{path}: cannot read detection fixture ({exc.strerror})") from None
     except yaml.YAMLError as exc:
@@ -245,12 +248,15 @@ def _healthy_dev_nodes(pci: list[dict[str, Any]] | None) -> list[str]:
     return sorted(set(nodes))
 
 
+@functools.lru_cache(maxsize=8)
 def _siblings(directory: Path) -> dict[str, dict[str, Any]]:
-    """Device records of the full fixtures in ``directory``, keyed ``nvml:<pci id>``/``amd:<pci id>``."""
+    """Device records of the full fixtures in ``directory``, keyed ``nvml:<pci id>``/``amd:<pci id>``.
+
+    Cached per directory; callers copy what they take (see :func:`expand_scenario`)."""
     out: dict[str, dict[str, Any]] = {}
     for path in sorted(directory.glob("*.yaml")):
         try:
-            data = yaml.safe_load(path.read_text())
+            data = yaml.load(path.read_text(), Loader=_Loader)  # noqa: S506 - a safe loader
         except (OSError, yaml.YAMLError):
             continue
         if not isinstance(data, dict) or "scenarios" in data:
@@ -335,7 +341,7 @@ def expand_scenario(scenario: dict[str, Any], directory: Path) -> dict[str, Any]
         software["in_container"] = True
     probes = sc.get("probes") or {}
     pci = data.get("pci") or []
-    siblings = _siblings(directory) if not based else {}
+    siblings = copy.deepcopy(_siblings(directory.resolve())) if not based else {}
     bdfs = {v: [e["bdf"] for e in pci if e.get("vendor") == v] for v in ("0x10de", "0x1002", "0x8086")}
     # NVIDIA library view.
     if probes.get("import_pynvml"):
