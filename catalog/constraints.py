@@ -324,6 +324,7 @@ class _Ctx:
     install_mode: str
     detected: str | None
     pd: dict[str, Any]
+    features: list[str]
 
 
 def options(catalog: Any, selection: Any, *, detected_profile: str | None = None) -> Options:
@@ -412,7 +413,13 @@ def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx
         strategy_id=sid, strategy=strategy, kv=kv, router=_sel(selection, "router") or "vllm",
         connector=connector, install_mode=_effective_install(recipe, profile, _sel(selection, "install_mode")),
         detected=detected, pd=pd,
+        features=_feature_list(_sel(selection, "features")),
     )
+
+
+def _feature_list(value: Any) -> list[str]:
+    """The explicitly selected features (``"default"``/``"none"``/None → ``[]``: nothing to check)."""
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
 
 
 def _hardware_row(ctx: _Ctx) -> list[Choice]:
@@ -866,6 +873,9 @@ def _banners(ctx: _Ctx, opts: Options) -> None:
         elif tp < ctx.gpus:
             opts.warnings.append(f"This recipe runs on {tp} of {ctx.gpus} GPUs on the selected node — "
                                  "add --tensor-parallel-size N via Advanced to scale up.")
+    if {"text_only", "encoder_parallel"} <= set(ctx.features):  # §2.8 [UI] mutual exclusion
+        opts.warnings.append("text_only and encoder_parallel are mutually exclusive — enabling one clears "
+                             "the other.")
     if ctx.recipe.meta.hardware.get(ctx.hw_id) == "verified" and ctx.kv == KV_OFF:  # B1
         opts.badge = f"Verified on {p.brand} {name}"
 

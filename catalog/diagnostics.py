@@ -152,6 +152,17 @@ def validation_messages(path: Path | str, exc: ValidationError, root: yaml.Node 
     return out
 
 
+def validation_problems(path: Path | str, raw: bytes | str, exc: ValidationError,
+                        prefix: tuple[Any, ...] = ()) -> list[str]:
+    """``file:line: message`` lines for a ValidationError of the file whose content is ``raw``.
+
+    Convenience for loaders that parsed ``raw`` fast and only need line numbers on failure
+    (composes the node tree once, here).
+    """
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    return validation_messages(path, exc, compose(text), prefix)
+
+
 def _is_union_tag(part: Any) -> bool:
     """pydantic inserts the union member (``int``, ``dict[str,int]``, ``function-after[...]``) in ``loc``."""
     return isinstance(part, str) and ("[" in part or part in {"str", "int", "float", "bool", "list", "dict"})

@@ -157,3 +157,18 @@ def test_bundled_recipes_are_consistent(shared):
     ours = {hashlib.sha1(p.read_bytes()).hexdigest() for p in DATA_DIR.rglob("*.yaml")}
     assert not ours & snapshot
     assert set(cat.kv_stores) == {"kv_store_distributed_mooncake", "kv_store_centralized_mooncake"}
+
+
+def test_validation_problems_for_loaders():
+    """A loader that parsed fast gets file:line lines from the raw bytes only on failure."""
+    import yaml
+    from pydantic import ValidationError
+
+    from vllm_wizard.catalog.diagnostics import validation_problems
+    from vllm_wizard.catalog.models import Recipe
+
+    raw = (BAD / "wrong_type_vram.yaml").read_bytes()
+    with pytest.raises(ValidationError) as exc:
+        Recipe.model_validate(yaml.safe_load(raw))
+    assert validation_problems("x.yaml", raw, exc.value) == [
+        "x.yaml:15: `variants.default.vram_minimum_gb`: expected a valid number, got 'lots'"]

@@ -553,3 +553,11 @@ def test_every_snapshot_recipe_on_every_visible_profile(snap):
                 for c in opts.axis(axis):
                     assert c.state in (AVAILABLE, DISABLED, HIDDEN)
                     assert (c.state == DISABLED) == bool(c.reason) or c.state == HIDDEN, (hf_id, hw.id, axis, c)
+
+
+def test_text_only_and_encoder_parallel_exclusive(snap):
+    both = options(snap, {"model": "moonshotai/Kimi-K2.5", "hardware": "b200",
+                          "features": ["text_only", "encoder_parallel"]})
+    assert "text_only and encoder_parallel are mutually exclusive — enabling one clears the other." in both.warnings
+    one = options(snap, {"model": "moonshotai/Kimi-K2.5", "hardware": "b200", "features": ["text_only"]})
+    assert not any("mutually exclusive" in w for w in one.warnings)
