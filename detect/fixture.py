@@ -103,7 +103,8 @@ class FakeNvml:
 
     def nvmlDeviceGetPciInfo(self, h: int) -> SimpleNamespace:
         info = self._dev(h, "nvmlDeviceGetPciInfo")
-        return SimpleNamespace(busId=info.get("busId", ""), pciDeviceId=int(str(info.get("pciDeviceId", "0")), 16))
+        return SimpleNamespace(busId=info.get("busId", ""), pciDeviceId=int(str(info.get("pciDeviceId", "0")), 16),
+                               pciSubSystemId=int(str(info.get("pciSubSystemId", "0")), 16))
 
     def nvmlDeviceGetMemoryInfo(self, h: int, version: Any = None) -> SimpleNamespace:
         return SimpleNamespace(**self._dev(h, "nvmlDeviceGetMemoryInfo"))
@@ -623,10 +624,10 @@ def _nvml_block(lib: Any) -> dict[str, Any]:
     def rec(fn: str, *args: Any, convert: Any = None) -> Any:
         try:
             value = getattr(lib, fn)(*args)
+            value = value.decode() if isinstance(value, bytes) else value
+            return convert(value) if convert else value
         except Exception as exc:  # noqa: BLE001 - recorded, not raised
             return type(exc).__name__
-        value = value.decode() if isinstance(value, bytes) else value
-        return convert(value) if convert else value
 
     block: dict[str, Any] = {"init": rec("nvmlInit", convert=lambda _: "ok")}
     if block["init"] != "ok":

@@ -289,5 +289,8 @@ class Inventory:
             g_dict["name"] = group.name
             g_dict["mem_gib_each"] = round(group.mem_gib_each, 1) if group.mem_gib_each else None
         data["device_count"] = self.device_count
+        from vllm_wizard.detect.hints import deployment_hints  # hints import this module
+
+        data["hints"] = deployment_hints(self)
         data["host"]["numa_nodes_with_cpus"] = self.host.numa_nodes_with_cpus
         return data

@@ -203,6 +203,8 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
             status, reason = "degraded", f"{binding_problem} - used nvidia-smi instead"
             notes.append(reason)
     if not devices and not on_pci:
+        if ctx.facts.read_text("/etc/nv_tegra_release") is not None:
+            return ProbeResult("unavailable", "Jetson/Thor (/etc/nv_tegra_release): no NVML and no catalog profile"), None
         why = binding_problem or INIT_ERRORS.get(init_error or "", init_error or "no NVIDIA GPU reported by NVML")
         return ProbeResult("absent", f"no NVIDIA GPU on the PCI bus ({why})"), None
 

@@ -64,6 +64,9 @@ def apply(group: AcceleratorGroup, env: Mapping[str, str]) -> None:
         if mixed:
             group.notes.append(f"{var} mixes indices and UUIDs; CUDA only honours the entries before the first "
                                "inconsistent one")
+        if entries and entries[0].isdigit() and group.count > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+            group.notes.append(f"{var} uses indices but CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA may number "
+                               "the GPUs differently from nvidia-smi")
     else:
         entries = []
         for item in value.split(","):

@@ -14,6 +14,7 @@ import yaml
 
 from vllm_wizard.detect import detect, match_profiles
 from vllm_wizard.detect.fixture import FixtureFacts
+from vllm_wizard.detect.hints import deployment_hints
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "detect"
 MACHINES = sorted(p.name for p in FIXTURES.glob("*.yaml") if p.name != "failure_modes.yaml")
@@ -58,6 +59,9 @@ def test_machine_fixture_replays_to_expected_profile(name, fixtures_dir, profile
             assert inv.primary.mem_gib_each == pytest.approx(expected["per_device_mem_gib"], abs=0.15)
         if "interconnect" in expected:
             assert inv.primary.interconnect == expected["interconnect"]
+    hints = deployment_hints(inv)
+    for key, value in (expected.get("host_hints") or {}).items():
+        assert hints[key] == value, (key, hints[key])
     cpu = expected.get("cpu") or {}
     if "ram_gib" in cpu:
         assert inv.host.ram_bytes / 2**30 == pytest.approx(cpu["ram_gib"], abs=0.1)

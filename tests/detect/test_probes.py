@@ -128,3 +128,32 @@ def test_intel_xeon_tree_reads_generation_and_numa(tmp_path):
     inv = detect(facts(make_tree(tmp_path), pynvml=ImportError()))
     assert (inv.cpu.vendor, inv.cpu.generation, inv.cpu.is_xeon) == ("Intel", "xeon5", True)
     assert inv.host.ram_bytes == 67108864 * 1024 and inv.host.numa_nodes_with_cpus == 1
+
+
+def test_nvml_capture_records_what_replay_reads_back(fixtures_dir):
+    """The capture of an NVML session (run on a GPU host) replays to the same GPUs."""
+    import yaml
+
+    from vllm_wizard.detect.fixture import FixtureFacts, _nvml_block
+
+    data = yaml.safe_load((fixtures_dir / "nvidia_hgx_8x_h200.yaml").read_text())
+    recorded = _nvml_block(FakeNvml(data["nvml"]))
+    assert recorded["nvmlDeviceGetCount"] == 8 and recorded["devices"][0]["nvlink"]["active_links"] == 18
+    original = detect(FixtureFacts(data, fixtures_dir))
+    data["nvml"] = recorded
+    replayed = detect(FixtureFacts(data, fixtures_dir))
+    pick = lambda inv: [(d.name, d.bdf, d.compute_arch, d.memory_bytes) for d in inv.primary.devices]  # noqa: E731
+    assert pick(replayed) == pick(original)
+    assert replayed.primary.interconnect == "nvlink"
+
+
+def test_jetson_without_nvml_is_reported_not_matched(tmp_path):
+    root = make_tree(tmp_path)
+    import shutil
+
+    shutil.rmtree(root / "sys/bus/pci/devices/0000:18:00.0")
+    (root / "etc").mkdir()
+    (root / "etc/nv_tegra_release").write_text("# R36 (release)\n")
+    inv = detect(facts(root, pynvml=FakeNvml({"init": "NVMLError_LibraryNotFound"})))
+    assert inv.probes["nvidia"].status == "unavailable" and "Jetson" in inv.probes["nvidia"].reason
+    assert inv.primary is None

@@ -62,7 +62,9 @@ def render(inv: Any, candidates: list[Any], profiles: Any) -> str:
         lines.append("Accelerators: none - CPU-only node")
     cpu = inv.cpu
     isa = ", ".join(x for x in ("AMX" if cpu.amx else "", "AVX-512" if cpu.avx512 else "") if x) or "no AMX/AVX-512"
-    lines.append(f"CPU: {cpu.model_name or '?'} ({cpu.microarch or cpu.vendor or '?'}), "
+    arch = cpu.microarch or cpu.vendor or "?"
+    model = cpu.model_name if cpu.model_name and cpu.model_name != arch else None
+    lines.append(f"CPU: {model + ' (' + arch + ')' if model else arch}, "
                  f"{cpu.logical_cpus or '?'} CPUs ({cpu.usable_cpus or '?'} usable), "
                  f"{cpu.sockets or '?'} socket(s), {isa}")
     if cpu.qat_pfs or cpu.dsa or cpu.iaa:
