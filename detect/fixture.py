@@ -137,6 +137,9 @@ class FakeNvml:
         info.state = 3 if str(fabric.get("state", "")).lower() == "completed" else 0
         return 0
 
+    def nvmlDeviceGetComputeRunningProcesses(self, h: int) -> list[SimpleNamespace]:
+        return [SimpleNamespace(**p) for p in self._devices[h].get("processes") or []]
+
     def nvmlDeviceGetC2cModeInfoV(self, h: int) -> SimpleNamespace:
         return SimpleNamespace(isC2cEnabled=int(bool(self._dev(h, "c2c_enabled"))))
 

@@ -275,3 +275,29 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
         reason += f", {mem:.1f} GiB each"
     return ProbeResult(status, reason), group
 
+
+
+def gpu_processes(facts: Any = None) -> dict[int, int]:
+    """PID → GPU memory in bytes summed over all GPUs (NVML compute processes), for the launcher's
+    per-process view; ``{}`` when NVML is unavailable. Never raises; opens and closes NVML.
+
+    ``facts`` is a :class:`~vllm_wizard.detect.facts.Facts` (default: the live machine).
+    """
+    from vllm_wizard.detect.facts import LiveFacts
+
+    facts = facts if facts is not None else LiveFacts()
+    try:
+        nvml = facts.module("pynvml")
+        nvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no binding, no driver: nothing to report
+        return {}
+    usage: dict[int, int] = {}
+    try:
+        for index in range(int(_call(nvml, "nvmlDeviceGetCount") or 0)):
+            handle = _call(nvml, "nvmlDeviceGetHandleByIndex", index)
+            for proc in _call(nvml, "nvmlDeviceGetComputeRunningProcesses", handle) or []:
+                used = getattr(proc, "usedGpuMemory", None) or 0  # None under some containers/WDDM
+                usage[int(proc.pid)] = usage.get(int(proc.pid), 0) + int(used)
+    finally:
+        _call(nvml, "nvmlShutdown")
+    return usage

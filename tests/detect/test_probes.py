@@ -157,3 +157,13 @@ def test_jetson_without_nvml_is_reported_not_matched(tmp_path):
     inv = detect(facts(root, pynvml=FakeNvml({"init": "NVMLError_LibraryNotFound"})))
     assert inv.probes["nvidia"].status == "unavailable" and "Jetson" in inv.probes["nvidia"].reason
     assert inv.primary is None
+
+
+def test_gpu_processes_sums_memory_per_pid_across_gpus(tmp_path):
+    from vllm_wizard.detect.nvidia import gpu_processes
+
+    dev0 = {**H200_DEVICE, "processes": [{"pid": 4242, "usedGpuMemory": 10 << 30}, {"pid": 7, "usedGpuMemory": None}]}
+    dev1 = {**H200_DEVICE, "processes": [{"pid": 4242, "usedGpuMemory": 5 << 30}]}
+    fake = FakeNvml({"init": "ok", "devices": [dev0, dev1]})
+    assert gpu_processes(facts(make_tree(tmp_path), pynvml=fake)) == {4242: 15 << 30, 7: 0}
+    assert gpu_processes(facts(tmp_path, pynvml=FakeNvml({"init": "NVMLError_DriverNotLoaded"}))) == {}
