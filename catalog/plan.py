@@ -80,6 +80,9 @@ class LaunchPlan(BaseModel):
     checks: dict[str, Any] = Field(default_factory=dict)
     placeholders: list[str] = Field(default_factory=list)
     """``$VARS`` (without ``$``) still present in any argv/env; launch refuses until filled."""
+    placeholder_defaults: dict[str, str] = Field(default_factory=dict)
+    """Reference defaults for some placeholders (recipes-synthesis §2.13), e.g. ``ROUTER_PORT: 30000``
+    for PD; a launcher may offer them, never apply them silently."""
     base_install: list[str] = Field(default_factory=list)
     """The vLLM install itself for the effective mode (pip wheel / docker pull), product business."""
     notes: list[str] = Field(default_factory=list)
@@ -109,7 +112,7 @@ def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:
 
     Process objects always carry ``name, role, node_rank, argv, env``; ``instance`` only when set
     (plan-json §3.2: absent = null). With ``extras`` they also carry ``phase, depends_on, ports,
-    health, setup``, and the plan carries ``placeholders``, ``base_install``, ``notes``,
+    health, setup``, and the plan carries ``placeholders``, ``placeholder_defaults``, ``base_install``, ``notes``,
     ``device_count`` and ``min_vllm_version`` (ignored by the golden tool, §4).
     """
     procs = []
@@ -139,6 +142,7 @@ def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:
     }
     if extras:
         out["placeholders"] = list(plan.placeholders)
+        out["placeholder_defaults"] = dict(plan.placeholder_defaults)
         out["base_install"] = list(plan.base_install)
         out["notes"] = list(plan.notes)
         out["device_count"] = plan.device_count

@@ -1075,12 +1075,21 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         docker={"image": image} if ctx.install_mode == "docker" and image else None,
         config_files=config_files,
         checks=ctx.checks,
-        placeholders=find_placeholders(procs),
+        placeholders=(holes := find_placeholders(procs)),
+        placeholder_defaults=_placeholder_defaults(deploy, holes),
         base_install=_base_install(ctx, image),
         notes=[n for n in notes if n],
         device_count=ctx.gpu_count,
         min_vllm_version=_max_version(versions),
     )
+
+
+def _placeholder_defaults(deploy: str, holes: list[str]) -> dict[str, str]:
+    """§2.13 defaults for the placeholders a plan still has: PD router localhost:30000, Mooncake
+    router localhost:30080."""
+    defaults = {"ROUTER_HOST": "localhost",
+                "ROUTER_PORT": "30080" if deploy == "kv_store_lb" else "30000"}
+    return {k: v for k, v in defaults.items() if k in holes}
 
 
 def _max_version(versions: list[str]) -> str | None:

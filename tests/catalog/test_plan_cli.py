@@ -41,6 +41,7 @@ def test_json_is_one_object_matching_the_golden_case(capsys, snapshot: Path, sha
         assert by_key[(exp["role"], exp["node_rank"])]["argv"] == exp["argv"]
     assert plan["placeholders"] == ["DECODE_DP_RPC_PORT", "DECODE_NODE_1", "DECODE_NODE_2", "IFACE_NAME",
                                     "PREFILL_NODE_1", "ROUTER_HOST", "ROUTER_PORT"]
+    assert plan["placeholder_defaults"] == {"ROUTER_HOST": "localhost", "ROUTER_PORT": "30000"}
 
 
 def test_flags_override_the_selection_file(capsys, snapshot: Path, tmp_path: Path) -> None:
@@ -155,3 +156,22 @@ def test_replayed_detection_picks_hardware_and_records_the_snapshot(capsys, snap
     snap = prov["hardware_snapshot"]
     assert (snap["matched_profile"], snap["match_quality"], snap["device_count"]) == ("gb200", "exact", 4)
     assert "gpus" not in prov["selection"]  # the node matches the profile: plan exactly like it
+
+
+def test_custom_model_from_a_local_config_json(capsys, snapshot: Path, tmp_path: Path) -> None:
+    model = tmp_path / "my-llama"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+        "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
+        "torch_dtype": "bfloat16"}))
+    code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", str(model), "--hardware", "h100", "--json")
+    plan = json.loads(out)
+    assert code == 0 and plan["resolved"]["strategy"] == "single_node_tp"
+    assert plan["processes"][0]["argv"][:3] == ["vllm", "serve", str(model)]
+
+
+def test_unknown_model_without_config_json_says_what_was_tried(capsys, snapshot: Path, tmp_path: Path) -> None:
+    code, _, err = _plan(capsys, "--recipes", str(snapshot), "--model", str(tmp_path / "nothing-here"), "--json")
+    assert code == 2 and "no recipe in the" in err and "config.json" in err
