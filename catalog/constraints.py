@@ -660,7 +660,7 @@ def _pd_mode(ctx: _Ctx, role: str) -> str:
     return default_pool_mode(ctx.recipe, role, ctx.strategy, ctx.hw_id, ctx.profile, ctx.gpus)
 
 
-def kv_option_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:
+def _kv_option_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:
     """Why the taxonomy KV option ``key`` can't compose here (K1–K6 + seed gates), or None."""
     p, name = ctx.profile, opt.display_name or key
     hw_name = p.display_name or ctx.hw_id
@@ -694,7 +694,7 @@ def kv_option_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:
     return None
 
 
-def mooncake_reason(ctx: _Ctx) -> str | None:
+def _mooncake_reason(ctx: _Ctx) -> str | None:
     """Why Mooncake can't compose here (M1–M4 + seed SMG / ``kv_offload: false``), or None."""
     p, name = ctx.profile, ctx.profile.display_name or ctx.hw_id
     s = ctx.strategy
@@ -723,7 +723,7 @@ def _kv_rows(ctx: _Ctx, opts: Options) -> None:
     pills: list[tuple[float, Choice]] = []
     groups: dict[str, list[Choice]] = {}
     for key, opt in sorted(tax.kv_offload.items(), key=lambda kv: kv[1].order):
-        reason = kv_option_reason(ctx, key, opt)
+        reason = _kv_option_reason(ctx, key, opt)
         c = Choice(key, opt.label or opt.display_name or key, DISABLED if reason else AVAILABLE, reason,
                    description=opt.description)
         if opt.group:
@@ -742,7 +742,7 @@ def _kv_rows(ctx: _Ctx, opts: Options) -> None:
         pills.append((g.order if g else 99, pill))
         opts.kv_offload_members[gid] = members
     if ctx.catalog.kv_stores:
-        reason = mooncake_reason(ctx)
+        reason = _mooncake_reason(ctx)
         pills.append((MOONCAKE_ORDER, Choice(MOONCAKE, "Mooncake", DISABLED if reason else AVAILABLE, reason)))
         name = ctx.profile.display_name or ctx.hw_id
         for sid, st in sorted(ctx.catalog.kv_stores.items(), key=lambda kv: kv[1].order):
