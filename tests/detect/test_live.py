@@ -103,3 +103,14 @@ def test_cli_bad_replay_input_is_a_clear_error(fixtures_dir, tmp_path):
     bad.write_text("schema: something-else\n")
     out = _cli("--replay", str(bad))
     assert out.returncode == 2 and "field 'schema'" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("dist", ["pyyaml", "PyYAML", "nvidia-ml-py", "psutil", "vllm-wizard", "no-such-dist-xyz"])
+def test_dist_version_agrees_with_importlib_metadata(dist):
+    from importlib import metadata
+
+    try:
+        expected = metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        expected = None
+    assert LiveFacts().dist_version(dist) == expected
