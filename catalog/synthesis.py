@@ -664,12 +664,12 @@ def _single_or_multi(ctx: _Ctx, procs: list[PlanProcess], instance: int | None =
     """Single-node shape (also a multi-node strategy at 1 node) or head + per-rank workers."""
     addr = f"$VLLM_INSTANCE_{instance + 1}" if instance is not None and ctx.kv_count >= 2 else "$HEAD_IP"
     env = ctx.build_env()
+    base = prefix or "vllm"
     if ctx.deploy == "multi_node" and ctx.nodes > 1:
-        procs.append(_serve(ctx, f"{prefix}vllm-head" if not prefix else f"{prefix}-head", "head", 0,
-                            ctx.build_args("head", 0, addr), dict(env), instance))
+        procs.append(_serve(ctx, f"{base}-head", "head", 0, ctx.build_args("head", 0, addr), dict(env), instance))
         for r in range(1, ctx.nodes):
-            procs.append(_serve(ctx, f"{prefix}vllm-worker-{r}" if not prefix else f"{prefix}-worker-{r}",
-                                "worker", r, ctx.build_args("worker", r, addr), dict(env), instance))
+            procs.append(_serve(ctx, f"{base}-worker-{r}", "worker", r, ctx.build_args("worker", r, addr),
+                                dict(env), instance))
     else:
         procs.append(_serve(ctx, prefix or "vllm", "serve", 0, ctx.build_args("serve", 0, addr), env, instance))
 
