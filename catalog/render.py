@@ -6,7 +6,8 @@
   infra and ``before`` companions start in the background, the engine next, ``after`` processes
   (routers) once the engine answers its health URL; the last process ``exec``s in the foreground so
   the script's lifetime is the node's service. Placeholders must be exported before running: the
-  script refuses to start (``${VAR:?}``) while one is unset.
+  script refuses to start (``${VAR:?}``) while one is unset. A node that reads a Mooncake config
+  file writes it first (default path under ``/etc/mooncake``, as the builder's config script does).
 * Plan file (``plan --out``): ``docs/contracts.md`` §2 — ``plan_version``, ``tool_version``,
   ``created``, ``provenance`` and the plan JSON.
 
@@ -26,6 +27,11 @@ from .plan import PHASES, LaunchPlan, PlanProcess, plan_to_json
 
 _BARE = re.compile(r"[A-Za-z0-9_./=:@,+%~-]+")
 _PLACEHOLDER = re.compile(r"\$[A-Z_][A-Z0-9_]*")
+#: Default locations of Mooncake config files (recipes-synthesis §2.9, the builder's config script).
+CONFIG_DEFAULT_PATHS = {
+    "MOONCAKE_CONFIG_PATH": "/etc/mooncake/mooncake_vllm_config.json",
+    "MOONCAKE_STORE_CONFIG_PATH": "/etc/mooncake/mooncake_store_config.json",
+}
 #: Version of the plan file layout (contracts §2).
 PLAN_VERSION = 1
 
@@ -58,8 +64,9 @@ def command_lines(argv: list[str]) -> str:
     lines: list[str] = []
     current: list[str] = []
     has_value = False  # the current line is a flag that already took its one value
-    for raw, word in zip(argv, words):
-        is_flag = raw.startswith("-")
+    lead = 3 if len(argv) > 2 and argv[1] == "-m" else 1  # `python3 -m module` stays together
+    for i, (raw, word) in enumerate(zip(argv, words)):
+        is_flag = raw.startswith("-") and i >= lead
         if current and (is_flag or has_value):
             lines.append(" ".join(current))
             current, has_value = [word], False
@@ -78,7 +85,7 @@ def command_lines(argv: list[str]) -> str:
 def node_label(plan: LaunchPlan, proc: PlanProcess) -> str:
     """Which machine runs ``proc``: ``node-0``, ``prefill-node-1``, ``instance-1-node-0``, ``services``."""
     if proc.node_rank is None:
-        return "services"
+        return "router" if proc.role == "router" else "services"
     if proc.role in ("prefill", "decode"):
         pools = plan.pd_pool_nodes or {}
         if pools.get(proc.role) == 0:
@@ -90,15 +97,14 @@ def node_label(plan: LaunchPlan, proc: PlanProcess) -> str:
 
 
 def group_by_node(plan: LaunchPlan) -> dict[str, list[PlanProcess]]:
-    """Processes per node label, each list in launch (phase) order; ``services`` first."""
+    """Processes per node label, each list in launch (phase) order; groups ordered by the earliest
+    phase they hold (control-plane services, then nodes, then the router host)."""
     groups: dict[str, list[PlanProcess]] = {}
     for proc in plan.processes:
         groups.setdefault(node_label(plan, proc), []).append(proc)
-    ordered = {k: groups[k] for k in groups if k == "services"}
-    ordered.update({k: v for k, v in groups.items() if k != "services"})
-    for procs in ordered.values():
+    for procs in groups.values():
         procs.sort(key=lambda p: PHASES.index(p.phase))
-    return ordered
+    return dict(sorted(groups.items(), key=lambda kv: PHASES.index(kv[1][0].phase)))
 
 
 def _env_lines(env: dict[str, str]) -> list[str]:
@@ -122,7 +128,10 @@ def plan_text(plan: LaunchPlan) -> str:
         out += plan.install
     for name, text in plan.config_files.items():
         out.append("")
-        out.append(f"## config file ${name} (every node)")
+        out.append(f"## config file ${name} (every node that uses it)")
+        default = CONFIG_DEFAULT_PATHS.get(name)
+        if default:
+            out.append(f"export {name}=${{{name}:-{default}}}")
         out.append(f"cat > ${name} <<EOF\n{json.dumps(text, indent=2)}\nEOF")
     for label, procs in group_by_node(plan).items():
         out.append("")
@@ -153,8 +162,22 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
             f"# {plan.deploy_type}, strategy {r.get('strategy')}, {plan.install_mode} mode.",
             "set -euo pipefail",
         ]
-        for name in placeholders:
+        configs = [n for n in plan.config_files
+                   if any(f"${n}" in t for p in procs for t in [*p.argv, *p.env.values()])]
+        config_lines: list[str] = []
+        for name in configs:  # write the config file this node reads (the builder's config script)
+            text = json.dumps(plan.config_files[name], indent=2)
+            for var in sorted({m[1:] for m in _PLACEHOLDER.findall(text)}):
+                if var.endswith("DEVICE_NAME"):  # unset = "" = auto-select the RDMA NICs
+                    config_lines.append(f': "${{{var}:=}}"')
+                elif var not in placeholders:
+                    placeholders.append(var)
+            default = CONFIG_DEFAULT_PATHS.get(name, f"/etc/vllm-wizard/{name.lower()}.json")
+            config_lines += [f"export {name}=${{{name}:-{default}}}", f'mkdir -p "$(dirname "${name}")"',
+                             f'cat > "${name}" <<EOF', text, "EOF"]
+        for name in sorted(set(placeholders) - set(configs)):
             lines.append(f': "${{{name}:?export {name} before running this script}}"')
+        lines += config_lines
         lines.append("trap 'jobs -p | xargs -r kill 2>/dev/null' EXIT")
         lines.append("")
         for i, p in enumerate(procs):

@@ -175,3 +175,30 @@ def test_custom_model_from_a_local_config_json(capsys, snapshot: Path, tmp_path:
 def test_unknown_model_without_config_json_says_what_was_tried(capsys, snapshot: Path, tmp_path: Path) -> None:
     code, _, err = _plan(capsys, "--recipes", str(snapshot), "--model", str(tmp_path / "nothing-here"), "--json")
     assert code == 2 and "no recipe in the" in err and "config.json" in err
+
+
+def test_mooncake_node_script_writes_its_config_and_runs_the_plan_argv(capsys, snapshot: Path,
+                                                                     tmp_path: Path) -> None:
+    """Run a generated script with a fake `vllm` on PATH: it must get the plan's argv and env."""
+    scripts, out_file = tmp_path / "scripts", tmp_path / "plan.json"
+    code, _, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--kv-offload",
+                       "kv_store_centralized_mooncake", "--kv-instances", "2", "--script", str(scripts),
+                       "--out", str(out_file))
+    assert code == 0
+    assert sorted(p.name for p in scripts.iterdir()) == [
+        "instance-0-node-0.sh", "instance-1-node-0.sh", "router.sh", "services.sh"]
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "vllm").write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$OUT/argv"\nenv > "$OUT/env"\n')
+    (fake / "vllm").chmod(0o755)
+    config = tmp_path / "mooncake.json"
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "OUT": str(tmp_path), "MOONCAKE_MASTER_IP": "10.1.1.1",
+           "MOONCAKE_CONFIG_PATH": str(config)}
+    subprocess.run(["bash", str(scripts / "instance-0-node-0.sh")], env=env, check=True, timeout=30)
+    written = json.loads(config.read_text())
+    assert written["master_server_address"] == "10.1.1.1:50051" and written["device_name"] == ""
+    plan = json.loads(out_file.read_text())["plan"]
+    serve = next(p for p in plan["processes"] if p["name"] == "instance-0")
+    assert (tmp_path / "argv").read_text().splitlines() == serve["argv"][1:]
+    got_env = dict(line.split("=", 1) for line in (tmp_path / "env").read_text().splitlines() if "=" in line)
+    assert got_env["PYTHONHASHSEED"] == "0" and got_env["MOONCAKE_CONFIG_PATH"] == str(config)
