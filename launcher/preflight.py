@@ -52,6 +52,13 @@ def cache_dir() -> Path:
     return d
 
 
+def _cache(cache: Path | None) -> Path:
+    if cache is None:
+        return cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    return cache
+
+
 def parse_version(text: str) -> tuple[int, int, int] | None:
     """First ``X.Y[.Z]`` in ``text`` as a tuple (``"0.32.0+cpu"`` → ``(0, 32, 0)``), or None."""
     m = _VERSION_RE.search(text or "")
@@ -63,7 +70,7 @@ def vllm_version(exe: str, env: Mapping[str, str], runner: Runner = run_command,
     real = os.path.realpath(exe)
     st = os.stat(real)
     key = hashlib.sha256(f"{real}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    path = (cache or cache_dir()) / f"version-{key}.txt"
+    path = _cache(cache) / f"version-{key}.txt"
     if path.exists():
         return path.read_text().strip() or None
     out = runner([exe, "--version"], env, 180.0)
@@ -77,7 +84,7 @@ def vllm_version(exe: str, env: Mapping[str, str], runner: Runner = run_command,
 def serve_flags(exe: str, version: str, env: Mapping[str, str], runner: Runner = run_command,
                 cache: Path | None = None) -> set[str]:
     """Every ``--flag`` that ``vllm serve`` of ``version`` accepts (from ``--help=all``), cached per version."""
-    path = (cache or cache_dir()) / f"serve-flags-{re.sub(r'[^A-Za-z0-9.+_-]', '_', version)}.json"
+    path = _cache(cache) / f"serve-flags-{re.sub(r'[^A-Za-z0-9.+_-]', '_', version)}.json"
     if path.exists():
         return set(json.loads(path.read_text()))
     out = runner([exe, "serve", "--help=all"], env, 300.0)

@@ -1,8 +1,10 @@
 """Real environments for the end-to-end tests: the vLLM CPU build, vllm-router, lmcache, a tiny model.
 
-Public API (the TUI's real-chain test reuses it)::
+Public API (the TUI's real-chain test reuses it). ``tests/`` is not a package (pytest's rootdir
+import mode puts each test folder on ``sys.path``), so from another test folder::
 
-    from tests.launcher.e2e_env import vllm_env, router_env, lmcache_env, tiny_model, E2EUnavailable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launcher"))
+    from e2e_env import vllm_env, router_env, lmcache_env, tiny_model, E2EUnavailable
     bin_dir = vllm_env()      # Path to <venv>/bin holding `vllm` (and python with torch+transformers)
     model = tiny_model()      # Path to a local HF-format Llama directory (safetensors + tokenizer)
 

@@ -1,0 +1,169 @@
+"""Launcher benchmark (issue 4, "Speed and weight"): prints figures against the targets.
+
+    python bench/bench_launcher.py [--lines 200000] [--idle-seconds 20] [--deaths 10]
+
+1. Flood: a child printing N lines runs ≥ 90 % as fast under supervision as with output to
+   /dev/null (the child times itself, so only back-pressure from our reader counts).
+2. Supervisor RSS during the flood ≤ 150 MB (the detached daemon's RSS, sampled every 20 ms).
+3. Idle supervision of a ready server at 1 Hz health polls ≤ 1 % of a core (daemon CPU time).
+4. Child death → state-change event ≤ 200 ms (SIGKILL to a supervised child; median and max).
+
+Each figure prints with PASS/FAIL; the exit status is 0 even on FAIL (figures, not a test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "launcher"))
+
+from children import HEALTH_SERVER  # noqa: E402
+
+from vllm_wizard.launcher import (  # noqa: E402
+    ProcessEvent, ProcessSpec, Probe, RestartPolicy, RunClient, RunSpec, State, Supervisor, start_run,
+)
+from vllm_wizard.launcher.ports import free_port  # noqa: E402
+
+FLOOD = r"""
+import sys, time
+n, out = int(sys.argv[1]), sys.argv[2]
+t = time.perf_counter()
+w = sys.stdout.write
+for i in range(n):
+    w("INFO 11-30 10:00:00 [engine.py:123] flood line %d with some typical vLLM-ish payload text\n" % i)
+sys.stdout.flush()
+open(out, "w").write(str(time.perf_counter() - t))
+"""
+
+
+def _flood_baseline(n: int, tmp: Path) -> float:
+    best = float("inf")
+    for _ in range(3):
+        f = tmp / "base.txt"
+        subprocess.run([sys.executable, "-c", FLOOD, str(n), str(f)], stdout=subprocess.DEVNULL, check=True)
+        best = min(best, float(f.read_text()))
+    return best
+
+
+def _flood_supervised(n: int, tmp: Path) -> tuple[float, float]:
+    """(child seconds, max daemon RSS MB) — best of 3 runs through the detached supervisor."""
+    best, rss_max = float("inf"), 0.0
+    for i in range(3):
+        f = tmp / f"sup{i}.txt"
+        spec = RunSpec((ProcessSpec("flood", (sys.executable, "-c", FLOOD, str(n), str(f)),
+                                    restart=RestartPolicy(mode="never")),))
+        info = start_run(spec)
+        daemon = psutil.Process(info.pid)
+        peak = [0.0]
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.is_set():
+                try:
+                    peak[0] = max(peak[0], daemon.memory_info().rss / 2**20)
+                except psutil.Error:
+                    return
+                time.sleep(0.02)
+
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
+        try:
+            daemon.wait(120)
+        finally:
+            stop.set()
+            th.join()
+        best = min(best, float(f.read_text()))
+        rss_max = max(rss_max, peak[0])
+        log = info.run_dir / "logs" / "flood.log"
+        lines = sum(1 for line in open(log, "rb") if line.startswith(b"INFO"))
+        assert lines == n, f"log has {lines} flood lines, expected {n}"
+    return best, rss_max
+
+
+def _idle_cpu(seconds: float) -> float:
+    port = free_port()
+    spec = RunSpec((ProcessSpec("srv", (sys.executable, "-c", HEALTH_SERVER, str(port), "0"),
+                                probe=Probe(f"http://127.0.0.1:{port}/health", interval_s=1.0), ports=(port,)),))
+    info = start_run(spec)
+    daemon = psutil.Process(info.pid)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        state = json.loads((info.run_dir / "state.json").read_text())
+        if state["processes"][0]["state"] == "READY":
+            break
+        time.sleep(0.1)
+    time.sleep(2)
+    c0, t0 = sum(daemon.cpu_times()[:2]), time.monotonic()
+    time.sleep(seconds)
+    c1, t1 = sum(daemon.cpu_times()[:2]), time.monotonic()
+    asyncio.run(RunClient(info.run_id).stop())
+    daemon.wait(30)
+    return 100.0 * (c1 - c0) / (t1 - t0)
+
+
+async def _death_latency(n: int) -> list[float]:
+    spec = RunSpec((ProcessSpec("victim", (sys.executable, "-c", "import time; print('up', flush=True); time.sleep(600)"),
+                                restart=RestartPolicy(backoff_initial_s=0.01, backoff_max_s=0.01, max_failures=n + 5)),))
+    marks: list[float] = []
+    evs: list[tuple[float, ProcessEvent]] = []
+    sup = Supervisor(spec, listeners=[lambda m: evs.append((time.perf_counter(), m)) if isinstance(m, ProcessEvent) else None])
+    task = asyncio.create_task(sup.run())
+    out = []
+    for _ in range(n):
+        while not (sup.policy.states["victim"].state is State.READY and "victim" in sup.handles
+                   and sup.handles["victim"].returncode is None):
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        before = len(evs)
+        t = time.perf_counter()
+        os.kill(sup.handles["victim"].pid, signal.SIGKILL)
+        while not any(e.state is State.BACKOFF for _, e in evs[before:]):
+            await asyncio.sleep(0.001)
+        got = next(ts for ts, e in evs[before:] if e.state is State.BACKOFF)
+        out.append((got - t) * 1000)
+        marks.append(t)
+    sup.stop()
+    await task
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lines", type=int, default=200_000)
+    ap.add_argument("--idle-seconds", type=float, default=20.0)
+    ap.add_argument("--deaths", type=int, default=10)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        os.environ["XDG_STATE_HOME"] = str(Path(d) / "state")
+        tmp = Path(d)
+        base = _flood_baseline(args.lines, tmp)
+        sup, rss = _flood_supervised(args.lines, tmp)
+        ratio = base / sup
+        print(f"flood {args.lines} lines: /dev/null {base:.3f} s, supervised {sup:.3f} s -> {100 * ratio:.0f} % speed "
+              f"(target >= 90 %) {'PASS' if ratio >= 0.9 else 'FAIL'}")
+        print(f"supervisor RSS during flood: {rss:.0f} MB (target <= 150 MB) {'PASS' if rss <= 150 else 'FAIL'}")
+        cpu = _idle_cpu(args.idle_seconds)
+        print(f"idle supervision of a READY server, 1 Hz probes, {args.idle_seconds:g} s: {cpu:.2f} % of a core "
+              f"(target <= 1 %) {'PASS' if cpu <= 1 else 'FAIL'}")
+        lat = asyncio.run(_death_latency(args.deaths))
+        print(f"child death -> event: median {statistics.median(lat):.1f} ms, max {max(lat):.1f} ms over {len(lat)} "
+              f"(target <= 200 ms) {'PASS' if max(lat) <= 200 else 'FAIL'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
