@@ -114,11 +114,17 @@ def test_every_problem_is_reported_with_file_and_line(tmp_path: Path, snapshot_d
     (root / "models" / "acme").mkdir(parents=True)
     (root / "models" / "acme" / "broken.yaml").write_text("meta:\n  title: [unclosed\n")
     (root / "models" / "acme" / "novariants.yaml").write_text("meta: {title: x}\nmodel: {model_id: acme/x}\n")
+    (root / "models" / "acme" / "badtype.yaml").write_text(
+        "meta: {title: x}\nmodel:\n  model_id: acme/x\nvariants:\n  default:\n    precision: bf16\n"
+        "    vram_minimum_gb: lots\n")
     with pytest.raises(CatalogError) as info:
         load_catalog(root)
     problems = info.value.problems
-    assert any("broken.yaml:" in p and "invalid YAML" in p for p in problems)
-    assert any("novariants.yaml: variants: Field required" in p for p in problems)
+    assert len(problems) == 3  # every problem at once
+    assert any("broken.yaml:3: invalid YAML" in p for p in problems), problems
+    assert any(p.endswith("novariants.yaml:1: `variants` is required") for p in problems), problems
+    assert any(p.endswith("badtype.yaml:7: `variants.default.vram_minimum_gb`: expected a valid number, got 'lots'")
+               for p in problems), problems
 
 
 def test_missing_directory_is_a_catalog_error(tmp_path: Path) -> None:
