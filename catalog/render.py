@@ -120,7 +120,8 @@ def plan_text(plan: LaunchPlan) -> str:
     if plan.min_vllm_version:
         out.append(f"# vLLM {plan.min_vllm_version}+")
     for note in plan.notes:
-        out.append("# note: " + note.replace("\n", "\n#   "))
+        text = note if note.startswith("warning:") else "note: " + note
+        out.append("# " + text.replace("\n", "\n#   "))
     if plan.base_install or plan.install:
         out.append("")
         out.append("## install (every node)")

@@ -1056,7 +1056,7 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         resolved["gpus"] = ctx.gpu_count
     versions = [x for x in (ctx.recipe.model.min_vllm_version, ctx.variant.min_vllm_version,
                             ctx.kv_store.min_vllm_version if ctx.kv_store else None) if x]
-    notes = []
+    notes = _gate_warnings(ctx)
     mode_block = (ctx.recipe.model.install or {}).get(ctx.install_mode)
     if isinstance(mode_block, dict) and mode_block.get("note"):
         notes.append(str(mode_block["note"]))
@@ -1082,6 +1082,52 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         device_count=ctx.gpu_count,
         min_vllm_version=_max_version(versions),
     )
+
+
+def _gate_warnings(ctx: _Ctx) -> list[str]:
+    """One ``warning: …`` line per gate that fails (plan-json §3.7 ``checks``).
+
+    The reference renders such selections anyway (goldens contain only passing ones), so the plan
+    is still produced; these lines make the CLI text say why it may not run (§3.1 rules).
+    """
+    c, hw, p = ctx.checks, ctx.hw, ctx.profile
+    name = f"{p.display_name or hw} ({hw})"
+    out = []
+    if c.get("precision_ok") is False:
+        out.append(f"{ctx.variant.precision.upper()} is not supported on {name} (P1)")
+    if c.get("hw_not_unsupported") is False:
+        out.append(f"{ctx.recipe.hf_id} is marked unsupported on {name} (H2)")
+    if c.get("variant_hw_allowed") is False:
+        out.append(f"variant {ctx.variant_key} only runs on {', '.join(ctx.variant.supported_hardware or [])}")
+    if c.get("restricted_hidden"):
+        out.append(f"{name} is a restricted profile this recipe does not list (H1)")
+    if ctx.nodes > 1 and c.get("scalable") is False:
+        out.append(f"{name} can't be clustered into multiple nodes (N2)")
+    single = ctx.strategy is not None and ctx.deploy == "single_node"
+    if single and c.get("fits_single_node") is False:
+        per = p.vram_per_device_gb or 0
+        out.append(f"Insufficient VRAM for single-node: {name} provides {ctx.gpu_count}×{per:g}G = "
+                   f"{per * ctx.gpu_count:g}GB, but this variant needs at least {ctx.variant.vram_minimum_gb:g}GB "
+                   "for weights alone (N5)")
+    if c.get("strategy_offered") is False:
+        out.append(f"{ctx.recipe.hf_id} does not offer strategy {ctx.strategy_id} (S3)")
+    if c.get("strategy_supported_on_hw") is False:
+        out.append(f"{ctx.strategy_id} isn't supported on {name} for this model (S5)")
+    if c.get("strategy_reachable") is False:
+        out.append(f"{ctx.strategy_id} can't reach this recipe's GPU floor on {name} (S4)")
+    elif ctx.deploy == "multi_node" and ctx.nodes < c.get("strategy_min_nodes", 1):
+        out.append(f"{ctx.strategy_id} needs at least {c['strategy_min_nodes']} nodes on {name} (§2.3)")
+    if c.get("features_skipped_by_strategy"):
+        out.append(f"features skipped with {ctx.strategy_id}: {', '.join(c['features_skipped_by_strategy'])} (F1)")
+    for key in ("kv_allowed_for_strategy", "kv_supported_for_recipe", "kv_brand_ok", "kv_hardware_ok", "kv_docker_ok"):
+        if c.get(key) is False:
+            out.append(f"KV offload {ctx.kv_key!r} dropped: {key.replace('_', ' ')} is false (§2.9)")
+            break
+    if c.get("kv_store_brand_ok") is False or c.get("kv_store_not_opted_out") is False:
+        out.append(f"Mooncake is not supported on {name} (M2/M4)")
+    if c.get("kv_offload_unknown"):
+        out.append(f"unknown kv_offload {ctx.kv_key!r} ignored")
+    return ["warning: " + line for line in out]
 
 
 def _placeholder_defaults(deploy: str, holes: list[str]) -> dict[str, str]:

@@ -202,3 +202,16 @@ def test_mooncake_node_script_writes_its_config_and_runs_the_plan_argv(capsys, s
     assert (tmp_path / "argv").read_text().splitlines() == serve["argv"][1:]
     got_env = dict(line.split("=", 1) for line in (tmp_path / "env").read_text().splitlines() if "=" in line)
     assert got_env["PYTHONHASHSEED"] == "0" and got_env["MOONCAKE_CONFIG_PATH"] == str(config)
+
+
+def test_gated_selection_is_planned_with_warnings(capsys, snapshot: Path) -> None:
+    """The reference renders gated-off selections; the text says which §3.1 rule fails."""
+    code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "moonshotai/Kimi-K3", "--variant", "nvfp4",
+                         "--hardware", "h200", "--strategy", "single_node_tp")
+    assert code == 0
+    assert "# warning: NVFP4 is not supported on H200 (h200) (P1)" in out
+    assert "# warning: Insufficient VRAM for single-node: H200 (h200) provides 8×141G = 1128GB, but this " \
+           "variant needs at least 1650GB for weights alone (N5)" in out
+    code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "moonshotai/Kimi-K3", "--hardware", "b300",
+                         "--strategy", "single_node_tp")
+    assert "warning" not in out
