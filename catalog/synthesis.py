@@ -1117,6 +1117,12 @@ def _gate_warnings(ctx: _Ctx) -> list[str]:
         out.append(f"{ctx.strategy_id} can't reach this recipe's GPU floor on {name} (S4)")
     elif ctx.deploy == "multi_node" and ctx.nodes < c.get("strategy_min_nodes", 1):
         out.append(f"{ctx.strategy_id} needs at least {c['strategy_min_nodes']} nodes on {name} (§2.3)")
+    for key in ctx.features:
+        if key not in ctx.recipe.features:
+            close = difflib.get_close_matches(key, list(ctx.recipe.features), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            out.append(f"unknown feature {key!r} ignored{hint}; this recipe has: "
+                       f"{', '.join(ctx.recipe.features) or 'none'}")
     if c.get("features_skipped_by_strategy"):
         out.append(f"features skipped with {ctx.strategy_id}: {', '.join(c['features_skipped_by_strategy'])} (F1)")
     for key in ("kv_allowed_for_strategy", "kv_supported_for_recipe", "kv_brand_ok", "kv_hardware_ok", "kv_docker_ok"):

@@ -215,3 +215,16 @@ def test_gated_selection_is_planned_with_warnings(capsys, snapshot: Path) -> Non
     code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "moonshotai/Kimi-K3", "--hardware", "b300",
                          "--strategy", "single_node_tp")
     assert "warning" not in out
+
+
+def test_unknown_feature_is_ignored_with_a_warning(capsys, snapshot: Path) -> None:
+    code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--feature", "reasonin")
+    assert code == 0
+    assert "# warning: unknown feature 'reasonin' ignored (did you mean reasoning?)" in out
+    assert "--reasoning-parser" not in out
+
+
+def test_feature_none_cannot_be_mixed_with_names(capsys, snapshot: Path) -> None:
+    code, _, err = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B",
+                         "--feature", "none", "--feature", "reasoning")
+    assert code == 2 and "--feature none/default stand alone" in err

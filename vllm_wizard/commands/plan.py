@@ -86,6 +86,7 @@ def _pool(value: str, flag: str) -> dict[str, Any]:
 def selection_data(args: argparse.Namespace) -> dict[str, Any]:
     """The selection mapping: the ``--selection`` file's keys overlaid with the flags given."""
     from vllm_wizard.catalog.selection import load_selection
+    from vllm_wizard.errors import SelectionError
 
     data: dict[str, Any] = {}
     if args.selection is not None:
@@ -98,15 +99,16 @@ def selection_data(args: argparse.Namespace) -> dict[str, Any]:
     if args.kv_instances is not None:
         data["kv_instances"] = {"count": args.kv_instances}
     if args.feature:
-        names = [f for f in args.feature]
+        names = list(args.feature)
         if names in (["none"], ["default"]):
             data["features"] = names[0]
         else:
+            if {"none", "default"} & set(names):
+                raise SelectionError("--feature none/default stand alone; to pick features, list each "
+                                     "one (--feature NAME[=MODE], repeatable)")
             feats, modes = [], {}
             for item in names:
                 name, _, mode = item.partition("=")
-                if name in ("none", "default"):
-                    continue
                 feats.append(name)
                 if mode:
                     modes[name] = mode
