@@ -978,8 +978,11 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
                 p.health = Health(url=f"http://127.0.0.1:{p.ports[0]}/health")
     procs.sort(key=lambda p: PHASES.index(p.phase))
     for i, p in enumerate(procs):
-        earlier = [q.name for q in procs[:i] if PHASES.index(q.phase) < PHASES.index(p.phase)]
-        p.depends_on = earlier
+        # Only processes a per-node launcher starts together can be waited for: same node rank,
+        # node_rank null counting as node 0 (contracts §2). Cross-node order is the operator's.
+        node = p.node_rank or 0
+        p.depends_on = [q.name for q in procs[:i]
+                        if (q.node_rank or 0) == node and PHASES.index(q.phase) < PHASES.index(p.phase)]
 
 
 def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
