@@ -92,6 +92,22 @@ class LaunchPlan(BaseModel):
     min_vllm_version: str | None = None
 
 
+def node_label(plan: LaunchPlan, proc: PlanProcess) -> str:
+    """Which machine runs ``proc``: ``node-<r>``, ``prefill-node-<k>`` / ``decode-node-<k>`` (a
+    co-located PD pool is ``node-0``), ``instance-<i>-node-<r>`` (Mooncake), ``router`` (the router
+    host) or ``services`` (Mooncake master/store, Dynamo etcd)."""
+    if proc.node_rank is None:
+        return "router" if proc.role == "router" else "services"
+    if proc.role in ("prefill", "decode"):
+        pools = plan.pd_pool_nodes or {}
+        if pools.get(proc.role) == 0:
+            return "node-0"
+        return f"{proc.role}-node-{proc.node_rank}"
+    if proc.instance is not None:
+        return f"instance-{proc.instance}-node-{proc.node_rank}"
+    return f"node-{proc.node_rank}"
+
+
 def find_placeholders(processes: list[PlanProcess]) -> list[str]:
     """Sorted unique placeholder names (no ``$``) in every argv element and env value."""
     found: set[str] = set()
@@ -111,8 +127,9 @@ def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:
     """The plan as a JSON-ready dict, exactly plan-json §3 (+ contracts §2 extras when ``extras``).
 
     Process objects always carry ``name, role, node_rank, argv, env``; ``instance`` only when set
-    (plan-json §3.2: absent = null). With ``extras`` they also carry ``phase, depends_on, ports,
-    health, setup``, and the plan carries ``placeholders``, ``placeholder_defaults``, ``base_install``, ``notes``,
+    (plan-json §3.2: absent = null). With ``extras`` they also carry ``node`` (the machine, see
+    :func:`node_label` — ``node_rank`` alone is per group, so PD prefill-0 and decode-0 share rank 0),
+    ``phase, depends_on, ports, health, setup``, and the plan carries ``placeholders``, ``placeholder_defaults``, ``base_install``, ``notes``,
     ``device_count`` and ``min_vllm_version`` (ignored by the golden tool, §4).
     """
     procs = []
@@ -123,6 +140,7 @@ def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:
         obj["argv"] = list(p.argv)
         obj["env"] = dict(p.env)
         if extras:
+            obj["node"] = node_label(plan, p)
             obj["phase"] = p.phase
             obj["depends_on"] = list(p.depends_on)
             obj["ports"] = list(p.ports)

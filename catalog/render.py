@@ -23,7 +23,7 @@ import json
 import re
 from typing import Any
 
-from .plan import PHASES, LaunchPlan, PlanProcess, plan_to_json
+from .plan import PHASES, LaunchPlan, PlanProcess, node_label, plan_to_json
 
 _BARE = re.compile(r"[A-Za-z0-9_./=:@,+%~-]+")
 _PLACEHOLDER = re.compile(r"\$[A-Z_][A-Z0-9_]*")
@@ -80,20 +80,6 @@ def command_lines(argv: list[str]) -> str:
     if len(lines) == 1:
         return lines[0]
     return lines[0] + " \\\n" + " \\\n".join("  " + ln for ln in lines[1:])
-
-
-def node_label(plan: LaunchPlan, proc: PlanProcess) -> str:
-    """Which machine runs ``proc``: ``node-0``, ``prefill-node-1``, ``instance-1-node-0``, ``services``."""
-    if proc.node_rank is None:
-        return "router" if proc.role == "router" else "services"
-    if proc.role in ("prefill", "decode"):
-        pools = plan.pd_pool_nodes or {}
-        if pools.get(proc.role) == 0:
-            return "node-0"
-        return f"{proc.role}-node-{proc.node_rank}"
-    if proc.instance is not None:
-        return f"instance-{proc.instance}-node-{proc.node_rank}"
-    return f"node-{proc.node_rank}"
 
 
 def group_by_node(plan: LaunchPlan) -> dict[str, list[PlanProcess]]:

@@ -42,6 +42,7 @@ def test_json_is_one_object_matching_the_golden_case(capsys, snapshot: Path, sha
     assert plan["placeholders"] == ["DECODE_DP_RPC_PORT", "DECODE_NODE_1", "DECODE_NODE_2", "IFACE_NAME",
                                     "PREFILL_NODE_1", "ROUTER_HOST", "ROUTER_PORT"]
     assert plan["placeholder_defaults"] == {"ROUTER_HOST": "localhost", "ROUTER_PORT": "30000"}
+    assert [p["node"] for p in plan["processes"]] == ["prefill-node-0", "decode-node-0", "decode-node-1", "router"]
 
 
 def test_flags_override_the_selection_file(capsys, snapshot: Path, tmp_path: Path) -> None:
