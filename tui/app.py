@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -82,8 +83,10 @@ class WizardApp(App):
         recipes: Path | None = None,
         model: str | None = None,
         attach: str | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
+        self.clock = clock
         self._services = services
         self._services_lock = threading.Lock()
         self.catalog = catalog
@@ -303,6 +306,7 @@ def make_app(
     recipes: Path | None = None,
     model: str | None = None,
     attach: str | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> WizardApp:
     """Build the wizard.
 
@@ -311,6 +315,7 @@ def make_app(
     (tests pass a fake with canned events). ``services``: the whole core seam (default: the real
     modules, imported lazily). ``recipes``: a recipes checkout replacing the bundled catalog.
     ``model``: preselect a recipe HF id or custom model. ``attach``: open the monitor on that run.
+    ``clock``: wall-clock seconds for uptimes (tests pass a fixed one).
     """
     if launcher is not None:
         if services is None:
@@ -318,4 +323,4 @@ def make_app(
 
             services = real_services()
         services.launcher = launcher
-    return WizardApp(services=services, catalog=catalog, inventory=inventory, recipes=recipes, model=model, attach=attach)
+    return WizardApp(services=services, catalog=catalog, inventory=inventory, recipes=recipes, model=model, attach=attach, clock=clock)

@@ -19,7 +19,7 @@ import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 #: Log lines kept in memory per process (the full log is in the run's log file).
 LOG_TAIL = 2000
@@ -122,7 +122,8 @@ class MonitorModel:
     """Everything the monitor shows, updated by :meth:`feed`. ``pending`` holds (process, line)
     pairs not yet written to the log pane; the screen takes them with :meth:`drain`."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
         self.procs: dict[str, ProcRow] = {}
         self.logs: dict[str, deque[str]] = {}
         self.pending: deque[tuple[str, str]] = deque(maxlen=LOG_TAIL)
@@ -138,7 +139,7 @@ class MonitorModel:
     def row(self, name: str) -> ProcRow:
         """The row of ``name`` (created STOPPED on first mention)."""
         if name not in self.procs:
-            self.procs[name] = ProcRow(name)
+            self.procs[name] = ProcRow(name, since=self.clock())
             self.logs[name] = deque(maxlen=LOG_TAIL)
         return self.procs[name]
 
@@ -198,7 +199,7 @@ class MonitorModel:
             row = self.row(str(proc.get("name")))
             row.state = state_name(proc.get("state", "STOPPED"))
             row.pid = proc.get("pid")
-            row.since = float(proc.get("since") or time.time())
+            row.since = float(proc.get("since") or self.clock())
             row.restarts = int(proc.get("restarts") or 0)
             row.ready = row.state == "READY"
             row.cause = proc.get("cause") or None
@@ -225,7 +226,7 @@ class MonitorModel:
         row.state = new
         row.pid = _get(event, "pid", row.pid)
         ts = _get(event, "ts")
-        row.since = float(ts) if isinstance(ts, (int, float)) and ts > 1e9 else time.time()
+        row.since = float(ts) if isinstance(ts, (int, float)) and ts > 1e9 else self.clock()
         row.detail = str(_get(event, "detail", "") or "")
         cause = _get(event, "cause")
         if cause:

@@ -48,13 +48,10 @@ class ModelScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one("#recipes", DataTable)
-        table.add_column("Model", key="title")
-        table.add_column("HF id", key="hf_id")
-        table.add_column("Provider", key="provider")
-        table.add_column("Tasks", key="tasks")
-        table.add_column("Arch", key="arch")
-        table.add_column("Fit", key="fit")
-        table.add_column("Verified", key="verified")
+        # fit/verified first: they are what the person decides on, and survive an 80-column terminal
+        for label, key in (("Model", "title"), ("Fit", "fit"), ("Verified", "verified"), ("Arch", "arch"),
+                           ("Tasks", "tasks"), ("Provider", "provider"), ("HF id", "hf_id")):
+            table.add_column(label, key=key)
         self.refresh_rows()
         self.query_one("#search", Input).focus()
 
@@ -84,8 +81,8 @@ class ModelScreen(Screen):
         table.clear()
         for r in rows:
             table.add_row(
-                r.title, r.hf_id, r.provider, ",".join(r.tasks), r.architecture,
-                FIT_MARK.get(r.fits, r.fits), "✓" if r.verified else "", key=r.hf_id,
+                r.title, FIT_MARK.get(r.fits, r.fits), "✓" if r.verified else "", r.architecture,
+                ",".join(r.tasks), r.provider, r.hf_id, key=r.hf_id,
             )
         where = f" for {profile.display_name}" if profile is not None else ""
         status.update(f"{len(rows)} of {len(app.catalog.recipes)} recipes{where} · enter picks · custom model below")

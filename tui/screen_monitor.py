@@ -51,7 +51,7 @@ class MonitorScreen(Screen):
     def __init__(self, run_id: str) -> None:
         super().__init__()
         self.run_id = run_id
-        self.model = MonitorModel()
+        self.model = MonitorModel()  # clock set on mount (app.clock)
         self.client = None
         self.selected: str | None = None
         self.follow = True
@@ -75,11 +75,14 @@ class MonitorScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.model.clock = getattr(self.app, "clock", time.time)
         self.sub_title = f"run {self.run_id}"
         table = self.query_one("#procs", DataTable)
-        for key, label in (("name", "Process"), ("state", "State"), ("pid", "PID"), ("uptime", "Uptime"),
-                           ("restarts", "Restarts"), ("ready", "Ready"), ("detail", "Detail")):
-            table.add_column(label, key=key)
+        # fixed widths: the table must not re-layout as states change (STARTING → READY)
+        for key, label, width in (("name", "Process", 16), ("state", "State", 8), ("pid", "PID", 8),
+                                  ("uptime", "Uptime", 7), ("restarts", "Restarts", 8), ("ready", "Ready", 5),
+                                  ("detail", "Detail", 40)):
+            table.add_column(label, key=key, width=width)
         self.query_one("#log").border_title = "log"
         self.query_one("#mon-side").border_title = "health & metrics"
         self.set_interval(BATCH_S, self.flush)
@@ -125,7 +128,7 @@ class MonitorScreen(Screen):
 
     def _paint_table(self) -> None:
         table = self.query_one("#procs", DataTable)
-        now = time.time()
+        now = self.model.clock()
         for name, row in self.model.procs.items():
             cells = {
                 "name": name,

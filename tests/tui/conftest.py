@@ -31,6 +31,7 @@ def build_app(catalog):
         services.detect = lambda: inventory
         services.match_profiles = lambda inv, profiles: [FakeCandidate(hardware, "exact", ["fixture node"])]
         services.launcher = launcher
+        kw.setdefault("clock", lambda: 1_790_000_000.0)  # fixed wall clock: uptimes read 0s in snapshots
         return make_app(catalog=catalog, inventory=inventory, services=services, **kw)
 
     return build

@@ -1,0 +1,97 @@
+"""Appearance of every wizard screen at 120×40 and 80×24 (pytest-textual-snapshot).
+
+The catalog is the bundled one, detection a fixed 8×H200 node, the launcher a fake replaying canned
+events. Update after an intended change with ``pytest tests/tui/test_snapshots.py --snapshot-update``
+and look at the report before committing.
+"""
+
+from __future__ import annotations
+
+import pytest
+from canned import ready_run
+from fakes import FakeLauncher
+from tui_steps import pick, pick_hardware, pick_model, settle, walk
+
+SIZES = [pytest.param((120, 40), id="120x40"), pytest.param((80, 24), id="80x24")]
+
+
+@pytest.fixture(autouse=True)
+def _state_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_hardware_screen(snap_compare, build_app, size):
+    """You should see the detected 8×H200 node with "Preselected: H200 (h200) — match: exact" on the
+    left and the profiles grouped by brand (NVIDIA first) on the right, H200 marked ★ detected."""
+
+    async def before(pilot):
+        await settle(pilot)
+
+    assert snap_compare(build_app(), terminal_size=size, run_before=before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_model_screen(snap_compare, build_app, size):
+    """You should see the search box with task/arch filters and the nine bundled recipes, each ✓ fits
+    on H200, with the custom-model box at the bottom."""
+
+    async def before(pilot):
+        await pick_hardware(pilot, "h200")
+
+    assert snap_compare(build_app(), terminal_size=size, run_before=before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_configure_screen(snap_compare, build_app, size):
+    """You should see Qwen3-32B's rows: BF16 picked, Tensor Parallel picked and TEP/DEP/DPA+TP disabled
+    with "needs an MoE model", and the constraint panel's "runs on 1 of 8 GPUs" hint."""
+
+    async def before(pilot):
+        await pick_hardware(pilot, "h200")
+        await pick_model(pilot, "Qwen/Qwen3-32B")
+
+    assert snap_compare(build_app(), terminal_size=size, run_before=before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_configure_screen_after_picks(snap_compare, build_app, size):
+    """You should see Qwen3-30B-A3B with Data + Expert Parallel and LMCache picked (● marks moved)."""
+
+    async def before(pilot):
+        await pick_hardware(pilot, "h200")
+        await pick_model(pilot, "Qwen/Qwen3-30B-A3B-Instruct-2507")
+        await pick(pilot, "strategy", "single_node_dep")
+        await pick(pilot, "kv_offload", "lmcache")
+
+    assert snap_compare(build_app(), terminal_size=size, run_before=before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_review_screen(snap_compare, build_app, size):
+    """You should see the plan summary line, the install steps and one command block
+    "node 0 · vllm · serve · engine" with `vllm serve Qwen/Qwen3-32B --tensor-parallel-size 1 …`."""
+
+    async def before(pilot):
+        await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
+
+    assert snap_compare(build_app(launcher=FakeLauncher()), terminal_size=size, run_before=before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_monitor_screen(snap_compare, build_app, size):
+    """You should see the process table with vllm READY (pid 4242, ✓ ready), its log with the WARNING
+    line in yellow, and the side panel with "vllm: serving" and the metric sparklines."""
+
+    async def before(pilot):
+        await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
+        await pilot.press("l")
+        for _ in range(100):  # until the canned history is folded in and painted
+            await pilot.pause(0.05)
+            model = getattr(pilot.app.screen, "model", None)
+            if model is not None and not model.pending and "vllm" in model.procs and model.procs["vllm"].ready \
+                    and len(model.metrics["generation_tokens_per_s"]) == 2:
+                break
+        await pilot.pause(0.3)
+
+    assert snap_compare(build_app(launcher=FakeLauncher(events=ready_run())), terminal_size=size, run_before=before)
