@@ -369,12 +369,16 @@ class Strategy(CatalogModel):
 
 
 class KvStoreRouter(CatalogModel):
+    """kv_store ``router``: the cache-aware vllm-router in front of ≥ 2 instances (§2.9)."""
+
     policy: str = "cache_aware"
     install: str | None = None
     port: int | None = None
 
 
 class KvStoreVllm(CatalogModel):
+    """kv_store ``vllm``: args/env added to every instance, brand-keyed install, HTTP port (§1.4)."""
+
     vllm_args: Args = Field(default_factory=list)
     env: Env = Field(default_factory=dict)
     install: dict[str, str] = Field(default_factory=dict)
@@ -383,15 +387,21 @@ class KvStoreVllm(CatalogModel):
 
 
 class KvStorePdRole(CatalogModel):
+    """kv_store ``pd.<role>``: args replacing the role's ``--kv-transfer-config`` (MultiConnector)."""
+
     args: Args = Field(default_factory=list)
 
 
 class KvStorePd(CatalogModel):
+    """kv_store ``pd``: how Mooncake composes with a PD cluster (§2.9)."""
+
     prefill: KvStorePdRole = Field(default_factory=KvStorePdRole)
     decode: KvStorePdRole = Field(default_factory=KvStorePdRole)
 
 
 class CommandBlock(CatalogModel):
+    """A process given as shell text (``mooncake_master``, ``mooncake_store_config`` + its ``config``)."""
+
     command: str = ""
     description: str = ""
     note: str | None = None
@@ -399,6 +409,8 @@ class CommandBlock(CatalogModel):
 
 
 class VllmConfigTemplate(CatalogModel):
+    """``mooncake_vllm_config``: the JSON every instance reads from ``$MOONCAKE_CONFIG_PATH``."""
+
     mode: str | None = None
     note: str | None = None
     template: dict[str, Any] = Field(default_factory=dict)
