@@ -116,16 +116,24 @@ class WizardApp(App):
                 self._services = real_services()
             return self._services
 
-    def on_mount(self) -> None:
+    def get_default_screen(self) -> Screen:
+        """The hardware step is the base screen (no blank screen underneath)."""
         from vllm_wizard.tui.screen_hardware import HardwareScreen
 
-        self.push_screen(HardwareScreen())
+        return HardwareScreen()
+
+    def on_mount(self) -> None:
+        # Workers start after the first frame is on screen: their imports (pydantic models, vendor
+        # libraries) would otherwise hold the GIL while Textual paints (measured: bench/bench_tui.py).
+        self.call_after_refresh(self._start_workers)
+
+    def _start_workers(self) -> None:
         if self.catalog is None:
             self._load_catalog()
         if self.inventory is None:
             self._detect()
         if self.catalog is not None or self.inventory is not None:
-            self.call_after_refresh(self._settle)
+            self._settle()
         self._find_live_runs()
 
     @work(thread=True, group="load", exit_on_error=False)

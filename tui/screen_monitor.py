@@ -256,7 +256,7 @@ class MonitorScreen(Screen):
     def action_detach(self) -> None:
         """Leave the run running and go back."""
         self.workers.cancel_group(self, "monitor-events")
-        if len(self.app.screen_stack) > 2:
+        if len(self.app.screen_stack) > 1:
             self.app.pop_screen()
         else:
             self.app.exit(message=f"Detached from run {self.run_id}; `vllm-wizard attach {self.run_id}` re-opens it.")
