@@ -1060,9 +1060,10 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
     versions = [x for x in (ctx.recipe.model.min_vllm_version, ctx.variant.min_vllm_version,
                             ctx.kv_store.min_vllm_version if ctx.kv_store else None) if x]
     notes = _gate_warnings(ctx)
-    mode_block = (ctx.recipe.model.install or {}).get(ctx.install_mode)
-    if isinstance(mode_block, dict) and mode_block.get("note"):
-        notes.append(str(mode_block["note"]))
+    for source in (ctx.recipe.model.install, ctx.profile.install):  # recipe, then seed profile (§4.1)
+        mode_block = (source or {}).get(ctx.install_mode)
+        if isinstance(mode_block, dict) and mode_block.get("note"):
+            notes.append(str(mode_block["note"]))
     hw_note = ctx.recipe.hardware_notes.get(ctx.hw)
     if isinstance(hw_note, str):
         notes.append(hw_note)

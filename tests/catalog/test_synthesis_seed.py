@@ -292,3 +292,16 @@ def test_simple_offload_is_gated_off_on_tpu(seed_catalog) -> None:
     p = plan(seed_catalog, hardware="trillium", strategy="single_node_tp", features="none", kv_offload="simple")
     assert p["checks"]["kv_hardware_ok"] is False
     assert "--kv-transfer-config" not in proc(p, "serve")["argv"]
+
+
+# ---------------------------------------------------------------------------------------- §4.1
+
+def test_profile_image_and_install_gate_on_vr200(seed_catalog) -> None:
+    """vr200: ``install.pip: false`` forces docker; its own image wins; its docker note is shown."""
+    p = plan(seed_catalog, hardware="vr200", strategy="single_node_tp", features="none", install_mode="pip")
+    assert p["install_mode"] == "docker"
+    assert p["docker"] == {"image": "vllm/vllm-openai:cu134-nightly"}
+    serve = proc(p, "serve")
+    assert serve["argv"][:4] == ["docker", "run", "--gpus", "all"]
+    assert serve["argv"][serve["argv"].index("vllm/vllm-openai:cu134-nightly") + 1] == MOE_ID
+    assert any(n.startswith("Rubin support is a preview") for n in p["notes"])
