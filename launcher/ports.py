@@ -48,8 +48,19 @@ def port_holder(port: int) -> str | None:
     return None
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    """A currently free loopback TCP port chosen by the OS (for tests and defaults)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A currently free loopback TCP port chosen by the OS (for tests and defaults).
+
+    The OS may offer the same ephemeral port again once the probe socket is closed, so ports
+    already returned by this process are never returned twice.
+    """
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port

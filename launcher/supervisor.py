@@ -300,6 +300,7 @@ class Supervisor:
             if self.policy.states[name].state is not State.STARTING:
                 return  # stopped while waiting
             log.note(f"starting: {' '.join(self.redactor.text(a) for a in p.command())}")
+            self.progress.pop(name, None)  # a restart goes through the startup phases again
             try:
                 mp = await self._spawn_fn(p, child_env(p, self.base_env))
             except OSError as exc:
