@@ -229,3 +229,52 @@ def test_feature_none_cannot_be_mixed_with_names(capsys, snapshot: Path) -> None
     code, _, err = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B",
                          "--feature", "none", "--feature", "reasoning")
     assert code == 2 and "--feature none/default stand alone" in err
+
+
+def _flags(sel: dict) -> list[str]:
+    """Human flags equivalent to a golden selection (plan-json §2 keys → plan flags)."""
+    out = ["--model", sel["model"]]
+    for key in ("variant", "hardware", "strategy", "task"):
+        if key in sel:
+            out += [f"--{key}", sel[key]]
+    if "nodes" in sel:
+        out += ["--nodes", str(sel["nodes"])]
+    if "install_mode" in sel:
+        out += ["--install-mode", sel["install_mode"]]
+    if "kv_offload" in sel:
+        out += ["--kv-offload", sel["kv_offload"]]
+    if "kv_instances" in sel:
+        out += ["--kv-instances", str(sel["kv_instances"]["count"])]
+    modes = sel.get("feature_modes", {})
+    feats = sel.get("features")
+    if isinstance(feats, str):
+        out += ["--feature", feats]
+    elif feats is not None:
+        for f in feats:
+            out += ["--feature", f"{f}={modes[f]}" if f in modes else f]
+    for role in ("prefill", "decode"):
+        pool = (sel.get("pd") or {}).get(role)
+        if pool:
+            out += [f"--pd-{role}", f"{pool['nodes']}:{pool['mode']}" if "mode" in pool else str(pool["nodes"])]
+    for arg in sel.get("advanced_args", []):
+        out.append(f"--arg={arg}")
+    return out
+
+
+@pytest.mark.parametrize("pattern", ["fm=spec_decoding:dspark", "pd=2dep/1dep", r"n2 kv=kv_store_distributed_mooncake\*2",
+                                     "adv=", "task=", "f=none", "docker$"])
+def test_flags_plan_like_the_selection_file(capsys, snapshot: Path, shared: Path, pattern: str) -> None:
+    """The human flags reach the same plan as the golden selection they spell out."""
+    import sys
+
+    sys.path.insert(0, str(shared / "tools"))
+    try:
+        from golden_compare import compare_plan, load_cases
+    finally:
+        sys.path.pop(0)
+    cases = load_cases(str(shared / "golden" / "cases.jsonl"), pattern, 3)
+    assert cases, pattern
+    for case in cases:
+        code, out, err = _plan(capsys, "--recipes", str(snapshot), *_flags(case["selection"]), "--json")
+        assert code == 0, err
+        assert compare_plan(case["expected"], json.loads(out)) == [], case["id"]
