@@ -1064,6 +1064,9 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         mode_block = (source or {}).get(ctx.install_mode)
         if isinstance(mode_block, dict) and mode_block.get("note"):
             notes.append(str(mode_block["note"]))
+    if ctx.profile.slice_topology:  # seed §4.1: TPU slice shape, {n} = node count
+        topo = ctx.profile.slice_topology.replace("{n}", str(ctx.nodes))
+        notes.append(f"TPU slice topology {topo} ({ctx.profile.chips_per_node or ctx.gpu_count} chips per node)")
     hw_note = ctx.recipe.hardware_notes.get(ctx.hw)
     if isinstance(hw_note, str):
         notes.append(hw_note)

@@ -305,3 +305,8 @@ def test_profile_image_and_install_gate_on_vr200(seed_catalog) -> None:
     assert serve["argv"][:4] == ["docker", "run", "--gpus", "all"]
     assert serve["argv"][serve["argv"].index("vllm/vllm-openai:cu134-nightly") + 1] == MOE_ID
     assert any(n.startswith("Rubin support is a preview") for n in p["notes"])
+
+
+def test_tpu_slice_topology_note_follows_the_node_count(seed_catalog) -> None:
+    p = plan(seed_catalog, hardware="ironwood", strategy="multi_node_tp", nodes=2, features="none")
+    assert "TPU slice topology 2x2x2 (4 chips per node)" in p["notes"]
