@@ -139,9 +139,21 @@ class WizardApp(App):
     @work(thread=True, group="load", exit_on_error=False)
     def _load_catalog(self) -> None:
         try:
-            self.post_message(CatalogLoaded(self.services.load_catalog(self.recipes)))
+            catalog = self.services.load_catalog(self.recipes)
         except Exception as exc:  # noqa: BLE001 — shown to the person, never a crash
             self.post_message(CatalogLoaded(None, f"{type(exc).__name__}: {exc}"))
+            return
+        model = self.initial_model
+        if model and self.services.custom_recipe is not None:
+            try:  # --model names a recipe (case-insensitive) or a custom model's config.json
+                catalog.recipe(model)
+            except Exception:  # noqa: BLE001
+                try:
+                    catalog, self.initial_model = self.services.custom_recipe(catalog, model)
+                except Exception as exc:  # noqa: BLE001
+                    self.errors["model"] = f"--model {model}: {exc}"
+                    self.initial_model = None
+        self.post_message(CatalogLoaded(catalog))
 
     @work(thread=True, group="load", exit_on_error=False)
     def _detect(self) -> None:

@@ -1,22 +1,28 @@
-"""Detected defaults for a plan's placeholders (recipes-synthesis §2.13) shown on the review screen.
+"""Defaults for a plan's placeholders (recipes-synthesis §2.13) offered on the review screen.
 
 A plan is a template: ``$HEAD_IP``, ``$IFACE_NAME``, ``$ROUTER_HOST``, ``$PREFILL_NODE_1`` … stay
-literal until launch (plan-json §3.2). On the node the wizard runs on, the sensible defaults are this
-host's primary address and the interface carrying it; other node addresses cannot be guessed and are
-left empty (the launcher refuses to start until they are filled — contracts §2).
-
-The primary address is the one the kernel would route an outbound packet from: a UDP ``connect`` to a
-non-routable address sends nothing and needs no network; the interface is found via psutil.
+literal until launch (plan-json §3.2). The wizard runs on the node that launches node 0 — the head,
+the router host, the first prefill/decode node of a co-located or single-node pool, the Dynamo control
+plane — so those placeholders default to this host's primary address, and interface placeholders to
+the interface carrying it. Both come from detection (``inventory.host.primary_ip`` /
+``default_iface``, detection.md §5.3); without them, from the kernel's route choice (a UDP
+``connect`` sends nothing). The plan's own ``placeholder_defaults`` (e.g. ``ROUTER_PORT: 30000``)
+fill the rest. Anything else (other nodes' addresses) stays empty: the person must type it, and the
+launcher refuses to start until it is filled (contracts §2). Defaults are offered, never applied
+silently — they are editable inputs.
 """
 
 from __future__ import annotations
 
 import socket
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
-#: Placeholders that mean "an address of this node" (the head / router / Mooncake master run here).
-SELF_ADDRESS = frozenset({"HEAD_IP", "HEAD_NODE_IP", "ROUTER_HOST", "MASTER_ADDR", "MOONCAKE_MASTER_IP", "PREFILL_NODE_1"})
-#: Placeholders that mean "the network interface of that address".
+#: Placeholders that name an address of the node the wizard runs on.
+SELF_ADDRESS = frozenset({
+    "HEAD_IP", "HEAD_NODE_IP", "ROUTER_HOST", "MASTER_ADDR", "MOONCAKE_MASTER_IP", "DYN_CONTROL_IP",
+    "PREFILL_NODE_1", "DECODE_NODE_1", "VLLM_INSTANCE_1",
+})
+#: Placeholders that name the network interface of that address.
 SELF_IFACE = frozenset({"IFACE_NAME", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"})
 
 
@@ -33,7 +39,7 @@ def primary_address() -> str:
 
 
 def interface_of(address: str) -> str:
-    """The network interface name carrying ``address`` (``lo`` for loopback, ``""`` if unknown)."""
+    """The network interface carrying ``address`` (``""`` if unknown)."""
     import psutil
 
     for name, addrs in psutil.net_if_addrs().items():
@@ -42,12 +48,24 @@ def interface_of(address: str) -> str:
     return ""
 
 
-def detected_defaults(names: Iterable[str]) -> dict[str, str]:
-    """``{name: default}`` for each placeholder name (no ``$``); ``""`` where nothing is detected."""
+def detected_defaults(names: Iterable[str], inventory: Any = None,
+                      plan_defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """``{name: default}`` for each placeholder name (no ``$``); ``""`` where nothing is known."""
     names = list(names)
-    address = primary_address() if any(n in SELF_ADDRESS or n in SELF_IFACE for n in names) else ""
-    iface = interface_of(address) if address and any(n in SELF_IFACE for n in names) else ""
+    host = getattr(inventory, "host", None)
+    address = getattr(host, "primary_ip", None) or ""
+    iface = getattr(host, "default_iface", None) or ""
+    if not address and any(n in SELF_ADDRESS or n in SELF_IFACE for n in names):
+        address = primary_address()
+    if not iface and address and any(n in SELF_IFACE for n in names):
+        iface = interface_of(address)
+    plan_defaults = plan_defaults or {}
     out = {}
     for name in names:
-        out[name] = address if name in SELF_ADDRESS else iface if name in SELF_IFACE else ""
+        if name in SELF_ADDRESS:
+            out[name] = address
+        elif name in SELF_IFACE:
+            out[name] = iface
+        else:
+            out[name] = str(plan_defaults.get(name, "") or "")
     return out

@@ -1,20 +1,13 @@
 """Exports from the review screen: the plan file (contracts §2) and one bash script per node.
 
-The plan file is what ``vllm-wizard launch`` and the launcher's ``load_plan_file`` read. When the
-catalog core offers its own writer (``Services.write_plan_file``, the one ``plan --out`` uses) it is
-used, so the two cannot drift; otherwise this module writes the same shape from ``plan_to_json``
-(contracts §2: ``plan_version``, ``tool_version``, ``created``, ``provenance``, ``plan``).
-
-Scripts: one ``node-<rank>.sh`` per node rank (plus ``unbound.sh`` for the router/Mooncake master),
-each exporting its process env and starting its processes in launch order, background-and-wait, with
-placeholders filled where the person gave values.
+Both are the catalog renderer's (``catalog/render.py``: ``plan_file``, ``node_scripts``) — the same
+files ``vllm-wizard plan --out/--script`` writes — with the provenance the CLI records (catalog source
+and revision, hardware profile, device count, a hardware snapshot, the selection), so a run launched
+from the wizard can be reproduced and diffed like one launched from the CLI.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import os
-import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +15,6 @@ from typing import Any
 import yaml
 
 from vllm_wizard import __version__
-from vllm_wizard.tui.plan_view import command_text, fill_placeholders
 
 
 def default_export_dir() -> Path:
@@ -41,71 +33,59 @@ def runs_plan_path(stamp: str) -> Path:
     return folder / f"plan-{stamp}.yaml"
 
 
-def plan_document(app: Any) -> dict:
-    """The contracts §2 plan-file mapping for the app's current plan and selection."""
-    plan_json = app.plan_json
-    catalog = app.catalog
-    source = getattr(catalog, "source", None) or (str(app.recipes) if app.recipes else "bundled")
-    revision = getattr(catalog, "revision", None)
+def hardware_snapshot(app: Any) -> dict | None:
+    """The detect summary recorded in provenance (the same keys ``plan --detect`` records)."""
     inv = app.inventory
-    snapshot = None
-    if inv is not None and hasattr(inv, "model_dump"):
-        try:
-            snapshot = inv.model_dump(mode="json")
-        except Exception:  # noqa: BLE001 — a partial inventory still launches
-            snapshot = None
+    if inv is None:
+        return None
+    primary = getattr(inv, "primary", None)
+    best = app.candidates[0] if app.candidates else None
     return {
-        "plan_version": 1,
-        "tool_version": __version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "provenance": {
-            "catalog_source": str(source),
-            "catalog_revision": revision,
-            "hardware_profile": plan_json.get("resolved", {}).get("hardware"),
-            "device_count": plan_json.get("device_count"),
-            "hardware_snapshot": snapshot,
-            "selection": dict(app.selection),
-        },
-        "plan": plan_json,
+        "source": getattr(inv, "source", "live"),
+        "device_count": getattr(inv, "device_count", None),
+        "accelerator": getattr(primary, "name", None),
+        "brand": getattr(primary, "brand", None),
+        "matched_profile": getattr(best, "profile_id", None),
+        "match_quality": getattr(best, "quality", None),
+        "notes": list(getattr(best, "notes", []) or []),
     }
 
 
+def plan_document(app: Any) -> dict:
+    """The contracts §2 plan-file mapping for the app's current plan (``app.plan``)."""
+    from vllm_wizard.catalog.render import plan_file
+
+    plan = app.plan
+    source = app.services.extras.get("source")
+    selection = app.services.make_selection(app.selection)
+    dump = selection.model_dump(exclude_none=True, exclude_defaults=True) if hasattr(selection, "model_dump") else dict(app.selection)
+    provenance = {
+        "catalog_source": getattr(source, "label", None) or (str(app.recipes) if app.recipes else "bundled"),
+        "catalog_revision": getattr(source, "revision", None) or getattr(app.catalog, "revision", None),
+        "hardware_profile": plan.resolved["hardware"],
+        "device_count": plan.device_count,
+        "hardware_snapshot": hardware_snapshot(app),
+        "selection": dump,
+    }
+    return plan_file(plan, provenance, __version__)
+
+
 def write_plan_file(app: Any, path: Path) -> Path:
-    """Write the plan file for the app's current plan to ``path``; returns ``path``."""
-    writer = app.services.write_plan_file
-    if writer is not None:
-        try:
-            return writer(app.catalog, app.services.make_selection(app.selection), app.plan, path, app.inventory) or path
-        except TypeError:  # a writer with another signature: fall back to the contract shape
-            pass
+    """Write the plan file for the app's current plan to ``path`` (YAML); returns ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(plan_document(app), sort_keys=False))
+    path.write_text(yaml.safe_dump(plan_document(app), sort_keys=False, allow_unicode=True), encoding="utf-8")
     return path
 
 
-def write_scripts(plan_json: dict, directory: Path, values: dict[str, str] | None = None) -> list[Path]:
-    """One executable bash script per node rank into ``directory``; returns the paths written."""
-    values = values or {}
-    groups: dict[str, list[dict]] = {}
-    for proc in plan_json.get("processes", []):
-        rank = proc.get("node_rank")
-        key = f"node-{rank}" if rank is not None else "unbound"
-        if proc.get("instance") is not None:
-            key = f"instance-{proc['instance']}-{key}"
-        groups.setdefault(key, []).append(proc)
+def write_scripts(plan: Any, directory: Path) -> list[Path]:
+    """One executable bash script per node (``catalog.render.node_scripts``); returns the paths."""
+    from vllm_wizard.catalog.render import node_scripts
+
+    directory.mkdir(parents=True, exist_ok=True)
     paths = []
-    for key, procs in groups.items():
-        lines = ["#!/usr/bin/env bash", f"# {key}: generated by vllm-wizard {__version__}", "set -euo pipefail", ""]
-        for step in plan_json.get("install") or []:
-            lines.append(f"# install: {step.splitlines()[0]}")
-        for proc in procs:
-            lines.append(f"# {proc['name']} ({proc.get('role')})")
-            env = " ".join(f"{k}={shlex.quote(fill_placeholders(str(v), values))}" for k, v in (proc.get("env") or {}).items())
-            cmd = fill_placeholders(command_text(proc), values)
-            lines.append(f"env {env} {cmd} &" if env else f"{cmd} &")
-        lines += ["", "wait", ""]
-        path = directory / f"{key}.sh"
-        path.write_text("\n".join(lines))
-        os.chmod(path, 0o755)
+    for name, text in node_scripts(plan).items():
+        path = directory / name
+        path.write_text(text, encoding="utf-8")
+        path.chmod(0o755)
         paths.append(path)
     return paths

@@ -1,59 +1,49 @@
-"""How the review screen lays out a plan (pure, no Textual): processes per node in launch order.
+"""How the review screen lays out a plan: processes per node in launch order, as ``plan`` prints them.
 
-Input is the plan-json §3 dict (+ contracts §2 extras: ``phase``, ``setup``). Each process becomes a
-:class:`ProcessBlock` whose ``command`` is the argv joined with POSIX shell quoting (``shlex.join``)
-— the text a person can paste, and exactly the argv the launcher runs — with ``export`` lines for
-its env before it. Processes keep the plan's order (the launch order, plan-json §3.6); blocks are
-grouped under a "where it runs" heading: node rank, or the placeholder host of unbound processes.
+The grouping, order and command text are the catalog's own renderer (``catalog/render.py``, the one
+``vllm-wizard plan`` prints with): :func:`group_by_node` gives the node groups (services, nodes,
+router host) with processes in phase order, :func:`command_lines` the builder-style multi-line
+command, :func:`shell_word` the quoting that leaves ``$PLACEHOLDERS`` for the shell. So the review
+screen and the CLI cannot drift apart; this module only cuts that rendering into focusable blocks.
 """
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
+from typing import Any
 
-#: Where processes without a node rank run (plan-json §3.2 ``node_rank: null``).
-UNBOUND_HOST = {"router": "$ROUTER_HOST", "mooncake_master": "$MOONCAKE_MASTER_IP", "mooncake_store": "store node"}
+from vllm_wizard.catalog.render import command_lines, group_by_node, shell_word
 
 
 @dataclass(frozen=True)
 class ProcessBlock:
-    """One process as shown: ``where`` ("node 0", "instance 1 · node 0", "$ROUTER_HOST"), ``title``
-    ("vllm · serve · engine"), ``exports`` (``export K=V`` lines), ``command`` (shell text)."""
+    """One process as shown: ``where`` (node label: ``node-0``, ``prefill-node-1``, ``router``,
+    ``services``), ``title`` ("[engine] vllm (serve)"), ``setup`` (bash prelude or ""),
+    ``exports`` (``export K=V`` lines), ``command`` (multi-line shell text), ``name``."""
 
     where: str
     title: str
+    setup: str
     exports: tuple[str, ...]
     command: str
     name: str
 
-
-def where_of(proc: dict) -> str:
-    """The heading a process is grouped under."""
-    rank = proc.get("node_rank")
-    base = f"node {rank}" if rank is not None else UNBOUND_HOST.get(proc.get("role", ""), "any host")
-    if proc.get("instance") is not None:
-        return f"instance {proc['instance']} · {base}"
-    return base
+    def text(self) -> str:
+        """The block as shell text: setup, exports, command."""
+        return "\n".join(([self.setup] if self.setup else []) + list(self.exports) + [self.command])
 
 
-def command_text(proc: dict) -> str:
-    """``shlex.join(argv)``, wrapped in the ``bash -c 'setup; exec "$@"'`` form when the process has
-    a setup prelude (contracts §2)."""
-    cmd = shlex.join(proc["argv"])
-    if proc.get("setup"):
-        prelude = shlex.quote(proc["setup"] + '; exec "$@"')
-        return f"bash -c {prelude} -- {cmd}"
-    return cmd
+def process_blocks(plan: Any) -> list[ProcessBlock]:
+    """Every process of the LaunchPlan ``plan``, grouped and ordered as ``plan`` prints them.
 
-
-def process_blocks(plan_json: dict) -> list[ProcessBlock]:
-    """Every process of ``plan_json`` in plan order."""
+    Docker-mode processes carry their env as ``-e`` flags, so they get no export lines (as in
+    ``plan_text``)."""
     blocks = []
-    for proc in plan_json.get("processes", []):
-        title = " · ".join(x for x in (proc["name"], proc.get("role", ""), proc.get("phase", "")) if x)
-        exports = tuple(f"export {k}={shlex.quote(str(v))}" for k, v in (proc.get("env") or {}).items())
-        blocks.append(ProcessBlock(where_of(proc), title, exports, command_text(proc), proc["name"]))
+    for label, procs in group_by_node(plan).items():
+        for p in procs:
+            exports = () if p.argv[:1] == ["docker"] else tuple(f"export {k}={shell_word(v)}" for k, v in p.env.items())
+            title = f"[{p.phase}] {p.name} ({p.role})" + (f" — {p.label}" if p.label else "")
+            blocks.append(ProcessBlock(label, title, (p.setup or "").rstrip(), exports, command_lines(p.argv), p.name))
     return blocks
 
 

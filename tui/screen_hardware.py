@@ -56,7 +56,7 @@ class HardwareScreen(Screen):
         lines = inventory_lines(app.inventory)
         profiles = app.catalog.taxonomy.hardware_profiles if app.catalog is not None else {}
         lines += [""] + match_lines(app.candidates, profiles) if app.candidates else []
-        for key in ("detect", "catalog", "match"):
+        for key in ("detect", "catalog", "match", "model"):
             if key in app.errors:
                 lines.append(f"[{key} failed] {app.errors[key]}")
         self.query_one("#detected", Static).update(Text("\n".join(lines)))
@@ -108,3 +108,7 @@ class HardwareScreen(Screen):
         from vllm_wizard.tui.screen_model import ModelScreen
 
         self.app.push_screen(ModelScreen())
+        if self.app.selection.get("model") and self.app.options is not None:  # --model: straight on
+            from vllm_wizard.tui.screen_configure import ConfigureScreen
+
+            self.app.push_screen(ConfigureScreen())

@@ -38,6 +38,8 @@ class CommandBlock(Static, can_focus=True):
         self.block = block
         text = Text()
         text.append(f"{block.where} · {block.title}\n", style="bold")
+        if block.setup:
+            text.append(block.setup + "\n", style="dim italic")
         for line in block.exports:
             text.append(line + "\n", style="dim")
         text.append(block.command)
@@ -96,13 +98,13 @@ class ReviewScreen(Screen):
         placeholders = plan.get("placeholders") or []
         if placeholders:
             widgets.append(Label("Placeholders (filled at launch; detected defaults shown)", classes="section"))
-            self.values = detected_defaults(placeholders)
+            self.values = detected_defaults(placeholders, self.app.inventory, plan.get("placeholder_defaults"))
             for name in placeholders:
                 widgets.append(
                     Horizontal(Label(f"${name}", classes="ph-name"), Input(self.values[name], id=f"ph-{name}"), classes="ph-row")
                 )
         widgets.append(Label("Commands (launch order)", classes="section"))
-        for i, block in enumerate(process_blocks(plan)):
+        for i, block in enumerate(process_blocks(self.app.plan)):
             widgets.append(CommandBlock(block, id=f"cmd-{i}", classes="command"))
         container.mount_all(widgets)
         launcher = self.app.launcher
@@ -113,34 +115,41 @@ class ReviewScreen(Screen):
         )
 
     def _installed_text(self, plan: dict) -> str:
-        """What is already installed vs what the plan needs (detect §5.5 facts when present)."""
+        """What is installed vs what the plan needs: vLLM version vs the recipe's minimum,
+        vllm-router and LMCache (detection.md §5.5 facts, ``inventory.software``)."""
         software = getattr(self.app.inventory, "software", None)
         if software is None:
             return ""
-        parts = []
-        vllm = getattr(software, "vllm", None) or (software.get("vllm") if isinstance(software, dict) else None)
+
+        def version(key: str) -> str | None:
+            tool = getattr(software, key, None)
+            if tool is None or not getattr(tool, "installed", False):
+                return None
+            return getattr(tool, "version", None) or "installed"
+
         need = plan.get("min_vllm_version")
-        parts.append(f"vLLM installed: {vllm or 'no'}" + (f" (recipe needs ≥ {need})" if need else ""))
-        for name in ("vllm_router", "lmcache"):
-            have = getattr(software, name, None) or (software.get(name) if isinstance(software, dict) else None)
-            parts.append(f"{name.replace('_', '-')}: {have or 'not installed'}")
-        return " · ".join(parts)
+        parts = [f"vLLM installed: {version('vllm') or 'no'}" + (f" (recipe needs ≥ {need})" if need else "")]
+        argv0 = {p["argv"][0] for p in plan.get("processes", []) if p.get("argv")}
+        if "vllm-router" in argv0:
+            parts.append(f"vllm-router: {version('vllm_router') or 'not installed'}")
+        if any("lmcache" in step for step in plan.get("install") or []) or "lmcache" in argv0:
+            parts.append(f"LMCache: {version('lmcache') or 'not installed'}")
+        return "Installed: " + " · ".join(parts)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id and event.input.id.startswith("ph-"):
             self.values[event.input.id[3:]] = event.value.strip()
 
-    def commands(self) -> list[str]:
-        """The displayed commands, in order (tests compare them with ``plan_to_json``)."""
-        return [b.block.command for b in self.query(CommandBlock)]
+    def commands(self) -> list[tuple[str, str]]:
+        """``(process name, command text)`` as displayed, in order."""
+        return [(b.block.name, b.block.command) for b in self.query(CommandBlock)]
 
     def action_copy(self) -> None:
         """Copy the focused command (else the first) with placeholders filled, via OSC 52."""
         focused = self.focused if isinstance(self.focused, CommandBlock) else next(iter(self.query(CommandBlock)), None)
         if focused is None:
             return
-        text = "\n".join(focused.block.exports + (focused.block.command,))
-        self.app.copy_to_clipboard(fill_placeholders(text, self.values))
+        self.app.copy_to_clipboard(fill_placeholders(focused.block.text(), self.values))
         self.notify(f"Copied {focused.block.name}'s command to the clipboard (OSC 52).")
 
     def _export_dir(self) -> Path:
@@ -158,8 +167,8 @@ class ReviewScreen(Screen):
         """Write one bash script per node next to the plan file."""
         if not self.plan_json:
             return
-        paths = write_scripts(self.plan_json, self._export_dir(), self.values)
-        self.notify("Scripts: " + ", ".join(str(p) for p in paths))
+        paths = write_scripts(self.app.plan, self._export_dir())
+        self.notify("Scripts (export the placeholders first): " + ", ".join(str(p) for p in paths))
 
     def action_launch(self) -> None:
         """Write the plan file and start a detached run of node 0 through the launcher seam."""

@@ -45,11 +45,11 @@ class Services:
     - ``make_selection(mapping) -> Selection``; ``options(catalog, selection) -> Options``;
       ``synthesize(catalog, selection) -> LaunchPlan`` (raises SelectionError);
       ``plan_to_json(plan) -> dict`` (shared/spec/plan-json.md §3)
-    - ``custom_recipe(catalog, id_or_path) -> Catalog``: the catalog with a recipe derived from a
-      custom model's config.json added (raises WizardError naming what was tried)
-    - ``write_plan_file(catalog, selection, plan, path, inventory)``: the plan file of contracts §2
-    - ``write_scripts(catalog, selection, plan, directory)``: one bash script per node
+    - ``custom_recipe(catalog, id_or_path) -> (catalog', hf_id)``: the catalog with the recipe derived
+      from a custom model's config.json added, and the id to select (raises SelectionError naming
+      every place tried)
     - ``launcher``: a :class:`LauncherPort`, or ``None`` where launching is unavailable
+    - ``extras``: what loading learnt on the way (``source``: the CatalogSource used)
     """
 
     load_catalog: Callable[[Path | None], Any]
@@ -59,10 +59,7 @@ class Services:
     options: Callable[[Any, Any], Any]
     synthesize: Callable[[Any, Any], Any]
     plan_to_json: Callable[[Any], dict]
-    custom_recipe: Callable[[Any, str], Any] | None = None
-    write_plan_file: Callable[..., Path] | None = None
-    write_scripts: Callable[..., list[Path]] | None = None
-    render_plan_text: Callable[[dict], str] | None = None
+    custom_recipe: Callable[[Any, str], tuple[Any, str]] | None = None
     launcher: LauncherPort | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
@@ -70,15 +67,27 @@ class Services:
 def real_services() -> Services:
     """:class:`Services` wired to the real cores (imported here, lazily — call from a worker).
 
-    Optional hooks (custom models, plan-file and script writers, the text renderer of ``plan``) are
-    looked up by name and left ``None`` when the core does not provide them; the screens then hide
-    the matching action instead of failing.
+    The launcher is optional (``None`` when ``vllm_wizard.launcher`` cannot be imported): the
+    review screen then offers exports only.
     """
     from vllm_wizard import catalog as cat_mod
     from vllm_wizard import detect as det_mod
 
+    extras: dict[str, Any] = {}
+
     def load(recipes: Path | None):
-        return cat_mod.load_catalog(recipes=recipes) if recipes else cat_mod.load_catalog()
+        # the same source rules as `plan`: --recipes > remembered recipes_dir > bundled
+        from vllm_wizard.catalog.sources import resolve_source
+
+        source = resolve_source(recipes)
+        extras["source"] = source
+        return cat_mod.load_catalog(source.path) if source.path else cat_mod.load_catalog()
+
+    def custom(catalog, ident: str):
+        from vllm_wizard.catalog.custom import resolve_model
+
+        recipe = resolve_model(catalog, ident)
+        return catalog.with_recipe(recipe), recipe.hf_id
 
     def make_selection(values: dict):
         clean = {k: v for k, v in values.items() if v is not None}
@@ -106,9 +115,7 @@ def real_services() -> Services:
         options=getattr(cat_mod, "options", None) or missing("options", "vllm_wizard.catalog"),
         synthesize=getattr(cat_mod, "synthesize", None) or missing("synthesize", "vllm_wizard.catalog"),
         plan_to_json=cat_mod.plan_to_json,
-        custom_recipe=getattr(cat_mod, "custom_recipe", None),
-        write_plan_file=getattr(cat_mod, "write_plan_file", None),
-        write_scripts=getattr(cat_mod, "write_scripts", None),
-        render_plan_text=getattr(cat_mod, "render_plan_text", None),
+        custom_recipe=custom,
         launcher=launcher,
+        extras=extras,
     )

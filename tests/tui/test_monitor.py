@@ -59,7 +59,7 @@ async def test_fatal_kv_oom_relaunches_with_smaller_max_model_len(build_app, tmp
         await settle(pilot)
         assert app.selection["advanced_args"] == ["--max-model-len", "8192"]
         assert isinstance(app.screen, ReviewScreen)
-        assert "--max-model-len 8192" in app.screen.commands()[0]
+        assert "--max-model-len 8192" in app.screen.commands()[-1][1]
         assert launcher.clients["run-1"].commands == ["stop"]
 
 

@@ -11,7 +11,7 @@ import pytest
 from tui_steps import walk
 
 from vllm_wizard.catalog import Selection, plan_to_json, synthesize
-from vllm_wizard.tui.plan_view import command_text
+from vllm_wizard.catalog.render import command_lines, group_by_node, plan_text
 from vllm_wizard.tui.screen_review import ReviewScreen
 
 CASES = [
@@ -40,9 +40,12 @@ async def test_review_shows_the_cli_plan(build_app, catalog, hardware, model, pi
     async with app.run_test(size=(120, 40)) as pilot:
         await walk(pilot, hardware, model, picks)
         assert isinstance(app.screen, ReviewScreen), app.errors
-        expected = plan_to_json(synthesize(catalog, Selection(**cli_selection)))
-        assert app.screen.commands() == [command_text(p) for p in expected["processes"]]
-        assert app.plan_json["resolved"] == expected["resolved"]
+        plan = synthesize(catalog, Selection(**cli_selection))
+        shown = app.screen.commands()
+        assert shown == [(p.name, command_lines(p.argv)) for procs in group_by_node(plan).values() for p in procs]
+        printed = plan_text(plan)  # what `vllm-wizard plan` prints for the same selection
+        assert all(command in printed for _, command in shown)
+        assert app.plan_json == plan_to_json(plan)
 
 
 async def test_dep_review_lists_router_companion_before_engine(build_app):
@@ -51,6 +54,6 @@ async def test_dep_review_lists_router_companion_before_engine(build_app):
         await walk(pilot, "h200", "Qwen/Qwen3-30B-A3B-Instruct-2507", [("strategy", "single_node_dep")])
         roles = [p["role"] for p in app.plan_json["processes"]]
         assert "serve" in roles and len(roles) >= 2, roles
-        shown = app.screen.commands()
+        shown = [command for _, command in app.screen.commands()]
         assert any(c.startswith("vllm serve") for c in shown)
         assert "--data-parallel-size" in " ".join(shown)
