@@ -102,6 +102,8 @@ class RunServer:
                 if mp.returncode is None:
                     mp.collect()
             self.write_state()
+        if not self.clients:
+            return
         line = encode(msg)
         for q in list(self.clients):
             try:

@@ -38,7 +38,6 @@ def child_env(spec: ProcessSpec, base: Mapping[str, str] | None = None) -> dict[
     env = dict(os.environ if base is None else base)
     env.update(spec.env)
     env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-    env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 
 
@@ -194,11 +193,30 @@ async def spawn_process(spec: ProcessSpec, env: Mapping[str, str] | None = None)
         start_new_session=True,
     )
     proc = asyncio.subprocess.Process(transport, protocol, loop)
+    _grow_pipe(transport)
     try:
         ct = psutil.Process(proc.pid).create_time()
     except psutil.Error:
         ct = 0.0
     return ManagedProcess(proc=proc, pid=proc.pid, pgid=proc.pid, create_time=ct, exited=exited)
+
+
+#: Pipe capacity asked for the child's output (Linux F_SETPIPE_SZ; capped by fs.pipe-max-size).
+PIPE_SIZE = 1 << 20
+
+
+def _grow_pipe(transport: asyncio.SubprocessTransport) -> None:
+    """Enlarge the output pipe so a chatty child rarely waits for the reader (best effort)."""
+    import fcntl
+
+    pipe = transport.get_pipe_transport(1)
+    fd = pipe.get_extra_info("pipe").fileno() if pipe is not None and pipe.get_extra_info("pipe") else None
+    if fd is None or not hasattr(fcntl, "F_SETPIPE_SZ"):
+        return
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+    except OSError:
+        pass
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
