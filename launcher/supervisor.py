@@ -348,6 +348,13 @@ class Supervisor:
         left = await mp.reap(p.stop_timeout_s, p.stop_signal)
         if left:
             self.logs[name].note(f"main process gone; reaped {len(left)} leftover processes {left}")
+        # a restart must not race the old tree for GPU memory either (issue 4): wait while NVML
+        # still shows any of its pids holding memory (no NVML → None → no wait)
+        pids = set(mp.known) | {mp.pid}
+        deadline = self.clock() + self.port_wait_s
+        while (held := gpu_memory_held(pids)) and self.clock() < deadline:
+            self.logs[name].note(f"waiting for GPU memory to be released: {held}")
+            await asyncio.sleep(1.0)
 
     async def _probe_loop(self, name: str, mp: ManagedProcess) -> None:
         p = self.spec.get(name)

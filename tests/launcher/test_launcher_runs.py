@@ -106,3 +106,27 @@ def test_find_run_errors_name_the_runs():
         find_run()
     with pytest.raises(LaunchError, match="matches no run"):
         find_run("nope")
+
+
+async def test_restart_through_the_client():
+    info = start_run(_spec(free_port()))
+    client = RunClient(info.run_id)
+    with pytest.raises(LaunchError, match="no process 'nope'; processes: srv"):
+        await client.restart("nope")
+    states, pids = [], []
+    async for msg in client.events(tail=0):
+        if isinstance(msg, Snapshot) and msg.processes[0]["state"] == "READY":
+            pids.append(msg.processes[0]["pid"])
+            await client.restart("srv")
+        elif isinstance(msg, ProcessEvent):
+            states.append(msg.state)
+            if msg.state is State.READY and not pids:
+                pids.append(msg.pid)
+                await client.restart("srv")
+            elif msg.state is State.READY:
+                pids.append(msg.pid)
+                break
+    assert states[-3:] == [State.STOPPING, State.STARTING, State.READY]
+    assert pids[0] != pids[-1] and not _alive(pids[0])
+    await client.stop()
+    until_sync(lambda: find_run(info.run_id).status == "finished", 20, "run finished")
