@@ -4,8 +4,9 @@
   each with its ``export`` lines and the command in the recipes builder's multi-line style.
 * Scripts (``plan --script DIR``): one executable bash script per node (``set -euo pipefail``);
   infra and ``before`` companions start in the background, the engine next, ``after`` processes
-  (routers) once the engine answers its health URL; the last process ``exec``s in the foreground so
-  the script's lifetime is the node's service. Placeholders must be exported before running: the
+  (routers) once the engine answers its health URL (the wait stops the script if a process it waits
+  for has died); the last process ``exec``s in the foreground so the script's lifetime is the
+  node's service. Placeholders must be exported before running: the
   script refuses to start (``${VAR:?}``) while one is unset. A node that reads a Mooncake config
   file writes it first (default path under ``/etc/mooncake``, as the builder's config script does).
 * Plan file (``plan --out``): ``docs/contracts.md`` §2 — ``plan_version``, ``tool_version``,
@@ -165,30 +166,39 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
         for name in sorted(set(placeholders) - set(configs)):
             lines.append(f': "${{{name}:?export {name} before running this script}}"')
         lines += config_lines
-        lines.append("trap 'jobs -p | xargs -r kill 2>/dev/null' EXIT")
+        lines.append("trap 'rc=$?; jobs -p | xargs -r kill 2>/dev/null || true; exit $rc' EXIT  # no orphans, keep status")
         lines.append("")
-        for i, p in enumerate(procs):
-            fn = "start_" + re.sub(r"[^A-Za-z0-9_]", "_", p.name)
+        fns = {p.name: "start_" + re.sub(r"[^A-Za-z0-9_]", "_", p.name) for p in procs}
+        for p in procs:
             body = []
             if p.setup:
                 body += p.setup.rstrip().splitlines()
             if p.argv[:1] != ["docker"]:  # docker passes the env as -e flags
                 body += _env_lines(p.env)
             body.append("exec " + command_lines(p.argv).replace("\n", "\n  "))
-            lines.append(f"{fn}() {{  # [{p.phase}] {p.role}" + (f" — {p.label}" if p.label else ""))
+            lines.append(f"{fns[p.name]}() {{  # [{p.phase}] {p.role}" + (f" — {p.label}" if p.label else ""))
             lines += ["  " + b for b in body]
             lines.append("}")
         lines.append("")
+        started: list[PlanProcess] = []
         for i, p in enumerate(procs):
-            fn = "start_" + re.sub(r"[^A-Za-z0-9_]", "_", p.name)
-            last = i == len(procs) - 1
-            if last:
-                lines.append(fn)
-                continue
-            lines.append(f"{fn} &")
-            nxt = procs[i + 1]
-            if p.health is not None and PHASES.index(nxt.phase) > PHASES.index(p.phase):
-                lines.append(f"until curl -fsS -o /dev/null {shell_word(p.health.url)}; do sleep 5; done")
+            # entering a later phase: wait until every started process with a health URL answers,
+            # and stop if one of them died meanwhile
+            if started and PHASES.index(p.phase) > PHASES.index(started[-1].phase):
+                for q in started:
+                    if q.health is not None:
+                        pid = f"pid_{fns[q.name]}"
+                        lines.append(f"until curl -fsS -o /dev/null {shell_word(q.health.url)}; do")
+                        lines.append(f'  kill -0 "${pid}" 2>/dev/null || {{ echo "{q.name} exited" >&2; exit 1; }}')
+                        lines.append("  sleep 5")
+                        lines.append("done")
+                started = [q for q in started if q.health is None]
+            if i == len(procs) - 1:
+                lines.append(fns[p.name])
+            else:
+                lines.append(f"{fns[p.name]} &")
+                lines.append(f"pid_{fns[p.name]}=$!")
+                started.append(p)
         scripts[f"{label}.sh"] = "\n".join(lines) + "\n"
     return scripts
 

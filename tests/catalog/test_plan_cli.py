@@ -278,3 +278,16 @@ def test_flags_plan_like_the_selection_file(capsys, snapshot: Path, shared: Path
         code, out, err = _plan(capsys, "--recipes", str(snapshot), *_flags(case["selection"]), "--json")
         assert code == 0, err
         assert compare_plan(case["expected"], json.loads(out)) == [], case["id"]
+
+
+def test_script_stops_when_a_process_it_waits_for_dies(capsys, snapshot: Path, tmp_path: Path) -> None:
+    scripts = tmp_path / "scripts"
+    _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--kv-offload", "lmcache",
+          "--script", str(scripts))
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "lmcache").write_text("#!/bin/sh\nexit 3\n")  # the LMCache server dies at once
+    (fake / "lmcache").chmod(0o755)
+    res = subprocess.run(["bash", str(scripts / "node-0.sh")], capture_output=True, text=True, timeout=60,
+                         env={"PATH": f"{fake}:/usr/bin:/bin"})
+    assert res.returncode == 1 and "kv_offload:lmcache exited" in res.stderr
