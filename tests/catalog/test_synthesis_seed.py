@@ -310,3 +310,30 @@ def test_profile_image_and_install_gate_on_vr200(seed_catalog) -> None:
 def test_tpu_slice_topology_note_follows_the_node_count(seed_catalog) -> None:
     p = plan(seed_catalog, hardware="ironwood", strategy="multi_node_tp", nodes=2, features="none")
     assert "TPU slice topology 2x2x2 (4 chips per node)" in p["notes"]
+
+
+# ---------------------------------------------------------------------------------------- device count
+
+def test_gpus_replaces_the_device_count_but_not_the_per_device_vram(seed_catalog) -> None:
+    """``gpus`` (detected devices) drives every layout rule; VRAM per device stays the profile's."""
+    # L40S profile: 1 × 48 GB. The 60 GB variant doesn't fit one device → auto-fit TP = device count.
+    one = plan(seed_catalog, hardware="l40s", strategy="single_node_tp", features="none")
+    assert proc(one, "serve")["argv"][-2:] == ["--tensor-parallel-size", "1"]
+    assert one["checks"]["fits_single_node"] is False
+    two = plan(seed_catalog, hardware="l40s", strategy="single_node_tp", features="none", gpus=2)
+    assert proc(two, "serve")["argv"][-2:] == ["--tensor-parallel-size", "2"]
+    assert two["checks"]["fits_single_node"] is True  # 2 × 48 GB ≥ 60 GB
+    assert two["resolved"]["gpus"] == 2 and two["device_count"] == 2
+
+
+def test_gpus_scales_multi_node_and_pd_layouts(seed_catalog) -> None:
+    multi = plan(seed_catalog, hardware="h100", strategy="multi_node_tp", nodes=2, features="none", gpus=4)
+    assert proc(multi, "head")["argv"][4:6] == ["--tensor-parallel-size", "8"]  # 4 devices × 2 nodes
+    pd = plan(seed_catalog, hardware="h100", strategy="pd_cluster", features="none", gpus=4, pd=PD_TP)
+    assert proc(pd, "prefill")["env"]["CUDA_VISIBLE_DEVICES"] == "0,1,2,3"
+    assert proc(pd, "decode")["argv"][-2:] == ["--tensor-parallel-size", "4"]
+
+
+def test_without_gpus_the_profile_count_is_used(seed_catalog) -> None:
+    p = plan(seed_catalog, hardware="h100", strategy="single_node_dep", features="none")
+    assert p["device_count"] == 8 and "gpus" not in p["resolved"]
