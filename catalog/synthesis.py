@@ -886,6 +886,9 @@ def _install(ctx: _Ctx, has_router: bool, extra_router: str | None = None) -> li
     if ctx.connector is not None:  # pip-only like every entry without install_modes (§3.5)
         for step in ctx.connector.install:
             items.append((step.command, step.optional, None))
+    if ctx.is_pd and ctx.router == "dynamo":  # seed §4.8: runtime on every worker and the frontend
+        for step in ctx.strategy.dynamo.install:
+            items.append((step.command, step.optional, ["pip", "docker"]))
     out: list[str] = []
     for cmd, optional, modes in items:
         if optional:
@@ -1026,21 +1029,34 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
                     install_router = True
         procs.extend(after)
     install = _install(ctx, install_router, router_install)
-    if ctx.router == "dynamo" and ctx.is_pd:
-        for step in ctx.strategy.dynamo.install:
-            if not step.optional and step.command not in install:
-                install.append(step.command)
     if ctx.install_mode == "docker":
         ctx.image = docker_image(ctx.profile, ctx.hw, ctx.recipe.model, ctx.variant)
     image = ctx.image
     _finish(ctx, procs)
-    config_files: dict[str, Any] = {}
-    if ctx.kv_store is not None and (not ctx.is_pd or ctx.kv_store.pd is not None):
-        if ctx.kv_store.mooncake_vllm_config is not None:
-            config_files["MOONCAKE_CONFIG_PATH"] = ctx.kv_store.mooncake_vllm_config.template
-        if ctx.kv_store.mooncake_store_config is not None and ctx.kv_store.mooncake_store_config.config is not None:
-            config_files["MOONCAKE_STORE_CONFIG_PATH"] = ctx.kv_store.mooncake_store_config.config
-    resolved = {
+    versions = [x for x in (ctx.recipe.model.min_vllm_version, ctx.variant.min_vllm_version,
+                            ctx.kv_store.min_vllm_version if ctx.kv_store else None) if x]
+    return LaunchPlan(
+        deploy_type=deploy,
+        install_mode=ctx.install_mode,  # type: ignore[arg-type]
+        pd_pool_nodes={r: ctx.pools[r].nodes for r in PD_ROLES} if ctx.is_pd else None,
+        resolved=_resolved(ctx, omni, task_key),
+        processes=procs,
+        install=install,
+        docker={"image": image} if ctx.install_mode == "docker" and image else None,
+        config_files=_config_files(ctx),
+        checks=ctx.checks,
+        placeholders=(holes := find_placeholders(procs)),
+        placeholder_defaults=_placeholder_defaults(deploy, holes),
+        base_install=_base_install(ctx, image),
+        notes=_notes(ctx),
+        device_count=ctx.gpu_count,
+        min_vllm_version=_max_version(versions),
+    )
+
+
+def _resolved(ctx: _Ctx, omni: bool, task_key: str | None) -> dict[str, Any]:
+    """plan-json §3.1 ``resolved`` (+ the product extensions actually in use)."""
+    resolved: dict[str, Any] = {
         "model": ctx.recipe.hf_id,
         "variant": ctx.variant_key,
         "hardware": ctx.hw,
@@ -1057,8 +1073,24 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         resolved["router"] = ctx.router
     if ctx.sel.gpus:
         resolved["gpus"] = ctx.gpu_count
-    versions = [x for x in (ctx.recipe.model.min_vllm_version, ctx.variant.min_vllm_version,
-                            ctx.kv_store.min_vllm_version if ctx.kv_store else None) if x]
+    return resolved
+
+
+def _config_files(ctx: _Ctx) -> dict[str, Any]:
+    """Mooncake config files keyed by the env var naming their path (plan-json §3.1)."""
+    store = ctx.kv_store
+    files: dict[str, Any] = {}
+    if store is None or (ctx.is_pd and store.pd is None):
+        return files
+    if store.mooncake_vllm_config is not None:
+        files["MOONCAKE_CONFIG_PATH"] = store.mooncake_vllm_config.template
+    if store.mooncake_store_config is not None and store.mooncake_store_config.config is not None:
+        files["MOONCAKE_STORE_CONFIG_PATH"] = store.mooncake_store_config.config
+    return files
+
+
+def _notes(ctx: _Ctx) -> list[str]:
+    """Gate warnings, install notes (recipe, seed profile), TPU slice shape, recipe hardware note."""
     notes = _gate_warnings(ctx)
     for source in (ctx.recipe.model.install, ctx.profile.install):  # recipe, then seed profile (§4.1)
         mode_block = (source or {}).get(ctx.install_mode)
@@ -1072,23 +1104,7 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         notes.append(hw_note)
     elif isinstance(hw_note, dict):
         notes.append(str(hw_note.get("body") or hw_note.get("description") or hw_note.get("title") or ""))
-    return LaunchPlan(
-        deploy_type=deploy,
-        install_mode=ctx.install_mode,  # type: ignore[arg-type]
-        pd_pool_nodes={r: ctx.pools[r].nodes for r in PD_ROLES} if ctx.is_pd else None,
-        resolved=resolved,
-        processes=procs,
-        install=install,
-        docker={"image": image} if ctx.install_mode == "docker" and image else None,
-        config_files=config_files,
-        checks=ctx.checks,
-        placeholders=(holes := find_placeholders(procs)),
-        placeholder_defaults=_placeholder_defaults(deploy, holes),
-        base_install=_base_install(ctx, image),
-        notes=[n for n in notes if n],
-        device_count=ctx.gpu_count,
-        min_vllm_version=_max_version(versions),
-    )
+    return [n for n in notes if n]
 
 
 def _gate_warnings(ctx: _Ctx) -> list[str]:
