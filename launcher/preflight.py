@@ -88,10 +88,7 @@ def serve_flags(exe: str, version: str, env: Mapping[str, str], runner: Runner =
     if path.exists():
         return set(json.loads(path.read_text()))
     out = runner([exe, "serve", "--help=all"], env, 300.0)
-    flags = set(_FLAG_RE.findall(out))
-    for f in list(flags):  # argparse BooleanOptionalAction prints "--x, --no-x"; accept both forms
-        if not f.startswith("--no-"):
-            flags.add("--no-" + f[2:])
+    flags = set(_FLAG_RE.findall(out))  # BooleanOptionalAction prints both "--x, --no-x"
     if len(flags) > 20:  # a real help text, not an error message
         path.write_text(json.dumps(sorted(flags)))
     return flags

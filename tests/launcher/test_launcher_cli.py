@@ -124,3 +124,22 @@ def test_printer_colours_unless_no_color(monkeypatch):
     t = Tty()
     Printer(["a"], out=t)(LogLines("a", ["hi"]))
     assert t.getvalue() == "a | hi\n"
+
+
+def test_stale_run_status_and_stop_after_supervisor_sigkill(tmp_path, env):
+    plan = _plan_file(tmp_path, free_port())
+    r = _cli(env, "launch", str(plan), "--wait")
+    assert r.returncode == 0, r.stdout + r.stderr
+    st = json.loads(_cli(env, "status", "--json").stdout)[0]
+    web_pid = st["processes"][0]["pid"]
+    os.kill(st["supervisor_pid"], signal.SIGKILL)
+    until_sync(lambda: json.loads(_cli(env, "status", "--json").stdout)[0]["status"] == "stale", 15, "stale")
+    r = _cli(env, "status")
+    assert r.returncode == 1 and "supervisor is gone but 1 processes still run" in r.stdout
+    assert psutil.pid_exists(web_pid)
+    r = _cli(env, "attach")
+    assert r.returncode == 2 and "stale" in r.stderr and "vllm-wizard stop" in r.stderr
+    r = _cli(env, "stop")
+    assert r.returncode == 0 and f"stopped 1 leftover processes [{web_pid}]" in r.stdout
+    until_sync(lambda: not psutil.pid_exists(web_pid) or psutil.Process(web_pid).status() == psutil.STATUS_ZOMBIE, 10)
+    assert _cli(env, "status").returncode == 0

@@ -117,7 +117,7 @@ def test_preflight_lists_every_problem(tmp_path):
 
     spec = RunSpec((
         ProcessSpec("vllm", (str(fake_vllm), "serve", "m", "--max-model-len", "256", "--max-modle-len=5",
-                             "--no-enable-prefix-caching"), ports=(port,)),
+                             "--no-enable-prefix-caching", "--no-max-model-len"), ports=(port,)),
         ProcessSpec("router", ("no-such-router-binary",), ports=(port,)),
     ), min_vllm_version="0.10.0")
     problems = check(spec, runner=runner, cache=tmp_path)
@@ -127,12 +127,13 @@ def test_preflight_lists_every_problem(tmp_path):
     assert "'no-such-router-binary' not found" in text
     assert "vLLM 0.9.1 is older than the recipe's min_vllm_version 0.10.0" in text
     assert "no flag --max-modle-len; did you mean --max-model-len?" in text
-    assert "--no-enable-prefix-caching" not in text and len(problems) == 5
+    assert "--no-enable-prefix-caching" not in text and "no flag --no-max-model-len" in text
+    assert len(problems) == 6
     # cached: a second check does not run vllm again
     n = len(calls)
     check(spec, runner=runner, cache=tmp_path)
     assert len(calls) == n
-    with pytest.raises(LaunchError, match="preflight found 5 problem"):
+    with pytest.raises(LaunchError, match="preflight found 6 problem"):
         check_or_raise(spec, runner=runner, cache=tmp_path)
     busy.close()
 

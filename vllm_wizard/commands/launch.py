@@ -119,6 +119,8 @@ def handle(args: argparse.Namespace) -> int:
     from vllm_wizard.launcher.preflight import check_or_raise
 
     spec = load_plan_file(args.plan, node_rank=args.node_rank, values=parse_values(args.values))
+    print("preflight: ports, executables" + ("" if args.skip_flag_check else
+          ", vLLM version and flags (uncached: ~30 s per vLLM install)") + " …", file=sys.stderr, flush=True)
     check_or_raise(spec, check_flags=not args.skip_flag_check)
     if args.foreground:
         return _foreground(spec)
