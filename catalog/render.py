@@ -101,8 +101,17 @@ def _env_lines(env: dict[str, str]) -> list[str]:
 def plan_text(plan: LaunchPlan) -> str:
     """Readable plan: header, extra installs, then per node the processes in launch order."""
     r = plan.resolved
+    if plan.pd_pool_nodes is not None:
+        pools = plan.pd_pool_nodes
+        layout = ("prefill+decode co-located on 1 node" if pools["prefill"] == pools["decode"] == 0 else
+                  f"prefill {pools['prefill'] or 'co-located'} / decode {pools['decode'] or 'co-located'} node(s)")
+    else:
+        layout = f"{r['nodes']} node(s)"
+    shape = r.get("strategy") or "omni"
+    if plan.deploy_type not in (shape, "single_node", "multi_node"):
+        shape += f" ({plan.deploy_type})"
     head = (f"# {r['model']} · variant {r['variant']} · {r['hardware']} ({plan.device_count} devices/node)"
-            f" · {r.get('strategy') or 'omni'} · {r['nodes']} node(s) · {plan.deploy_type} · {plan.install_mode}")
+            f" · {shape} · {layout} · {plan.install_mode}")
     out = [head]
     if plan.min_vllm_version:
         out.append(f"# vLLM {plan.min_vllm_version}+")
