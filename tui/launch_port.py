@@ -1,7 +1,8 @@
 """The real :class:`~vllm_wizard.tui.services.LauncherPort`: ``vllm_wizard.launcher`` (contracts §3).
 
 Launch = ``load_plan_file(plan, node_rank=0, values)`` (placeholders filled; every problem raised at
-once as LaunchError) then ``start_run(spec, detach=True)``: the supervisor is a daemon, so closing
+once as LaunchError), the preflight (``check_or_raise``: ports, executables, vLLM version and serve
+flags — the same checks as ``vllm-wizard launch``), then ``start_run(spec, detach=True)``: the supervisor is a daemon, so closing
 the wizard or losing SSH leaves the run alive and ``live_runs`` finds it next time (issue 4).
 """
 
@@ -15,9 +16,20 @@ from vllm_wizard.launcher import RunClient, list_runs, load_plan_file, start_run
 class RealLauncher:
     """Launch, list and attach runs through the launcher package."""
 
+    def preflight(self, plan_file: Path, values: dict[str, str]) -> list[str]:
+        """Every problem that would stop node 0 of ``plan_file`` from launching (empty = go).
+        Unfilled placeholders and a malformed plan raise LaunchError instead."""
+        from vllm_wizard.launcher.preflight import check
+
+        return check(load_plan_file(plan_file, node_rank=0, values=values))
+
     def start(self, plan_file: Path, values: dict[str, str]) -> str:
-        """Start node 0 of ``plan_file`` detached; returns the run id. Raises LaunchError."""
+        """Preflight, then start node 0 of ``plan_file`` detached; returns the run id.
+        Raises LaunchError listing every problem."""
+        from vllm_wizard.launcher.preflight import check_or_raise
+
         spec = load_plan_file(plan_file, node_rank=0, values=values)
+        check_or_raise(spec)
         return start_run(spec, detach=True).run_id
 
     def live_runs(self) -> list[str]:

@@ -52,6 +52,7 @@ class ReviewScreen(Screen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("l", "launch", "Launch"),
+        Binding("p", "preflight", "Preflight"),
         Binding("e", "export", "Export plan"),
         Binding("s", "scripts", "Scripts"),
         Binding("c", "copy", "Copy cmd"),
@@ -109,7 +110,7 @@ class ReviewScreen(Screen):
         container.mount_all(widgets)
         launcher = self.app.launcher
         self.query_one("#review-status", Static).update(
-            "Preflight (ports, executables, vLLM version, flags, placeholders) runs when you press l."
+            "Preflight (ports, executables, vLLM version, serve flags, placeholders): p checks now, l checks and launches."
             if launcher is not None
             else "Launching is unavailable here (no launcher); export the plan or scripts instead."
         )
@@ -169,6 +170,29 @@ class ReviewScreen(Screen):
             return
         paths = write_scripts(self.app.plan, self._export_dir())
         self.notify("Scripts (export the placeholders first): " + ", ".join(str(p) for p in paths))
+
+    def action_preflight(self) -> None:
+        """Run the launcher's preflight for node 0 now and show every problem (or that all passed)."""
+        if not self.plan_json or self.app.launcher is None:
+            return
+        self.query_one("#review-status", Static).update("Preflight running (vLLM flag check may take ~12 s the first time)…")
+        self._preflight(dict(self.values))
+
+    @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
+    def _preflight(self, values: dict[str, str]) -> None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "plan.yaml"
+            try:
+                write_plan_file(self.app, path)
+                problems = self.app.launcher.preflight(path, values)
+            except Exception as exc:  # noqa: BLE001 — LaunchError: unfilled placeholders etc.
+                problems = [str(exc)]
+        text = Text("✓ Preflight passed: ports free, executables found, vLLM version and flags OK.", style="green") \
+            if not problems else Text("✗ Preflight:\n" + "\n".join(f"  - {p}" for p in problems), style="red")
+        self.app.call_from_thread(self.query_one("#review-status", Static).update, text)
+        self.preflight_problems = problems
 
     def action_launch(self) -> None:
         """Write the plan file and start a detached run of node 0 through the launcher seam."""

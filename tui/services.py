@@ -20,6 +20,7 @@ from typing import Any, Callable, Protocol
 class LauncherPort(Protocol):
     """What the wizard needs from ``vllm_wizard.launcher`` (contracts §3).
 
+    ``preflight(plan_file, values)`` lists every problem that would stop the launch (empty = go).
     ``start(plan_file, values)`` loads the plan file for node 0 with the placeholder ``values``, runs
     the preflight and starts a detached supervisor; returns the run id (str). Raises
     :class:`vllm_wizard.errors.LaunchError` with every preflight problem.
@@ -27,6 +28,8 @@ class LauncherPort(Protocol):
     ``client(run_id)`` returns an object with ``events()`` (async iterator of launcher events),
     ``stop()``, ``restart(name)`` (coroutines).
     """
+
+    def preflight(self, plan_file: Path, values: dict[str, str]) -> list[str]: ...
 
     def start(self, plan_file: Path, values: dict[str, str]) -> str: ...
 

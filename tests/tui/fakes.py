@@ -61,11 +61,15 @@ class FakeClient:
 class FakeLauncher:
     """LauncherPort with canned events: ``start`` records the plan file and returns ``run-1``."""
 
-    def __init__(self, events: list | None = None, live: list[str] | None = None) -> None:
+    def __init__(self, events: list | None = None, live: list[str] | None = None, busy: bool = False) -> None:
         self.events = events or []
+        self.busy = busy
         self.live = live or []
         self.started: list[tuple[Path, dict]] = []
         self.clients: dict[str, FakeClient] = {}
+
+    def preflight(self, plan_file: Path, values: dict) -> list[str]:
+        return ["port 8000 is in use by pid 1 (fake)"] if self.busy else []
 
     def start(self, plan_file: Path, values: dict) -> str:
         self.started.append((plan_file, values))

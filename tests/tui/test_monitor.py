@@ -83,3 +83,17 @@ def test_model_bounds_log_tail_and_counts_restarts():
     for prev, new in [(State.STOPPED, State.STARTING), (State.STARTING, State.BACKOFF), (State.BACKOFF, State.STARTING)]:
         model.feed(ProcessEvent("vllm", new, prev, 0))
     assert model.procs["vllm"].restarts == 1 and model.procs["vllm"].state == "STARTING"
+
+
+async def test_preflight_key_shows_every_problem(build_app):
+    app = build_app(launcher=FakeLauncher(busy=True))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
+        await pilot.press("p")
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if getattr(app.screen, "preflight_problems", None) is not None:
+                break
+        await settle(pilot)
+        assert app.screen.preflight_problems == ["port 8000 is in use by pid 1 (fake)"]
+        assert "port 8000 is in use" in str(app.screen.query_one("#review-status").render())
