@@ -41,8 +41,19 @@ def child_env(spec: ProcessSpec, base: Mapping[str, str] | None = None) -> dict[
     return env
 
 
-def group_members(pgid: int) -> list[psutil.Process]:
-    """Every live process whose process group is ``pgid`` (zombies excluded)."""
+def group_members(pgid: int, leader_create_time: float | None = None) -> list[psutil.Process]:
+    """Every live process whose process group is ``pgid`` (zombies excluded).
+
+    With ``leader_create_time`` the group must still be *ours*: if a process with pid ``pgid``
+    exists but started at another time, the id was recycled for someone else's group and nothing
+    is returned. (While any member of our group lives, Linux does not hand its id out again.)
+    """
+    if leader_create_time is not None:
+        try:
+            if abs(psutil.Process(pgid).create_time() - leader_create_time) > 0.5:
+                return []
+        except psutil.Error:
+            pass
     out = []
     for p in psutil.process_iter(["pid"]):
         try:
@@ -110,7 +121,7 @@ class ManagedProcess:
                     procs[c.pid] = c
         except psutil.Error:
             pass
-        for p in group_members(self.pgid):
+        for p in group_members(self.pgid, self.create_time):
             procs.setdefault(p.pid, p)
         for pid, ct in list(self.known.items()):
             if pid in procs:

@@ -157,7 +157,7 @@ def run_survivors(info: RunInfo) -> list[psutil.Process]:
                 found[q.pid] = q
         pgid = proc.get("pgid")
         if pgid:
-            for q in group_members(int(pgid)):
+            for q in group_members(int(pgid), proc.get("leader_create_time")):
                 found.setdefault(q.pid, q)
     found.pop(os.getpid(), None)
     return list(found.values())

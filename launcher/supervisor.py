@@ -176,6 +176,7 @@ class Supervisor:
                 "pid": mp.pid if alive else None,
                 "pgid": mp.pgid if mp else None,
                 "create_time": mp.create_time if alive else None,
+                "leader_create_time": mp.create_time if mp else None,
                 "tree": {str(k): v for k, v in mp.known.items()} if mp and alive else {},
                 "ports": list(p.ports),
                 "restarts": ps.restarts,
@@ -294,11 +295,13 @@ class Supervisor:
                 busy = busy_ports(p.ports)
                 if busy:
                     log.note(f"waiting for ports {busy} to be free")
-                while busy and self.clock() < deadline:
+                while busy and self.clock() < deadline and self.policy.states[name].state is State.STARTING:
                     await asyncio.sleep(0.2)
                     busy = busy_ports(p.ports)
             if self.policy.states[name].state is not State.STARTING:
-                return  # stopped while waiting
+                self._pending_signal.pop(name, None)
+                self._queue.put_nowait(P.Exited(name, 0))  # stopped before it was started
+                return
             log.note(f"starting: {' '.join(self.redactor.text(a) for a in p.command())}")
             self.progress.pop(name, None)  # a restart goes through the startup phases again
             try:

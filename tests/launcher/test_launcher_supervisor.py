@@ -163,3 +163,20 @@ async def test_restart_waits_for_the_old_ports():
     await until(lambda: sup.policy.states["srv"].state is State.READY, 20, "READY once the port is free")
     sup.stop()
     await asyncio.wait_for(task, 30)
+
+
+async def test_stop_while_waiting_for_ports_never_starts_it():
+    import socket
+
+    port = free_port()
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", port))
+    holder.listen()
+    rec = Recorder()
+    sup = Supervisor(RunSpec((_server("srv", port, "0"),)), port_wait_s=30, listeners=[rec])
+    task = asyncio.create_task(sup.run())
+    await until(lambda: any("waiting for ports" in x for x in sup.logs["srv"].tail), 10, "wait note")
+    sup.stop()
+    assert await asyncio.wait_for(task, 10) == "stopped"
+    assert rec.states("srv") == [State.STARTING, State.STOPPING, State.STOPPED] and "srv" not in sup.handles
+    holder.close()
