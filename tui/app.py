@@ -84,9 +84,11 @@ class WizardApp(App):
         model: str | None = None,
         attach: str | None = None,
         clock: Callable[[], float] = time.time,
+        stats_sampler: Callable[[], dict] | None = None,
     ) -> None:
         super().__init__()
         self.clock = clock
+        self.stats_sampler = stats_sampler
         self._services = services
         self._services_lock = threading.Lock()
         self.catalog = catalog
@@ -327,6 +329,7 @@ def make_app(
     model: str | None = None,
     attach: str | None = None,
     clock: Callable[[], float] = time.time,
+    stats_sampler: Callable[[], dict] | None | str = "host",
 ) -> WizardApp:
     """Build the wizard.
 
@@ -335,12 +338,17 @@ def make_app(
     (tests pass a fake with canned events). ``services``: the whole core seam (default: the real
     modules, imported lazily). ``recipes``: a recipes checkout replacing the bundled catalog.
     ``model``: preselect a recipe HF id or custom model. ``attach``: open the monitor on that run.
-    ``clock``: wall-clock seconds for uptimes (tests pass a fixed one).
+    ``clock``: wall-clock seconds for uptimes (tests pass a fixed one). ``stats_sampler``: the
+    monitor's CPU/RAM/GPU sampler (default ``"host"`` = :func:`vllm_wizard.tui.host_stats.sample`;
+    tests pass a fixed one; None = no host panel).
     """
+    if stats_sampler == "host":
+        from vllm_wizard.tui.host_stats import sample as stats_sampler
     if launcher is not None:
         if services is None:
             from vllm_wizard.tui.services import real_services
 
             services = real_services()
         services.launcher = launcher
-    return WizardApp(services=services, catalog=catalog, inventory=inventory, recipes=recipes, model=model, attach=attach, clock=clock)
+    return WizardApp(services=services, catalog=catalog, inventory=inventory, recipes=recipes, model=model, attach=attach, clock=clock,
+                     stats_sampler=stats_sampler)

@@ -24,6 +24,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, OptionList, ProgressBar, RichLog, Sparkline, Static
 from textual.widgets.option_list import Option
 
+from vllm_wizard.tui.host_stats import PERIOD_S
 from vllm_wizard.tui.monitor_model import LOG_TAIL, SPARK_METRICS, MonitorModel, level_of, uptime_text
 
 #: Rich styles of log levels in the log pane.
@@ -87,6 +88,9 @@ class MonitorScreen(Screen):
         self.query_one("#mon-side").border_title = "health & metrics"
         self.set_interval(BATCH_S, self.flush)
         self.set_interval(1.0, self._tick_uptime)
+        if getattr(self.app, "stats_sampler", None) is not None:
+            self._sample_host()
+            self.set_interval(PERIOD_S, self._sample_host)
         launcher = self.app.launcher
         if launcher is None:
             self.query_one("#failure", Static).update("No launcher available.")
@@ -147,6 +151,11 @@ class MonitorScreen(Screen):
         if self.selected is None and self.model.procs:
             self.selected = next(iter(self.model.procs))
 
+    @work(thread=True, exclusive=True, group="host-stats", exit_on_error=False)
+    def _sample_host(self) -> None:
+        """CPU/RAM (and per-GPU where NVML answers) into the model; painted by the next batch."""
+        self.model.feed(self.app.stats_sampler())
+
     def _tick_uptime(self) -> None:
         self.model.changed = True
 
@@ -204,9 +213,9 @@ class MonitorScreen(Screen):
         lines = []
         for gpu in stats.get("gpus") or []:
             g = gpu if isinstance(gpu, dict) else vars(gpu)
-            lines.append(f"GPU{g.get('index', '')}: {g.get('util_percent', '?')}% · {g.get('mem_used_gib', '?')}/{g.get('mem_total_gib', '?')} GiB")
+            lines.append(f"GPU{g.get('index', '')} {g.get('util_percent', '?')}% · {g.get('mem_used_gib', '?')}/{g.get('mem_total_gib', '?')} GiB")
         if "cpu_percent" in stats:
-            lines.append(f"CPU {stats['cpu_percent']:.0f}% · RAM {stats.get('ram_percent', 0):.0f}%")
+            lines.append(f"CPU {stats['cpu_percent']:.0f}% · RAM {stats.get('ram_used_gib', '?')}/{stats.get('ram_total_gib', '?')} GiB")
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ actions
@@ -274,8 +283,11 @@ class MonitorScreen(Screen):
         if target is None:
             self.notify("No served endpoint in this plan.", severity="error")
             return
-        self.notify(f"Smoke request to {target[0]} …")
-        result = await smoke_request(*target)
+        from vllm_wizard.tui.plan_view import fill_placeholders
+
+        base = fill_placeholders(target[0], getattr(self.app, "launch_values", {}) or {})
+        self.notify(f"Smoke request to {base} …")
+        result = await smoke_request(base, target[1])
         self.last_smoke = result
         style = "SMOKE OK" if result.ok else "SMOKE ERROR"
         self.model.add_line(self.selected or "smoke", f"{style} {result.latency_s * 1000:.0f} ms {result.url}: {result.text!r}")

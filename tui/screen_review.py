@@ -206,6 +206,7 @@ class ReviewScreen(Screen):
             self.notify("Fill " + ", ".join(f"${m}" for m in missing) + " first.", severity="error")
             return
         self.query_one("#review-status", Static).update("Preflight and launch…")
+        self.app.launch_values = dict(self.values)
         self._launch(dict(self.values))
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)

@@ -1,8 +1,9 @@
 """The monitor's smoke request: one short completion to the served endpoint, with latency and text.
 
-The endpoint comes from the plan: the router when the plan has one (it is what clients talk to),
-else the first serve/head process; its base URL is the health URL without ``/health`` and the model
-name is ``--served-model-name`` if given, else the ``vllm serve`` positional model (plan-json §3.4).
+The endpoint comes from the plan: the router when the plan has one (it is what clients talk to;
+its health URL, else its ``--host``/``--port`` — placeholders such as ``$ROUTER_HOST`` are filled
+by the monitor with the values given at launch), else the first serve/head/decode process with a
+health URL, whose base URL is that URL without ``/health``; the model name is ``--served-model-name`` if given, else the ``vllm serve`` positional model (plan-json §3.4).
 Uses ``/v1/completions`` (works for base and chat models alike) with ``max_tokens`` 16.
 """
 
@@ -35,13 +36,34 @@ def endpoint_of(plan_json: dict) -> tuple[str, str] | None:
             if "--served-model-name" in argv:
                 model = argv[argv.index("--served-model-name") + 1]
             break
-    target = next((p for p in procs if p.get("role") == "router" and p.get("health")), None)
-    target = target or next((p for p in procs if p.get("role") in ("serve", "head") and p.get("health")), None)
+    router = next((p for p in procs if p.get("role") == "router"), None)
+    if router is not None and model is not None:
+        if router.get("health"):
+            return _base(router["health"]["url"]), model
+        argv = router.get("argv") or []
+        host = _flag(argv, "--host") or "127.0.0.1"
+        port = _flag(argv, "--port")
+        if port:
+            return f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{port}", model
+    target = next((p for p in procs if p.get("role") in ("serve", "head", "decode") and p.get("health")), None)
     if target is None or model is None:
         return None
-    url = target["health"]["url"]
-    base = url.rsplit("/health", 1)[0] if "/health" in url else url.rsplit("/", 1)[0]
-    return base, model
+    return _base(target["health"]["url"]), model
+
+
+def _base(url: str) -> str:
+    return url.rsplit("/health", 1)[0] if "/health" in url else url.rsplit("/", 1)[0]
+
+
+def _flag(argv: list[str], flag: str) -> str | None:
+    """Value of the last ``flag`` in ``argv`` (``--f v`` or ``--f=v``)."""
+    found = None
+    for i, tok in enumerate(argv):
+        if tok == flag and i + 1 < len(argv):
+            found = argv[i + 1]
+        elif tok.startswith(flag + "="):
+            found = tok.split("=", 1)[1]
+    return found
 
 
 async def smoke_request(base_url: str, model: str, prompt: str = "The capital of France is", timeout: float = 60.0) -> SmokeResult:

@@ -31,6 +31,8 @@ def build_app(catalog):
         services.detect = lambda: inventory
         services.match_profiles = lambda inv, profiles: [FakeCandidate(hardware, "exact", ["fixture node"])]
         services.launcher = launcher
+        kw.setdefault("stats_sampler", lambda: {"type": "stats", "cpu_percent": 37.0, "ram_percent": 50.0,
+                                                "ram_used_gib": 12.0, "ram_total_gib": 24.0, "gpus": []})
         kw.setdefault("clock", lambda: 1_790_000_000.0)  # fixed wall clock: uptimes read 0s in snapshots
         return make_app(catalog=catalog, inventory=inventory, services=services, **kw)
 

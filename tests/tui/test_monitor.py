@@ -41,6 +41,7 @@ async def test_launch_opens_monitor_showing_ready_process(build_app, tmp_path, m
         assert "Application startup complete." in log_text
         assert list(screen.query_one("#spark-generation_tokens_per_s", Sparkline).data) == [42.0, 55.0]
         assert list(screen.query_one("#spark-kv_cache_usage", Sparkline).data) == [25.0, 50.0]
+        assert "CPU 37% · RAM 12.0/24.0 GiB" in str(screen.query_one("#stats").render())
         await pilot.press("r")
         await pilot.press("s")
         await settle(pilot)
@@ -97,3 +98,22 @@ async def test_preflight_key_shows_every_problem(build_app):
         await settle(pilot)
         assert app.screen.preflight_problems == ["port 8000 is in use by pid 1 (fake)"]
         assert "port 8000 is in use" in str(app.screen.query_one("#review-status").render())
+
+
+def test_smoke_targets_the_router_when_the_plan_has_one(catalog):
+    from vllm_wizard.catalog import Selection, plan_to_json, synthesize
+    from vllm_wizard.tui.smoke import endpoint_of
+
+    pd = plan_to_json(synthesize(catalog, Selection(model="Qwen/Qwen3-235B-A22B", hardware="h200", strategy="pd_cluster")))
+    base, model = endpoint_of(pd)
+    assert base == "http://$ROUTER_HOST:$ROUTER_PORT" and model == "Qwen/Qwen3-235B-A22B"
+    single = plan_to_json(synthesize(catalog, Selection(model="Qwen/Qwen3-32B", hardware="h200")))
+    assert endpoint_of(single) == ("http://127.0.0.1:8000", "Qwen/Qwen3-32B")
+
+
+def test_host_sample_reports_cpu_and_ram():
+    from vllm_wizard.tui.host_stats import sample
+
+    s = sample()
+    assert s["type"] == "stats" and 0 <= s["cpu_percent"] <= 100 and s["ram_total_gib"] > 0
+    assert isinstance(s["gpus"], list)
