@@ -1,0 +1,127 @@
+"""The wizard's pure cores: what the screens list, how a pick becomes a selection, flag fixes,
+placeholder defaults. No Textual here."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from vllm_wizard.catalog import Selection, options
+from vllm_wizard.tui.axes import apply_choice, axis_views
+from vllm_wizard.tui.catalog_view import profile_groups, recipe_rows
+from vllm_wizard.tui.fixes import flag_fix
+from vllm_wizard.tui.placeholders import detected_defaults
+from vllm_wizard.tui.plan_view import fill_placeholders
+
+
+def test_recipe_rows_filter_by_query_task_and_architecture(catalog):
+    h200 = catalog.taxonomy.hardware_profiles["h200"]
+    qwen = recipe_rows(catalog.recipes, h200, "h200", query="qwen3")
+    assert qwen and all("qwen3" in (r.title + r.hf_id).lower() for r in qwen)
+    moe = recipe_rows(catalog.recipes, h200, "h200", architecture="moe")
+    assert moe and {r.architecture for r in moe} == {"moe"}
+    assert len(moe) < len(catalog.recipes)
+    assert recipe_rows(catalog.recipes, h200, "h200", task="omni") == []
+    assert len(recipe_rows(catalog.recipes, h200, "h200", query="qwen 235b")) == 1  # every word must match
+
+
+def test_recipe_rows_mark_fit_per_hardware(catalog):
+    small = catalog.taxonomy.hardware_profiles["rtx_5090"]  # 32 GB, not scalable
+    rows = {r.hf_id: r for r in recipe_rows(catalog.recipes, small, "rtx_5090")}
+    assert rows["Qwen/Qwen3-235B-A22B"].fits == "no"
+    assert rows["Qwen/Qwen2.5-7B-Instruct"].fits == "yes"
+    h100 = catalog.taxonomy.hardware_profiles["h100"]
+    rows = {r.hf_id: r for r in recipe_rows(catalog.recipes, h100, "h100")}
+    assert rows["Qwen/Qwen3-235B-A22B"].fits in ("yes", "multi")
+
+
+def test_profile_groups_nvidia_first_and_detected_marked(catalog):
+    cands = [SimpleNamespace(profile_id="mi300x", quality="count_mismatch", notes=[])]
+    groups = profile_groups(catalog.taxonomy.hardware_profiles, cands)
+    assert [b for b, _ in groups][:2] == ["NVIDIA", "AMD"]
+    detected = [r for _, rows in groups for r in rows if r.detected]
+    assert [(r.id, r.quality) for r in detected] == [("mi300x", "count_mismatch")]
+    assert sum(len(rows) for _, rows in groups) == len(catalog.taxonomy.hardware_profiles)
+
+
+def _views(catalog, sel):
+    opts = options(catalog, Selection(**sel))
+    return opts, {v.key: v for v in axis_views(opts, sel)}
+
+
+def test_advanced_preset_toggles_its_args_and_keeps_typed_ones(catalog):
+    sel = {"model": "Qwen/Qwen3-32B", "hardware": "h200", "advanced_args": ["--seed", "1"]}
+    opts, views = _views(catalog, sel)
+    preset = next(c for c in views["advanced"].choices if c.id == "max-num-seqs")
+    on = apply_choice(sel, views["advanced"], preset.id, opts)
+    assert on["advanced_args"] == ["--seed", "1", *preset.args]
+    opts, views = _views(catalog, on)
+    assert next(c for c in views["advanced"].choices if c.id == "max-num-seqs").selected
+    off = apply_choice(on, views["advanced"], preset.id, opts)
+    assert off["advanced_args"] == ["--seed", "1"]
+
+
+def test_kv_group_pill_picks_its_first_available_member(catalog):
+    sel = {"model": "Qwen/Qwen3-30B-A3B-Instruct-2507", "hardware": "h200"}
+    opts, views = _views(catalog, sel)
+    group = next(c for c in views["kv_offload"].choices if c.id in opts.kv_offload_members and c.state == "available")
+    picked = apply_choice(sel, views["kv_offload"], group.id, opts)
+    first = next(m for m in opts.kv_offload_members[group.id] if m.state == "available")
+    assert picked["kv_offload"] == first.id
+    _, views = _views(catalog, picked)
+    assert f"kv_offload_members:{group.id}" in views  # the sub-row shows while its group is active
+    assert next(c for c in views["kv_offload"].choices if c.id == group.id).selected
+
+
+def test_frontend_pick_again_turns_it_off(catalog):
+    sel = {"model": "Qwen/Qwen3-32B", "hardware": "h200"}
+    opts, views = _views(catalog, sel)
+    on = apply_choice(sel, views["frontend"], "rust", opts)
+    assert on["frontend"] == "rust"
+    _, views = _views(catalog, on)
+    assert "frontend" not in apply_choice(on, views["frontend"], "rust", opts)
+
+
+def test_feature_toggle_starts_from_resolved_defaults(catalog):
+    sel = {"model": "Qwen/Qwen3-32B", "hardware": "h200"}
+    opts = options(catalog, Selection(**sel))
+    views = {v.key: v for v in axis_views(opts, sel, features=["tool_calling", "reasoning"])}
+    assert all(c.selected for c in views["features"].choices)
+    off = apply_choice(sel, views["features"], "reasoning", opts)
+    assert off["features"] == ["tool_calling"]
+
+
+def test_pd_pool_mode_pick_writes_the_pd_mapping(catalog):
+    sel = {"model": "Qwen/Qwen3-235B-A22B", "hardware": "h200", "strategy": "pd_cluster"}
+    opts, views = _views(catalog, sel)
+    row = views.get("pd_modes:decode")
+    if row is None:
+        pytest.skip("this recipe offers a single pool mode on h200 (PD1 hides the pills)")
+    picked = apply_choice(sel, row, row.choices[-1].id, opts)
+    assert picked["pd"] == {"decode": {"mode": row.choices[-1].id}}
+    Selection(**picked)  # the catalog accepts it
+
+
+@pytest.mark.parametrize("kind, argv, expected", [
+    ("kv_cache_oom", ["vllm", "serve", "m", "--max-model-len", "4096"], ["--max-model-len", "2048"]),
+    ("kv_cache_oom", ["vllm", "serve", "m", "--max-model-len", "auto"], ["--max-model-len", "8192"]),
+    ("cuda_oom", ["vllm", "serve", "m", "--gpu-memory-utilization=0.95"], ["--gpu-memory-utilization", "0.9"]),
+    ("cuda_oom", ["vllm", "serve", "m"], ["--gpu-memory-utilization", "0.85"]),
+    ("cuda_oom", ["vllm", "serve", "m", "--gpu-memory-utilization", "0.52"], None),
+    ("port_in_use", ["vllm", "serve", "m"], None),
+])
+def test_flag_fix(kind, argv, expected):
+    assert flag_fix(kind, argv) == expected
+
+
+def test_placeholder_defaults_prefer_detection_then_plan():
+    inv = SimpleNamespace(host=SimpleNamespace(primary_ip="10.1.2.3", default_iface="ens5"))
+    got = detected_defaults(["HEAD_IP", "IFACE_NAME", "ROUTER_PORT", "DECODE_NODE_2"], inv, {"ROUTER_PORT": 30000})
+    assert got == {"HEAD_IP": "10.1.2.3", "IFACE_NAME": "ens5", "ROUTER_PORT": "30000", "DECODE_NODE_2": ""}
+
+
+def test_fill_placeholders_longest_name_first():
+    text = "http://$PREFILL_NODE_10:8001 http://$PREFILL_NODE_1:8001 $EMPTY"
+    assert fill_placeholders(text, {"PREFILL_NODE_1": "a", "PREFILL_NODE_10": "b", "EMPTY": ""}) == \
+        "http://b:8001 http://a:8001 $EMPTY"
