@@ -2,7 +2,7 @@
 
 Decisions (issue 4, observation; DESIGN.md launch):
 
-* The pump reads *blocks* (``read(up to 1 MiB)``, then a 10 ms pause so output batches up),
+* The pump reads *blocks* (``read(up to 1 MiB)``, then a 5 ms pause so output batches up),
   never ``readline()``: asyncio's default
   64 KiB line limit raises on one long line, and chunking makes a 200k-line flood cheap. Only whole
   lines are processed; a partial line waits for the next chunk (and is flushed at EOF). A line
@@ -30,7 +30,7 @@ CHUNK = 1 << 20
 #: Pause of the pump after each block (s): a chatty child's output accumulates in the (1 MiB)
 #: pipe and the StreamReader meanwhile, so it is handled in few large blocks instead of one
 #: wake-up per 8 KiB write; lines reach observers at most this much later.
-BATCH_S = 0.01
+BATCH_S = 0.005
 #: Longest line kept as one line (bytes); longer ones are split.
 MAX_LINE = 1 << 20
 #: Lines kept in memory per process.
@@ -159,29 +159,35 @@ class ProcessLog:
             self._fh = None
 
 
-async def pump(stream: asyncio.StreamReader, sink: ProcessLog) -> None:
-    """Copy ``stream`` into ``sink`` until EOF, chunk by chunk (never waits on anyone but the OS).
+async def pump(stream, sink: ProcessLog) -> None:
+    """Copy ``stream`` (anything with ``await read(n)``; closed at the end if it has ``close``) into
+    ``sink`` until EOF, block by block (never waits on anyone but the OS).
 
     Lines longer than :data:`MAX_LINE` are split; a final line without ``\\n`` is recorded at EOF.
-    The file is flushed after each chunk so a crash loses at most one chunk of output.
+    The file is flushed after each block so a crash loses at most one block of output.
     """
     pending = b""
-    while True:
-        chunk = await stream.read(CHUNK)
-        if not chunk:
-            break
-        data = pending + chunk
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            pending = data
-            while len(pending) >= MAX_LINE:
-                sink.write_block(pending[:MAX_LINE])
-                pending = pending[MAX_LINE:]
-            continue
-        pending = data[cut + 1 :]
-        sink.write_block(data[:cut])
+    try:
+        while True:
+            chunk = await stream.read(CHUNK)
+            if not chunk:
+                break
+            data = pending + chunk
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                pending = data
+                while len(pending) >= MAX_LINE:
+                    sink.write_block(pending[:MAX_LINE])
+                    pending = pending[MAX_LINE:]
+                continue
+            pending = data[cut + 1 :]
+            sink.write_block(data[:cut])
+            sink.flush()
+            await asyncio.sleep(BATCH_S)
+        if pending:
+            sink.write_block(pending)
         sink.flush()
-        await asyncio.sleep(BATCH_S)
-    if pending:
-        sink.write_block(pending)
-    sink.flush()
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()

@@ -86,11 +86,12 @@ class ManagedProcess:
     create_time: float
     known: dict[int, float] = field(default_factory=dict)
     exited: "asyncio.Future[int] | None" = None
+    reader: "PipeReader | None" = None
 
     @property
-    def stdout(self) -> asyncio.StreamReader | None:
-        """Merged stdout/stderr stream of the child (None for a fake)."""
-        return self.proc.stdout
+    def stdout(self) -> "PipeReader | asyncio.StreamReader | None":
+        """Merged stdout/stderr of the child: anything with ``await read(n)`` (None for a fake)."""
+        return self.reader if self.reader is not None else self.proc.stdout
 
     @property
     def returncode(self) -> int | None:
@@ -188,46 +189,89 @@ class ManagedProcess:
 async def spawn_process(spec: ProcessSpec, env: Mapping[str, str] | None = None) -> ManagedProcess:
     """Start ``spec.command()`` in its own session with stdout+stderr merged into one pipe.
 
-    ``env`` defaults to :func:`child_env`. Raises ``FileNotFoundError``/``PermissionError`` when
-    the executable is missing or not executable (the supervisor turns that into a classified exit).
+    The pipe is ours (not asyncio's transport): :class:`PipeReader` reads it only when the log
+    pump asks, so between two reads a chatty child fills the enlarged (1 MiB) pipe without waking
+    the supervisor for every write. ``env`` defaults to :func:`child_env`. Raises
+    ``FileNotFoundError``/``PermissionError`` when the executable is missing or not executable
+    (the supervisor turns that into a classified exit).
     """
     loop = asyncio.get_running_loop()
     exited: asyncio.Future[int] = loop.create_future()
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _Protocol(exited, STREAM_LIMIT, loop),
-        *spec.command(),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env=dict(env) if env is not None else child_env(spec),
-        cwd=spec.cwd,
-        start_new_session=True,
-    )
+    rfd, wfd = os.pipe()
+    _grow_pipe(rfd)
+    try:
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _Protocol(exited, STREAM_LIMIT, loop),
+            *spec.command(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=wfd,
+            stderr=asyncio.subprocess.STDOUT,
+            env=dict(env) if env is not None else child_env(spec),
+            cwd=spec.cwd,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(rfd)
+        raise
+    finally:
+        os.close(wfd)
     proc = asyncio.subprocess.Process(transport, protocol, loop)
-    _grow_pipe(transport)
     try:
         ct = psutil.Process(proc.pid).create_time()
     except psutil.Error:
         ct = 0.0
-    return ManagedProcess(proc=proc, pid=proc.pid, pgid=proc.pid, create_time=ct, exited=exited)
+    return ManagedProcess(proc=proc, pid=proc.pid, pgid=proc.pid, create_time=ct, exited=exited,
+                          reader=PipeReader(rfd))
 
 
 #: Pipe capacity asked for the child's output (Linux F_SETPIPE_SZ; capped by fs.pipe-max-size).
 PIPE_SIZE = 1 << 20
 
 
-def _grow_pipe(transport: asyncio.SubprocessTransport) -> None:
-    """Enlarge the output pipe so a chatty child rarely waits for the reader (best effort)."""
+def _grow_pipe(fd: int) -> None:
+    """Enlarge the pipe of ``fd`` so a chatty child rarely waits for the reader (best effort)."""
     import fcntl
 
-    pipe = transport.get_pipe_transport(1)
-    fd = pipe.get_extra_info("pipe").fileno() if pipe is not None and pipe.get_extra_info("pipe") else None
-    if fd is None or not hasattr(fcntl, "F_SETPIPE_SZ"):
-        return
-    try:
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-    except OSError:
-        pass
+    if hasattr(fcntl, "F_SETPIPE_SZ"):
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        except OSError:
+            pass
+
+
+class PipeReader:
+    """Non-blocking reader of a pipe's read end: ``await read(n)`` → up to ``n`` bytes, ``b""`` at EOF.
+
+    It registers with the event loop only while a read is waiting, so unread output simply stays
+    in the pipe. :meth:`close` closes the descriptor (idempotent).
+    """
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        os.set_blocking(fd, False)
+
+    async def read(self, n: int) -> bytes:
+        """The next bytes available (waits until some are, or EOF)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            if self.fd < 0:
+                return b""
+            try:
+                return os.read(self.fd, n)
+            except BlockingIOError:
+                fut = loop.create_future()
+                loop.add_reader(self.fd, lambda: fut.done() or fut.set_result(None))
+                try:
+                    await fut
+                finally:
+                    if self.fd >= 0:
+                        loop.remove_reader(self.fd)
+
+    def close(self) -> None:
+        """Close the read end."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
