@@ -12,13 +12,15 @@ Decisions:
   :class:`SelectionChanged`.
 - **Seams, not monkeypatching.** The cores are reached through :class:`~vllm_wizard.tui.services.Services`;
   tests inject fakes or pre-built objects through :func:`make_app`.
+- NO_COLOR: Textual itself turns the app monochrome when the variable is set (its ``Monochrome``
+  filter), so the app only avoids meaning-by-colour: states, marks and warnings carry text/symbols
+  (READY, ✓, ⚠, ✗, ●/○, [x]).
 - Screens are pushed in wizard order (hardware → model → configure → review → monitor); ``escape``
   goes back one. The command palette (ctrl+p) offers jumps to every step.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
@@ -104,8 +106,6 @@ class WizardApp(App):
         self.plan_json: dict | None = None
         self.plan: Any = None
         self.live_runs: list[str] = []
-        if os.environ.get("NO_COLOR"):
-            self.theme = "textual-ansi"
 
     # ------------------------------------------------------------------ services and loading
     @property

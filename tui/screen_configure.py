@@ -47,8 +47,8 @@ class AxisList(OptionList):
     highlighted or picked (OptionList semantics)."""
 
     DEFAULT_CSS = """
-    AxisList { height: auto; max-height: 12; border: none; padding: 0 0 0 2; }
-    AxisList:focus { background: $boost; }
+    AxisList { height: auto; max-height: 12; border: none; border-left: blank; padding: 0 0 0 1; }
+    AxisList:focus { border: none; border-left: thick $accent; background: $boost; }
     """
 
     def __init__(self, axis: AxisView, **kwargs) -> None:
@@ -121,11 +121,16 @@ class ConfigureScreen(Screen):
         await container.mount_all(widgets)
         self._keys = [v.key for v in views]
         self.update_panel()
+        target = None
         if focused:
             try:
-                self.query_one(f"#{focused}").focus()
+                target = self.query_one(f"#{focused}")
             except Exception:  # noqa: BLE001 — that row went away
-                pass
+                target = None
+        if target is None:
+            target = next(iter(self.query(AxisList)), None)
+        if target is not None:
+            target.focus()
 
     async def refresh_axes(self) -> None:
         """Panel first, then only the rows whose choices changed."""

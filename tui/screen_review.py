@@ -108,12 +108,19 @@ class ReviewScreen(Screen):
         for i, block in enumerate(process_blocks(self.app.plan)):
             widgets.append(CommandBlock(block, id=f"cmd-{i}", classes="command"))
         container.mount_all(widgets)
+        self.call_after_refresh(self._focus_first_command)
         launcher = self.app.launcher
         self.query_one("#review-status", Static).update(
             "Preflight (ports, executables, vLLM version, serve flags, placeholders): p checks now, l checks and launches."
             if launcher is not None
             else "Launching is unavailable here (no launcher); export the plan or scripts instead."
         )
+
+    def _focus_first_command(self) -> None:
+        """Start on a command block, so the single-letter keys act (an Input would take them)."""
+        first = next(iter(self.query(CommandBlock)), None)
+        if first is not None:
+            first.focus()
 
     def _installed_text(self, plan: dict) -> str:
         """What is installed vs what the plan needs: vLLM version vs the recipe's minimum,
@@ -129,7 +136,7 @@ class ReviewScreen(Screen):
             return getattr(tool, "version", None) or "installed"
 
         need = plan.get("min_vllm_version")
-        parts = [f"vLLM installed: {version('vllm') or 'no'}" + (f" (recipe needs ≥ {need})" if need else "")]
+        parts = [f"vLLM {version('vllm') or 'not installed'}" + (f" (recipe needs ≥ {need})" if need else "")]
         argv0 = {p["argv"][0] for p in plan.get("processes", []) if p.get("argv")}
         if "vllm-router" in argv0:
             parts.append(f"vllm-router: {version('vllm_router') or 'not installed'}")
@@ -154,7 +161,10 @@ class ReviewScreen(Screen):
         self.notify(f"Copied {focused.block.name}'s command to the clipboard (OSC 52).")
 
     def _export_dir(self) -> Path:
-        return default_export_dir()
+        """One ./vllm-wizard-<time>/ folder per review screen (plan file and scripts side by side)."""
+        if getattr(self, "_dir", None) is None:
+            self._dir = default_export_dir()
+        return self._dir
 
     def action_export(self) -> None:
         """Write the plan file (contracts §2) into ./vllm-wizard-<time>/plan.yaml."""
@@ -169,7 +179,8 @@ class ReviewScreen(Screen):
         if not self.plan_json:
             return
         paths = write_scripts(self.app.plan, self._export_dir())
-        self.notify("Scripts (export the placeholders first): " + ", ".join(str(p) for p in paths))
+        hint = " (export the placeholders before running them)" if self.plan_json.get("placeholders") else ""
+        self.notify("Scripts" + hint + ": " + ", ".join(str(p) for p in paths))
 
     def action_preflight(self) -> None:
         """Run the launcher's preflight for node 0 now and show every problem (or that all passed)."""

@@ -95,3 +95,15 @@ def test_monitor_screen(snap_compare, build_app, size):
         await pilot.pause(0.3)
 
     assert snap_compare(build_app(launcher=FakeLauncher(events=ready_run())), terminal_size=size, run_before=before)
+
+
+def test_configure_screen_no_color(snap_compare, build_app, monkeypatch):
+    """You should see the configure screen in greys only (NO_COLOR), every state still readable from
+    its mark: ● picked, ○ available, "— reason" on disabled rows, ⚠ in the constraint panel."""
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def before(pilot):
+        await pick_hardware(pilot, "h200")
+        await pick_model(pilot, "Qwen/Qwen3-32B")
+
+    assert snap_compare(build_app(), terminal_size=(80, 24), run_before=before)
