@@ -95,6 +95,18 @@ class RunServer:
         })
 
     def _on_message(self, msg: Message) -> None:
+        # clients first (latency of what a person sees), bookkeeping after
+        if self.clients:
+            line = encode(msg)
+            for q in list(self.clients):
+                try:
+                    q.put_nowait(line)
+                except asyncio.QueueFull:  # too slow a reader: drop it, never block the supervisor
+                    self.clients.discard(q)
+                    while not q.empty():
+                        q.get_nowait()
+                    q.put_nowait(encode({"type": "error", "message": "client too slow: disconnected; attach again"}))
+                    q.put_nowait(None)
         if isinstance(msg, ProcessEvent):
             self._events.write(json.dumps(msg.to_dict(), default=str) + "\n")
             self._events.flush()
@@ -102,15 +114,6 @@ class RunServer:
                 if mp.returncode is None:
                     mp.collect()
             self.write_state()
-        if not self.clients:
-            return
-        line = encode(msg)
-        for q in list(self.clients):
-            try:
-                q.put_nowait(line)
-            except asyncio.QueueFull:
-                self.clients.discard(q)
-                q.put_nowait(None) if not q.full() else None
 
     # ---- control socket
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -330,7 +330,7 @@ class Supervisor:
         pump_task = self._pumps.get(name)
         if pump_task is not None:
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(pump_task), 0.1)
+                await asyncio.wait_for(asyncio.shield(pump_task), 0.05)  # last lines, for the cause
         if self.policy.states[name].state is State.STOPPING:
             # an asked-for stop: the process is stopped when its whole tree is gone
             deadline = self.clock() + p.stop_timeout_s + 5.0
