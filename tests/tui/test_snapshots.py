@@ -15,6 +15,15 @@ from tui_steps import pick, pick_hardware, pick_model, settle, walk
 SIZES = [pytest.param((120, 40), id="120x40"), pytest.param((80, 24), id="80x24")]
 
 
+async def steady(pilot) -> None:
+    """Stop input cursors blinking (a blink phase would make the picture depend on timing)."""
+    from textual.widgets import Input
+
+    for box in pilot.app.screen.query(Input):
+        box.cursor_blink = False
+    await settle(pilot)
+
+
 @pytest.fixture(autouse=True)
 def _state_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
@@ -27,6 +36,7 @@ def test_hardware_screen(snap_compare, build_app, size):
 
     async def before(pilot):
         await settle(pilot)
+        await steady(pilot)
 
     assert snap_compare(build_app(), terminal_size=size, run_before=before)
 
@@ -38,6 +48,7 @@ def test_model_screen(snap_compare, build_app, size):
 
     async def before(pilot):
         await pick_hardware(pilot, "h200")
+        await steady(pilot)
 
     assert snap_compare(build_app(), terminal_size=size, run_before=before)
 
@@ -50,6 +61,7 @@ def test_configure_screen(snap_compare, build_app, size):
     async def before(pilot):
         await pick_hardware(pilot, "h200")
         await pick_model(pilot, "Qwen/Qwen3-32B")
+        await steady(pilot)
 
     assert snap_compare(build_app(), terminal_size=size, run_before=before)
 
@@ -63,6 +75,7 @@ def test_configure_screen_after_picks(snap_compare, build_app, size):
         await pick_model(pilot, "Qwen/Qwen3-30B-A3B-Instruct-2507")
         await pick(pilot, "strategy", "single_node_dep")
         await pick(pilot, "kv_offload", "lmcache")
+        await steady(pilot)
 
     assert snap_compare(build_app(), terminal_size=size, run_before=before)
 
@@ -74,6 +87,7 @@ def test_review_screen(snap_compare, build_app, size):
 
     async def before(pilot):
         await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
+        await steady(pilot)
 
     assert snap_compare(build_app(launcher=FakeLauncher()), terminal_size=size, run_before=before)
 
@@ -93,6 +107,7 @@ def test_monitor_screen(snap_compare, build_app, size):
                     and len(model.metrics["generation_tokens_per_s"]) == 2:
                 break
         await pilot.pause(0.3)
+        await steady(pilot)
 
     assert snap_compare(build_app(launcher=FakeLauncher(events=ready_run())), terminal_size=size, run_before=before)
 
@@ -105,5 +120,6 @@ def test_configure_screen_no_color(snap_compare, build_app, monkeypatch):
     async def before(pilot):
         await pick_hardware(pilot, "h200")
         await pick_model(pilot, "Qwen/Qwen3-32B")
+        await steady(pilot)
 
     assert snap_compare(build_app(), terminal_size=(80, 24), run_before=before)
