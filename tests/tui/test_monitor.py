@@ -117,3 +117,36 @@ def test_host_sample_reports_cpu_and_ram():
     s = sample()
     assert s["type"] == "stats" and 0 <= s["cpu_percent"] <= 100 and s["ram_total_gib"] > 0
     assert isinstance(s["gpus"], list)
+
+
+async def test_log_search_filters_and_highlights(build_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    app = build_app(launcher=FakeLauncher(events=ready_run()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _launch(pilot, app)
+        await pilot.press("slash")
+        await settle(pilot)
+        box = screen.query_one("#log-search")
+        assert app.focused is box and not box.has_class("hidden")
+        box.value = "WARNING"
+        await pilot.press("enter")
+        await settle(pilot)
+        lines = [strip.text for strip in screen.query_one("#log", RichLog).lines]
+        assert len(lines) == 1 and "Casting torch.bfloat16" in lines[0]
+        assert box.has_class("hidden") and "/WARNING" in screen.query_one("#log").border_title
+        await pilot.press("f")
+        assert screen.follow is False
+
+
+async def test_palette_offers_every_step(build_app):
+    from vllm_wizard.tui.screen_model import ModelScreen
+
+    app = build_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert {"Step: hardware", "Step: model", "Step: configure", "Step: review"} <= set(titles)
+        step = next(c for c in app.get_system_commands(app.screen) if c.title == "Step: model")
+        step.callback()
+        await settle(pilot)
+        assert isinstance(app.screen, ModelScreen)
