@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import stat
+import time
 
 import psutil
 import pytest
@@ -130,3 +131,65 @@ async def test_restart_through_the_client():
     assert pids[0] != pids[-1] and not _alive(pids[0])
     await client.stop()
     until_sync(lambda: find_run(info.run_id).status == "finished", 20, "run finished")
+
+
+def test_closing_the_terminal_does_not_stop_the_run(tmp_path):
+    """`vllm-wizard launch` in a real pseudo-terminal; the terminal goes away (SIGHUP to its session)."""
+    import pty
+    import subprocess
+    import sys
+
+    import yaml
+
+    port = free_port()
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump({"plan_version": 1, "plan": {"processes": [{
+        "name": "web", "argv": [PY, "-c", HEALTH_SERVER, str(port), "0"], "ports": [port],
+        "health": {"url": f"http://127.0.0.1:{port}/health", "interval_s": 0.2}}]}}))
+    master, slave = pty.openpty()
+    import fcntl
+    import termios
+
+    def controlling_terminal():  # like a login shell: own session, the pty as controlling terminal
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    term = subprocess.Popen([sys.executable, "-m", "vllm_wizard", "launch", str(plan), "--wait"],
+                            stdin=slave, stdout=slave, stderr=slave, preexec_fn=controlling_terminal)
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + 60
+    while b"READY" not in out and time.monotonic() < deadline:
+        try:
+            out += os.read(master, 4096)
+        except OSError:
+            break
+    term.wait(30)
+    os.close(master)  # the terminal is gone
+    os.killpg(term.pid, signal.SIGHUP) if term.poll() is None else None
+    info = find_run()
+    assert info.status == "running", out.decode(errors="replace")
+    assert os.getsid(info.pid) != term.pid  # the supervisor is not in the terminal's session
+    os.kill(info.pid, signal.SIGHUP)
+    snap = asyncio.run(RunClient(info.run_id).status())
+    assert snap.processes[0]["state"] == "READY"
+    asyncio.run(RunClient(info.run_id).stop())
+    until_sync(lambda: find_run(info.run_id).status == "finished", 20, "run finished")
+
+
+async def test_a_subscriber_that_cannot_keep_up_is_dropped_not_waited_for():
+    import json as _json
+
+    from vllm_wizard.launcher import LogLines, RunServer
+    from vllm_wizard.launcher.daemon import prepare_run_dir
+
+    spec = _spec(free_port())
+    server = RunServer(prepare_run_dir(spec), spec)
+    slow: asyncio.Queue = asyncio.Queue(2)
+    server.clients.add(slow)
+    for i in range(3):  # the third message overflows its queue: the supervisor must not block
+        server._on_message(LogLines("srv", [f"line {i}"]))
+    assert slow not in server.clients
+    first = _json.loads(slow.get_nowait())
+    assert first["type"] == "error" and "too slow" in first["message"]
+    assert slow.get_nowait() is None

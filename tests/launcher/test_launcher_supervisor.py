@@ -180,3 +180,28 @@ async def test_stop_while_waiting_for_ports_never_starts_it():
     assert await asyncio.wait_for(task, 10) == "stopped"
     assert rec.states("srv") == [State.STARTING, State.STOPPING, State.STOPPED] and "srv" not in sup.handles
     holder.close()
+
+
+async def test_probes_never_overlap_and_a_slow_poll_stretches_the_cycle():
+    from vllm_wizard.launcher.health import ProbeResult
+
+    active, starts, peak = [0], [], [0]
+
+    async def slow_probe(url, expect_status=200, timeout=2.0, body=False):
+        active[0] += 1
+        peak[0] = max(peak[0], active[0])
+        starts.append(asyncio.get_running_loop().time())
+        await asyncio.sleep(0.3)  # slower than the 0.1 s interval
+        active[0] -= 1
+        return ProbeResult(True, 200, "HTTP 200", 0.3)
+
+    spec = RunSpec((ProcessSpec("p", (PY, "-c", "import time; time.sleep(60)"),
+                                probe=Probe("http://127.0.0.1:9/health", interval_s=0.1)),))
+    sup = Supervisor(spec, probe=slow_probe, metrics=False)
+    task = asyncio.create_task(sup.run())
+    await until(lambda: len(starts) >= 4, 20, "four polls")
+    sup.stop()
+    await asyncio.wait_for(task, 30)
+    assert peak[0] == 1
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert min(gaps) >= 0.3
