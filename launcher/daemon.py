@@ -172,13 +172,16 @@ class RunServer:
         """Run the supervisor and the control socket until the run finishes; return the outcome."""
         sock = self.run_dir / "control.sock"
         sock.unlink(missing_ok=True)
-        with short_socket_path(sock) as addr:
-            server = await asyncio.start_unix_server(self._client, addr)
-        os.chmod(sock, 0o600)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.sup.stop, f"supervisor received {signal.Signals(sig).name}")
-        self.write_state()
+        self.write_state()  # before the socket appears: whoever sees the socket also sees the state
+        old_umask = os.umask(0o077)  # the socket is created 0600 (and the run dir is 0700 anyway)
+        try:
+            with short_socket_path(sock) as addr:
+                server = await asyncio.start_unix_server(self._client, addr)
+        finally:
+            os.umask(old_umask)
         refresher = loop.create_task(self._refresh())
         try:
             outcome = await self.sup.run()
