@@ -141,3 +141,26 @@ def test_preflight_lists_every_problem(tmp_path):
 def test_preflight_passes_a_good_plan():
     spec = RunSpec((ProcessSpec("py", (sys.executable, "-V"), ports=(free_port(),)),))
     assert check(spec) == []
+
+
+def test_child_env_orders_gpus_by_pci_bus_and_keeps_plan_env():
+    from vllm_wizard.launcher.process import child_env
+
+    env = child_env(ProcessSpec("v", ("vllm",), env={"VLLM_CPU_KVCACHE_SPACE": "1"}), base={"PATH": "/bin"})
+    assert env == {"PATH": "/bin", "VLLM_CPU_KVCACHE_SPACE": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    # an explicit choice in the plan wins
+    assert child_env(ProcessSpec("v", ("x",), env={"CUDA_DEVICE_ORDER": "FASTEST_FIRST"}), base={})["CUDA_DEVICE_ORDER"] == "FASTEST_FIRST"
+
+
+def test_log_file_rotates_and_tail_is_bounded(tmp_path):
+    from vllm_wizard.launcher.logs import TAIL_LINES, ProcessLog
+
+    log = ProcessLog("x", tmp_path / "x.log", max_bytes=10_000, backups=2)
+    for i in range(50):
+        log.write_block("\n".join(f"block {i} line {j:03d}" for j in range(100)).encode())
+    log.close()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["x.log", "x.log.1", "x.log.2"]
+    assert all(p.stat().st_size < 10_000 + 2_000 for p in tmp_path.iterdir())
+    assert len(log.tail) == TAIL_LINES and log.tail[-1] == "block 49 line 099" and log.lines_total == 5000
+    assert (tmp_path / "x.log").read_text().splitlines()[-1] == "block 49 line 099"
