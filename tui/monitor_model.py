@@ -43,6 +43,9 @@ _PHASES = (
     (re.compile(r"Loading weights|checkpoint shards|Loading model", re.I), "loading weights"),
     (re.compile(r"Starting vLLM API server|Initializing|vLLM API server version", re.I), "initializing"),
 )
+#: uvicorn access lines produced by the launcher's own health/metrics polling (hidden in the pane;
+#: still in the run's log file).
+POLL_NOISE = re.compile(r'"GET /(?:health|metrics|healthcheck) HTTP/[\d.]+" 200')
 _LEVEL = re.compile(r"\b(ERROR|CRITICAL|WARNING|WARN|INFO|DEBUG)\b")
 
 
@@ -103,6 +106,7 @@ def startup_phase(line: str) -> tuple[str | None, float | None]:
 @dataclass
 class ProcRow:
     """One process row: ``state`` name, ``pid``, ``since`` (wall time of the last state change),
+    ``started`` (wall time of the last STARTING; the uptime origin),
     ``restarts``, ``ready`` (has been READY since its last start), ``detail``, ``cause`` (classified
     failure dict: ``kind``, ``summary``, ``fix``, optional ``fix_args``), ``phase``, ``progress``."""
 
@@ -110,6 +114,7 @@ class ProcRow:
     state: str = "STOPPED"
     pid: int | None = None
     since: float = field(default_factory=time.time)
+    started: float | None = None
     restarts: int = 0
     ready: bool = False
     detail: str = ""
@@ -133,6 +138,7 @@ class MonitorModel:
         self.health: dict[str, bool] = {}
         self.argv: dict[str, list[str]] = {}
         self.outcome: str | None = None
+        self.polls = 0
         self.finish_text = ""
         self.changed = False
 
@@ -200,6 +206,7 @@ class MonitorModel:
             row.state = state_name(proc.get("state", "STOPPED"))
             row.pid = proc.get("pid")
             row.since = float(proc.get("since") or self.clock())
+            row.started = row.since if row.state in ("STARTING", "READY") else None
             row.restarts = int(proc.get("restarts") or 0)
             row.ready = row.state == "READY"
             row.cause = proc.get("cause") or None
@@ -227,6 +234,8 @@ class MonitorModel:
         row.pid = _get(event, "pid", row.pid)
         ts = _get(event, "ts")
         row.since = float(ts) if isinstance(ts, (int, float)) and ts > 1e9 else self.clock()
+        if new == "STARTING" or (new == "READY" and row.started is None):
+            row.started = row.since
         row.detail = str(_get(event, "detail", "") or "")
         cause = _get(event, "cause")
         if cause:
@@ -235,8 +244,12 @@ class MonitorModel:
             self.add_line(row.name, str(line))
 
     def add_line(self, name: str, line: str) -> None:
-        """Append a log line of ``name`` (bounded) and update its startup phase."""
+        """Append a log line of ``name`` (bounded) and update its startup phase. Successful
+        health/metrics poll access lines are counted in ``polls`` and not kept."""
         row = self.row(name)
+        if POLL_NOISE.search(line):
+            self.polls += 1
+            return
         self.logs[name].append(line)
         self.pending.append((name, line))
         if not row.ready:
@@ -261,10 +274,11 @@ class MonitorModel:
 
 
 def uptime_text(row: ProcRow, now: float | None = None) -> str:
-    """``1h02m`` / ``3m05s`` / ``12s`` since the row's last state change (live states only)."""
+    """``1h02m`` / ``3m05s`` / ``12s`` since the process last started (live states only; after an
+    attach, since its last recorded state change — the snapshot has no start time)."""
     if row.state not in ("STARTING", "READY"):
         return "–"
-    secs = max(0, int((now or time.time()) - row.since))
+    secs = max(0, int((now or time.time()) - (row.started if row.started is not None else row.since)))
     h, rem = divmod(secs, 3600)
     m, s = divmod(rem, 60)
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"

@@ -166,6 +166,8 @@ class MonitorScreen(Screen):
         if row is not None:
             health = self.model.health.get(row.name)
             htxt = "" if health is None else (" · health ok" if health else " · health failing")
+            if self.model.polls:
+                htxt += f" · {self.model.polls} polls ok"
             phase.update(f"{row.name}: {row.phase or row.state.lower()}{htxt}")
             bar.update(progress=100 * (row.progress if row.progress is not None else (1.0 if row.ready else 0.0)))
         for key in SPARK_METRICS:

@@ -150,3 +150,20 @@ async def test_palette_offers_every_step(build_app):
         step.callback()
         await settle(pilot)
         assert isinstance(app.screen, ModelScreen)
+
+
+def test_model_hides_poll_noise_and_keeps_uptime_from_start():
+    from vllm_wizard.launcher import LogLines, ProcessEvent, State
+    from vllm_wizard.tui.monitor_model import uptime_text
+
+    now = [1000.0]
+    model = MonitorModel(clock=lambda: now[0])
+    model.feed(ProcessEvent("vllm", State.STARTING, State.STOPPED, 0))
+    now[0] = 1090.0
+    model.feed(ProcessEvent("vllm", State.READY, State.STARTING, 0))
+    model.feed(LogLines("vllm", ['INFO:     127.0.0.1:1 - "GET /health HTTP/1.1" 200 OK',
+                                 'INFO:     127.0.0.1:1 - "GET /metrics HTTP/1.1" 200 OK',
+                                 'INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK']))
+    assert list(model.logs["vllm"]) == ['INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK']
+    assert model.polls == 2
+    assert uptime_text(model.procs["vllm"], now=1100.0) == "1m40s"
