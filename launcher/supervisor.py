@@ -261,11 +261,12 @@ class Supervisor:
                     self._task(self._probe_loop(a.name, mp))
             elif isinstance(a, P.Signal):
                 mp = self.handles.get(a.name)
-                if a.name in self._spawning or mp is None or mp.proc.returncode is not None:
+                if a.name in self._spawning:  # not started yet: deliver as soon as it is
                     self._pending_signal[a.name] = a.sig
-                else:
+                elif mp is not None and mp.returncode is None:
                     pids = mp.signal_tree(a.sig)
                     self.logs[a.name].note(f"sent signal {a.sig} to process group {mp.pgid} ({len(pids)} processes)")
+                # else: it already ended; its Exited event is on the way
             elif isinstance(a, P.KillTree):
                 mp = self.handles.get(a.name)
                 if mp is not None:
