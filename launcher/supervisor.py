@@ -36,7 +36,7 @@ from vllm_wizard.launcher.metrics import MetricsSnapshot, parse_metrics, rates
 from vllm_wizard.launcher.ports import busy_ports
 from vllm_wizard.launcher.process import ManagedProcess, child_env, gpu_memory_held, spawn_process
 from vllm_wizard.launcher.spec import ProcessSpec, RunSpec
-from vllm_wizard.launcher.states import LIVE, ProcessEvent, State
+from vllm_wizard.launcher.states import ProcessEvent, State
 from vllm_wizard.launcher.vllm import StartupProgress, is_vllm_serve
 
 
@@ -431,7 +431,3 @@ class Supervisor:
             await self._own_prober.aclose()
         self._publish(self.finished)
 
-
-def live_names(sup: Supervisor) -> list[str]:
-    """Names of processes currently STARTING/READY/STOPPING."""
-    return [n for n, s in sup.policy.states.items() if s.state in LIVE]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from typing import Awaitable, Callable
+from typing import Callable
 
 PY = sys.executable
 
@@ -76,7 +76,3 @@ def until_sync(cond: Callable[[], bool], timeout: float = 20.0, what: str = "con
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.02)
 
-
-async def wait_task(t: "asyncio.Task", timeout: float = 30.0) -> Awaitable:
-    """Await ``t`` with a deadline."""
-    return await asyncio.wait_for(t, timeout)

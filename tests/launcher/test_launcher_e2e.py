@@ -21,7 +21,7 @@ import pytest
 
 from e2e_env import E2EUnavailable, cache_root, lmcache_env, router_env, tiny_model, vllm_env
 from vllm_wizard.launcher import (
-    Metrics, ProcessEvent, ProcessSpec, Probe, RestartPolicy, RunClient, RunFinished, RunSpec, Snapshot, State,
+    ProcessEvent, ProcessSpec, Probe, RestartPolicy, RunClient, RunFinished, RunSpec, Snapshot, State,
     start_run,
 )
 from vllm_wizard.launcher.ports import free_port

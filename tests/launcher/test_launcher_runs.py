@@ -14,7 +14,7 @@ import pytest
 from children import HEALTH_SERVER, PY, until, until_sync
 from vllm_wizard.errors import LaunchError
 from vllm_wizard.launcher import (
-    LogLines, ProcessEvent, ProcessSpec, Probe, RunClient, RunFinished, RunSpec, Snapshot, State,
+    ProcessEvent, ProcessSpec, Probe, RunClient, RunFinished, RunSpec, Snapshot, State,
     find_run, list_runs, start_run, stop_stale,
 )
 from vllm_wizard.launcher.ports import free_port

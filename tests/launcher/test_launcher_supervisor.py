@@ -7,7 +7,6 @@ import os
 import signal
 
 import psutil
-import pytest
 
 from children import FAIL, HEALTH_SERVER, LONG_LINE, PY, until
 from vllm_wizard.launcher.ports import free_port
