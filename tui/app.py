@@ -169,6 +169,9 @@ class WizardApp(App):
         launcher = self.launcher
         if launcher is None:
             return
+        if self.attach_run:  # --attach RUN: straight to its monitor (the client reports a dead run)
+            self.call_from_thread(self.open_monitor, self.attach_run)
+            return
         try:
             runs = launcher.live_runs()
         except Exception:  # noqa: BLE001 — no run dir yet etc.
@@ -178,9 +181,6 @@ class WizardApp(App):
 
     def _offer_attach(self, runs: list[str]) -> None:
         self.live_runs = runs
-        if self.attach_run:
-            self.open_monitor(self.attach_run)
-            return
         from vllm_wizard.tui.screen_monitor import AttachPrompt
 
         def answer(run_id: str | None) -> None:

@@ -1,0 +1,89 @@
+"""Ways into the wizard: ``--model`` preselection, custom models by path, ``--attach``, the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from canned import ready_run
+from fakes import FakeLauncher
+from textual.widgets import Input, Static
+from tui_steps import pick_hardware, settle
+
+from vllm_wizard.tui.screen_configure import ConfigureScreen
+from vllm_wizard.tui.screen_model import ModelScreen
+from vllm_wizard.tui.screen_monitor import MonitorScreen
+
+
+async def test_model_flag_goes_straight_to_configure(build_app):
+    app = build_app(model="qwen/qwen3-32b")  # recipe ids match case-insensitively
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfigureScreen)
+        assert app.options is not None and app.options.resolved["model"] == "Qwen/Qwen3-32B"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert isinstance(app.screen, ModelScreen)
+
+
+async def test_custom_model_from_a_local_config(build_app, tmp_path):
+    model = tmp_path / "my-moe"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "hidden_size": 1024,
+        "intermediate_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 8,
+        "vocab_size": 32000, "num_local_experts": 8, "num_experts_per_tok": 2, "max_position_embeddings": 4096,
+        "torch_dtype": "bfloat16",
+    }))
+    app = build_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pick_hardware(pilot, "h200")
+        box = app.screen.query_one("#custom", Input)
+        box.focus()
+        box.value = str(model)
+        await pilot.press("enter")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, ConfigureScreen):
+                break
+        assert isinstance(app.screen, ConfigureScreen)
+        strategies = {c.id: c.state for c in app.options.strategy}
+        assert strategies.get("single_node_dep") == "available"  # MoE derived from the routed experts
+
+
+async def test_custom_model_error_names_what_was_tried(build_app, tmp_path):
+    app = build_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pick_hardware(pilot, "h200")
+        box = app.screen.query_one("#custom", Input)
+        box.focus()
+        box.value = str(tmp_path / "nothing-here")
+        await pilot.press("enter")
+        status = app.screen.query_one("#model-status", Static)
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if "Custom model:" in str(status.render()):
+                break
+        text = str(status.render())
+        assert "Custom model:" in text and "nothing-here" in text
+        assert isinstance(app.screen, ModelScreen)
+
+
+async def test_attach_flag_opens_the_monitor(build_app):
+    app = build_app(launcher=FakeLauncher(events=ready_run()), attach="run-7")
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, MonitorScreen):
+                break
+        assert isinstance(app.screen, MonitorScreen) and app.screen.run_id == "run-7"
+
+
+def test_wizard_help_lists_its_flags_without_importing_textual():
+    out = subprocess.run([sys.executable, "-m", "vllm_wizard", "wizard", "--help"], capture_output=True, text=True, check=True)
+    assert "--recipes" in out.stdout and "--model" in out.stdout and "--attach" in out.stdout
+    code = "import sys, vllm_wizard.cli as c; c.build_parser(); print('textual' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
