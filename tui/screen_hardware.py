@@ -1,5 +1,10 @@
 """Step 1 — hardware: what was detected, the preselected profile, every profile by brand to override.
 
+Once a model is chosen (coming back from a later step, or ``--model``), the list follows the
+constraints answer's hardware row (recipes-synthesis §3.1 H1–H5): hidden profiles are left out (the
+detected one always stays), disabled ones show their one-line reason, and a pick that would also
+switch the variant (H4) says so.
+
 Paints immediately with "Detecting…"/"Loading catalog…" placeholders; fills in on
 :class:`~vllm_wizard.tui.app.DataChanged`. Picking a profile (enter) sets ``hardware`` and moves on
 to the model step; the device count per node (``gpus``, defaulting to the detected count when it
@@ -65,12 +70,26 @@ class HardwareScreen(Screen):
         plist = self.query_one("#profiles", OptionList)
         chosen = app.selection.get("hardware")
         options: list = []
+        gates = {c.id: c for c in getattr(app.options, "hardware", None) or []}  # model known: H1–H5
         for brand, rows in profile_groups(profiles, app.candidates):
-            options.append(Option(f"── {brand} ──", disabled=True))
+            shown = []
             for row in rows:
+                gate = gates.get(row.id)
+                if gate is not None and gate.state == "hidden" and not row.detected:
+                    continue
                 mark = "● " if row.id == chosen else "  "
-                tag = f"  ★ detected ({row.quality})" if row.detected else ""
-                options.append(Option(f"{mark}{row.label}{tag}", id=row.id))
+                text = Text(f"{mark}{row.label}")
+                if row.detected:
+                    text.append(f"  ★ detected ({row.quality})", style="bold")
+                disabled = gate is not None and gate.state == "disabled"
+                if disabled:
+                    text.append(" — " + " ".join((gate.reason or "unavailable").split()), style="italic")
+                elif gate is not None and gate.warning:
+                    text.append("  ⚠ " + " ".join(gate.warning.split()), style="italic yellow")
+                shown.append(Option(text, id=row.id, disabled=disabled))
+            if shown:
+                options.append(Option(f"── {brand} ──", disabled=True))
+                options.extend(shown)
         highlighted = plist.highlighted
         plist.set_options(options)
         if chosen:

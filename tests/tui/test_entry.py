@@ -87,3 +87,18 @@ def test_wizard_help_lists_its_flags_without_importing_textual():
     assert "--recipes" in out.stdout and "--model" in out.stdout and "--attach" in out.stdout
     code = "import sys, vllm_wizard.cli as c; c.build_parser(); print('textual' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+async def test_hardware_list_follows_the_chosen_model(build_app, catalog):
+    from textual.widgets import OptionList
+
+    from vllm_wizard.catalog import Selection, options
+
+    app = build_app(model="Qwen/Qwen3-235B-A22B")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        plist = app.screen.query_one("#profiles", OptionList)
+        listed = {plist.get_option_at_index(i).id for i in range(plist.option_count)} - {None}
+        gates = options(catalog, Selection(model="Qwen/Qwen3-235B-A22B", hardware="h200"), detected_profile="h200")
+        assert listed == {c.id for c in gates.hardware if c.state != "hidden"}
+        assert "rtx_5090" not in listed  # restricted and not declared by the recipe (H1)
