@@ -17,7 +17,13 @@ Decisions:
 * ``node_rank``: a plan lists every node's processes; a launch runs those whose ``node_rank`` equals
   the requested one, plus the unbound ones (``node_rank: null`` — router, Mooncake) on node 0.
 * Optional per-process extras beyond contracts §2 (all have defaults): ``restart`` (policy,
-  backoff, crash-loop window), ``stop`` (signal, timeout), ``ready_timeout_s``, ``cwd``.
+  backoff, crash-loop window), ``stop`` (signal, timeout), ``ready_timeout_s``, ``cwd``, and in
+  ``health``: ``interval_s`` (poll cadence until READY, default 1 s), ``ready_interval_s`` (cadence
+  while READY, default 5 s — see :class:`Probe`), ``timeout_s``.
+* Refused at load, every problem at once, each naming process and field: a ``health.url`` that is
+  not an http(s) URL, ``depends_on`` naming an unknown process (with did-you-mean), a process
+  depending on itself, a dependency cycle (these would otherwise wait forever), and the output of
+  ``plan --json`` (no ``plan`` key; the message says to use ``plan --out``).
 """
 
 from __future__ import annotations
@@ -54,18 +60,35 @@ PLACEHOLDER_RE = re.compile(r"\$\{([A-Z][A-Z0-9_]*)\}|\$([A-Z][A-Z0-9_]*)")
 RESTART_MODES = ("always", "on-failure", "never")
 
 
+#: Default seconds between health polls (and vLLM ``/metrics`` scrapes) once a process is READY.
+READY_INTERVAL_S = 5.0
+
+
 @dataclass(frozen=True)
 class Probe:
     """Readiness/health probe: ``GET url`` must answer ``expect_status``.
 
-    ``interval_s`` is the pause between polls (a slow poll stretches the cycle; polls never
-    overlap), ``timeout_s`` the per-request timeout, both in seconds.
+    Cadence (seconds between the start of one poll and the next; a slow poll stretches the
+    cycle, polls never overlap): ``interval_s`` (default 1 s) while the process is STARTING, so
+    READY is seen within about a second; then, while READY, ``ready_interval_s`` — every poll
+    is an access-log line in a real vLLM (and ``/metrics`` is scraped alongside), so the
+    default is the slower of ``interval_s`` and :data:`READY_INTERVAL_S` (5 s). Set
+    ``ready_interval_s`` (plan file: ``health.ready_interval_s``) to poll faster or slower while
+    READY. ``timeout_s`` is the per-request timeout.
     """
 
     url: str
     expect_status: int = 200
     interval_s: float = 1.0
     timeout_s: float = 2.0
+    ready_interval_s: float | None = None
+
+    @property
+    def ready_cadence_s(self) -> float:
+        """Seconds between polls while READY: ``ready_interval_s`` if set, else ``max(interval_s, 5)``."""
+        if self.ready_interval_s is not None:
+            return self.ready_interval_s
+        return max(self.interval_s, READY_INTERVAL_S)
 
 
 @dataclass(frozen=True)
@@ -156,14 +179,9 @@ class RunSpec:
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise LaunchError(f"{self.source or 'plan'}: process names must be unique; repeated: {', '.join(dup)}")
-        known = set(names)
-        for p in self.processes:
-            missing = [d for d in p.depends_on if d not in known]
-            if missing:
-                raise LaunchError(
-                    f"{self.source or 'plan'}: process {p.name!r} depends_on unknown {', '.join(missing)}; "
-                    f"known: {', '.join(names)}"
-                )
+        problems = dependency_problems({p.name: p.depends_on for p in self.processes})
+        if problems:
+            raise LaunchError("\n".join(f"{self.source or 'plan'}: {x}" for x in problems))
 
     def get(self, name: str) -> ProcessSpec:
         """The process called ``name``; ``KeyError`` when absent."""
@@ -190,6 +208,55 @@ class RunSpec:
             node_rank=int(data.get("node_rank", 0)),
             min_vllm_version=data.get("min_vllm_version"),
         )
+
+
+def dependency_problems(deps: Mapping[str, Iterable[str]]) -> list[str]:
+    """Problems of a ``{name: depends_on}`` graph, one sentence each (empty list = fine).
+
+    A name that is not a process (with the closest process names as "did you mean"), a process
+    that depends on itself, and every dependency cycle (``a → b → a``) — any of them would leave
+    processes waiting forever for a dependency that can never be READY, so the plan is refused
+    at load instead (issue 4, start order).
+    """
+    import difflib
+
+    names = list(deps)
+    problems: list[str] = []
+    for name, ds in deps.items():
+        for d in ds:
+            if d == name:
+                problems.append(f"process {name!r} depends on itself (depends_on: [{d}]); remove it from its depends_on")
+            elif d not in deps:
+                close = difflib.get_close_matches(d, names, n=3, cutoff=0.5)
+                hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+                problems.append(f"process {name!r} depends_on unknown {d!r}; {hint}known: {', '.join(names)}")
+    # cycles (self-loops are reported above): depth-first search, colouring nodes
+    colour: dict[str, int] = {}
+    path: list[str] = []
+    seen_cycles: set[frozenset[str]] = set()
+
+    def visit(n: str) -> None:
+        colour[n] = 1
+        path.append(n)
+        for d in deps.get(n, ()):
+            if d == n or d not in deps:
+                continue
+            if colour.get(d) == 1:
+                cycle = path[path.index(d):] + [d]
+                key = frozenset(cycle)
+                if key not in seen_cycles:
+                    seen_cycles.add(key)
+                    problems.append(f"dependency cycle: {' → '.join(cycle)} (each waits for the next to be READY); "
+                                    "remove one of these depends_on entries")
+            elif colour.get(d) is None:
+                visit(d)
+        path.pop()
+        colour[n] = 2
+
+    for n in names:
+        if n not in colour:
+            visit(n)
+    return problems
 
 
 def placeholders_in(text: str) -> list[str]:
@@ -220,6 +287,14 @@ def load_plan_file(path: str | Path, node_rank: int = 0, values: Mapping[str, st
     not a plan (every problem listed, each naming the field), or placeholders stay unresolved
     (all named, with the ``--set NAME=VALUE`` that would fill them).
     """
+    return parse_plan(read_plan_data(path), source=str(path), node_rank=node_rank, values=values or {})
+
+
+def read_plan_data(path: str | Path) -> Any:
+    """The parsed content of plan file ``path`` (YAML, or JSON for ``*.json``), not yet checked.
+
+    Raises :class:`LaunchError` when it cannot be read or parsed.
+    """
     import yaml
 
     p = Path(path)
@@ -228,10 +303,47 @@ def load_plan_file(path: str | Path, node_rank: int = 0, values: Mapping[str, st
     except OSError as exc:
         raise LaunchError(f"cannot read plan file {p}: {exc.strerror or exc}") from None
     try:
-        data = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+        return json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
         raise LaunchError(f"{p}: not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}") from None
-    return parse_plan(data, source=str(p), node_rank=node_rank, values=values or {})
+
+
+def plan_placeholders(data: Any) -> list[str]:
+    """Every placeholder name plan-file ``data`` has, sorted: those declared in
+    ``plan.placeholders`` plus those written in any process's argv, env, health URL or ports
+    (all node ranks). ``[]`` for data that is not a plan (parse_plan explains why)."""
+    plan = data.get("plan") if isinstance(data, dict) else None
+    if not isinstance(plan, dict):
+        return []
+    names = {str(x) for x in plan.get("placeholders") or []}
+    for proc in plan.get("processes") or []:
+        if not isinstance(proc, dict):
+            continue
+        texts = [*(proc.get("argv") or []), *(proc.get("env") or {}).values(), *(proc.get("ports") or [])]
+        if isinstance(proc.get("health"), dict):
+            texts.append(proc["health"].get("url", ""))
+        for t in texts:
+            names.update(placeholders_in(str(t)))
+    return sorted(names)
+
+
+def _looks_like_plan_json(data: Any) -> bool:
+    """True for ``vllm-wizard plan --json`` output (plan-json §3): processes at the top level."""
+    return isinstance(data, dict) and isinstance(data.get("processes"), list) and (
+        "deploy_type" in data or "resolved" in data or "install" in data)
+
+
+def _health_url_problem(where: str, url: str) -> str | None:
+    """Why ``url`` (placeholders filled) is no usable probe URL, or None."""
+    from urllib.parse import urlsplit
+
+    if placeholders_in(url):
+        return None  # reported as unresolved
+    u = urlsplit(url)
+    if u.scheme in ("http", "https") and u.hostname:
+        return None
+    return (f"{where}: health.url {url!r} is not an http(s) URL; expected e.g. http://127.0.0.1:8000/health "
+            "(or health: null for ready-when-started)")
 
 
 def _num(where: str, value: Any, problems: list[str], kind: type = float) -> Any:
@@ -248,6 +360,9 @@ def parse_plan(
     """Turn plan-file data (already parsed) into a :class:`RunSpec`; see :func:`load_plan_file`."""
     src = source or "plan"
     values = dict(values or {})
+    if _looks_like_plan_json(data):
+        raise LaunchError(f"{src}: this looks like `plan --json` output; write a launchable plan file with "
+                          "`vllm-wizard plan … --out plan.yaml`")
     if not isinstance(data, dict) or not isinstance(data.get("plan"), dict):
         raise LaunchError(f"{src}: not a plan file: expected a mapping with a 'plan' key (contracts §2)")
     version = data.get("plan_version", 1)
@@ -304,11 +419,18 @@ def parse_plan(
             if not isinstance(health, dict) or "url" not in health:
                 problems.append(f"{where}: health must be null or {{url, expect_status}}")
             else:
+                url = filled(f"{name} health.url", health["url"])
+                bad_url = _health_url_problem(where, url)
+                if bad_url:
+                    problems.append(bad_url)
+                ready_iv = health.get("ready_interval_s")
                 probe = Probe(
-                    url=filled(f"{name} health.url", health["url"]),
+                    url=url,
                     expect_status=_num(f"{where}: health.expect_status", health.get("expect_status", 200), problems, int) or 200,
                     interval_s=_num(f"{where}: health.interval_s", health.get("interval_s", 1.0), problems) or 1.0,
                     timeout_s=_num(f"{where}: health.timeout_s", health.get("timeout_s", 2.0), problems) or 2.0,
+                    ready_interval_s=None if ready_iv is None else
+                    (_num(f"{where}: health.ready_interval_s", ready_iv, problems) or None),
                 )
         ports: list[int] = []
         for port in proc.get("ports") or []:
@@ -336,6 +458,10 @@ def parse_plan(
         if not isinstance(stop_signal, signal.Signals):
             problems.append(f"{where}: stop.signal {stop.get('signal')!r} is not a signal name (e.g. SIGTERM, SIGINT)")
             stop_signal = signal.SIGTERM
+        deps = proc.get("depends_on")
+        if deps is not None and (not isinstance(deps, list) or not all(isinstance(d, str) for d in deps)):
+            problems.append(f"{where}: depends_on must be a list of process names, got {deps!r}")
+            deps = None
         setup = proc.get("setup")
         if setup:
             setup = fill(str(setup), values, only=declared)
@@ -350,7 +476,7 @@ def parse_plan(
                 cwd=proc.get("cwd"),
                 phase=phase,
                 role=role,
-                depends_on=proc.get("depends_on"),
+                depends_on=deps,
                 probe=probe,
                 restart=restart,
                 stop_signal=int(stop_signal),

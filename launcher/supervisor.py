@@ -12,6 +12,10 @@ Observers receive messages through ``listeners`` (plain callables that must not 
 :class:`~vllm_wizard.launcher.states.ProcessEvent`, :class:`~vllm_wizard.launcher.logs.LogLines`,
 :class:`Metrics`, :class:`Progress`, and a final :class:`RunFinished`.
 
+Health polls: every ``Probe.interval_s`` (1 s) while STARTING, then every ``Probe.ready_cadence_s``
+(5 s unless the plan sets ``health.ready_interval_s``) while READY — a real vLLM writes an access
+log line per poll, and its ``/metrics`` are scraped at the same cadence. Polls never overlap.
+
 Process-tree hygiene (issue 4): when a main process dies on its own, what is left of its tree
 (vLLM's EngineCore/Worker after a SIGKILLed API server) is reaped at once, and a restart waits for
 that and for the process's ports to be free instead of racing them. After the run, every tree is
@@ -391,7 +395,10 @@ class Supervisor:
                             self.last_metrics[name] = msg
                             prev = snap
                             self._publish(msg)
-            await asyncio.sleep(max(0.0, pr.interval_s - (self.clock() - t0)))
+            # 1 Hz (interval_s) until READY, then the slower READY cadence: every poll is an access
+            # line in vLLM's log (Probe.ready_cadence_s)
+            ready = self.policy.states[name].state is State.READY
+            await asyncio.sleep(max(0.0, (pr.ready_cadence_s if ready else pr.interval_s) - (self.clock() - t0)))
 
     async def _emergency_stop(self) -> None:
         """Cancelled from outside: stop every live tree right away (signal, short wait, SIGKILL)."""

@@ -87,7 +87,7 @@ def test_extras_restart_stop_setup_and_roundtrip():
 def test_duplicate_names_and_unknown_dependency():
     with pytest.raises(LaunchError, match="repeated: a"):
         RunSpec((ProcessSpec("a", ("x",)), ProcessSpec("a", ("y",))))
-    with pytest.raises(LaunchError, match="depends_on unknown nope"):
+    with pytest.raises(LaunchError, match="depends_on unknown .nope.; known: a"):
         parse_plan(_plan({"name": "a", "argv": ["x"], "depends_on": ["nope"]}))
 
 
@@ -98,3 +98,65 @@ def test_not_a_plan(tmp_path):
         load_plan_file(f)
     with pytest.raises(LaunchError, match="cannot read plan file"):
         load_plan_file(tmp_path / "missing.yaml")
+
+
+def test_self_dependency_and_cycles_are_refused_naming_them():
+    with pytest.raises(LaunchError, match=r"process 'a' depends on itself"):
+        parse_plan(_plan({"name": "a", "argv": ["x"], "depends_on": ["a"]}))
+    three = [{"name": n, "argv": ["x"], "depends_on": [d]} for n, d in (("a", "b"), ("b", "c"), ("c", "a"))]
+    with pytest.raises(LaunchError) as exc:
+        parse_plan(_plan(*three, {"name": "d", "argv": ["x"], "depends_on": ["a"]}), source="p.yaml")
+    msg = str(exc.value)
+    assert "p.yaml: dependency cycle: a → b → c → a" in msg and msg.count("dependency cycle") == 1
+    # a cycle through a default dependency: the router waits for vllm (earlier phase) and vice versa
+    with pytest.raises(LaunchError, match=r"dependency cycle: (vllm → router → vllm|router → vllm → router)"):
+        parse_plan(_plan({**VLLM, "argv": ["vllm", "serve", "m"], "env": {}, "depends_on": ["router"]}, ROUTER))
+    with pytest.raises(LaunchError, match="dependency cycle"):
+        RunSpec((ProcessSpec("a", ("x",), depends_on=("b",)), ProcessSpec("b", ("y",), depends_on=("a",))))
+
+
+def test_unknown_dependency_suggests_the_closest_name():
+    with pytest.raises(LaunchError) as exc:
+        parse_plan(_plan(LMCACHE, {**VLLM, "argv": ["vllm", "serve", "m"], "env": {}, "depends_on": ["kv_offload:lmcach"]}))
+    assert "process 'vllm' depends_on unknown 'kv_offload:lmcach'; did you mean 'kv_offload:lmcache'?" in str(exc.value)
+    with pytest.raises(LaunchError, match="depends_on must be a list of process names, got 'cache'"):
+        parse_plan(_plan({"name": "a", "argv": ["x"], "depends_on": "cache"}))
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8000/health", "ftp://127.0.0.1/x", "http:///health", "/health"])
+def test_health_url_must_be_http(url):
+    with pytest.raises(LaunchError) as exc:
+        parse_plan(_plan({"name": "srv", "argv": ["x"], "health": {"url": url}}), source="p.yaml")
+    assert f"p.yaml: process 'srv': health.url {url!r} is not an http(s) URL" in str(exc.value)
+    # a placeholder host is checked once filled
+    spec = parse_plan(_plan({"name": "srv", "argv": ["x"], "health": {"url": "https://$HEAD_IP:8000/health"}},
+                            placeholders=["HEAD_IP"]), values={"HEAD_IP": "10.0.0.1"})
+    assert spec.processes[0].probe.url == "https://10.0.0.1:8000/health"
+
+
+def test_plan_json_output_gets_told_to_use_plan_out():
+    plan_json = {"deploy_type": "single_node", "install_mode": "pip", "resolved": {"model": "m"},
+                 "processes": [{"name": "vllm", "role": "serve", "node_rank": 0, "argv": ["vllm", "serve", "m"]}]}
+    with pytest.raises(LaunchError) as exc:
+        parse_plan(plan_json, source="p.json")
+    assert str(exc.value) == ("p.json: this looks like `plan --json` output; write a launchable plan file with "
+                              "`vllm-wizard plan … --out plan.yaml`")
+
+
+def test_plan_placeholders_lists_declared_and_written_ones():
+    from vllm_wizard.launcher.spec import plan_placeholders
+
+    data = _plan(VLLM, {**ROUTER, "argv": ["vllm-router", "--host", "${ROUTER_HOST}"], "ports": ["$RPORT"]},
+                 {**WORKER1, "env": {"NCCL_SOCKET_IFNAME": "$IFACE_NAME"}}, placeholders=["MODEL_DIR"])
+    assert plan_placeholders(data) == ["HEAD_IP", "IFACE_NAME", "MODEL_DIR", "ROUTER_HOST", "RPORT"]
+    assert plan_placeholders(["not", "a plan"]) == []
+
+
+def test_ready_cadence_defaults_to_5_s_unless_configured():
+    from vllm_wizard.launcher.spec import Probe
+
+    assert Probe("http://h/health").ready_cadence_s == 5.0
+    assert Probe("http://h/health", interval_s=10).ready_cadence_s == 10
+    assert Probe("http://h/health", ready_interval_s=0.5).ready_cadence_s == 0.5
+    spec = parse_plan(_plan({"name": "s", "argv": ["x"], "health": {"url": "http://h:1/health", "ready_interval_s": 2}}))
+    assert spec.processes[0].probe.ready_cadence_s == 2

@@ -204,3 +204,27 @@ async def test_probes_never_overlap_and_a_slow_poll_stretches_the_cycle():
     assert peak[0] == 1
     gaps = [b - a for a, b in zip(starts, starts[1:])]
     assert min(gaps) >= 0.3
+
+
+async def test_health_polls_slow_down_once_ready():
+    from vllm_wizard.launcher.health import ProbeResult
+
+    polls: list[tuple[float, str]] = []
+    sup = None
+
+    async def probe(url, expect_status=200, timeout=2.0, body=False):
+        polls.append((asyncio.get_running_loop().time(), sup.policy.states["p"].state.value))
+        ok = len(polls) > 3  # READY at the 4th poll
+        return ProbeResult(ok, 200 if ok else None, "HTTP 200" if ok else "refused", 0.0)
+
+    spec = RunSpec((ProcessSpec("p", (PY, "-c", "import time; time.sleep(60)"),
+                                probe=Probe("http://127.0.0.1:9/health", interval_s=0.05, ready_interval_s=0.4)),))
+    sup = Supervisor(spec, probe=probe, metrics=False)
+    task = asyncio.create_task(sup.run())
+    await until(lambda: sum(1 for _, st in polls if st == "READY") >= 4, 30, "four polls while READY")
+    sup.stop()
+    await asyncio.wait_for(task, 30)
+    assert [st for _, st in polls[:4]] == ["STARTING"] * 4
+    ready = [t for t, st in polls if st == "READY"]
+    gaps = [b - a for a, b in zip(ready[1:], ready[2:])]  # after the first READY poll: the READY cadence
+    assert gaps and min(gaps) >= 0.4 - 0.01, gaps
