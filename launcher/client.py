@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -26,6 +27,8 @@ from vllm_wizard.launcher.supervisor import Metrics, Progress, RunFinished
 
 #: StreamReader limit for the client side (snapshots carry log tails).
 LIMIT = 64 << 20
+#: Seconds a client waits for a *starting* run's supervisor to open its control socket.
+START_WAIT_S = 30.0
 
 
 @dataclass
@@ -63,7 +66,8 @@ def decode(data: dict[str, Any]) -> Any:
 class RunClient:
     """Client of one run. ``run`` is a run id/prefix, a :class:`RunInfo`, or None (newest active run).
 
-    Raises :class:`LaunchError` when the run is unknown or its supervisor is not running.
+    Raises :class:`LaunchError` when the run is unknown, stale or finished. A *starting* run
+    (runs.py) is waited for, up to :data:`START_WAIT_S` seconds, before the first request.
     """
 
     def __init__(self, run: str | RunInfo | None = None):
@@ -76,11 +80,25 @@ class RunClient:
 
     async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         sock: Path = self.info.socket
-        info = read_run(self.info.run_dir)
+        deadline = time.monotonic() + START_WAIT_S
+        while True:  # a starting run (supervisor up, socket not yet) is waited for, not refused
+            info = read_run(self.info.run_dir)
+            if info.status == "running" and sock.exists():
+                break
+            if info.status not in ("starting", "running") or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        self.info = info
         if info.status != "running" or not sock.exists():
-            extra = (f"; {len(info.processes)} processes were recorded — `vllm-wizard stop {info.run_id}` stops "
-                     "any that survived") if info.status == "stale" else ""
-            raise LaunchError(f"run {info.run_id} is {info.status}: its supervisor is not running{extra}")
+            if info.status == "stale":
+                why = (f"its supervisor is not running; {len(info.processes)} processes were recorded — "
+                       f"`vllm-wizard stop {info.run_id}` stops any that survived")
+            elif info.status == "finished":
+                why = f"it ended ({info.outcome}); `vllm-wizard status --all` lists it"
+            else:
+                why = (f"its supervisor has not opened {sock.name} within {START_WAIT_S:g} s; "
+                       f"see {info.run_dir / 'supervisor.log'}")
+            raise LaunchError(f"run {info.run_id} is {info.status}: {why}")
         try:
             with short_socket_path(sock) as addr:
                 return await asyncio.open_unix_connection(addr, limit=LIMIT)

@@ -1,10 +1,19 @@
-"""The detached supervisor: ``python -m vllm_wizard.launcher.daemon RUN_DIR`` (spec JSON on stdin).
+"""The detached supervisor: :data:`ENTRY` ``RUN_DIR`` (spec JSON on stdin).
 
 Why a separate process: closing the terminal or losing SSH (SIGHUP) must not kill the server
-(issue 4). :func:`start_run` starts this module with ``subprocess.Popen(start_new_session=True)``
-— a new session has no controlling terminal, so no SIGHUP reaches it, and SIGHUP is ignored
-anyway. The full spec (secrets included) travels over the child's stdin, never through a file;
-``spec.json`` in the run directory has secrets masked.
+(issue 4). :func:`start_run` starts it with ``subprocess.Popen(start_new_session=True)`` — a new
+session has no controlling terminal, so no SIGHUP reaches it, and SIGHUP is ignored anyway. The
+full spec (secrets included) travels over the child's stdin, never through a file; ``spec.json``
+in the run directory has secrets masked.
+
+The entry is ``python -c "from vllm_wizard.launcher.daemon import main; …"`` rather than
+``python -m vllm_wizard.launcher.daemon``: the package ``__init__`` imports this module, so
+``-m`` would execute it a second time and start every supervisor.log with runpy's
+RuntimeWarning.
+
+Start-up order (runs.py): the launcher records the supervisor's pid in supervisor.json at once;
+the supervisor writes state.json, then creates the control socket; :func:`start_run` returns
+once the socket exists, so whoever sees the socket also sees the state.
 
 Control: a unix socket ``RUN_DIR/control.sock`` (the run dir is 0700, so only its owner can
 connect) speaking JSON lines. Requests: ``{"op": "subscribe", "tail": N}`` → a ``snapshot``
@@ -34,7 +43,7 @@ from typing import Any, Callable, Iterator
 import psutil
 
 from vllm_wizard.errors import LaunchError
-from vllm_wizard.launcher.runs import RunInfo, new_run_dir, read_run, write_json_atomic
+from vllm_wizard.launcher.runs import RunInfo, new_run_dir, read_run, record_supervisor, write_json_atomic
 from vllm_wizard.launcher.spec import RunSpec
 from vllm_wizard.launcher.states import ProcessEvent
 from vllm_wizard.launcher.supervisor import Message, Supervisor
@@ -43,6 +52,8 @@ from vllm_wizard.launcher.supervisor import Message, Supervisor
 CLIENT_QUEUE = 4096
 #: Seconds between refreshes of the recorded process trees in state.json.
 TREE_REFRESH_S = 10.0
+#: The supervisor's command line before ``RUN_DIR`` (no runpy double import, see the module docstring).
+ENTRY = ("-c", "from vllm_wizard.launcher.daemon import main; raise SystemExit(main())")
 
 
 @contextmanager
@@ -222,6 +233,23 @@ def prepare_run_dir(spec: RunSpec) -> Path:
     return d
 
 
+def spawn_supervisor(run_dir: Path) -> subprocess.Popen:
+    """Start the detached supervisor of ``run_dir`` (own session, cwd ``/``, output appended to
+    ``supervisor.log``) and record it in ``supervisor.json``. Its stdin is a pipe left open: the
+    supervisor waits for the spec JSON there (write it, then close; see :func:`start_run`)."""
+    log = open(run_dir / "supervisor.log", "ab")
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, *ENTRY, str(run_dir)],
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True, cwd="/",
+        )
+    finally:
+        log.close()
+    record_supervisor(run_dir, proc.pid)
+    return proc
+
+
 def start_run(spec: RunSpec, detach: bool = True, timeout: float = 20.0) -> RunInfo:
     """Start a detached supervisor for ``spec`` (contracts §3); return its :class:`RunInfo` once the
     control socket answers. ``detach=False`` is not served here (use ``launch --foreground``).
@@ -232,13 +260,7 @@ def start_run(spec: RunSpec, detach: bool = True, timeout: float = 20.0) -> RunI
     if not detach:
         raise LaunchError("start_run(detach=False) is not supported; run RunServer(...).serve() in-process")
     run_dir = prepare_run_dir(spec)
-    log = open(run_dir / "supervisor.log", "ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vllm_wizard.launcher.daemon", str(run_dir)],
-        stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True, close_fds=True, cwd="/",
-    )
-    log.close()
+    proc = spawn_supervisor(run_dir)
     assert proc.stdin is not None
     proc.stdin.write(json.dumps(spec.to_dict()).encode())
     proc.stdin.close()
@@ -260,10 +282,11 @@ def main(argv: list[str] | None = None) -> int:
     """Entry of the detached supervisor: ``RUN_DIR`` argument, spec JSON on stdin."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m vllm_wizard.launcher.daemon RUN_DIR  (spec JSON on stdin)", file=sys.stderr)
+        print(f"usage: python {' '.join(repr(a) for a in ENTRY)} RUN_DIR  (spec JSON on stdin)", file=sys.stderr)
         return 2
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     run_dir = Path(args[0])
+    record_supervisor(run_dir, os.getpid())  # "starting", not stale, until state.json exists
     spec = RunSpec.from_dict(json.loads(sys.stdin.read()))
     sys.stdin.close()
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)

@@ -9,7 +9,14 @@ Layout of ``<user_state_dir("vllm-wizard")>/runs/<run_id>/`` (mode 0700; the sta
     events.jsonl     every state change, one JSON object a line
     logs/<name>.log  full output of each process (rotated: .1 .2 …)
     supervisor.log   the supervisor's own stderr
+    supervisor.json  supervisor pid + create_time, written as soon as it is started (before state.json)
     control.sock     the supervisor's control socket (JSON lines; see daemon.py) while it runs
+
+Start-up order (so that no reader ever sees a healthy run as stale): the launcher makes the
+directory and spec.json, starts the supervisor and records it in supervisor.json; the supervisor
+writes state.json, *then* creates control.sock. A run whose supervisor is alive but has not
+written state.json yet — or whose directory is younger than :data:`STARTING_GRACE_S` and has no
+supervisor yet — is *starting*, never stale.
 
 A run whose supervisor died (SIGKILL, OOM) without recording an outcome is *stale*: its children
 may still run unseen. :func:`run_survivors` finds them from the recorded pids *and* create times
@@ -54,9 +61,31 @@ def new_run_dir() -> Path:
     return d
 
 
+#: A run directory this young without any supervisor recorded is still being set up (s).
+STARTING_GRACE_S = 30.0
+
+
+def record_supervisor(run_dir: Path, pid: int) -> None:
+    """Write ``supervisor.json`` (pid + create_time) for the supervisor of ``run_dir``.
+
+    Called by the launcher right after starting it and by the supervisor itself, before it has
+    any state to write; :func:`read_run` uses it until state.json exists. A pid that is already
+    gone is recorded without a create time (it then reads as not alive).
+    """
+    try:
+        ct: float | None = psutil.Process(pid).create_time()
+    except psutil.Error:
+        ct = None
+    write_json_atomic(run_dir / "supervisor.json", {"pid": pid, "create_time": ct})
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` via a temp file + rename (readers never see half a file)."""
-    tmp = path.with_name(path.name + ".tmp")
+    """Write ``data`` as JSON to ``path`` via a temp file + rename (readers never see half a file).
+
+    The temp name carries the writer's pid, so two processes writing the same file (launcher and
+    supervisor both record supervisor.json) never rename each other's half-written temp file.
+    """
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         json.dump(data, fh, indent=1, default=str)
@@ -80,8 +109,10 @@ def _proc_matches(pid: int | None, create_time: float | None) -> psutil.Process 
 @dataclass
 class RunInfo:
     """One run (contracts §3): ``run_id``, ``run_dir``, supervisor ``pid``; ``status`` is
-    ``running`` (supervisor alive), ``stale`` (supervisor gone, no outcome recorded) or
-    ``finished``; ``outcome`` stopped | exited | fatal | None; ``processes`` as recorded in state.json."""
+    ``starting`` (supervisor started but no state yet, or not started yet in a brand-new run
+    dir), ``running`` (supervisor alive with state), ``stale`` (supervisor gone, no outcome
+    recorded) or ``finished``; ``outcome`` stopped | exited | fatal | None; ``processes`` as
+    recorded in state.json."""
 
     run_id: str
     run_dir: Path
@@ -98,21 +129,39 @@ class RunInfo:
 
 
 def read_run(run_dir: Path) -> RunInfo:
-    """The :class:`RunInfo` of ``run_dir`` from its state.json (status computed from the live OS)."""
-    try:
-        state = json.loads((run_dir / "state.json").read_text())
-    except (OSError, ValueError):
-        state = {}
-    sup = state.get("supervisor") or {}
+    """The :class:`RunInfo` of ``run_dir`` from its state.json, or supervisor.json before that
+    exists (status computed from the live OS; see the module docstring for *starting*)."""
+    state = _read_json(run_dir / "state.json")
+    sup = state.get("supervisor") or _read_json(run_dir / "supervisor.json")
     alive = _proc_matches(sup.get("pid"), sup.get("create_time")) is not None
     outcome = state.get("outcome")
-    status = "running" if alive and outcome is None else ("finished" if outcome else "stale")
-    if not state and not alive:
+    if outcome:
+        status = "finished"
+    elif alive:
+        status = "running" if state else "starting"
+    elif not state and not sup and _age(run_dir) < STARTING_GRACE_S:
+        status = "starting"  # the launcher has made the directory and is starting the supervisor
+    else:
         status = "stale"
     return RunInfo(
         run_id=run_dir.name, run_dir=run_dir, pid=sup.get("pid"), status=status, outcome=outcome,
         started=state.get("started"), processes=list(state.get("processes") or []),
     )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _age(run_dir: Path) -> float:
+    try:
+        return time.time() - run_dir.stat().st_mtime
+    except OSError:
+        return float("inf")
 
 
 def list_runs(include_finished: bool = True) -> list[RunInfo]:
@@ -123,7 +172,7 @@ def list_runs(include_finished: bool = True) -> list[RunInfo]:
 
 
 def find_run(ref: str | None = None) -> RunInfo:
-    """The run named ``ref`` (id or unique prefix); without ``ref`` the newest running or stale run.
+    """The run named ``ref`` (id or unique prefix); without ``ref`` the newest running, starting or stale run.
 
     Raises :class:`LaunchError` naming the candidates when nothing or more than one matches.
     """
@@ -135,7 +184,7 @@ def find_run(ref: str | None = None) -> RunInfo:
         ids = ", ".join(r.run_id for r in (hits or runs)[:10]) or "none"
         what = "matches several runs" if hits else "matches no run"
         raise LaunchError(f"run {ref!r} {what}; runs: {ids}")
-    active = [r for r in runs if r.status in ("running", "stale")]
+    active = [r for r in runs if r.status in ("running", "starting", "stale")]
     if not active:
         raise LaunchError("no running run; start one with `vllm-wizard launch PLAN` (`vllm-wizard status` lists runs)")
     return active[0]

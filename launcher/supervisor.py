@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -87,6 +88,16 @@ class RunFinished:
 
 Message = ProcessEvent | LogLines | Metrics | Progress | RunFinished
 ProbeFn = Callable[..., Awaitable[Any]]
+
+
+#: A log line the supervisor writes for each state change (``[wizard] STARTING → READY: …``).
+#: Observers that show the :class:`ProcessEvent` itself hide these lines so no change shows twice.
+TRANSITION_NOTE_RE = re.compile(r"^\[wizard\] (?:-|[A-Z]+) → [A-Z]+: ")
+
+
+def transition_note(ev: ProcessEvent) -> str:
+    """The log-file note for state change ``ev`` (matched by :data:`TRANSITION_NOTE_RE` once prefixed)."""
+    return f"{ev.prev.value if ev.prev else '-'} → {ev.state.value}: {ev.detail}"
 
 
 def metrics_url(probe_url: str) -> str:
@@ -228,7 +239,7 @@ class Supervisor:
         ev.tail = [self.redactor.text(t) for t in ev.tail]
         self._since_wall[ev.name] = ev.ts
         self.last_event[ev.name] = ev
-        self.logs[ev.name].note(f"{ev.prev.value if ev.prev else '-'} → {ev.state.value}: {ev.detail}")
+        self.logs[ev.name].note(transition_note(ev))
         self._publish(ev)
 
     def _lines_cb(self, p: ProcessSpec) -> Callable[[LogLines], None]:

@@ -76,3 +76,32 @@ def until_sync(cond: Callable[[], bool], timeout: float = 20.0, what: str = "con
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.02)
 
+
+
+def cleanup_runs(state_home) -> list[str]:
+    """Stop whatever a test left running under ``state_home`` (an ``XDG_STATE_HOME``): SIGTERM each
+    live supervisor (it stops its children), then stop any recorded survivor. Returns the ids of
+    runs that needed it, so a failing test never leaks supervisors into the next ones."""
+    from pathlib import Path
+
+    import psutil
+
+    from vllm_wizard.launcher.runs import read_run, run_survivors, stop_stale
+
+    root = Path(state_home) / "vllm-wizard" / "runs"
+    cleaned = []
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        info = read_run(d)
+        if info.status in ("running", "starting") and info.pid:
+            cleaned.append(info.run_id)
+            try:
+                sup = psutil.Process(info.pid)
+                sup.terminate()
+                sup.wait(30)
+            except psutil.Error:
+                pass
+            info = read_run(d)
+        if info.status != "finished" and run_survivors(info):
+            cleaned.append(info.run_id)
+            stop_stale(info, timeout=5)
+    return cleaned

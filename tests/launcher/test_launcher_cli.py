@@ -13,14 +13,15 @@ import psutil
 import pytest
 import yaml
 
-from children import FAIL, HEALTH_SERVER, PY, until_sync
+from children import FAIL, HEALTH_SERVER, PY, cleanup_runs, until_sync
 from vllm_wizard.launcher.ports import free_port
 
 
 @pytest.fixture
 def env(tmp_path):
     e = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache"), NO_COLOR="1")
-    return e
+    yield e
+    cleanup_runs(tmp_path / "state")  # a failed test must not leak supervisors
 
 
 def _cli(env, *args, timeout=60):
@@ -49,6 +50,7 @@ def test_foreground_prints_prefixed_lines_and_ctrl_c_stops_clean(tmp_path, env):
         if "▸ READY" in line:
             break
     assert any(line.startswith("web | listening") for line in lines), lines
+    assert sum("READY" in line for line in lines) == 1, lines  # each state change printed once
     tree = [p.pid] + [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=30)
@@ -142,3 +144,68 @@ def test_stale_run_status_and_stop_after_supervisor_sigkill(tmp_path, env):
     assert r.returncode == 0 and f"stopped 1 leftover processes [{web_pid}]" in r.stdout
     until_sync(lambda: not psutil.pid_exists(web_pid) or psutil.Process(web_pid).status() == psutil.STATUS_ZOMBIE, 10)
     assert _cli(env, "status").returncode == 0
+
+
+def test_printer_hides_the_supervisors_transition_notes():
+    from vllm_wizard.commands.launch import Printer
+    from vllm_wizard.launcher import LogLines
+
+    buf = io.StringIO()
+    Printer(["a"], out=buf, color=False)(LogLines("a", ["[wizard] STOPPED → STARTING: starting", "[wizard] starting: x",
+                                                        "real line → READY: not a note"]))
+    assert buf.getvalue() == "a | [wizard] starting: x\na | real line → READY: not a note\n"
+
+
+class _Host:
+    primary_ip = "10.1.2.3"
+    default_iface = "ens5"
+
+
+def test_set_of_an_unknown_placeholder_warns_and_detection_fills_the_rest():
+    from vllm_wizard.commands.launch import resolve_values
+
+    data = {"plan_version": 1, "plan": {"placeholders": ["HEAD_IP", "IFACE_NAME", "ROUTER_HOST"], "processes": []}}
+    calls = []
+
+    def host():
+        calls.append(1)
+        return _Host()
+
+    err = io.StringIO()
+    values = resolve_values(data, ["FOO=1", "ROUTER_HOST=r"], 0, err, host)
+    assert values == {"HEAD_IP": "10.1.2.3", "IFACE_NAME": "ens5", "ROUTER_HOST": "r", "FOO": "1"}
+    assert "warning: --set FOO=1: the plan has no $FOO placeholder; its placeholders: $HEAD_IP, $IFACE_NAME, " \
+           "$ROUTER_HOST" in err.getvalue()
+    assert "using detected defaults: HEAD_IP=10.1.2.3 IFACE_NAME=ens5 (override with --set NAME=VALUE)" in err.getvalue()
+    # given values win; on another node $HEAD_IP is the head's address, never this host's
+    err = io.StringIO()
+    assert resolve_values(data, ["IFACE_NAME=eth9"], 1, err, host) == {"IFACE_NAME": "eth9"}
+    assert err.getvalue() == "" and len(calls) == 1  # detection not even run
+    err = io.StringIO()
+    assert resolve_values(data, [], 1, err, host) == {"IFACE_NAME": "ens5"}
+    # a fact detection could not find stays unresolved (the plan then says --set)
+    assert resolve_values(data, [], 0, io.StringIO(), lambda: type("H", (), {"primary_ip": None, "default_iface": None})()) == {}
+
+
+def test_launch_fills_head_ip_and_iface_from_detection(tmp_path, env):
+    from vllm_wizard.detect import detect
+
+    host = detect().host
+    if not (host.primary_ip and host.default_iface):
+        pytest.skip(f"detection finds no address/interface here ({host.primary_ip}, {host.default_iface})")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(yaml.safe_dump({"plan_version": 1, "plan": {"placeholders": ["HEAD_IP", "IFACE_NAME"], "processes": [{
+        "name": "echo", "argv": [PY, "-c", "import sys; print('got', *sys.argv[1:])", "$HEAD_IP", "${IFACE_NAME}"],
+        "restart": "never"}]}}))
+    r = _cli(env, "launch", str(plan), "--foreground", "--skip-flag-check", "--set", "HEAD_IPP=1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"echo | got {host.primary_ip} {host.default_iface}" in r.stdout
+    assert f"using detected defaults: HEAD_IP={host.primary_ip} IFACE_NAME={host.default_iface}" in r.stderr
+    assert "warning: --set HEAD_IPP=1: the plan has no $HEAD_IPP placeholder; its placeholders: $HEAD_IP, $IFACE_NAME" in r.stderr
+
+
+def test_launch_of_plan_json_output_says_to_use_plan_out(tmp_path, env):
+    f = tmp_path / "plan.json"
+    f.write_text(json.dumps({"deploy_type": "single_node", "resolved": {}, "processes": [{"name": "vllm", "argv": ["vllm"]}]}))
+    r = _cli(env, "launch", str(f))
+    assert r.returncode == 2 and "this looks like `plan --json` output" in r.stderr and "--out plan.yaml" in r.stderr

@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from children import HEALTH_SERVER, PY, until, until_sync
+from children import HEALTH_SERVER, PY, cleanup_runs, until, until_sync
 from vllm_wizard.errors import LaunchError
 from vllm_wizard.launcher import (
     ProcessEvent, ProcessSpec, Probe, RunClient, RunFinished, RunSpec, Snapshot, State,
@@ -23,7 +23,8 @@ from vllm_wizard.launcher.ports import free_port
 @pytest.fixture(autouse=True)
 def state_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    return tmp_path / "state"
+    yield tmp_path / "state"
+    cleanup_runs(tmp_path / "state")  # a failed test must not leak supervisors
 
 
 def _spec(port: int, secret: str = "hf_0123456789abcdefghijklmnop") -> RunSpec:
@@ -193,3 +194,53 @@ async def test_a_subscriber_that_cannot_keep_up_is_dropped_not_waited_for():
     first = _json.loads(slow.get_nowait())
     assert first["type"] == "error" and "too slow" in first["message"]
     assert slow.get_nowait() is None
+
+
+async def test_a_starting_run_is_waited_for_never_stale(state_home):
+    """Between the run dir appearing and the supervisor's first state.json, readers see "starting"."""
+    import json as _json
+
+    from vllm_wizard.launcher.daemon import prepare_run_dir, spawn_supervisor
+    from vllm_wizard.launcher.runs import read_run
+
+    spec = _spec(free_port())
+    run_dir = prepare_run_dir(spec)
+    assert read_run(run_dir).status == "starting"  # no supervisor yet, brand-new directory
+    proc = spawn_supervisor(run_dir)  # alive, but blocked reading its spec: no state.json, no socket
+    try:
+        info = read_run(run_dir)
+        assert info.status == "starting" and info.pid == proc.pid
+        assert not (run_dir / "state.json").exists() and not (run_dir / "control.sock").exists()
+        assert find_run().run_id == run_dir.name and [r.status for r in list_runs()] == ["starting"]
+        asking = asyncio.create_task(RunClient(run_dir.name).status())
+        done, _ = await asyncio.wait({asking}, timeout=0.3)
+        assert not done  # the client waits for the supervisor instead of calling the run stale
+        proc.stdin.write(_json.dumps(spec.to_dict()).encode())
+        proc.stdin.close()
+        snap = await asyncio.wait_for(asking, 30)
+        assert [p["name"] for p in snap.processes] == ["srv"] and find_run().status == "running"
+        await RunClient(run_dir.name).stop()
+        await until(lambda: proc.poll() is not None, 30, "supervisor exit")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert read_run(run_dir).status == "finished"
+    # the daemon starts without runpy's double-import RuntimeWarning (or any other noise)
+    log = (run_dir / "supervisor.log").read_text()
+    assert log == "run finished: stopped\n", log
+
+
+def test_a_run_without_state_whose_supervisor_died_is_stale(state_home):
+    import subprocess
+    import sys
+
+    from vllm_wizard.launcher.daemon import prepare_run_dir
+    from vllm_wizard.launcher.runs import read_run, record_supervisor
+
+    run_dir = prepare_run_dir(_spec(free_port()))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    record_supervisor(run_dir, dead.pid)
+    dead.wait()
+    assert read_run(run_dir).status == "stale"
+    with pytest.raises(LaunchError, match="is stale"):
+        asyncio.run(RunClient(run_dir.name).status())

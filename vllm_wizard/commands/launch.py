@@ -11,6 +11,11 @@ Exit codes: 0 — detached run started (with ``--wait``: everything READY); fore
 stopped on request or every process exited with status 0. 1 — a process went FATAL (crash loop,
 missing executable, not ready in time…) or, with ``--wait``, the run ended before being READY.
 2 — bad input: unreadable plan, unresolved placeholders, preflight problems (all listed).
+
+Placeholders: ``--set NAME=VALUE`` fills ``$NAME``; a ``--set`` for a name the plan does not have
+is warned about (stderr, naming the plan's placeholders). ``$HEAD_IP`` (node 0 only) and
+``$IFACE_NAME`` default to what ``vllm_wizard.detect`` finds for this host (contracts §4) when not
+given; the defaults used are printed on stderr. The launcher package itself never imports detect.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import argparse
 import os
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 COLORS = (36, 33, 35, 32, 34, 91, 96, 93)
 
@@ -38,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--wait", action="store_true", help="(detached) wait until every process is READY")
     p.add_argument("--node-rank", type=int, default=0, metavar="N", help="which node of a multi-node plan this is (default 0)")
     p.add_argument("--set", action="append", default=[], metavar="VAR=VALUE", dest="values",
-                   help="fill a $PLACEHOLDER of the plan (repeatable)")
+                   help="fill a $PLACEHOLDER of the plan (repeatable); without it $HEAD_IP (node 0) and "
+                   "$IFACE_NAME default to this host's detected address and interface")
     p.add_argument("--skip-flag-check", action="store_true",
                    help="skip the vLLM version/flag preflight (`vllm serve --help=all`, ~12 s when not cached)")
     p.set_defaults(handler=handle)
@@ -80,11 +86,13 @@ class Printer:
 
     def __call__(self, msg: Any) -> None:
         from vllm_wizard.launcher import LogLines, ProcessEvent, Progress, RunFinished
+        from vllm_wizard.launcher.supervisor import TRANSITION_NOTE_RE
 
         w = self.out.write
         if isinstance(msg, LogLines):
             tag = self._tag(msg.name)
-            w("".join(f"{tag} | {line}\n" for line in msg.lines))
+            # the supervisor's own "[wizard] A → B: …" notes repeat the events printed below
+            w("".join(f"{tag} | {line}\n" for line in msg.lines if not TRANSITION_NOTE_RE.match(line)))
         elif isinstance(msg, ProcessEvent):
             bold = ("\x1b[1m", "\x1b[0m") if self.color else ("", "")
             w(f"{self._tag(msg.name)} ▸ {bold[0]}{msg.state.value}{bold[1]}"
@@ -113,12 +121,71 @@ def summary(processes: list[dict[str, Any]], out: TextIO = sys.stdout) -> None:
                   f"last_status={p.get('last_rc')}" + (f"  cause: {cause}" if cause else "") + "\n")
 
 
+#: Placeholders detection can default: name → (``HostFacts`` attribute, only on node 0). ``$HEAD_IP``
+#: is the head node's address, which is this host only when launching node 0; ``$IFACE_NAME`` is
+#: always this host's network interface.
+DETECTED_PLACEHOLDERS: dict[str, tuple[str, bool]] = {
+    "HEAD_IP": ("primary_ip", True),
+    "IFACE_NAME": ("default_iface", False),
+}
+
+
+def _host_facts() -> Any:
+    from vllm_wizard.detect import detect
+
+    return detect().host
+
+
+def detected_defaults(names: list[str], given: dict[str, str], node_rank: int,
+                      host_facts: Callable[[], Any] = _host_facts) -> dict[str, str]:
+    """Values for the plan placeholders ``names`` that the user did not ``--set`` and that
+    detection knows (:data:`DETECTED_PLACEHOLDERS`: ``HEAD_IP`` ← ``HostFacts.primary_ip`` on node 0,
+    ``IFACE_NAME`` ← ``HostFacts.default_iface``; contracts §4). ``host_facts`` is called at most
+    once, and only when one is needed; a fact detection could not find is left out (the plan then
+    stops on it as unresolved)."""
+    wanted = [n for n in names if n in DETECTED_PLACEHOLDERS and n not in given
+              and (node_rank == 0 or not DETECTED_PLACEHOLDERS[n][1])]
+    if not wanted:
+        return {}
+    host = host_facts()
+    out = {}
+    for n in wanted:
+        value = getattr(host, DETECTED_PLACEHOLDERS[n][0], None)
+        if value:
+            out[n] = str(value)
+    return out
+
+
+def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sys.stderr,
+                   host_facts: Callable[[], Any] = _host_facts) -> dict[str, str]:
+    """The placeholder values for plan-file ``data``: ``--set`` ``items`` plus detected defaults.
+
+    Warns on ``err`` about each ``--set NAME`` that is no placeholder of the plan (naming the ones
+    it has) and prints the detected defaults it used. Raises ``LaunchError`` for a malformed item.
+    """
+    from vllm_wizard.launcher.spec import plan_placeholders
+
+    values = parse_values(items)
+    names = plan_placeholders(data)
+    for unknown in sorted(set(values) - set(names)):
+        have = ", ".join(f"${n}" for n in names) or "none"
+        err.write(f"warning: --set {unknown}={values[unknown]}: the plan has no ${unknown} placeholder; "
+                  f"its placeholders: {have}\n")
+    defaults = detected_defaults(names, values, node_rank, host_facts)
+    if defaults:
+        err.write("using detected defaults: " + " ".join(f"{k}={v}" for k, v in defaults.items())
+                  + " (override with --set NAME=VALUE)\n")
+    return {**defaults, **values}
+
+
 def handle(args: argparse.Namespace) -> int:
     """Run ``launch``; see the module docstring for exit codes."""
-    from vllm_wizard.launcher import load_plan_file
     from vllm_wizard.launcher.preflight import check_or_raise
+    from vllm_wizard.launcher.spec import parse_plan, read_plan_data
 
-    spec = load_plan_file(args.plan, node_rank=args.node_rank, values=parse_values(args.values))
+    data = read_plan_data(args.plan)
+    values = resolve_values(data, args.values, args.node_rank)
+    spec = parse_plan(data, source=str(args.plan), node_rank=args.node_rank, values=values)
     print("preflight: ports, executables" + ("" if args.skip_flag_check else
           ", vLLM version and flags (uncached: ~30 s per vLLM install)") + " …", file=sys.stderr, flush=True)
     check_or_raise(spec, check_flags=not args.skip_flag_check)

@@ -1,6 +1,7 @@
 """``vllm-wizard status [RUN]``: list runs and their processes (issue 4).
 
-Without RUN: every running or stale run (``--all`` adds finished ones), one line per process. A
+Without RUN: every running, starting or stale run (``--all`` adds finished ones), one line per
+process. A *starting* run has a live supervisor that has not recorded its processes yet. A
 *stale* run is one whose supervisor died: the processes it recorded that are still alive are
 counted (by pid + start time, and process group) and ``vllm-wizard stop RUN`` is suggested.
 ``--json`` prints a JSON list instead. Exit status 0; 1 when a stale run still has live processes.

@@ -1,6 +1,6 @@
 """``vllm-wizard stop [RUN]``: stop a run cleanly and verify nothing is left (issue 4).
 
-A running run: the supervisor stops its processes (reverse launch order, stop signal, SIGKILL of the
+A running (or starting) run: the supervisor stops its processes (reverse launch order, stop signal, SIGKILL of the
 whole tree after the timeout) and this command follows until it reports zero survivors. A stale
 run (supervisor dead): the processes it recorded are found by pid + start time and process group and
 stopped here. ``--all`` stops every running/stale run. Exit status 0 when everything is gone, 1 if
@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("stop", help="stop a launched run (clean stop, zero survivors)",
                               description="Stop a run (default: the newest running one) and verify no process survives.")
     p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix")
-    p.add_argument("--all", action="store_true", help="stop every running or stale run")
+    p.add_argument("--all", action="store_true", help="stop every running, starting or stale run")
     p.add_argument("--timeout", type=float, default=15.0, metavar="S",
                    help="for stale runs: seconds between SIGTERM and SIGKILL (default 15)")
     p.set_defaults(handler=handle)
@@ -30,7 +30,7 @@ def handle(args: argparse.Namespace) -> int:
     from vllm_wizard.commands.launch import Printer
     from vllm_wizard.launcher import ProcessEvent, RunClient, RunFinished, find_run, list_runs, stop_stale
 
-    runs = [r for r in list_runs() if r.status in ("running", "stale")] if args.all else [find_run(args.run)]
+    runs = [r for r in list_runs() if r.status in ("running", "starting", "stale")] if args.all else [find_run(args.run)]
     if not runs:
         print("no running run")
         return 0
@@ -43,7 +43,7 @@ def handle(args: argparse.Namespace) -> int:
             pids = stop_stale(info, timeout=args.timeout)
             print(f"run {info.run_id}: supervisor was gone; stopped {len(pids)} leftover processes {pids}")
             continue
-        client = RunClient(info)
+        client = RunClient(info)  # a starting run is waited for (its supervisor opens the socket)
 
         async def follow() -> int:
             printer = None
