@@ -136,7 +136,10 @@ class WizardApp(App):
             self._detect()
         if self.catalog is not None or self.inventory is not None:
             self._settle()
-        self._find_live_runs()
+        if self.attach_run:  # --attach RUN: straight to its monitor (the client reports a dead run)
+            self.call_after_refresh(self.open_monitor, self.attach_run)
+        else:
+            self._find_live_runs()
 
     @work(thread=True, group="load", exit_on_error=False)
     def _load_catalog(self) -> None:
@@ -168,9 +171,6 @@ class WizardApp(App):
     def _find_live_runs(self) -> None:
         launcher = self.launcher
         if launcher is None:
-            return
-        if self.attach_run:  # --attach RUN: straight to its monitor (the client reports a dead run)
-            self.call_from_thread(self.open_monitor, self.attach_run)
             return
         try:
             runs = launcher.live_runs()

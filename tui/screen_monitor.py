@@ -52,6 +52,7 @@ class MonitorScreen(Screen):
     def __init__(self, run_id: str) -> None:
         super().__init__()
         self.run_id = run_id
+        self.sub_title = f"run {run_id}"  # before mount: the Header reads it when it composes
         self.model = MonitorModel()  # clock set on mount (app.clock)
         self.client = None
         self.selected: str | None = None
@@ -77,7 +78,6 @@ class MonitorScreen(Screen):
 
     def on_mount(self) -> None:
         self.model.clock = getattr(self.app, "clock", time.time)
-        self.sub_title = f"run {self.run_id}"
         table = self.query_one("#procs", DataTable)
         # fixed widths: the table must not re-layout as states change (STARTING → READY)
         for key, label, width in (("name", "Process", 16), ("state", "State", 8), ("pid", "PID", 8),
