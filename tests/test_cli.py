@@ -23,3 +23,13 @@ def test_closed_pipe_exits_quietly() -> None:
     proc.wait(timeout=60)
     assert "Traceback" not in stderr
     assert proc.returncode in (0, 141)
+
+
+def test_wizard_flags_without_the_command_name_reach_the_wizard() -> None:
+    """`vllm-wizard --model X --help` is the wizard's help (the default command), not an argparse error."""
+    out = subprocess.run(
+        [sys.executable, "-m", "vllm_wizard", "--model", "Qwen/Qwen3-32B", "--help"],
+        capture_output=True, text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "usage: vllm-wizard wizard" in out.stdout

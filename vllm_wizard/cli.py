@@ -20,6 +20,9 @@ from vllm_wizard import __version__
 from vllm_wizard.errors import WizardError
 
 #: Command modules under ``vllm_wizard.commands``, in ``--help`` order.
+#: Flags that belong to ``vllm-wizard`` itself, not to the default wizard command.
+TOP_LEVEL_FLAGS = ("-h", "--help", "--version")
+
 COMMAND_MODULES = ("wizard", "detect", "plan", "launch", "status", "attach", "stop", "catalog", "recipes")
 
 
@@ -46,12 +49,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command, return its exit status."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = sub_commands(parser)
+    if "wizard" in commands and (not argv or (argv[0] not in commands and argv[0] not in TOP_LEVEL_FLAGS)):
+        # `vllm-wizard` and `vllm-wizard --model X`: the wizard is the default command.
+        argv = ["wizard", *argv]
     args = parser.parse_args(argv)
     if args.command is None:
-        if "wizard" not in sub_commands(parser):
-            parser.print_help()
-            return 0
-        args = parser.parse_args(["wizard", *(argv if argv is not None else sys.argv[1:])])
+        parser.print_help()
+        return 0
     try:
         return int(args.handler(args) or 0)
     except WizardError as exc:
