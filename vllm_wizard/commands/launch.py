@@ -166,6 +166,8 @@ def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sy
     from vllm_wizard.launcher.spec import plan_placeholders
 
     values = parse_values(items)
+    if not (isinstance(data, dict) and isinstance(data.get("plan"), dict)):
+        return values  # not a plan: parse_plan says why, no warnings before that
     names = plan_placeholders(data)
     for unknown in sorted(set(values) - set(names)):
         have = ", ".join(f"${n}" for n in names) or "none"
