@@ -3,13 +3,19 @@
 ``check_catalog(path) -> Report`` reads a recipes checkout (or the bundled data folder) file by
 file, and reports
 
-* **errors** (the file can't be used): YAML/JSON syntax (line from the parser's mark), schema
-  violations from the pydantic models (line of the offending key, found by walking the
-  ``yaml.compose`` node tree along the error's ``loc``), a recipe without ``variants.default``;
+* **errors** (the file can't be used, or ``plan`` can't use what it describes): YAML/JSON syntax
+  (line from the parser's mark), schema violations from the pydantic models (line of the offending
+  key, found by walking the ``yaml.compose`` node tree along the error's ``loc``), a recipe without
+  ``variants.default``, a taxonomy without hardware profiles (e.g. a misspelled
+  ``hardware_profiles:`` key), a checkout without strategies, a non-positive number where only a
+  positive one makes sense (GPU counts, VRAM, TP, GPU floors, context length) and a recipe none of
+  whose strategies loads;
 * **warnings** (a newer recipes checkout may legitimately have them — spec §5: unknown ids are
   ignored, not rejected): keys the models don't know, ids that name no strategy / hardware profile /
   KV option / feature / variant of the catalog — each with "did you mean …" (difflib) when a
-  close id exists.
+  close id exists; an unknown precision (the known ones listed); a model file outside
+  ``models/<org>/`` (the loader ignores it); two recipe ids that differ only in case (lookups are
+  case-insensitive, so one of them can't be selected).
 
 Decisions:
 
@@ -19,6 +25,12 @@ Decisions:
 * Line numbers are computed only for files that have a problem (``yaml.compose`` is slower than the
   libyaml load), so checking the whole snapshot stays cheap.
 * Messages are sorted by file then line so the output reads top-down per file.
+* Keys the seed strategies carry for documentation only (``pd_cluster.smg.docs``,
+  ``pd_cluster.dynamo.docs`` — recipes-synthesis §4.7–4.8) are not declared by the models (owned by
+  the loader's author); :data:`EXTRA_KNOWN_KEYS` lists them so they don't warn.
+* When a catalog-wide id set is empty because its source is broken (no hardware profiles), the
+  per-recipe "unknown hardware id" warnings are skipped: the one error says what is wrong, instead of
+  hundreds of consequential warnings.
 """
 
 from __future__ import annotations
@@ -32,12 +44,28 @@ from typing import Any, Iterable
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .models import KvStore, Recipe, Strategy, Taxonomy
+from .models import DynamoRouter, KvStore, Recipe, SmgRouter, Strategy, Taxonomy
 
 try:
     _Loader: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - PyYAML without libyaml
     _Loader = yaml.SafeLoader
+
+
+#: Keys some models don't declare but catalogs legitimately carry (model class → extra key names).
+#: The seed's PD routers have a ``docs`` link (recipes-synthesis §4.7–4.8, seed 001).
+EXTRA_KNOWN_KEYS: dict[type[BaseModel], frozenset[str]] = {
+    SmgRouter: frozenset({"docs"}),
+    DynamoRouter: frozenset({"docs"}),
+}
+
+
+def known_precisions() -> tuple[str, ...]:
+    """Precisions a variant may name: those with a bytes-per-parameter figure in
+    :data:`vllm_wizard.catalog.custom.BYTES_PER_PARAM`, plus the snapshot's mixed ``int2/4/8``."""
+    from .custom import BYTES_PER_PARAM
+
+    return (*BYTES_PER_PARAM, "int2/4/8")
 
 
 @dataclass
@@ -178,8 +206,11 @@ def unknown_keys(model: type[BaseModel], data: Any, loc: tuple[Any, ...] = ()) -
         return []
     fields = model.model_fields
     names = {f.alias or n: n for n, f in fields.items()}
+    extra = EXTRA_KNOWN_KEYS.get(model, frozenset())
     out = []
     for key, value in data.items():
+        if key in extra:
+            continue
         if key not in names:
             out.append(((*loc, key), str(key), sorted(names)))
             continue
@@ -281,12 +312,69 @@ def _validate(f: _File, model: type[BaseModel], data: dict, report: Report, pref
     return obj
 
 
+def _positive(f: _File, loc: tuple[Any, ...], value: Any, report: Report, *, integer: bool = True,
+              zero_ok: bool = False) -> None:
+    """Error when ``value`` (a count, a size) is a number ≤ 0 (< 0 with ``zero_ok``):
+    ``file:line: `a.b` must be …, got …``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value > 0 or (zero_ok and value == 0):
+        return
+    dotted = ".".join(map(str, loc))
+    want = ("0 or more" if zero_ok else "a whole number ≥ 1" if integer else "a number > 0")
+    report.errors.append(f"{f.line(loc, key=False)}: `{dotted}` must be {want}, got {_describe(value)}")
+
+
+def _check_profile_numbers(f: _File, tax: Taxonomy, report: Report) -> None:
+    """Hardware profiles: ``gpu_count`` / ``chips_per_node`` ≥ 1, ``vram_gb`` > 0 (§1.2)."""
+    for hw_id, prof in tax.hardware_profiles.items():
+        _positive(f, ("hardware_profiles", hw_id, "gpu_count"), prof.gpu_count, report)
+        _positive(f, ("hardware_profiles", hw_id, "vram_gb"), prof.vram_gb, report, integer=False)
+        _positive(f, ("hardware_profiles", hw_id, "chips_per_node"), prof.chips_per_node, report)
+
+
+def _check_strategy_numbers(f: _File, s: Any, report: Report, prefix: tuple[Any, ...] = ()) -> None:
+    """Strategies: ``hardware_match.min_gpus`` / ``max_gpus`` ≥ 1, role ``tp`` ≥ 1 (§1.3, §3.2)."""
+    hm = getattr(s, "hardware_match", None)
+    if hm is not None:
+        _positive(f, (*prefix, "hardware_match", "min_gpus"), hm.min_gpus, report)
+        _positive(f, (*prefix, "hardware_match", "max_gpus"), hm.max_gpus, report)
+    for role in ("prefill", "decode"):
+        block = getattr(s, role, None)
+        if block is not None and hasattr(block, "tp"):
+            _positive(f, (*prefix, role, "tp"), block.tp, report)
+
+
 def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Report) -> None:
-    """Cross-reference ids of one recipe (unknown → warnings) and ``variants.default`` (error)."""
+    """One recipe: ``variants.default``, positive numbers and at least one loadable strategy
+    (errors); unknown ids and precisions (warnings)."""
     if "default" not in recipe.variants:
         report.errors.append(f"{f.line(('variants',))}: `variants` must contain `default` "
                              f"(found: {', '.join(recipe.variants) or 'none'})")
     strategies, hardware = ids["strategies"], ids["hardware"]
+    # 0 = no text context (the snapshot's TTS / image models), so only negatives are wrong
+    _positive(f, ("model", "context_length"), recipe.model.context_length, report, zero_ok=True)
+    precisions = known_precisions()
+    for key, v in recipe.variants.items():
+        _positive(f, ("variants", key, "vram_minimum_gb"), v.vram_minimum_gb, report, integer=False)
+        if isinstance(v.tp, dict):
+            for hw, n in v.tp.items():
+                _positive(f, ("variants", key, "tp", hw), n, report)
+        else:
+            _positive(f, ("variants", key, "tp"), v.tp, report)
+        if v.precision and v.precision.lower() not in precisions:
+            report.warnings.append(
+                f"{f.line(('variants', key, 'precision'), key=False)}: unknown precision {v.precision!r} in "
+                f"`variants.{key}.precision` (no VRAM estimate or hardware rule for it; known: "
+                f"{', '.join(precisions)}){did_you_mean(v.precision.lower(), precisions)}")
+    serving = ids.get("serving", set())
+    if serving and not recipe.is_omni:
+        from .gates import offered_strategies
+
+        offered = offered_strategies(recipe)
+        if not any(sid in serving for sid in offered):
+            named = ", ".join(offered) or "none"
+            report.errors.append(
+                f"{f.line(('compatible_strategies',))}: no strategy of this recipe loads (names: {named}) — "
+                f"plan can't use it; valid strategy ids: {', '.join(sorted(serving))}")
     for i, sid in enumerate(recipe.compatible_strategies):
         if sid not in strategies:
             report.warnings.append(f"{f.line(('compatible_strategies', i), key=False)}: unknown strategy id "
@@ -299,16 +387,16 @@ def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Re
             if sid not in strategies:
                 report.warnings.append(f"{f.line((field_name, sid))}: unknown strategy id {sid!r} in "
                                        f"`{field_name}` (ignored){did_you_mean(sid, strategies)}")
-    for hw in recipe.meta.hardware:
+    for hw in recipe.meta.hardware if hardware else ():  # no profiles at all: one taxonomy error says so
         if hw not in hardware:
             report.warnings.append(f"{f.line(('meta', 'hardware', hw))}: unknown hardware id {hw!r} in "
                                    f"`meta.hardware` (ignored){did_you_mean(hw, hardware)}")
     dh = recipe.meta.default_hardware
-    if dh and dh not in hardware:
+    if dh and hardware and dh not in hardware:
         report.warnings.append(f"{f.line(('meta', 'default_hardware'))}: unknown hardware id {dh!r} in "
                                f"`meta.default_hardware`{did_you_mean(dh, hardware)}")
     for key, v in recipe.variants.items():
-        for i, hw in enumerate(v.supported_hardware or []):
+        for i, hw in enumerate((v.supported_hardware or []) if hardware else []):
             if hw not in hardware:
                 report.warnings.append(
                     f"{f.line(('variants', key, 'supported_hardware', i), key=False)}: unknown hardware id "
@@ -351,7 +439,8 @@ def check_catalog(path: Path | str | None = None) -> Report:
         report.errors.append(f"{root}: not a directory")
         return report
     bundled = (root / "taxonomy.json").is_file() and not (root / "taxonomy.yaml").is_file()
-    ids: dict[str, set[str]] = {"strategies": set(), "hardware": set(), "kv_offload": set()}
+    # "strategies": every strategy-map name (serving strategies + kv_store); "serving": the former only
+    ids: dict[str, set[str]] = {"strategies": set(), "serving": set(), "hardware": set(), "kv_offload": set()}
 
     tax_path = root / ("taxonomy.json" if bundled else "taxonomy.yaml")
     if not tax_path.is_file():
@@ -363,6 +452,9 @@ def check_catalog(path: Path | str | None = None) -> Report:
             if tax is not None:
                 ids["hardware"] = set(tax.hardware_profiles)
                 ids["kv_offload"] = set(tax.kv_offload)
+                _check_profile_numbers(f, tax, report)
+                if not tax.hardware_profiles:
+                    report.errors.append(_no_profiles(f))
 
     if bundled:
         sp = root / "strategies.json"
@@ -373,8 +465,14 @@ def check_catalog(path: Path | str | None = None) -> Report:
             s = _validate(f, Strategy, entry, report, prefix=(sid,))
             if s is not None:
                 ids["strategies"].add(s.name)
+                ids["serving"].add(s.name)
+                _check_strategy_numbers(f, s, report, prefix=(sid,))
+        if not ids["serving"]:
+            report.errors.append(f"{sp}: no strategy loads — plan needs at least one "
+                                 "(a JSON map of strategy id → strategy, e.g. \"single_node_tp\")")
     else:
-        for sp in _yaml_files(root / "strategies", "*.yaml"):
+        strat_dir = root / "strategies"
+        for sp in _yaml_files(strat_dir, "*.yaml"):
             f = _read(sp, report)
             if f is None:
                 continue
@@ -382,6 +480,15 @@ def check_catalog(path: Path | str | None = None) -> Report:
             s = _validate(f, model, f.data, report)
             if s is not None:
                 ids["strategies"].add(s.name)
+                if model is Strategy:
+                    ids["serving"].add(s.name)
+                    _check_strategy_numbers(f, s, report)
+        if not strat_dir.is_dir():
+            report.errors.append(f"{strat_dir}: missing — plan needs at least one strategy "
+                                 "(strategies/<id>.yaml, e.g. strategies/single_node_tp.yaml)")
+        elif not ids["serving"]:
+            report.errors.append(f"{strat_dir}: no strategy loads — plan needs at least one "
+                                 "(strategies/<id>.yaml with `name` and `deploy_type`, e.g. single_node_tp.yaml)")
     for kp in _yaml_files(root / "kv_store", "*.yaml"):
         f = _read(kp, report)
         if f is not None:
@@ -390,6 +497,8 @@ def check_catalog(path: Path | str | None = None) -> Report:
                 ids["strategies"].add(s.name)
 
     models_dir = root / ("recipes" if bundled else "models")
+    _stray_model_files(models_dir, report)
+    loaded: dict[str, Path] = {}
     for rp in _yaml_files(models_dir, "*/*.yaml"):
         f = _read(rp, report)
         if f is None:
@@ -399,9 +508,52 @@ def check_catalog(path: Path | str | None = None) -> Report:
         recipe = _validate(f, Recipe, data, report)
         if recipe is not None:
             _check_recipe(f, recipe, ids, report)
+            loaded[recipe.hf_id] = rp
+    _case_duplicates(loaded, report)
     report.errors = _sorted_unique(report.errors)
     report.warnings = _sorted_unique(report.warnings)
     return report
+
+
+def _no_profiles(f: _File) -> str:
+    """The error for a taxonomy without hardware profiles, naming a misspelled key when there is one."""
+    near = difflib.get_close_matches("hardware_profiles", [str(k) for k in f.data], n=1, cutoff=0.6)
+    if near and near[0] != "hardware_profiles":
+        return (f"{f.line((near[0],))}: `{near[0]}` is not a taxonomy key — did you mean `hardware_profiles`? "
+                "Without it the catalog has no hardware profiles and plan can't pick any hardware")
+    return (f"{f.line(('hardware_profiles',))}: no hardware profiles — plan needs `hardware_profiles:` "
+            "mapping profile ids (e.g. h100) to {brand, generation, gpu_count, vram_gb, …}")
+
+
+def _stray_model_files(models_dir: Path, report: Report) -> None:
+    """Warn for recipe files the loader never reads: only ``<models>/<org>/<repo>.yaml`` loads (§0)."""
+    if not models_dir.is_dir():
+        return
+    for path in sorted(models_dir.rglob("*.y*ml")):
+        depth = len(path.relative_to(models_dir).parts)
+        if depth == 2 and path.suffix == ".yaml":
+            continue
+        why = ("not under an <org>/ folder" if depth == 1 else "nested deeper than <org>/" if depth > 2
+               else "extension must be .yaml")
+        report.warnings.append(f"{path}: ignored by the loader ({why}) — recipe files go in "
+                               f"{models_dir.name}/<org>/<repo>.yaml, e.g. {models_dir.name}/Qwen/Qwen3-8B.yaml")
+
+
+def _case_duplicates(loaded: dict[str, Path], report: Report) -> None:
+    """Warn when recipe ids differ only in case: lookups are case-insensitive and the loader's index
+    keeps the id loaded last (files in sorted path order), so the others can't be selected."""
+    groups: dict[str, list[str]] = {}
+    for hf_id in loaded:  # insertion order = the loader's order
+        groups.setdefault(hf_id.lower(), []).append(hf_id)
+    for ids in groups.values():
+        if len(ids) < 2:
+            continue
+        winner = ids[-1]
+        for loser in ids[:-1]:
+            report.warnings.append(
+                f"{loaded[loser]}:1: recipe id {loser!r} differs from {winner!r} ({loaded[winner]}) only in "
+                f"case; model lookups ignore case, so {winner!r} wins and this file can't be selected — "
+                "rename or remove one of them")
 
 
 def _sorted_unique(lines: list[str]) -> list[str]:

@@ -48,6 +48,21 @@ EXPECTED_ERRORS = {
         ":16: `variants.default.tp`: expected a valid integer or a valid dictionary, got 'many'",
         ":19: `variants.fp8.vram_minimum_gb`: expected a valid number, got 'two'",
     ],
+    "no_loadable_strategy": [
+        ":13: no strategy of this recipe loads (names: single_node_tpp) — plan can't use it; valid strategy "
+        "ids: multi_node_dep, multi_node_tep, multi_node_tp, multi_node_tp_dp, multi_node_tp_pp, pd_cluster, "
+        "single_node_dep, single_node_tep, single_node_tp"],
+    "non_positive_numbers": [
+        ":9: `model.context_length` must be 0 or more, got -1",
+        ":13: `variants.default.vram_minimum_gb` must be a number > 0, got -3.0",
+        ":14: `variants.default.tp` must be a whole number ≥ 1, got 0",
+    ],
+}
+
+#: Warnings an error fixture also produces (the cause next to the consequence).
+WARNINGS_OF_ERROR_FIXTURES = {
+    "no_loadable_strategy": [":14: unknown strategy id 'single_node_tpp' in `compatible_strategies` (ignored) "
+                             "(did you mean 'single_node_tp'?)"],
 }
 
 EXPECTED_WARNINGS = {
@@ -56,6 +71,9 @@ EXPECTED_WARNINGS = {
     "unknown_key_warning": [":12: unknown key `model.archtecture` (ignored) (did you mean 'architecture'?)"],
     "unknown_hardware_id_warning": [":7: unknown hardware id 'h2000' in `meta.hardware` (ignored) "
                                     "(did you mean 'h200'?)"],
+    "unknown_precision_warning": [":11: unknown precision 'bf99' in `variants.default.precision` (no VRAM "
+                                  "estimate or hardware rule for it; known: fp32, bf16, fp16, fp8, int8, int4, "
+                                  "mxfp4, nvfp4, fp4, int2/4/8)"],
 }
 
 
@@ -67,6 +85,7 @@ def test_every_fixture_kind_is_covered():
 def test_error_fixture(checkout, kind):
     report, path = check_fixture(checkout, kind)
     assert report.errors == [f"{path}{tail}" for tail in EXPECTED_ERRORS[kind]]
+    assert report.warnings == [f"{path}{tail}" for tail in WARNINGS_OF_ERROR_FIXTURES.get(kind, [])]
     assert not report.ok
 
 
@@ -83,7 +102,8 @@ def test_all_problems_reported_at_once(checkout):
         shutil.copy(BAD / f"{kind}.yaml", checkout / "models" / "fixture" / f"{kind}.yaml")
     report = check_catalog(checkout)
     assert len(report.errors) == sum(len(v) for v in EXPECTED_ERRORS.values())
-    assert len(report.warnings) == sum(len(v) for v in EXPECTED_WARNINGS.values())
+    assert len(report.warnings) == sum(len(v) for v in (*EXPECTED_WARNINGS.values(),
+                                                         *WARNINGS_OF_ERROR_FIXTURES.values()))
 
 
 def test_snapshot_checks_clean_with_tolerated_unknown_ids(shared):
@@ -101,7 +121,10 @@ def test_bundled_catalog_has_no_errors():
 
 def test_missing_taxonomy_is_an_error(tmp_path):
     (tmp_path / "models").mkdir()
-    assert check_catalog(tmp_path).errors == [f"{tmp_path}/taxonomy.yaml: missing (a recipes checkout needs taxonomy.yaml)"]
+    assert check_catalog(tmp_path).errors == [
+        f"{tmp_path}/strategies: missing — plan needs at least one strategy "
+        "(strategies/<id>.yaml, e.g. strategies/single_node_tp.yaml)",
+        f"{tmp_path}/taxonomy.yaml: missing (a recipes checkout needs taxonomy.yaml)"]
 
 
 def test_node_line_walks_keys_and_indexes():
@@ -172,3 +195,92 @@ def test_validation_problems_for_loaders():
         Recipe.model_validate(yaml.safe_load(raw))
     assert validation_problems("x.yaml", raw, exc.value) == [
         "x.yaml:15: `variants.default.vram_minimum_gb`: expected a valid number, got 'lots'"]
+
+
+# ---------------------------------------------------------------------------------------------
+# catalogs `plan` can't use are errors; confusing-but-loadable layouts are warnings
+
+
+def _tiny_taxonomy(path: Path, body: str) -> None:
+    path.write_text(body, encoding="utf-8")
+
+
+def test_misspelled_hardware_profiles_is_one_error_not_a_warning_flood(tmp_path, shared):
+    snap = shared / "recipes-snapshot"
+    text = (snap / "taxonomy.yaml").read_text(encoding="utf-8")
+    assert text.count("\nhardware_profiles:") == 1
+    (tmp_path / "taxonomy.yaml").write_text(text.replace("\nhardware_profiles:", "\nhardware_profile:"),
+                                            encoding="utf-8")
+    for name in ("strategies", "kv_store", "models"):
+        os.symlink(snap / name, tmp_path / name)
+    report = check_catalog(tmp_path)
+    line = text.split("\n").index("hardware_profiles:") + 1
+    assert report.errors == [
+        f"{tmp_path}/taxonomy.yaml:{line}: `hardware_profile` is not a taxonomy key — did you mean "
+        "`hardware_profiles`? Without it the catalog has no hardware profiles and plan can't pick any hardware"]
+    assert not [w for w in report.warnings if "unknown hardware id" in w]
+
+
+def test_taxonomy_without_profiles_is_an_error(tmp_path):
+    _tiny_taxonomy(tmp_path / "taxonomy.yaml", "strategies: [single_node_tp]\n")
+    report = check_catalog(tmp_path)
+    assert report.errors[-1] == (f"{tmp_path}/taxonomy.yaml:1: no hardware profiles — plan needs "
+                                "`hardware_profiles:` mapping profile ids (e.g. h100) to {brand, generation, "
+                                "gpu_count, vram_gb, …}")
+
+
+def test_missing_or_empty_strategies_is_an_error(checkout, tmp_path):
+    checkout.joinpath("strategies").unlink()
+    report = check_catalog(checkout)
+    assert report.errors == [f"{checkout}/strategies: missing — plan needs at least one strategy "
+                             "(strategies/<id>.yaml, e.g. strategies/single_node_tp.yaml)"]
+    (checkout / "strategies").mkdir()
+    report = check_catalog(checkout)
+    assert report.errors == [f"{checkout}/strategies: no strategy loads — plan needs at least one "
+                             "(strategies/<id>.yaml with `name` and `deploy_type`, e.g. single_node_tp.yaml)"]
+
+
+def test_non_positive_hardware_numbers_are_errors(checkout):
+    checkout.joinpath("taxonomy.yaml").unlink()
+    _tiny_taxonomy(checkout / "taxonomy.yaml", (
+        "hardware_profiles:\n"
+        "  h100:\n    brand: NVIDIA\n    generation: hopper\n    gpu_count: -8\n    vram_gb: 640\n"
+        "  mi300x:\n    brand: AMD\n    generation: cdna3\n    gpu_count: 0\n    vram_gb: -1536\n"))
+    report = check_catalog(checkout)
+    tax = checkout / "taxonomy.yaml"
+    assert report.errors == [
+        f"{tax}:5: `hardware_profiles.h100.gpu_count` must be a whole number ≥ 1, got -8",
+        f"{tax}:10: `hardware_profiles.mi300x.gpu_count` must be a whole number ≥ 1, got 0",
+        f"{tax}:11: `hardware_profiles.mi300x.vram_gb` must be a number > 0, got -1536.0",
+    ]
+
+
+def test_model_file_outside_an_org_folder_warns(checkout):
+    shutil.copy(BAD / "unknown_precision_warning.yaml", checkout / "models" / "Tiny.yaml")
+    report = check_catalog(checkout)
+    assert report.errors == []
+    assert report.warnings == [
+        f"{checkout}/models/Tiny.yaml: ignored by the loader (not under an <org>/ folder) — recipe files go in "
+        "models/<org>/<repo>.yaml, e.g. models/Qwen/Qwen3-8B.yaml"]
+
+
+def test_recipe_ids_differing_only_in_case_warn_and_name_the_winner(checkout):
+    from vllm_wizard.catalog.loader import load_catalog
+
+    (checkout / "models" / "Fixture").mkdir()
+    shutil.copy(BAD / "unknown_strategy_id_warning.yaml", checkout / "models" / "Fixture" / "Tiny.yaml")
+    shutil.copy(BAD / "unknown_strategy_id_warning.yaml", checkout / "models" / "fixture" / "tiny.yaml")
+    report = check_catalog(checkout)
+    dupes = [w for w in report.warnings if "only in case" in w]
+    assert dupes == [
+        f"{checkout}/models/Fixture/Tiny.yaml:1: recipe id 'Fixture/Tiny' differs from 'fixture/tiny' "
+        f"({checkout}/models/fixture/tiny.yaml) only in case; model lookups ignore case, so 'fixture/tiny' wins "
+        "and this file can't be selected — rename or remove one of them"]
+    assert load_catalog(checkout).recipe("Fixture/Tiny").hf_id == "fixture/tiny"  # the claim holds
+
+
+def test_bundled_seed_router_docs_keys_are_known():
+    """Seed 001's ``pd_cluster.smg.docs`` / ``pd_cluster.dynamo.docs`` are legitimate (§4.7–4.8)."""
+    report = check_catalog()
+    assert report.warnings == []
+    assert report.errors == []
