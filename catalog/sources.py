@@ -107,28 +107,62 @@ def cache_root() -> Path:
     return platformdirs.user_cache_path(APP_NAME) / "recipes"
 
 
+#: What to do about a broken config file, appended to every :class:`SourceError` about it.
+_CONFIG_FIX = ("fix it or delete it (or run `vllm-wizard recipes use --bundled` / `recipes use DIR`, "
+               "which replace it and keep a backup copy)")
+
+
 def read_config(path: Path | None = None) -> dict[str, Any]:
-    """The user config as a dict (``{}`` when the file does not exist).
+    """The user config as a dict (``{}`` when the file does not exist or is empty).
 
     Raises:
-        SourceError: the file exists but is not a YAML mapping (names the file and the problem).
+        SourceError: the file exists but can't be read, is not valid YAML or is not a mapping —
+            ``"config file FILE:LINE: problem — fix it or delete it …"``. Every command that reads the
+            catalog source (``plan``, ``catalog check``, ``recipes show``, the TUI) goes through here,
+            so they all print this one line instead of a YAML traceback.
     """
     path = path or config_file()
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"config file {path}: cannot read ({exc}) — {_CONFIG_FIX}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise SourceError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SourceError(f"config file {where}: not valid YAML ({problem}) — {_CONFIG_FIX}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise SourceError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+        raise SourceError(f"config file {path}:1: expected a mapping of settings (e.g. `recipes_dir: DIR`), "
+                          f"got {type(data).__name__} — {_CONFIG_FIX}")
     return data
+
+
+def set_aside_broken_config(path: Path | None = None) -> Path | None:
+    """Move an unreadable/invalid config file to ``config.yaml.broken-<UTC timestamp>`` so it can be
+    rewritten; returns the backup path, or ``None`` when the config is fine (or absent).
+
+    Used by ``recipes use`` / ``recipes sync`` — the commands a user runs to repair the source —
+    so a broken config never locks them out; the old content is kept for the user to look at.
+    """
+    path = path or config_file()
+    try:
+        read_config(path)
+        return None
+    except SourceError:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        backup = path.with_name(f"{path.name}.broken-{stamp}")
+        n = 1
+        while backup.exists():
+            n += 1
+            backup = path.with_name(f"{path.name}.broken-{stamp}-{n}")
+        os.replace(path, backup)
+        return backup
 
 
 def write_config(data: dict[str, Any], path: Path | None = None) -> Path:
@@ -199,7 +233,7 @@ def resolve_source(recipes: Path | None = None, config: Path | None = None) -> C
             root = check_checkout(Path(str(remembered)))
         except SourceError as exc:
             raise SourceError(
-                f"{config or config_file()}: recipes_dir: {exc} — run `vllm-wizard recipes use DIR` "
+                f"config file {config or config_file()}: recipes_dir: {exc} — run `vllm-wizard recipes use DIR` "
                 "or `vllm-wizard recipes use --bundled`"
             ) from None
         return CatalogSource("config", root, read_revision(root))

@@ -190,8 +190,43 @@ def test_vanished_remembered_dir_is_an_error(tmp_path):
 def test_bad_config_file_named(tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text("recipes_dir: [\n")
-    with pytest.raises(SourceError, match=rf"{config}:2: not valid YAML"):
+    with pytest.raises(SourceError, match=rf"^config file {config}:2: not valid YAML .* — fix it or delete it"):
         read_config(config)
+    config.write_text("- a list\n")
+    with pytest.raises(SourceError, match=rf"^config file {config}:1: expected a mapping of settings"):
+        read_config(config)
+
+
+BROKEN_CONFIG = "recipes_dir: [unclosed\nfoo: 1\n"
+
+
+@pytest.mark.parametrize("argv", [["recipes", "show"], ["catalog", "check"],
+                                  ["plan", "--model", "Qwen/Qwen3-8B", "--hardware", "h100"]])
+def test_broken_config_is_one_clear_line_for_every_reader(argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    config = tmp_path / "cfg" / "vllm-wizard" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text(BROKEN_CONFIG)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"config file {config}:2: not valid YAML" in err and "fix it or delete it" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("use", [["--bundled"], ["SNAPSHOT"]])
+def test_recipes_use_replaces_a_broken_config_keeping_a_backup(use, shared, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    config = tmp_path / "cfg" / "vllm-wizard" / "config.yaml"
+    config.parent.mkdir(parents=True)
+    config.write_text(BROKEN_CONFIG)
+    argv = ["recipes", "use", *(str(shared / "recipes-snapshot") if a == "SNAPSHOT" else a for a in use)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    backups = list(config.parent.glob("config.yaml.broken-*"))
+    assert len(backups) == 1 and backups[0].read_text() == BROKEN_CONFIG
+    assert f"moved it to {backups[0]}" in out
+    expected = {} if use == ["--bundled"] else {"recipes_dir": str(shared / "recipes-snapshot")}
+    assert read_config(config) == expected
 
 
 def test_cli_sync_use_show(shared, server, tmp_path, monkeypatch, capsys):

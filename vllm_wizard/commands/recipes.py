@@ -4,6 +4,9 @@
   validates it, swaps it into the cache atomically and remembers it as the catalog in use
   (``--no-use`` keeps the current choice).
 * ``use DIR`` remembers a recipes checkout in the user config; ``use --bundled`` forgets it.
+  Both (and ``sync``) repair a broken config file: it is moved aside to
+  ``config.yaml.broken-<timestamp>`` (and the user told so) before the new one is written — these are
+  the commands the "fix it or delete it" message points to, so they must not fail on it.
 * ``show`` prints the source in use, its revision, the config file and the cache folder.
 
 See :mod:`vllm_wizard.catalog.sources` for the resolution order and the sync safety rules.
@@ -46,6 +49,7 @@ def run_sync(args: argparse.Namespace) -> int:
     path = sync_recipes(url)
     print(f"synced revision {read_revision(path)} into {path}")
     if not args.no_use:
+        _set_aside_broken_config()
         remember_recipes_dir(synced_checkout())  # the `current` link: later syncs swap what it points to
         print("now using it (vllm-wizard recipes use --bundled to go back)")
     return 0
@@ -57,14 +61,25 @@ def run_use(args: argparse.Namespace) -> int:
     from vllm_wizard.catalog.sources import check_checkout, config_file, remember_recipes_dir
 
     if args.bundled:
+        _set_aside_broken_config()
         remember_recipes_dir(None)
         print(f"using the bundled catalog ({config_file()})")
         return 0
     root = check_checkout(args.dir)
     cat = load_catalog(root)  # raises CatalogError (file:line problems) before anything is stored
+    _set_aside_broken_config()
     remember_recipes_dir(root)
     print(f"using {root} ({len(cat.recipes)} recipes; remembered in {config_file()})")
     return 0
+
+
+def _set_aside_broken_config() -> None:
+    """Move a broken user config aside (see module docstring) and say where the copy went."""
+    from vllm_wizard.catalog.sources import config_file, set_aside_broken_config
+
+    backup = set_aside_broken_config()
+    if backup is not None:
+        print(f"{config_file()} was not a valid config file; moved it to {backup} and wrote a new one")
 
 
 def run_show(args: argparse.Namespace) -> int:
