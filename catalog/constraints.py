@@ -100,7 +100,12 @@ class Options:
     """Every axis for one selection (see module docstring). Lists are in display order.
 
     ``resolved`` holds the values the rows were computed against (after defaults):
-    ``model, variant, hardware, strategy, nodes, gpus, kv_offload, router, connector, install_mode``.
+    ``model, variant, hardware, strategy, nodes, gpus, kv_offload, router, connector, install_mode``,
+    plus ``pd_modes`` — ``{"prefill": mode, "decode": mode}`` under ``pd_cluster`` (the selected or
+    default pool mode snapped to the allowed ones, §2.6/§2.14; ``{}`` otherwise) — and
+    ``feature_modes`` — ``{feature: mode}`` for every recipe feature with modes, the mode it runs with
+    when enabled (``resolveModeKey``, §2.8). The TUI pre-marks these pills; :class:`Choice` has no
+    "selected" flag of its own.
     """
 
     hardware: list[Choice] = field(default_factory=list)
@@ -261,14 +266,40 @@ def default_pool_nodes(recipe: Recipe, role: str, variant_key: str | None, hw_id
 
 
 def default_pool_mode(recipe: Recipe, role: str, strategy: Strategy | None, hw_id: str,
-                      profile: HardwareProfile, gpus: int | None = None) -> str:
-    """Default PD pool mode (§2.14): ``so.pd_cluster.<role>.parallelism`` → strategy role
-    ``parallelism`` → ``tp``, snapped to the first allowed mode of :func:`.gates.pool_modes` (§2.6)."""
+                      profile: HardwareProfile, gpus: int | None = None, requested: str | None = None) -> str:
+    """Effective PD pool mode of ``role`` (``"tp"|"tep"|"dep"``), as synthesis resolves it (§2.6
+    PD role, §2.14): the ``requested`` mode (selection ``pd.<role>.mode``) → ``so.pd_cluster.<role>
+    .parallelism`` → strategy role ``parallelism`` → ``tp``, snapped to the first allowed mode of
+    :func:`.gates.pool_modes` when not allowed. ``requested=None`` gives the landing default."""
     allowed = gates.pool_modes(recipe, hw_id, profile, gpus or profile.gpu_count or 1)
     so = recipe.strategy_overrides.get("pd_cluster")
-    mode = (so.role(role).parallelism if so else None) or (
+    mode = requested or (so.role(role).parallelism if so else None) or (
         strategy.role(role).parallelism if strategy is not None else None) or "tp"
     return mode if mode in allowed else allowed[0]
+
+
+def effective_feature_mode(key: str, feature: Any, variant_key: str, variant: Variant, hw_id: str,
+                           profile: HardwareProfile, requested: str | None = None) -> str | None:
+    """``resolveModeKey`` (recipes-synthesis §2.8) → the mode key feature ``key`` runs with, or ``None``
+    when it has no modes (or none is open here).
+
+    Candidates are the modes whose ``variants`` list is empty or names ``variant_key`` (F4) and
+    that :func:`.gates.gated_off` does not turn off on ``hw_id`` (F3); the pick is the first of
+    ``requested`` (selection ``feature_modes``), ``variant.default_modes``, the feature's
+    ``default_mode`` that is a candidate, else the first candidate. Same order as synthesis'
+    ``_Ctx.effective_mode`` (a method of its private context, hence mirrored here; a parity test in
+    tests/catalog/test_constraints.py pins them together)."""
+    if not feature.modes:
+        return None
+    cands = [m for m, mode in feature.modes.items()
+             if (not mode.variants or variant_key in mode.variants)
+             and not gates.gated_off(mode.hardware, hw_id, profile)]
+    if not cands:
+        return None
+    for pick in (requested, variant.default_modes.get(key), feature.default_mode):
+        if pick in cands:
+            return pick
+    return cands[0]
 
 
 def _scales_out(strategy: Strategy | None) -> bool:
@@ -353,12 +384,21 @@ def options(catalog: Any, selection: Any, *, detected_profile: str | None = None
         "model": ctx.recipe.hf_id, "variant": ctx.variant_key, "hardware": ctx.hw_id,
         "strategy": ctx.strategy_id, "nodes": ctx.nodes, "gpus": ctx.gpus, "kv_offload": ctx.kv,
         "router": ctx.router, "connector": ctx.connector, "install_mode": ctx.install_mode,
+        "pd_modes": {}, "feature_modes": {},
     }
     opts.hardware = _hardware_row(ctx)
     opts.variant = _variant_row(ctx)
     if ctx.recipe.is_omni:  # §2.12: no strategy, nodes, KV offload or features rows
         opts.install_mode = _install_row(ctx)
         return opts
+    if ctx.strategy is not None and ctx.strategy.deploy_type == "pd_cluster":
+        opts.resolved["pd_modes"] = {role: _pd_mode(ctx, role) for role in ("prefill", "decode")}
+    requested_modes = _sel(selection, "feature_modes") or {}
+    for key, feat in ctx.recipe.features.items():
+        mode = effective_feature_mode(key, feat, ctx.variant_key, ctx.variant, ctx.hw_id, ctx.profile,
+                                      requested_modes.get(key))
+        if mode is not None:
+            opts.resolved["feature_modes"][key] = mode
     opts.strategy = _strategy_row(ctx, opts.warnings)
     opts.nodes = _nodes_row(ctx)
     _pd_rows(ctx, opts)
@@ -654,10 +694,10 @@ def _pd_rows(ctx: _Ctx, opts: Options) -> None:
 
 
 def _pd_mode(ctx: _Ctx, role: str) -> str:
+    """Effective pool mode of ``role``: the selected ``pd.<role>.mode`` or the default, snapped (§2.6)."""
     block = ctx.pd.get(role) if isinstance(ctx.pd, dict) else None
-    if isinstance(block, dict) and block.get("mode"):
-        return str(block["mode"])
-    return default_pool_mode(ctx.recipe, role, ctx.strategy, ctx.hw_id, ctx.profile, ctx.gpus)
+    requested = str(block["mode"]) if isinstance(block, dict) and block.get("mode") else None
+    return default_pool_mode(ctx.recipe, role, ctx.strategy, ctx.hw_id, ctx.profile, ctx.gpus, requested)
 
 
 def _kv_option_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:

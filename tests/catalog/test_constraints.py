@@ -561,3 +561,58 @@ def test_text_only_and_encoder_parallel_exclusive(snap):
     assert "text_only and encoder_parallel are mutually exclusive — enabling one clears the other." in both.warnings
     one = options(snap, {"model": "moonshotai/Kimi-K2.5", "hardware": "b200", "features": ["text_only"]})
     assert not any("mutually exclusive" in w for w in one.warnings)
+
+
+# ----------------------------------------------------------------------------- resolved modes
+
+
+def _synthesis_ctx(cat, sel: Selection):
+    """Synthesis' own resolution of ``sel`` (its private context: the reference the TUI must match)."""
+    from vllm_wizard.catalog import synthesis
+
+    return synthesis._resolve(cat, sel)
+
+
+def test_resolved_pd_modes_match_synthesis_defaults_requests_and_snaps(snap):
+    """``resolved["pd_modes"]`` = the pool mode synthesis runs each role with (§2.6, §2.14): the
+    default, a request, and a request outside the allowed modes snapped to the first allowed one."""
+    cases = 0
+    for hf_id, recipe in sorted(snap.recipes.items()):
+        if "pd_cluster" not in recipe.compatible_strategies:
+            continue
+        for pd in (None, {"prefill": {"mode": "dep"}, "decode": {"mode": "tp"}},
+                   {"prefill": {"mode": "tep"}, "decode": {"mode": "dep"}}):
+            sel = Selection(model=hf_id, strategy="pd_cluster", nodes=2, pd=pd)
+            ctx = _synthesis_ctx(snap, sel)
+            opts = options(snap, sel)
+            assert opts.resolved["pd_modes"] == {r: ctx.pools[r].mode for r in ("prefill", "decode")}, (hf_id, pd)
+            cases += 1
+    assert cases >= 9
+    snapped = [hf for hf, r in snap.recipes.items() if "pd_cluster" in r.compatible_strategies
+               and options(snap, Selection(model=hf, strategy="pd_cluster", nodes=2,
+                                           pd={"prefill": {"mode": "dep"}})).resolved["pd_modes"]["prefill"] != "dep"]
+    assert snapped, "some pd recipe must snap a DEP request (dense model) — otherwise the snap is untested"
+
+
+def test_resolved_pd_modes_empty_without_pd(snap):
+    assert options(snap, {"model": LLAMA, "hardware": "h200"}).resolved["pd_modes"] == {}
+
+
+def test_resolved_feature_modes_match_synthesis(snap):
+    """``resolved["feature_modes"]`` = ``resolveModeKey`` (§2.8) as synthesis runs it: default,
+    variant ``default_modes``, a requested mode, and a request for a mode that is not open here."""
+    checked = 0
+    for hf_id, recipe in sorted(snap.recipes.items()):
+        moded = {k: f for k, f in recipe.features.items() if f.modes}
+        if not moded or recipe.is_omni:
+            continue
+        for variant in recipe.variants:
+            requests = [{}, {k: list(f.modes)[-1] for k, f in moded.items()}, {k: "no-such-mode" for k in moded}]
+            for req in requests:
+                sel = Selection(model=hf_id, variant=variant, features=list(moded), feature_modes=req)
+                ctx = _synthesis_ctx(snap, sel)
+                got = options(snap, sel).resolved["feature_modes"]
+                want = {k: m for k, f in moded.items() if (m := ctx.effective_mode(k, f)) is not None}
+                assert got == want, (hf_id, variant, req)
+                checked += 1
+    assert checked >= 10
