@@ -77,6 +77,9 @@ def resolve_model(catalog: Any, model_id: str, *, cache_dir: str | Path | None =
         SelectionError: not a recipe and no readable config.json (message lists every place tried
             and the closest recipe ids).
     """
+    if not str(model_id).strip():
+        raise SelectionError("empty model id: pass a recipe id (e.g. Qwen/Qwen3-8B), a Hugging Face "
+                             "'org/name' id or a local model directory")
     try:
         return catalog.recipe(model_id)
     except SelectionError as exc:
@@ -87,21 +90,38 @@ def resolve_model(catalog: Any, model_id: str, *, cache_dir: str | Path | None =
         raise SelectionError(f"{catalog_error}\nNot a custom model either: {exc}") from None
 
 
+def is_local_path(model_id: str) -> bool:
+    """True when ``model_id`` names a filesystem path rather than an HF id: it starts with ``/``,
+    ``.`` or ``~``, has more than one ``/``, or is a slash-less name of an existing directory. An
+    ``org/name`` id stays an HF id even when such a folder exists (it may be a local download of
+    the recipe's model — the catalog is asked first, the folder second)."""
+    text = str(model_id)
+    return (text.startswith(("/", ".", "~")) or text.count("/") > 1
+            or ("/" not in text and bool(text.strip()) and Path(text).is_dir()))
+
+
 def find_config(model_id: str, *, cache_dir: str | Path | None = None) -> Path:
     """Path of the ``config.json`` for a local directory or an HF id in the local cache.
 
     Raises:
         SelectionError: naming every place tried.
     """
+    if not str(model_id).strip():
+        raise SelectionError("empty model id: pass a Hugging Face 'org/name' id or a local model directory")
     tried: list[str] = []
     local = Path(model_id).expanduser()
     if local.is_dir():
         cfg = local / "config.json"
         if cfg.is_file():
             return cfg
+        if is_local_path(model_id):
+            raise SelectionError(f"no config.json in {local.absolute()} — a local model directory needs "
+                                 "the checkpoint's config.json (and its weights)")
         tried.append(f"{cfg} (directory exists, no config.json)")
-    elif model_id.startswith(("/", ".", "~")) or model_id.count("/") > 1:
-        tried.append(f"{local} (no such directory)")
+    elif is_local_path(model_id):
+        what = "is a file, not a model directory" if local.exists() else "does not exist"
+        raise SelectionError(f"local model directory {local.absolute()} {what} — pass the folder that "
+                             "holds config.json and the weights")
     if model_id.count("/") == 1 and not model_id.startswith(("/", ".", "~")):
         from huggingface_hub import constants, try_to_load_from_cache
 
@@ -118,7 +138,7 @@ def find_config(model_id: str, *, cache_dir: str | Path | None = None) -> Path:
             state = "no config.json cached" if folder.is_dir() else "model not downloaded"
             tried.append(f"Hugging Face cache {folder} ({state})")
     elif not tried:
-        tried.append(f"{model_id!r} is neither a local directory nor an 'org/name' Hugging Face id")
+        raise SelectionError(f"{model_id!r} is neither a local directory nor an 'org/name' Hugging Face id")
     raise SelectionError(
         f"no config.json for custom model {model_id!r}; tried: " + "; ".join(tried)
         + ". Download it first (`huggingface-cli download " + model_id

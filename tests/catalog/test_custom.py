@@ -98,7 +98,8 @@ def test_no_config_names_every_place_tried(tmp_path):
     empty.mkdir()
     with pytest.raises(SelectionError) as exc:
         custom_recipe(str(empty))
-    assert f"{empty}/config.json (directory exists, no config.json)" in str(exc.value)
+    assert str(exc.value) == (f"no config.json in {empty} — a local model directory needs the checkpoint's "
+                              "config.json (and its weights)")  # no `huggingface-cli download /path` advice
     hub = tmp_path / "hub"
     hub.mkdir()
     with pytest.raises(SelectionError) as exc:
@@ -135,7 +136,27 @@ def test_resolve_model_prefers_the_catalog(tmp_path):
     custom = resolve_model(cat, str(write_model(tmp_path / "m", MIXTRAL)))
     assert custom.model.architecture == "moe"
     with pytest.raises(SelectionError, match="no recipe in the bundled catalog.*\nNot a custom model either"):
+        resolve_model(cat, "acme/nope")
+    with pytest.raises(SelectionError) as exc:
         resolve_model(cat, str(tmp_path / "nope"))
+    assert str(exc.value).endswith(f"Not a custom model either: local model directory {tmp_path / 'nope'} does "
+                                   "not exist — pass the folder that holds config.json and the weights")
+
+
+@pytest.mark.parametrize("model_id", ["", "   "])
+def test_empty_model_id(model_id):
+    with pytest.raises(SelectionError, match=r"^empty model id: pass a recipe id"):
+        resolve_model(load_catalog(), model_id)
+
+
+def test_relative_path_without_config_is_named(tmp_path, monkeypatch):
+    (tmp_path / "ckpt").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for model_id in ("./ckpt", "ckpt"):
+        with pytest.raises(SelectionError) as exc:
+            resolve_model(load_catalog(), model_id)
+        assert f"Not a custom model either: no config.json in {tmp_path / 'ckpt'} —" in str(exc.value)
+        assert "huggingface-cli" not in str(exc.value)
 
 
 def test_edited_config_is_read_again(tmp_path):
