@@ -266,7 +266,8 @@ def sync_recipes(
         dest: the cache folder (default :func:`cache_root`); the checkout ends up at
             ``dest/current`` (a symlink to ``dest/checkouts/<revision>-<n>``).
         validate: called with the unpacked checkout root; must raise to reject it. Default: load it
-            with :func:`vllm_wizard.catalog.loader.load_catalog` (any exception rejects the archive).
+            with :func:`vllm_wizard.catalog.loader.load_catalog` and require ``catalog check`` to
+            find no errors (any exception rejects the archive).
         timeout: network timeout in seconds.
 
     Returns:
@@ -323,9 +324,21 @@ def synced_checkout(dest: Path | None = None) -> Path | None:
 
 
 def _default_validate(root: Path) -> object:
-    from vllm_wizard.catalog.loader import load_catalog
+    """Load ``root`` and run ``catalog check`` on it: a checkout that loads but that ``plan`` can't
+    use (no hardware profiles, no strategies, negative GPU counts, …) is rejected too.
 
-    return load_catalog(recipes=root)
+    Raises:
+        CatalogError: the load's problems, or the check's errors (``file:line: message`` each).
+    """
+    from vllm_wizard.catalog.diagnostics import check_catalog
+    from vllm_wizard.catalog.loader import load_catalog
+    from vllm_wizard.errors import CatalogError
+
+    catalog = load_catalog(recipes=root)
+    report = check_catalog(root)
+    if report.errors:
+        raise CatalogError(report.errors)
+    return catalog
 
 
 def _download(url: str, timeout: float) -> bytes:

@@ -245,3 +245,22 @@ def test_cli_sync_use_show(shared, server, tmp_path, monkeypatch, capsys):
     assert "source:   bundled (bundled)" in capsys.readouterr().out
     assert main(["recipes", "use", str(tmp_path)]) == 2  # not a checkout: WizardError exit status
     assert "is not a recipes checkout: missing taxonomy.yaml, models" in capsys.readouterr().err
+
+
+def test_recipes_use_refuses_a_checkout_plan_cannot_use(shared, tmp_path, monkeypatch, capsys):
+    """A checkout that loads but has no hardware profiles (misspelled key) is not remembered."""
+    import os
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    snap = shared / "recipes-snapshot"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    text = (snap / "taxonomy.yaml").read_text(encoding="utf-8")
+    (bad / "taxonomy.yaml").write_text(text.replace("\nhardware_profiles:", "\nhardware_profile:"), encoding="utf-8")
+    for name in ("strategies", "kv_store", "models"):
+        os.symlink(snap / name, bad / name)
+    assert main(["recipes", "use", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "`hardware_profile` is not a taxonomy key — did you mean `hardware_profiles`?" in err
+    assert f"not remembering {bad}" in err
+    assert read_config(tmp_path / "cfg" / "vllm-wizard" / "config.yaml") == {}

@@ -56,9 +56,12 @@ def run_sync(args: argparse.Namespace) -> int:
 
 
 def run_use(args: argparse.Namespace) -> int:
-    """Handler of ``recipes use``: validates DIR loads before remembering it."""
+    """Handler of ``recipes use``: DIR must load and pass ``catalog check`` (no errors) before it is
+    remembered; raises :class:`CatalogError` with the problems otherwise."""
+    from vllm_wizard.catalog.diagnostics import check_catalog
     from vllm_wizard.catalog.loader import load_catalog
     from vllm_wizard.catalog.sources import check_checkout, config_file, remember_recipes_dir
+    from vllm_wizard.errors import CatalogError
 
     if args.bundled:
         _set_aside_broken_config()
@@ -67,6 +70,10 @@ def run_use(args: argparse.Namespace) -> int:
         return 0
     root = check_checkout(args.dir)
     cat = load_catalog(root)  # raises CatalogError (file:line problems) before anything is stored
+    report = check_catalog(root)
+    if report.errors:  # loads, but plan can't use it (no profiles, no strategies, …): don't remember it
+        raise CatalogError([*report.errors, f"not remembering {root}: `vllm-wizard catalog check {root}` "
+                            f"finds {len(report.errors)} error(s)"])
     _set_aside_broken_config()
     remember_recipes_dir(root)
     print(f"using {root} ({len(cat.recipes)} recipes; remembered in {config_file()})")
