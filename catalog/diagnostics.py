@@ -28,8 +28,8 @@ Decisions:
 * Keys the seed strategies carry for documentation only (``pd_cluster.smg.docs``,
   ``pd_cluster.dynamo.docs`` — recipes-synthesis §4.7–4.8) are not declared by the models (owned by
   the loader's author); :data:`EXTRA_KNOWN_KEYS` lists them so they don't warn.
-* When a catalog-wide id set is empty because its source is broken (no hardware profiles), the
-  per-recipe "unknown hardware id" warnings are skipped: the one error says what is wrong, instead of
+* When a catalog-wide id set is empty because its source is broken (no hardware profiles, no
+  strategy loads), the per-recipe "unknown hardware/strategy id" warnings are skipped: the one error says what is wrong, instead of
   hundreds of consequential warnings.
 """
 
@@ -350,6 +350,7 @@ def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Re
         report.errors.append(f"{f.line(('variants',))}: `variants` must contain `default` "
                              f"(found: {', '.join(recipe.variants) or 'none'})")
     strategies, hardware = ids["strategies"], ids["hardware"]
+    check_strategy_ids = bool(ids.get("serving"))  # none loaded at all: one error says so, no flood
     # 0 = no text context (the snapshot's TTS / image models), so only negatives are wrong
     _positive(f, ("model", "context_length"), recipe.model.context_length, report, zero_ok=True)
     precisions = known_precisions()
@@ -375,15 +376,15 @@ def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Re
             report.errors.append(
                 f"{f.line(('compatible_strategies',))}: no strategy of this recipe loads (names: {named}) — "
                 f"plan can't use it; valid strategy ids: {', '.join(sorted(serving))}")
-    for i, sid in enumerate(recipe.compatible_strategies):
+    for i, sid in enumerate(recipe.compatible_strategies if check_strategy_ids else ()):
         if sid not in strategies:
             report.warnings.append(f"{f.line(('compatible_strategies', i), key=False)}: unknown strategy id "
                                    f"{sid!r} in `compatible_strategies` (ignored){did_you_mean(sid, strategies)}")
-    if recipe.default_strategy and recipe.default_strategy not in strategies:
+    if check_strategy_ids and recipe.default_strategy and recipe.default_strategy not in strategies:
         report.warnings.append(f"{f.line(('default_strategy',))}: unknown strategy id {recipe.default_strategy!r} "
                                f"in `default_strategy`{did_you_mean(recipe.default_strategy, strategies)}")
     for field_name in ("strategy_overrides", "strategy_hardware"):
-        for sid in getattr(recipe, field_name):
+        for sid in getattr(recipe, field_name) if check_strategy_ids else ():
             if sid not in strategies:
                 report.warnings.append(f"{f.line((field_name, sid))}: unknown strategy id {sid!r} in "
                                        f"`{field_name}` (ignored){did_you_mean(sid, strategies)}")
