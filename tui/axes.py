@@ -14,7 +14,9 @@ Rules that are the wizard's, not the catalog's (recipes-synthesis §2.9 pill/sub
   while that group/Mooncake is the active pill;
 - Advanced presets are toggles of their ``args`` inside ``advanced_args`` (on = the args appear as a
   contiguous run; off removes that run), so free-text args typed by the person are kept;
-- picking the active frontend again turns the frontend off (``frontend: null``, plan-json §2).
+- picking the active frontend again turns the frontend off (``frontend: null``, plan-json §2);
+- a row the person has not picked shows the value that will be used: ``resolved`` (PD pool modes
+  ``resolved["pd_modes"]``, feature modes ``resolved["feature_modes"]``, KV offload, set-axes).
 
 Pure functions only; no Textual import.
 """
@@ -129,10 +131,12 @@ def _contains_run(haystack: list[str], run: tuple[str, ...]) -> int:
 def _current(axis: str, sub: str | None, selection: Mapping[str, Any], resolved: Mapping[str, Any],
              features: list[str] | None) -> Any:
     kind = AXES.get(axis, (None, f"set:{axis}"))[1]
-    if axis == "pd_modes":
-        return ((selection.get("pd") or {}).get(sub) or {}).get("mode")
-    if axis == "feature_modes":
-        return (selection.get("feature_modes") or {}).get(sub)
+    if axis == "pd_modes":  # the picked mode, else the pool's default the catalog resolved (§2.6/§2.14)
+        picked = ((selection.get("pd") or {}).get(sub) or {}).get("mode")
+        return picked or (resolved.get("pd_modes") or {}).get(sub)
+    if axis == "feature_modes":  # the picked mode, else resolveModeKey's default (§2.8)
+        picked = (selection.get("feature_modes") or {}).get(sub)
+        return picked or (resolved.get("feature_modes") or {}).get(sub)
     if axis == "features":
         chosen = selection.get("features")
         return chosen if isinstance(chosen, list) else (features or [])

@@ -12,6 +12,10 @@ from pathlib import Path
 
 from vllm_wizard.launcher import RunClient, list_runs, load_plan_file, start_run
 
+#: ``RunInfo.status`` values offered for attaching (contracts §3: ``starting`` = supervisor up, no
+#: state yet; ``running``; finished/stale runs are not attachable).
+LIVE_STATUSES = frozenset({"running", "starting"})
+
 
 class RealLauncher:
     """Launch, list and attach runs through the launcher package."""
@@ -33,8 +37,9 @@ class RealLauncher:
         return start_run(spec, detach=True).run_id
 
     def live_runs(self) -> list[str]:
-        """Ids of runs whose supervisor is alive, newest first."""
-        return [r.run_id for r in list_runs(include_finished=False) if r.status == "running"]
+        """Ids of runs whose supervisor is alive, newest first: ``running`` ones and ``starting`` ones
+        (supervisor up, no state recorded yet — a launch seconds ago is still worth attaching to)."""
+        return [r.run_id for r in list_runs(include_finished=False) if r.status in LIVE_STATUSES]
 
     def client(self, run_id: str) -> RunClient:
         """A client attached to ``run_id`` (raises LaunchError when its supervisor is gone)."""

@@ -9,6 +9,16 @@ Bounded memory (DESIGN.md, log panes): each process keeps the last :data:`LOG_TA
 metric the last :data:`HISTORY` samples. The screen drains :attr:`MonitorModel.pending` every
 50–100 ms (a batch), never per line.
 
+Transition notes: the supervisor writes ``[wizard] STARTING → READY: …`` into each process log for
+every state change; the monitor shows the state change itself (table row, detail), so those lines are
+hidden with the launcher's own :data:`~vllm_wizard.launcher.supervisor.TRANSITION_NOTE_RE` (as the
+``launch`` printer does) — one pattern, owned by the writer.
+
+Token rates: the launcher scrapes ``/metrics`` at an interval it chooses (every 5 s once READY) and
+sends ``rates`` computed from the two snapshots' ``ts``. When an event carries totals but no rate
+(first scrape after an attach, an older client), the model derives tokens/s itself from the previous
+snapshot's totals and timestamp — never from an assumed interval.
+
 Startup progress: vLLM logs "Loading safetensors checkpoint shards: 40% | 2/5" while loading weights
 and "Application startup complete." when the API is up; :func:`startup_phase` reads them.
 """
@@ -20,6 +30,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from vllm_wizard.launcher.supervisor import TRANSITION_NOTE_RE
 
 #: Log lines kept in memory per process (the full log is in the run's log file).
 LOG_TAIL = 2000
@@ -46,6 +58,8 @@ _PHASES = (
 #: uvicorn access lines produced by the launcher's own health/metrics polling (hidden in the pane;
 #: still in the run's log file).
 POLL_NOISE = re.compile(r'"GET /(?:health|metrics|healthcheck) HTTP/[\d.]+" 200')
+#: Snapshot counter → the per-second rate derived from it (:meth:`MonitorModel.feed`).
+RATE_OF_TOTAL = {"prompt_tokens_total": "prompt_tokens_per_s", "generation_tokens_total": "generation_tokens_per_s"}
 _LEVEL = re.compile(r"\b(ERROR|CRITICAL|WARNING|WARN|INFO|DEBUG)\b")
 
 
@@ -139,6 +153,8 @@ class MonitorModel:
         self.argv: dict[str, list[str]] = {}
         self.outcome: str | None = None
         self.polls = 0
+        self.transitions_hidden = 0
+        self._last_totals: dict[str, tuple[float, dict[str, float]]] = {}
         self.finish_text = ""
         self.changed = False
 
@@ -184,8 +200,9 @@ class MonitorModel:
         elif kind == "metrics":
             values = _get(event, "values") or _get(event, "snapshot") or {}
             if not isinstance(values, dict):
-                values = {k: getattr(values, k) for k in SPARK_METRICS if hasattr(values, k)}
-            values = {**values, **{k: v for k, v in (_get(event, "rates") or {}).items() if v is not None}}
+                values = {k: getattr(values, k) for k in (*SPARK_METRICS, *RATE_OF_TOTAL, "ts") if hasattr(values, k)}
+            rates = {k: v for k, v in (_get(event, "rates") or {}).items() if v is not None}
+            values = {**values, **self._derived_rates(str(_get(event, "name", "?")), values, rates), **rates}
             if isinstance(values.get("kv_cache_usage"), (int, float)) and values["kv_cache_usage"] <= 1:
                 values["kv_cache_usage"] = values["kv_cache_usage"] * 100  # launcher reports 0–1
             for key, value in values.items():
@@ -198,6 +215,26 @@ class MonitorModel:
                 self.health[str(_get(event, "name", "?"))] = bool(healthy)
         elif kind == "stats":
             self.stats = dict(event) if isinstance(event, dict) else dict(vars(event))
+
+    def _derived_rates(self, name: str, values: dict, rates: dict) -> dict[str, float]:
+        """Tokens/s of process ``name`` from this snapshot's totals and ``ts`` against the previous
+        one's, for each rate the launcher did not send (``rates``). A counter that went down
+        (server restarted) or a non-increasing ``ts`` gives no rate. Units: tokens per second."""
+        ts = values.get("ts")
+        totals = {k: float(v) for k, v in values.items() if k in RATE_OF_TOTAL and isinstance(v, (int, float))}
+        if not isinstance(ts, (int, float)) or not totals:
+            return {}
+        out: dict[str, float] = {}
+        prev = self._last_totals.get(name)
+        if prev is not None and ts > prev[0]:
+            dt = float(ts) - prev[0]
+            for key, total in totals.items():
+                rate_key = RATE_OF_TOTAL[key]
+                before = prev[1].get(key)
+                if rate_key not in rates and before is not None and total >= before:
+                    out[rate_key] = (total - before) / dt
+        self._last_totals[name] = (float(ts), totals)
+        return out
 
     def _snapshot(self, snap: Any) -> None:
         """Attach: one row per recorded process (state, pid, since, restarts, cause, progress), tails."""
@@ -245,10 +282,14 @@ class MonitorModel:
 
     def add_line(self, name: str, line: str) -> None:
         """Append a log line of ``name`` (bounded) and update its startup phase. Successful
-        health/metrics poll access lines are counted in ``polls`` and not kept."""
+        health/metrics poll access lines are counted in ``polls`` and not kept; the supervisor's
+        ``[wizard] A → B:`` transition notes are counted in ``transitions_hidden`` and not kept."""
         row = self.row(name)
         if POLL_NOISE.search(line):
             self.polls += 1
+            return
+        if TRANSITION_NOTE_RE.match(line):  # the state change is shown by the table already
+            self.transitions_hidden += 1
             return
         self.logs[name].append(line)
         self.pending.append((name, line))

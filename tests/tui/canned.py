@@ -11,6 +11,7 @@ def ready_run(name: str = "vllm") -> list:
     return [
         ProcessEvent(name, State.STARTING, State.STOPPED, 0, pid=4242, detail="spawned"),
         LogLines(name, [
+            "[wizard] - → STARTING: spawned",  # the supervisor's own note, hidden by the monitor
             "INFO 11-30 10:00:01 [api_server.py:1] vLLM API server version 0.11.0",
             "WARNING 11-30 10:00:02 [config.py:2] Casting torch.bfloat16 to torch.float16.",
             "INFO 11-30 10:00:03 [loader.py:3] Loading safetensors checkpoint shards:  50% | 1/2",
@@ -19,6 +20,7 @@ def ready_run(name: str = "vllm") -> list:
         LogLines(name, [
             "INFO 11-30 10:00:05 [loader.py:3] Loading safetensors checkpoint shards: 100% | 2/2",
             "INFO 11-30 10:00:09 [launcher.py:4] Application startup complete.",
+            "[wizard] STARTING → READY: health OK",
         ]),
         ProcessEvent(name, State.READY, State.STARTING, 0, pid=4242, detail="health OK"),
         Metrics(name, MetricsSnapshot(ts=1.0, requests_running=1, requests_waiting=0, kv_cache_usage=0.25),

@@ -80,6 +80,10 @@ async def test_attach_flag_opens_the_monitor(build_app):
             if isinstance(app.screen, MonitorScreen):
                 break
         assert isinstance(app.screen, MonitorScreen) and app.screen.run_id == "run-7"
+        # let the monitor's Header finish mounting: leaving within the same frame makes Textual's
+        # Header run its title watcher after its children are gone (NoMatches at shutdown)
+        await settle(pilot)
+        assert "run-7" in str(app.screen.sub_title)
 
 
 def test_wizard_help_lists_its_flags_without_importing_textual():
@@ -102,3 +106,81 @@ async def test_hardware_list_follows_the_chosen_model(build_app, catalog):
         gates = options(catalog, Selection(model="Qwen/Qwen3-235B-A22B", hardware="h200"), detected_profile="h200")
         assert listed == {c.id for c in gates.hardware if c.state != "hidden"}
         assert "rtx_5090" not in listed  # restricted and not declared by the recipe (H1)
+
+
+def test_live_runs_offer_starting_and_running_runs(monkeypatch):
+    """A run whose supervisor is up but has no state yet (``starting``) is offered for attaching
+    like a ``running`` one; stale runs are not."""
+    from types import SimpleNamespace
+
+    from vllm_wizard.tui import launch_port
+
+    runs = [SimpleNamespace(run_id="20261130-101129-5f82", status="starting"),
+            SimpleNamespace(run_id="20261130-095000-aaaa", status="running"),
+            SimpleNamespace(run_id="20261129-080000-bbbb", status="stale")]
+    seen = {}
+
+    def fake_list_runs(include_finished=True):
+        seen["include_finished"] = include_finished
+        return runs
+
+    monkeypatch.setattr(launch_port, "list_runs", fake_list_runs)
+    assert launch_port.RealLauncher().live_runs() == ["20261130-101129-5f82", "20261130-095000-aaaa"]
+    assert seen["include_finished"] is False
+
+
+async def test_attach_prompt_lists_real_looking_run_ids(build_app):
+    """Run ids start with a digit ("20261130-101129-5f82"): the prompt lists and returns them."""
+    from vllm_wizard.tui.screen_monitor import AttachPrompt
+
+    launcher = FakeLauncher(events=ready_run())
+    launcher.live = ["20261130-101129-5f82"]
+    app = build_app(launcher=launcher)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, AttachPrompt):
+                break
+        assert isinstance(app.screen, AttachPrompt)
+        await pilot.press("enter")
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, MonitorScreen):
+                break
+        assert isinstance(app.screen, MonitorScreen) and app.screen.run_id == "20261130-101129-5f82"
+        await settle(pilot)
+
+
+def test_without_a_terminal_the_wizard_refuses_and_names_the_headless_commands(tmp_path):
+    """``vllm-wizard </dev/null >out.txt`` exits 2 at once (no escape codes written), pointing at
+    plan/detect/launch."""
+    out = tmp_path / "out.txt"
+    with open(out, "w") as stdout:
+        proc = subprocess.run([sys.executable, "-m", "vllm_wizard"], stdin=subprocess.DEVNULL, stdout=stdout,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert out.read_text() == ""
+    assert "needs a terminal" in proc.stderr and "stdin and stdout" in proc.stderr
+    for command in ("vllm-wizard plan", "vllm-wizard detect", "vllm-wizard launch"):
+        assert command in proc.stderr
+
+
+def test_require_terminal_names_the_stream_that_is_not_one():
+    import io
+
+    import pytest
+
+    from vllm_wizard.commands.wizard import require_terminal
+    from vllm_wizard.errors import WizardError
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    require_terminal(Tty(), Tty())  # both terminals: no error
+    with pytest.raises(WizardError, match=r"but stdout is not one"):
+        require_terminal(Tty(), io.StringIO())
+    closed = io.StringIO()
+    closed.close()  # isatty() on a closed stream raises ValueError: not a terminal
+    with pytest.raises(WizardError, match=r"but stdin is not one"):
+        require_terminal(closed, Tty())

@@ -167,3 +167,39 @@ def test_model_hides_poll_noise_and_keeps_uptime_from_start():
     assert list(model.logs["vllm"]) == ['INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK']
     assert model.polls == 2
     assert uptime_text(model.procs["vllm"], now=1100.0) == "1m40s"
+
+
+def test_supervisor_transition_notes_are_hidden_but_other_wizard_lines_kept():
+    """The ``[wizard] A → B:`` notes duplicate the table's state; other lines stay in the pane."""
+    model = MonitorModel(clock=lambda: 100.0)
+    for event in ready_run():
+        model.feed(event)
+    lines = list(model.logs["vllm"])
+    assert not any("→ READY" in line or "→ STARTING" in line for line in lines)
+    assert model.transitions_hidden == 2
+    assert "Application startup complete." in lines[-1]
+    model.add_line("vllm", "[wizard] restarting after backoff")  # not a transition note
+    assert list(model.logs["vllm"])[-1] == "[wizard] restarting after backoff"
+
+
+def test_token_rates_come_from_snapshot_timestamps_not_an_assumed_interval():
+    """Snapshots 5 s apart with 500 more generated tokens read 100 tok/s (not 500); a counter reset
+    gives no rate; a rate the launcher sends wins over the derived one."""
+    from vllm_wizard.launcher import Metrics
+    from vllm_wizard.launcher.metrics import MetricsSnapshot
+
+    model = MonitorModel(clock=lambda: 100.0)
+    model.feed(Metrics("vllm", MetricsSnapshot(ts=1000.0, generation_tokens_total=1000, prompt_tokens_total=50)))
+    assert list(model.metrics["generation_tokens_per_s"]) == []
+    model.feed(Metrics("vllm", MetricsSnapshot(ts=1005.0, generation_tokens_total=1500, prompt_tokens_total=300)))
+    assert list(model.metrics["generation_tokens_per_s"]) == [100.0]
+    assert list(model.metrics["prompt_tokens_per_s"]) == [50.0]
+    model.feed(Metrics("vllm", MetricsSnapshot(ts=1010.0, generation_tokens_total=10, prompt_tokens_total=20)))
+    assert list(model.metrics["generation_tokens_per_s"]) == [100.0]  # restarted server: no rate
+    model.feed(Metrics("vllm", MetricsSnapshot(ts=1012.0, generation_tokens_total=30, prompt_tokens_total=20),
+                       {"generation_tokens_per_s": 7.5, "prompt_tokens_per_s": None}))
+    assert list(model.metrics["generation_tokens_per_s"]) == [100.0, 7.5]
+    assert list(model.metrics["prompt_tokens_per_s"]) == [50.0, 0.0]  # derived over 2 s when not sent
+    # the dict form the client may yield works the same way
+    model.feed({"type": "metrics", "name": "vllm", "snapshot": {"ts": 1022.0, "generation_tokens_total": 230}, "rates": {}})
+    assert list(model.metrics["generation_tokens_per_s"])[-1] == 20.0

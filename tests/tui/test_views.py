@@ -125,3 +125,36 @@ def test_fill_placeholders_longest_name_first():
     text = "http://$PREFILL_NODE_10:8001 http://$PREFILL_NODE_1:8001 $EMPTY"
     assert fill_placeholders(text, {"PREFILL_NODE_1": "a", "PREFILL_NODE_10": "b", "EMPTY": ""}) == \
         "http://b:8001 http://a:8001 $EMPTY"
+
+
+def test_pd_pool_rows_mark_the_resolved_default_modes(catalog):
+    """Before any pick, each PD pool row marks the mode options() resolved for it (§2.6/§2.14)."""
+    sel = {"model": "Qwen/Qwen3-235B-A22B", "hardware": "h200", "strategy": "pd_cluster"}
+    opts, views = _views(catalog, sel)
+    for role in ("prefill", "decode"):
+        marked = [c.id for c in views[f"pd_modes:{role}"].choices if c.selected]
+        assert marked == [opts.resolved["pd_modes"][role]]
+    picked = apply_choice(sel, views["pd_modes:decode"], "dep", opts)
+    _, after = _views(catalog, picked)
+    assert [c.id for c in after["pd_modes:decode"].choices if c.selected] == ["dep"]
+
+
+def test_feature_mode_rows_mark_the_resolved_default_mode(shared):
+    """A recipe feature with modes (snapshot recipe with spec-decoding modes) shows its default
+    mode marked before any pick; picking another moves the mark (§2.8)."""
+    from vllm_wizard.catalog import load_catalog
+
+    snap = load_catalog(shared / "recipes-snapshot")
+    sel = {"model": "mindlab-research/Macaron-V1-Coding-Venti", "hardware": "h100"}
+    opts = options(snap, Selection(**sel))
+    if not opts.feature_modes:
+        pytest.skip("snapshot recipe has no feature modes on h100 any more")
+    feature, default = next(iter(opts.resolved["feature_modes"].items()))
+    views = {v.key: v for v in axis_views(opts, sel)}
+    row = views[f"feature_modes:{feature}"]
+    assert [c.id for c in row.choices if c.selected] == [default]
+    other = next(c.id for c in row.choices if c.id != default and c.state == "available")
+    picked = apply_choice(sel, row, other, opts)
+    opts2 = options(snap, Selection(**picked))
+    row2 = {v.key: v for v in axis_views(opts2, picked)}[f"feature_modes:{feature}"]
+    assert [c.id for c in row2.choices if c.selected] == [other]

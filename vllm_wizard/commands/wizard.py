@@ -3,12 +3,27 @@
 The default command (cli.py runs it when no command is given). Textual and the TUI package are
 imported inside the handler only, so ``vllm-wizard --help`` and the headless commands never load
 them (DESIGN.md boundaries; tests/test_boundaries.py).
+
+The wizard is full-screen: without a terminal on both stdin and stdout (``vllm-wizard </dev/null
+>out.txt``, a cron job, a pipe) Textual would start anyway and write escape codes into the file while
+waiting for keys that never come. :func:`require_terminal` refuses that case up front (exit 2) and
+names the headless commands that do the same work. The tests drive the app through
+``make_app(...).run_test()``, which never passes here.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import TextIO
+
+#: What to run instead when there is no terminal (printed by :func:`require_terminal`).
+HEADLESS_HINT = (
+    "use the headless commands instead: `vllm-wizard detect` (this node), "
+    "`vllm-wizard plan --model ID --hardware PROFILE [--out plan.yaml]` (the commands), "
+    "`vllm-wizard launch plan.yaml` (run them), `vllm-wizard status` / `attach RUN` / `stop RUN`"
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,9 +41,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the app until the person quits; returns 0."""
+def require_terminal(stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
+    """Raise WizardError (exit 2) unless both ``stdin`` and ``stdout`` (default: ``sys.stdin`` /
+    ``sys.stdout``) are terminals; the message says which one is not and names the headless commands."""
     from vllm_wizard.errors import WizardError
+
+    stdin = sys.stdin if stdin is None else stdin
+    stdout = sys.stdout if stdout is None else stdout
+    missing = [name for name, stream in (("stdin", stdin), ("stdout", stdout)) if not _is_tty(stream)]
+    if missing:
+        raise WizardError(f"the interactive wizard needs a terminal, but {' and '.join(missing)} "
+                          f"{'is' if len(missing) == 1 else 'are'} not one; {HEADLESS_HINT}")
+
+
+def _is_tty(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (ValueError, OSError):  # closed stream
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the app until the person quits; returns 0. Raises WizardError without a terminal
+    (:func:`require_terminal`) or for a ``--recipes`` that is not a directory."""
+    from vllm_wizard.errors import WizardError
+
+    require_terminal()
     from vllm_wizard.tui.app import make_app
 
     if args.recipes is not None and not args.recipes.is_dir():
