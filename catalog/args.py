@@ -111,3 +111,37 @@ def split_shell_text(text: str) -> list[str]:
     lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
     joined = re.sub(r"\\\n", " ", "\n".join(lines))
     return shlex.split(joined, comments=False, posix=True)
+
+
+def user_args(values: list[str]) -> tuple[list[str], list[str]]:
+    """Tokens for raw vLLM arguments a person typed one per ``--arg`` (``plan --arg``), and warnings.
+
+    Recipe tokens keep the §2.5 rule (an element starting with ``-`` that contains whitespace is
+    split in argv); a person's argument is taken as meant instead:
+
+    * ``"--flag value"`` (a flag, whitespace, a value) is split at the FIRST whitespace only, into
+      ``--flag`` and ``value`` — so last-wins dedupe sees ``--flag`` and no duplicate flag remains;
+    * ``"--flag=value"`` is never split inside the value: when the value contains whitespace it
+      becomes ``--flag`` + ``value`` (the value then reaches argv as one element);
+    * any other element is kept as given.
+
+    Returns ``(tokens, warnings)``; one warning per value that contains whitespace (it is passed as
+    ONE argument — often a JSON value, sometimes a quoting mistake).
+    """
+    tokens: list[str] = []
+    warnings: list[str] = []
+    for raw in values:
+        text = raw.strip()
+        if not text.startswith("-") or not any(c.isspace() for c in text):
+            tokens.append(raw)
+            continue
+        head = text.split(None, 1)[0]
+        if "=" in head:  # --flag=value with whitespace inside the value
+            flag, _, value = text.partition("=")
+        else:  # --flag value
+            flag, value = head, text[len(head):].strip()
+        tokens += [flag, value]
+        if any(c.isspace() for c in value):
+            warnings.append(f"--arg {raw!r}: the value of {flag} contains whitespace; it is passed as one "
+                            "argument")
+    return tokens, warnings

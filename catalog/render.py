@@ -4,8 +4,9 @@
   each with its ``export`` lines and the command in the recipes builder's multi-line style.
 * Scripts (``plan --script DIR``): one executable bash script per node (``set -euo pipefail``);
   infra and ``before`` companions start in the background, the engine next, ``after`` processes
-  (routers) once the engine answers its health URL (the wait stops the script if a process it waits
-  for has died); the last process ``exec``s in the foreground so the script's lifetime is the
+  (routers) once the engine answers its health URL (the wait stops the script, exit 1, as soon as a
+  process it waits for has died, or after ``$VLLM_WIZARD_WAIT_TIMEOUT`` seconds, default 1800 —
+  loading a large model takes minutes); the last process ``exec``s in the foreground so the script's lifetime is the
   node's service. Placeholders must be exported before running: the
   script refuses to start (``${VAR:?}``) while one is unset. A node that reads a Mooncake config
   file writes it first (default path under ``/etc/mooncake``, as the builder's config script does).
@@ -33,6 +34,23 @@ CONFIG_DEFAULT_PATHS = {
     "MOONCAKE_CONFIG_PATH": "/etc/mooncake/mooncake_vllm_config.json",
     "MOONCAKE_STORE_CONFIG_PATH": "/etc/mooncake/mooncake_store_config.json",
 }
+#: Default seconds a script waits for a process to answer its health URL (model loading can be slow);
+#: override per run with ``VLLM_WIZARD_WAIT_TIMEOUT``.
+WAIT_TIMEOUT_S = 1800
+#: Bash helper of every script: ``wait_ready NAME PID URL`` polls URL every 2 s; it stops the script
+#: (exit 1) as soon as PID has exited or after ``$VLLM_WIZARD_WAIT_TIMEOUT`` seconds.
+WAIT_READY = [
+    f'WAIT_TIMEOUT="${{VLLM_WIZARD_WAIT_TIMEOUT:-{WAIT_TIMEOUT_S}}}"  # seconds to wait for each health URL',
+    "wait_ready() {  # NAME PID URL",
+    '  local deadline=$((SECONDS + WAIT_TIMEOUT))',
+    '  until curl -fsS -o /dev/null "$3"; do',
+    '    kill -0 "$2" 2>/dev/null || { echo "$1 exited before answering $3" >&2; exit 1; }',
+    '    (( SECONDS < deadline )) || { echo "$1 not ready at $3 after ${WAIT_TIMEOUT} s '
+    '(set VLLM_WIZARD_WAIT_TIMEOUT)" >&2; exit 1; }',
+    "    sleep 2",
+    "  done",
+    "}",
+]
 #: Version of the plan file layout (contracts §2).
 PLAN_VERSION = 1
 
@@ -98,15 +116,28 @@ def _env_lines(env: dict[str, str]) -> list[str]:
     return [f"export {k}={shell_word(v)}" for k, v in env.items()]
 
 
+def plan_layout(plan: LaunchPlan) -> str:
+    """The machine layout in words: ``2 node(s)``; a single-node strategy is ``1 node`` whatever
+    ``nodes`` says; PD is ``prefill 1 node × tp, decode 2 nodes × dep`` (a pool of 0 nodes is
+    ``co-located`` on half of node-0's devices)."""
+    r = plan.resolved
+    if plan.pd_pool_nodes is not None:
+        modes = r.get("pd_modes") or {}
+        parts = []
+        for role in ("prefill", "decode"):
+            n = plan.pd_pool_nodes[role]
+            where = "co-located (half of node-0)" if n == 0 else f"{n} node{'s' if n > 1 else ''}"
+            parts.append(f"{role} {where}" + (f" × {modes[role]}" if role in modes else ""))
+        return ", ".join(parts)
+    if plan.deploy_type == "single_node":
+        return "1 node"
+    return f"{r['nodes']} node(s)"
+
+
 def plan_text(plan: LaunchPlan) -> str:
     """Readable plan: header, extra installs, then per node the processes in launch order."""
     r = plan.resolved
-    if plan.pd_pool_nodes is not None:
-        pools = plan.pd_pool_nodes
-        layout = ("prefill+decode co-located on 1 node" if pools["prefill"] == pools["decode"] == 0 else
-                  f"prefill {pools['prefill'] or 'co-located'} / decode {pools['decode'] or 'co-located'} node(s)")
-    else:
-        layout = f"{r['nodes']} node(s)"
+    layout = plan_layout(plan)
     shape = r.get("strategy") or "omni"
     if plan.deploy_type not in (shape, "single_node", "multi_node"):
         shape += f" ({plan.deploy_type})"
@@ -176,6 +207,7 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
             lines.append(f': "${{{name}:?export {name} before running this script}}"')
         lines += config_lines
         lines.append("trap 'rc=$?; jobs -p | xargs -r kill 2>/dev/null || true; exit $rc' EXIT  # no orphans, keep status")
+        lines += WAIT_READY
         lines.append("")
         fns = {p.name: "start_" + re.sub(r"[^A-Za-z0-9_]", "_", p.name) for p in procs}
         for p in procs:
@@ -197,10 +229,7 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
                 for q in started:
                     if q.health is not None:
                         pid = f"pid_{fns[q.name]}"
-                        lines.append(f"until curl -fsS -o /dev/null {shell_word(q.health.url)}; do")
-                        lines.append(f'  kill -0 "${pid}" 2>/dev/null || {{ echo "{q.name} exited" >&2; exit 1; }}')
-                        lines.append("  sleep 5")
-                        lines.append("done")
+                        lines.append(f'wait_ready {shell_word(q.name)} "${pid}" {shell_word(q.health.url)}')
                 started = [q for q in started if q.health is None]
             if i == len(procs) - 1:
                 lines.append(fns[p.name])

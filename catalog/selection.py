@@ -107,10 +107,13 @@ def _field_names() -> list[str]:
     return list(Selection.model_fields)
 
 
-def selection_from_data(data: Any, source: str = "selection") -> Selection:
+def selection_from_data(data: Any, source: str = "selection", flags: dict[str, str] | None = None) -> Selection:
     """Validate a mapping as a :class:`Selection`; errors name ``source`` and each bad key.
 
-    Raises :class:`SelectionError` listing every problem (unknown keys with the valid ones).
+    ``flags`` maps a top-level key (``pd``, ``nodes``, ``kv_instances``, …) to the command-line flag
+    it came from; an error in such a key names the flag (``--pd-prefill: mode 'x' …``) instead of
+    the field path. Raises :class:`SelectionError` listing every problem (unknown keys with the
+    valid ones; the allowed values or range for a bad value).
     """
     if not isinstance(data, dict):
         raise SelectionError(f"{source}: expected a mapping with at least `model`, got {type(data).__name__}")
@@ -119,14 +122,29 @@ def selection_from_data(data: Any, source: str = "selection") -> Selection:
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"])
+            loc = [str(p) for p in err["loc"]]
+            key = ".".join(loc)
+            flag = _flag_for(loc, flags or {})
             if err["type"] == "extra_forbidden":
                 lines.append(f"{source}: unknown key `{key}` (valid keys: {', '.join(_field_names())})")
             elif err["type"] == "missing":
                 lines.append(f"{source}: `{key}` is required")
+            elif flag:
+                what = f"{loc[-1]} " if len(loc) > 1 and not flag.endswith(loc[-1].replace("_", "-")) else ""
+                lines.append(f"{flag}: {what}{err.get('input')!r} is not valid: {err['msg']}")
             else:
                 lines.append(f"{source}: `{key}`: {err['msg']} (got {err.get('input')!r})")
         raise SelectionError("\n".join(lines)) from None
+
+
+def _flag_for(loc: list[str], flags: dict[str, str]) -> str | None:
+    """The flag that set the value at ``loc``: ``pd.prefill.*`` → ``flags['pd.prefill']``, else the
+    flag of the top-level key."""
+    for depth in range(len(loc), 0, -1):
+        flag = flags.get(".".join(loc[:depth]))
+        if flag:
+            return flag
+    return None
 
 
 def load_selection(path: Path | str) -> Selection:

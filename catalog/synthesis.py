@@ -63,6 +63,17 @@ def _did_you_mean(kind: str, value: str, choices: Iterable[str], where: str) -> 
     return SelectionError(f"unknown {kind} {value!r} {where}.{hint}{valid}")
 
 
+def _casefold_key(value: str | None, choices: Iterable[str]) -> str | None:
+    """``value`` itself when it is a key of ``choices``, else the one key equal to it ignoring case
+    (``H200`` → ``h200``, ``FP8`` → ``fp8``); ``value`` unchanged when no or several keys match
+    (the caller's "unknown …" error then names the candidates)."""
+    choices = list(choices)
+    if value is None or value in choices:
+        return value
+    hits = [c for c in choices if c.lower() == value.lower()]
+    return hits[0] if len(hits) == 1 else value
+
+
 @dataclass
 class _Pool:
     """A resolved PD pool (§2.6 PD role)."""
@@ -493,12 +504,12 @@ def _kv_option_gates(ctx: _Ctx, key: str, opt: KvOffloadOption) -> dict[str, boo
 
 def _resolve(cat: Catalog, sel: Selection) -> _Ctx:
     recipe, alias_variant = cat.resolve_model(sel.model)
-    variant_key = sel.variant or alias_variant or "default"
+    variant_key = _casefold_key(sel.variant, recipe.variants) or alias_variant or "default"
     if variant_key not in recipe.variants:
         raise _did_you_mean("variant", variant_key, recipe.variants, f"for {recipe.hf_id}")
     variant = recipe.variants[variant_key]
     profiles = cat.taxonomy.hardware_profiles
-    hw = sel.hardware or G.default_hardware(recipe, variant, profiles)
+    hw = _casefold_key(sel.hardware, profiles) or G.default_hardware(recipe, variant, profiles)
     if hw not in profiles:
         raise _did_you_mean("hardware profile", hw, profiles, f"in the {cat.source} catalog")
     profile = profiles[hw]
@@ -931,10 +942,20 @@ def _base_install(ctx: _Ctx, image: str | None) -> list[str]:
 _SERVE_ROLES = ("serve", "head", "worker", "prefill", "decode")
 
 
+#: vllm-router always serves Prometheus metrics, on this port unless ``--prometheus-port`` is given.
+ROUTER_PROMETHEUS_PORT = 29000
+
+
 def _port_values(argv: list[str]) -> list[int]:
+    """Listening ports named by ``--port``/``--http-port``/``--prometheus-port`` and ``-rpc_port=``;
+    a ``vllm-router`` without ``--prometheus-port`` also listens on :data:`ROUTER_PROMETHEUS_PORT`
+    (listed rather than added to argv so reference-shaped router commands stay byte-identical; the
+    launcher's preflight then reports two routers on one host colliding on it)."""
     ports = []
+    if argv[:1] == ["vllm-router"] and "--prometheus-port" not in argv:
+        ports.append(ROUTER_PROMETHEUS_PORT)
     for i, tok in enumerate(argv[:-1]):
-        if tok in ("--port", "--http-port") and argv[i + 1].isdigit():
+        if tok in ("--port", "--http-port", "--prometheus-port") and argv[i + 1].isdigit():
             ports.append(int(argv[i + 1]))
     for tok in argv:
         if tok.startswith("-rpc_port=") and tok.split("=", 1)[1].isdigit():
@@ -977,8 +998,10 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
         elif p.role == "router":
             p.phase = "after"
             p.ports = _port_values(p.argv)
-            if p.ports:
-                p.health = Health(url=f"http://127.0.0.1:{p.ports[0]}/health")
+            http = next((int(p.argv[i + 1]) for i, t in enumerate(p.argv[:-1])
+                         if t in ("--port", "--http-port") and p.argv[i + 1].isdigit()), None)
+            if http:
+                p.health = Health(url=f"http://127.0.0.1:{http}/health")
     procs.sort(key=lambda p: PHASES.index(p.phase))
     for i, p in enumerate(procs):
         # Only processes a per-node launcher starts together can be waited for: same node rank,
@@ -1071,6 +1094,7 @@ def _resolved(ctx: _Ctx, omni: bool, task_key: str | None) -> dict[str, Any]:
         resolved["connector"] = ctx.connector_id
     if ctx.is_pd:
         resolved["router"] = ctx.router
+        resolved["pd_modes"] = {r: ctx.pools[r].mode for r in PD_ROLES}  # snapped pool modes (§2.6)
     if ctx.sel.gpus:
         resolved["gpus"] = ctx.gpu_count
     return resolved
@@ -1107,37 +1131,51 @@ def _notes(ctx: _Ctx) -> list[str]:
     return [n for n in notes if n]
 
 
+#: Plain-words reason for each failed KV-option fact (recipes-synthesis §3.1 rules K1–K6, seed §4.3).
+_KV_REASONS = {
+    "kv_allowed_for_strategy": ("the {strategy} strategy does not compose with it (PD owns "
+                                "--kv-transfer-config; Mooncake kv_store ids compose with PD instead)", "K5/K6"),
+    "kv_supported_for_recipe": ("this recipe marks it unsupported or not yet verified", "K2/K3"),
+    "kv_brand_ok": ("it needs another accelerator brand than {brand}", "K4"),
+    "kv_hardware_ok": ("it is not available on {hw}", "K1"),
+    "kv_docker_ok": ("it is not available in docker install mode", "seed §4.3"),
+}
+
+
 def _gate_warnings(ctx: _Ctx) -> list[str]:
-    """One ``warning: …`` line per gate that fails (plan-json §3.7 ``checks``).
+    """One ``warning: …`` line per gate that fails (plan-json §3.7 ``checks``), plus one per
+    selection key that the resolved shape ignores (:func:`_ignored_selection`).
 
     The reference renders such selections anyway (goldens contain only passing ones), so the plan
-    is still produced; these lines make the CLI text say why it may not run (§3.1 rules).
+    is still produced; these lines say in plain words why it may not run, each ending with the
+    §3.1 rule it comes from as ``(rule X1)``.
     """
     c, hw, p = ctx.checks, ctx.hw, ctx.profile
     name = f"{p.display_name or hw} ({hw})"
     out = []
     if c.get("precision_ok") is False:
-        out.append(f"{ctx.variant.precision.upper()} is not supported on {name} (P1)")
+        out.append(f"{ctx.variant.precision.upper()} is not supported on {name} (rule P1)")
     if c.get("hw_not_unsupported") is False:
-        out.append(f"{ctx.recipe.hf_id} is marked unsupported on {name} (H2)")
+        out.append(f"{ctx.recipe.hf_id} is marked unsupported on {name} (rule H2)")
     if c.get("variant_hw_allowed") is False:
-        out.append(f"variant {ctx.variant_key} only runs on {', '.join(ctx.variant.supported_hardware or [])}")
+        out.append(f"variant {ctx.variant_key} only runs on {', '.join(ctx.variant.supported_hardware or [])} "
+                   "(rule H5)")
     if c.get("restricted_hidden"):
-        out.append(f"{name} is a restricted profile this recipe does not list (H1)")
+        out.append(f"{name} is a restricted profile this recipe does not list (rule H1)")
     if ctx.nodes > 1 and c.get("scalable") is False:
-        out.append(f"{name} can't be clustered into multiple nodes (N2)")
+        out.append(f"{name} can't be clustered into multiple nodes (rule N2)")
     single = ctx.strategy is not None and ctx.deploy == "single_node"
     if single and c.get("fits_single_node") is False:
         per = p.vram_per_device_gb or 0
         out.append(f"Insufficient VRAM for single-node: {name} provides {ctx.gpu_count}×{per:g}G = "
                    f"{per * ctx.gpu_count:g}GB, but this variant needs at least {ctx.variant.vram_minimum_gb:g}GB "
-                   "for weights alone (N5)")
+                   "for weights alone (rule N5)")
     if c.get("strategy_offered") is False:
-        out.append(f"{ctx.recipe.hf_id} does not offer strategy {ctx.strategy_id} (S3)")
+        out.append(f"{ctx.recipe.hf_id} does not offer strategy {ctx.strategy_id} (rule S3)")
     if c.get("strategy_supported_on_hw") is False:
-        out.append(f"{ctx.strategy_id} isn't supported on {name} for this model (S5)")
+        out.append(f"{ctx.strategy_id} isn't supported on {name} for this model (rule S5)")
     if c.get("strategy_reachable") is False:
-        out.append(f"{ctx.strategy_id} can't reach this recipe's GPU floor on {name} (S4)")
+        out.append(f"{ctx.strategy_id} can't reach this recipe's GPU floor on {name} (rule S4)")
     elif ctx.deploy == "multi_node" and ctx.nodes < c.get("strategy_min_nodes", 1):
         out.append(f"{ctx.strategy_id} needs at least {c['strategy_min_nodes']} nodes on {name} (§2.3)")
     for key in ctx.features:
@@ -1147,16 +1185,56 @@ def _gate_warnings(ctx: _Ctx) -> list[str]:
             out.append(f"unknown feature {key!r} ignored{hint}; this recipe has: "
                        f"{', '.join(ctx.recipe.features) or 'none'}")
     if c.get("features_skipped_by_strategy"):
-        out.append(f"features skipped with {ctx.strategy_id}: {', '.join(c['features_skipped_by_strategy'])} (F1)")
-    for key in ("kv_allowed_for_strategy", "kv_supported_for_recipe", "kv_brand_ok", "kv_hardware_ok", "kv_docker_ok"):
+        out.append(f"features not available with {ctx.strategy_id}, skipped: "
+                   f"{', '.join(c['features_skipped_by_strategy'])} (rule F1)")
+    for key, (why, rule) in _KV_REASONS.items():
         if c.get(key) is False:
-            out.append(f"KV offload {ctx.kv_key!r} dropped: {key.replace('_', ' ')} is false (§2.9)")
+            reason = why.format(strategy=ctx.strategy_id, brand=ctx.brand, hw=name)
+            out.append(f"KV offload {ctx.kv_key!r} dropped: {reason} (rule {rule})")
             break
     if c.get("kv_store_brand_ok") is False or c.get("kv_store_not_opted_out") is False:
-        out.append(f"Mooncake is not supported on {name} (M2/M4)")
+        out.append(f"Mooncake is not supported on {name} (rule M2/M4)")
     if c.get("kv_offload_unknown"):
-        out.append(f"unknown kv_offload {ctx.kv_key!r} ignored")
+        valid = sorted([*ctx.cat.taxonomy.kv_offload, *ctx.cat.kv_stores])
+        close = difflib.get_close_matches(ctx.kv_key or "", valid, n=3, cutoff=0.5)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        out.append(f"unknown kv_offload {ctx.kv_key!r} ignored{hint}; valid: {', '.join(valid) or 'none'}")
+    out += _ignored_selection(ctx)
     return ["warning: " + line for line in out]
+
+
+def _ignored_selection(ctx: _Ctx) -> list[str]:
+    """Selection keys the resolved deployment shape does not use, in plain words (product rule:
+    nothing a user asks for is dropped silently):
+
+    * ``pd`` pools, ``connector``, ``router`` without the ``pd_cluster`` strategy;
+    * ``task`` on a recipe that is not omni (§2.12);
+    * ``kv_instances`` without a non-PD Mooncake kv_store deployment (§2.9);
+    * ``nodes`` > 1 with a ``single_node_*`` strategy (the plan is one node);
+    * ``gpus`` above the profile's ``gpu_count`` (planned as asked, but the profile has fewer).
+    """
+    sel, out = ctx.sel, []
+    if not ctx.is_pd:
+        dropped = [flag for flag, on in (("pd prefill pool (--pd-prefill)", sel.pd and sel.pd.prefill),
+                                         ("pd decode pool (--pd-decode)", sel.pd and sel.pd.decode),
+                                         (f"connector {sel.connector!r}", sel.connector),
+                                         (f"router {sel.router!r}", sel.router)) if on]
+        if dropped:
+            shape = f"strategy {ctx.strategy_id}" if ctx.strategy_id else "an omni model"
+            out.append(f"{', '.join(dropped)} ignored: they apply to the pd_cluster strategy only, this plan "
+                       f"uses {shape}")
+    if sel.task and not ctx.recipe.is_omni:
+        out.append(f"task {sel.task!r} ignored: {ctx.recipe.hf_id} is not an omni model (tasks pick an omni "
+                   "model's pipeline)")
+    if sel.kv_instances is not None and not (ctx.kv_store is not None and not ctx.is_pd):
+        out.append(f"kv_instances {sel.kv_instances.count} ignored: instances apply to a Mooncake kv_store "
+                   "deployment (kv_offload kv_store_*) without PD")
+    if ctx.nodes > 1 and ctx.strategy_id and ctx.deploy == "single_node":
+        out.append(f"nodes {ctx.nodes} ignored: {ctx.strategy_id} runs on one node; pick a multi_node_* or "
+                   "pd_cluster strategy to use more")
+    if sel.gpus and sel.gpus > ctx.profile.gpu_count:
+        out.append(f"the {ctx.hw} profile has {ctx.profile.gpu_count} devices per node; planning for {sel.gpus}")
+    return out
 
 
 def _placeholder_defaults(deploy: str, holes: list[str]) -> dict[str, str]:

@@ -97,7 +97,7 @@ def test_script_writes_one_executable_script_per_node(capsys, snapshot: Path, tm
     text = script.read_text()
     assert text.startswith("#!/usr/bin/env bash\n") and "set -euo pipefail" in text
     # the LMCache server starts in the background and must answer before vllm serve starts
-    assert text.index("start_kv_offload_lmcache &") < text.index("until curl") < text.rindex("start_vllm")
+    assert text.index("start_kv_offload_lmcache &") < text.index("wait_ready kv_offload") < text.rindex("start_vllm")
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
 
 
@@ -210,9 +210,9 @@ def test_gated_selection_is_planned_with_warnings(capsys, snapshot: Path) -> Non
     code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "moonshotai/Kimi-K3", "--variant", "nvfp4",
                          "--hardware", "h200", "--strategy", "single_node_tp")
     assert code == 0
-    assert "# warning: NVFP4 is not supported on H200 (h200) (P1)" in out
+    assert "# warning: NVFP4 is not supported on H200 (h200) (rule P1)" in out
     assert "# warning: Insufficient VRAM for single-node: H200 (h200) provides 8×141G = 1128GB, but this " \
-           "variant needs at least 1650GB for weights alone (N5)" in out
+           "variant needs at least 1650GB for weights alone (rule N5)" in out
     code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "moonshotai/Kimi-K3", "--hardware", "b300",
                          "--strategy", "single_node_tp")
     assert "warning" not in out
@@ -290,4 +290,171 @@ def test_script_stops_when_a_process_it_waits_for_dies(capsys, snapshot: Path, t
     (fake / "lmcache").chmod(0o755)
     res = subprocess.run(["bash", str(scripts / "node-0.sh")], capture_output=True, text=True, timeout=60,
                          env={"PATH": f"{fake}:/usr/bin:/bin"})
-    assert res.returncode == 1 and "kv_offload:lmcache exited" in res.stderr
+    assert res.returncode == 1 and "kv_offload:lmcache exited" in res.stderr  # not a loop: ends at once
+
+
+def _llama_dir(path: Path, heads: int = 32) -> Path:
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+        "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": heads,
+        "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
+        "torch_dtype": "bfloat16"}))
+    return path
+
+
+@pytest.mark.parametrize("spelling", ["./m1", "m1", "./m1/"])
+def test_relative_local_model_path_plans_as_its_absolute_path(capsys, snapshot: Path, tmp_path: Path,
+                                                              monkeypatch, spelling: str) -> None:
+    _llama_dir(tmp_path / "m1")
+    monkeypatch.chdir(tmp_path)
+    out_file = tmp_path / "plan.yaml"
+    code, out, err = _plan(capsys, "--recipes", str(snapshot), "--model", spelling, "--hardware", "h100", "--json",
+                           "--out", str(out_file))
+    assert code == 0, err
+    plan = json.loads(out)
+    assert plan["resolved"]["model"] == str(tmp_path / "m1")
+    assert plan["processes"][0]["argv"][:3] == ["vllm", "serve", str(tmp_path / "m1")]
+    assert yaml.safe_load(out_file.read_text())["provenance"]["selection"]["model"] == str(tmp_path / "m1")
+
+
+def test_output_paths_that_cannot_be_written_are_clear_errors(capsys, snapshot: Path, tmp_path: Path) -> None:
+    a_file = tmp_path / "f.txt"
+    a_file.write_text("x")
+    base = ("--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B")
+    code, out, err = _plan(capsys, *base, "--out", str(tmp_path))
+    assert code == 2 and f"--out {tmp_path}: is a folder" in err and "Traceback" not in err
+    code, _, err = _plan(capsys, *base, "--script", str(a_file))
+    assert code == 2 and f"--script {a_file}: is a file" in err
+    code, _, err = _plan(capsys, *base, "--out", str(a_file / "plan.yaml"))
+    assert code == 2 and f"{a_file} is a file, not a folder" in err
+    code, _, err = _plan(capsys, *base, "--out", "/proc/version")
+    assert code == 2 and "--out /proc/version: cannot write" in err
+    code, _, _ = _plan(capsys, *base, "--out", str(tmp_path / "new" / "deeper" / "plan.yaml"))
+    assert code == 0 and (tmp_path / "new" / "deeper" / "plan.yaml").is_file()  # parents created (--help says so)
+
+
+def test_warnings_reach_stderr_when_the_text_plan_is_not_printed(capsys, snapshot: Path, tmp_path: Path) -> None:
+    base = ("--recipes", str(snapshot), "--model", "MiniMaxAI/MiniMax-M2", "--strategy", "pd_cluster",
+            "--kv-offload", "lmcache")
+    dropped = "warning: KV offload 'lmcache' dropped: the pd_cluster strategy does not compose with it"
+    for extra in (["--out", str(tmp_path / "p.yaml")], ["--script", str(tmp_path / "s")], ["--json"]):
+        code, out, err = _plan(capsys, *base, *extra)
+        assert code == 0 and dropped in err, extra
+        assert "(rule K5/K6)" in err
+    json.loads(out)  # --json: stdout is still exactly one JSON object
+    code, out, err = _plan(capsys, *base)
+    assert "# " + dropped in out and dropped not in err  # text: inline once, not twice
+
+
+def test_arg_with_whitespace_is_split_as_a_person_means_it(capsys, snapshot: Path) -> None:
+    base = ("--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--hardware", "h200", "--json")
+    code, out, err = _plan(capsys, *base, "--arg", "--tensor-parallel-size 4")
+    argv = json.loads(out)["processes"][0]["argv"]
+    assert argv.count("--tensor-parallel-size") == 1
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "4" and "whitespace" not in err
+    code, out, err = _plan(capsys, *base, '--arg=--compilation-config={"level": 3}')
+    argv = json.loads(out)["processes"][0]["argv"]
+    i = argv.index("--compilation-config")
+    assert argv[i + 1] == '{"level": 3}' and '{"level":' not in argv
+    assert "the value of --compilation-config contains whitespace; it is passed as one argument" in err
+
+
+def test_flags_the_plan_ignores_are_warned_about(capsys, snapshot: Path) -> None:
+    code, out, err = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--strategy",
+                           "single_node_tp", "--nodes", "3", "--pd-prefill", "1", "--connector", "nixl",
+                           "--router", "vllm", "--task", "t2i", "--kv-instances", "3", "--gpus", "100", "--json")
+    assert code == 0
+    assert "--pd-prefill" in err and "connector 'nixl'" in err and "router 'vllm'" in err
+    assert "apply to the pd_cluster strategy only" in err
+    assert "task 't2i' ignored: Qwen/Qwen3-32B is not an omni model" in err
+    assert "kv_instances 3 ignored" in err
+    assert "nodes 3 ignored: single_node_tp runs on one node" in err
+    assert "the h200 profile has 8 devices per node; planning for 100" in err
+    code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--strategy",
+                         "single_node_tp", "--nodes", "3")
+    assert out.splitlines()[0].endswith("single_node_tp · 1 node · pip")  # not "3 node(s)"
+    code, _, err = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--json")
+    assert "warning" not in err
+
+
+def test_tp_that_does_not_divide_the_attention_heads_is_warned(capsys, snapshot: Path, tmp_path: Path) -> None:
+    model = _llama_dir(tmp_path / "m", heads=32)
+    base = ("--recipes", str(snapshot), "--model", str(model), "--hardware", "h100", "--json")
+    code, _, err = _plan(capsys, *base, "--arg", "--tensor-parallel-size 3")
+    assert code == 0 and "tensor parallel size 3 (vllm) does not divide the model's 32 attention heads" in err
+    code, _, err = _plan(capsys, *base, "--arg", "--tensor-parallel-size 4")
+    assert "attention heads" not in err
+
+
+def test_pd_header_shows_the_pool_layout(capsys, snapshot: Path) -> None:
+    code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "MiniMaxAI/MiniMax-M2", "--strategy",
+                         "pd_cluster", "--pd-prefill", "1:tp", "--pd-decode", "2:dep")
+    assert "· pd_cluster · prefill 1 node × tp, decode 2 nodes × dep ·" in out.splitlines()[0]
+    code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "MiniMaxAI/MiniMax-M2", "--strategy",
+                         "pd_cluster")
+    assert "prefill co-located (half of node-0)" in out.splitlines()[0]
+
+
+def test_replay_of_a_scenario_file_takes_scenario(capsys, snapshot: Path, shared: Path) -> None:
+    modes = shared / "fixtures" / "detect" / "failure_modes.yaml"
+    base = ("--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--json", "--replay", str(modes))
+    code, _, err = _plan(capsys, *base)
+    assert code == 2 and "choose one with --scenario" in err
+    code, out, err = _plan(capsys, *base, "--scenario", "rtx_pro_6000_three_cards")
+    assert code == 0, err
+    assert json.loads(out)["device_count"] == 3
+    code, _, err = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--scenario", "x")
+    assert code == 2 and "--scenario needs --replay" in err
+
+
+def test_unknown_kv_offload_lists_the_valid_ids(capsys, snapshot: Path) -> None:
+    code, _, err = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--kv-offload", "mooncake")
+    assert code == 2
+    assert "Did you mean: kv_store_centralized_mooncake, kv_store_distributed_mooncake" in err
+    assert "Valid: none, kv_store_centralized_mooncake, kv_store_distributed_mooncake, lmcache" in err
+
+
+def test_hardware_and_variant_are_case_insensitive(capsys, snapshot: Path) -> None:
+    code, out, err = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--hardware", "H200",
+                           "--variant", "FP8", "--json")
+    assert code == 0, err
+    resolved = json.loads(out)["resolved"]
+    assert (resolved["hardware"], resolved["variant"]) == ("h200", "fp8")
+
+
+def test_bad_flag_values_name_the_flag_and_the_valid_values(capsys, snapshot: Path) -> None:
+    code, _, err = _plan(capsys, "--recipes", str(snapshot), "--model", "MiniMaxAI/MiniMax-M2", "--strategy",
+                         "pd_cluster", "--pd-prefill", "1:xyz")
+    assert code == 2 and err.startswith("vllm-wizard plan: --pd-prefill: mode 'xyz' is not valid")
+    assert "'tp', 'tep' or 'dep'" in err and "pd.prefill" not in err
+    code, _, err = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--nodes", "40")
+    assert code == 2 and "--nodes: 40 is not valid" in err and "16" in err
+
+
+def test_pd_routers_list_their_prometheus_port(capsys, snapshot: Path) -> None:
+    """vllm-router always listens on 29000 for metrics; listed in ports so preflight sees collisions."""
+    code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "MiniMaxAI/MiniMax-M2", "--strategy",
+                         "pd_cluster", "--json")
+    router = next(p for p in json.loads(out)["processes"] if p["role"] == "router")
+    assert router["argv"][0] == "vllm-router" and "--prometheus-port" not in router["argv"]
+    assert 29000 in router["ports"]
+
+
+def test_script_wait_times_out(capsys, snapshot: Path, tmp_path: Path) -> None:
+    """A companion that never answers its health URL: the script gives up after the timeout."""
+    import time
+
+    scripts = tmp_path / "scripts"
+    _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--kv-offload", "lmcache",
+          "--script", str(scripts))
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "lmcache").write_text("#!/bin/sh\nexec sleep 60\n")  # alive, never healthy
+    (fake / "lmcache").chmod(0o755)
+    start = time.monotonic()
+    res = subprocess.run(["bash", str(scripts / "node-0.sh")], capture_output=True, text=True, timeout=60,
+                         env={"PATH": f"{fake}:/usr/bin:/bin", "VLLM_WIZARD_WAIT_TIMEOUT": "1"})
+    assert res.returncode == 1 and "kv_offload:lmcache not ready" in res.stderr
+    assert time.monotonic() - start < 30
+    assert 'WAIT_TIMEOUT="${VLLM_WIZARD_WAIT_TIMEOUT:-1800}"' in (scripts / "node-0.sh").read_text()

@@ -88,7 +88,7 @@ def test_single_node_dep_serves_on_8100_with_router_after(seed_catalog) -> None:
                              "--port", "8100", "--data-parallel-size", "8"]
     assert serve["health"]["url"] == "http://127.0.0.1:8100/health"
     assert router["argv"] == ROUTER_8
-    assert router["depends_on"] == ["vllm"] and router["ports"] == [8000]
+    assert router["depends_on"] == ["vllm"] and router["ports"] == [8000, 29000]  # + Prometheus
     assert p["install"] == ["uv pip install vllm-router"]
 
 

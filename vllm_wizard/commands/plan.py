@@ -12,8 +12,13 @@ Outputs (combinable, except that ``--json`` owns stdout):
   provenance (catalog source and revision, hardware profile, device count, tool version, selection);
 * ``--script DIR``: one executable bash script per node.
 
-Errors (unknown model/variant/hardware/strategy, malformed selection, bad flag values) are
-:class:`~vllm_wizard.errors.WizardError` s: one message on stderr, exit status 2.
+Warnings (gated-off combinations, flags the resolved shape ignores, ``--arg`` values with blanks)
+are ``# warning:`` lines of the text output; whenever the text plan is not printed (``--json``,
+``--out``, ``--script``) they go to stderr, so ``--json`` keeps stdout pure JSON.
+
+Errors (unknown model/variant/hardware/strategy/kv offload id, malformed selection, bad flag
+values, an output path that can't be written) are :class:`~vllm_wizard.errors.WizardError` s: one
+message on stderr naming the flag, exit status 2.
 """
 
 from __future__ import annotations
@@ -56,15 +61,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--connector", help="PD KV connector (seed catalogs: nixl, mooncake, moriio)")
     p.add_argument("--router", help="PD router (vllm; seed catalogs also smg, dynamo)")
     p.add_argument("--arg", action="append", metavar="ARG", dest="args",
-                   help="raw vLLM argument appended as an advanced arg (repeatable; use --arg=--flag)")
+                   help="raw vLLM argument appended as an advanced arg (repeatable; use --arg=--flag). "
+                   "'--flag value' in one ARG is split at the first blank; '--flag=value' never inside the "
+                   "value; a value containing blanks is passed as one argument (with a warning)")
     p.add_argument("--task", help="omni task key")
     p.add_argument("--detect", action="store_true",
                    help="detect this node: default --hardware to the best-matching profile and --gpus to the "
                    "detected device count (when it differs from the profile's), record the snapshot in --out")
     p.add_argument("--replay", type=Path, metavar="FIXTURE", help="like --detect, replaying a detect fixture file")
+    p.add_argument("--scenario", metavar="ID",
+                   help="with --replay: scenario id inside a scenario file (failure_modes.yaml)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON (plan-json §3) and nothing else")
-    p.add_argument("--out", type=Path, metavar="FILE", help="write the plan file for `vllm-wizard launch`")
-    p.add_argument("--script", type=Path, metavar="DIR", help="write one executable bash script per node")
+    p.add_argument("--out", type=Path, metavar="FILE",
+                   help="write the plan file for `vllm-wizard launch` (YAML, or JSON for *.json); missing "
+                   "parent folders are created")
+    p.add_argument("--script", type=Path, metavar="DIR",
+                   help="write one executable bash script per node into DIR (created when missing)")
     p.set_defaults(handler=run)
 
 
@@ -83,8 +95,21 @@ def _pool(value: str, flag: str) -> dict[str, Any]:
     return out
 
 
-def selection_data(args: argparse.Namespace) -> dict[str, Any]:
-    """The selection mapping: the ``--selection`` file's keys overlaid with the flags given."""
+#: Selection key → the flag that sets it (error messages name the flag, not the field).
+FLAG_OF = {"model": "--model", "variant": "--variant", "hardware": "--hardware", "strategy": "--strategy",
+           "nodes": "--nodes", "gpus": "--gpus", "kv_offload": "--kv-offload", "frontend": "--frontend",
+           "install_mode": "--install-mode", "connector": "--connector", "router": "--router", "task": "--task",
+           "kv_instances": "--kv-instances", "features": "--feature", "feature_modes": "--feature",
+           "pd.prefill": "--pd-prefill", "pd.decode": "--pd-decode", "advanced_args": "--arg"}
+
+
+def selection_data(args: argparse.Namespace, warnings: list[str] | None = None) -> dict[str, Any]:
+    """The selection mapping: the ``--selection`` file's keys overlaid with the flags given.
+
+    ``--arg`` values go through :func:`vllm_wizard.catalog.args.user_args` (its warnings are
+    appended to ``warnings``); :func:`flags_given` says which keys came from flags.
+    """
+    from vllm_wizard.catalog.args import user_args
     from vllm_wizard.catalog.selection import load_selection
     from vllm_wizard.errors import SelectionError
 
@@ -123,8 +148,18 @@ def selection_data(args: argparse.Namespace) -> dict[str, Any]:
     if pd:
         data["pd"] = pd
     if args.args:
-        data["advanced_args"] = [*data.get("advanced_args", []), *args.args]
+        tokens, notes = user_args(args.args)
+        if warnings is not None:
+            warnings += notes
+        data["advanced_args"] = [*data.get("advanced_args", []), *tokens]
     return data
+
+
+def flags_given(args: argparse.Namespace) -> dict[str, str]:
+    """``{selection key: flag}`` for the keys this command line set by flag (for error messages)."""
+    dests = {"pd.prefill": "pd_prefill", "pd.decode": "pd_decode", "advanced_args": "args",
+             "features": "feature", "feature_modes": "feature"}
+    return {key: flag for key, flag in FLAG_OF.items() if getattr(args, dests.get(key, key), None) is not None}
 
 
 def detect_defaults(args: argparse.Namespace, cat: Any, data: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +175,7 @@ def detect_defaults(args: argparse.Namespace, cat: Any, data: dict[str, Any]) ->
     if args.replay is not None:
         from vllm_wizard.detect.fixture import FixtureFacts
 
-        facts = FixtureFacts.load(args.replay)
+        facts = FixtureFacts.load(args.replay, getattr(args, "scenario", None))
     inv = detect(facts)
     profiles = cat.taxonomy.hardware_profiles
     best = match_profiles(inv, profiles)[0]
@@ -161,6 +196,90 @@ def detect_defaults(args: argparse.Namespace, cat: Any, data: dict[str, Any]) ->
     }
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse output paths that can't be written, before any work (no tracebacks).
+
+    Raises:
+        SelectionError: ``--out`` is a folder or its parent is a file; ``--script`` is a file.
+    """
+    from vllm_wizard.errors import SelectionError
+
+    if args.out is not None:
+        if args.out.is_dir():
+            raise SelectionError(f"--out {args.out}: is a folder; --out takes the plan FILE to write "
+                                 "(e.g. {}/plan.yaml)".format(args.out))
+        parent = next((p for p in args.out.parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise SelectionError(f"--out {args.out}: {parent} is a file, not a folder")
+    if args.script is not None:
+        if args.script.exists() and not args.script.is_dir():
+            raise SelectionError(f"--script {args.script}: is a file; --script takes a FOLDER for the "
+                                 "per-node scripts")
+        parent = next((p for p in args.script.parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise SelectionError(f"--script {args.script}: {parent} is a file, not a folder")
+
+
+def _write(flag: str, path: Path, text: str, mode: int | None = None) -> None:
+    """Write ``text`` to ``path`` (parents created); OSError → SelectionError naming the flag."""
+    from vllm_wizard.errors import SelectionError
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if mode is not None:
+            path.chmod(mode)
+    except OSError as exc:
+        raise SelectionError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _check_kv_offload(cat: Any, value: str | None) -> None:
+    """An unknown ``kv_offload`` id is an error listing the valid ids (taxonomy options + kv_store
+    ids, recipes-synthesis §2.9) with the closest ones."""
+    import difflib
+
+    from vllm_wizard.errors import SelectionError
+
+    if value is None or value in ("none", "off"):
+        return
+    valid = sorted([*cat.taxonomy.kv_offload, *cat.kv_stores])
+    if value in valid:
+        return
+    close = [v for v in valid if value.lower() in v.lower()]  # 'mooncake' → the kv_store ids
+    close += [v for v in difflib.get_close_matches(value, valid, n=3, cutoff=0.5) if v not in close]
+    hint = f" Did you mean: {', '.join(close[:3])}?" if close else ""
+    raise SelectionError(f"--kv-offload {value!r}: unknown KV offload id.{hint} Valid: none, {', '.join(valid)}")
+
+
+def _head_warnings(recipe: Any, plan: Any) -> list[str]:
+    """TP that does not divide the attention heads, when the model's config.json says how many
+    (custom models; vLLM refuses such a TP at start-up)."""
+    import json
+
+    from vllm_wizard.catalog.custom import find_config
+
+    try:
+        config = json.loads(find_config(recipe.hf_id).read_text(encoding="utf-8"))
+    except Exception:  # not a custom model, or no readable config: heads unknown
+        return []
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    heads = text.get("num_attention_heads") or text.get("n_head")
+    if not isinstance(heads, int) or heads <= 0:
+        return []
+    out = []
+    for proc in plan.processes:
+        argv = proc.argv
+        for i, tok in enumerate(argv[:-1]):
+            if tok in ("--tensor-parallel-size", "-tp") and argv[i + 1].isdigit():
+                tp = int(argv[i + 1])
+                if heads % tp:
+                    out.append(f"warning: tensor parallel size {tp} ({proc.name}) does not divide the "
+                               f"model's {heads} attention heads; vLLM will refuse to start — pick a TP "
+                               f"that divides {heads} (--gpus or --arg=--tensor-parallel-size)")
+                    return out
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     """Plan and print/write; returns 0. Raises WizardError subclasses for bad input."""
     import json
@@ -174,21 +293,30 @@ def run(args: argparse.Namespace) -> int:
     from vllm_wizard.catalog.sources import resolve_source
     from vllm_wizard.errors import SelectionError
 
+    if getattr(args, "scenario", None) and args.replay is None:
+        raise SelectionError("--scenario needs --replay FILE (a scenario file such as failure_modes.yaml)")
+    _check_outputs(args)
     source = resolve_source(args.recipes)
     cat = load_catalog(source.path)
-    data = selection_data(args)
+    warnings: list[str] = []
+    data = selection_data(args, warnings)
     snapshot = detect_defaults(args, cat, data) if (args.detect or args.replay) else None
     if "model" not in data:
         raise SelectionError("no model: pass --model ID or a --selection file with a `model` key")
     where = str(args.selection) if args.selection else "flags"
-    selection = selection_from_data(data, where)
+    selection = selection_from_data(data, where, flags=flags_given(args))
+    _check_kv_offload(cat, selection.kv_offload)
     try:
-        cat.resolve_model(selection.model)
+        recipe = cat.recipe(selection.model)
     except SelectionError:
         from vllm_wizard.catalog.custom import resolve_model
 
-        cat = cat.with_recipe(resolve_model(cat, selection.model))
+        recipe = resolve_model(cat, selection.model)
+        cat = cat.with_recipe(recipe)
+        # one id from here on: a local folder given as ./m1, m1 or m1/ is its absolute path
+        selection = selection.model_copy(update={"model": recipe.hf_id})
     plan = synthesize(cat, selection)
+    plan.notes += ["warning: " + w for w in warnings] + _head_warnings(recipe, plan)
 
     if args.out is not None:
         provenance = {
@@ -200,22 +328,21 @@ def run(args: argparse.Namespace) -> int:
             "selection": selection.model_dump(exclude_none=True, exclude_defaults=True),
         }
         doc = plan_file(plan, provenance, __version__)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        if args.out.suffix == ".json":
-            args.out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        else:
-            args.out.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        text = (json.dumps(doc, indent=2) + "\n" if args.out.suffix == ".json"
+                else yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+        _write("--out", args.out, text)
     if args.script is not None:
-        args.script.mkdir(parents=True, exist_ok=True)
         for name, text in node_scripts(plan).items():
-            path = args.script / name
-            path.write_text(text, encoding="utf-8")
-            path.chmod(0o755)
+            _write("--script", args.script / name, text, 0o755)
     if args.json:
         sys.stdout.write(json.dumps(plan_to_json(plan), ensure_ascii=False) + "\n")
     elif args.out is None and args.script is None:
         sys.stdout.write(plan_text(plan))
-    else:
+    if args.json or args.out is not None or args.script is not None:
+        for note in plan.notes:  # the text plan shows them inline; elsewhere stderr
+            if note.startswith("warning:"):
+                print(note, file=sys.stderr)
+    if not args.json and (args.out is not None or args.script is not None):
         written = [str(p) for p in (args.out, args.script) if p is not None]
         print(f"wrote {', '.join(written)}", file=sys.stderr)
     return 0
