@@ -14,8 +14,15 @@ Decisions:
   ``companion`` → before, engines (``serve``, ``head``, ``worker``, ``prefill``, ``decode``) →
   engine, ``router`` → after. ``depends_on`` absent means "every process of earlier phases"
   (contracts §2).
-* ``node_rank``: a plan lists every node's processes; a launch runs those whose ``node_rank`` equals
-  the requested one, plus the unbound ones (``node_rank: null`` — router, Mooncake) on node 0.
+* Which processes a launch runs: a plan lists every machine's processes. ``node="LABEL"`` selects
+  those whose per-process ``node`` label (contracts §2: ``node-0``, ``prefill-node-0``,
+  ``decode-node-1``, ``instance-1-node-0``, ``router``, ``services``) equals it — the only exact
+  choice for PD and Mooncake plans, where prefill-0 and decode-0 both have ``node_rank`` 0 but run
+  on different machines. Otherwise ``node_rank`` selects those whose ``node_rank`` equals the
+  requested one, plus the unbound ones (``node_rank: null`` — router, Mooncake) on node 0; when that
+  would put processes of two different ``node`` labels with a node rank on one machine, the plan is
+  refused with the labels to pick from. A ``depends_on`` entry naming a plan process that is not
+  selected is dropped (it runs on another machine; cross-machine order is the operator's).
 * Optional per-process extras beyond contracts §2 (all have defaults): ``restart`` (policy,
   backoff, crash-loop window), ``stop`` (signal, timeout), ``ready_timeout_s``, ``cwd``, and in
   ``health``: ``interval_s`` (poll cadence until READY, default 1 s), ``ready_interval_s`` (cadence
@@ -173,6 +180,8 @@ class RunSpec:
     source: str | None = None
     node_rank: int = 0
     min_vllm_version: str | None = None
+    node: str | None = None
+    """The plan's ``node`` label this run is for, when selected by label."""
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.processes]
@@ -197,6 +206,7 @@ class RunSpec:
             "source": self.source,
             "node_rank": self.node_rank,
             "min_vllm_version": self.min_vllm_version,
+            "node": self.node,
         }
 
     @classmethod
@@ -207,6 +217,7 @@ class RunSpec:
             source=data.get("source"),
             node_rank=int(data.get("node_rank", 0)),
             min_vllm_version=data.get("min_vllm_version"),
+            node=data.get("node"),
         )
 
 
@@ -280,14 +291,40 @@ def fill(text: str, values: Mapping[str, str], only: Iterable[str] | None = None
     return PLACEHOLDER_RE.sub(sub, text)
 
 
-def load_plan_file(path: str | Path, node_rank: int = 0, values: Mapping[str, str] | None = None) -> RunSpec:
-    """Read a plan file (contracts §2, YAML or JSON) into a :class:`RunSpec` for ``node_rank``.
+def load_plan_file(path: str | Path, node_rank: int = 0, values: Mapping[str, str] | None = None,
+                   node: str | None = None) -> RunSpec:
+    """Read a plan file (contracts §2, YAML or JSON) into a :class:`RunSpec` for one machine:
+    the processes whose ``node`` label is ``node`` when given, else those of ``node_rank`` (see the
+    module docstring).
 
     ``values`` fills ``$PLACEHOLDERS``. Raises :class:`LaunchError` when the file is unreadable,
-    not a plan (every problem listed, each naming the field), or placeholders stay unresolved
-    (all named, with the ``--set NAME=VALUE`` that would fill them).
+    not a plan (every problem listed, each naming the field), ``node`` is no label of the plan,
+    ``node_rank`` is ambiguous (PD / Mooncake plans: names the labels), or placeholders stay
+    unresolved (all named, with the ``--set NAME=VALUE`` that would fill them).
     """
-    return parse_plan(read_plan_data(path), source=str(path), node_rank=node_rank, values=values or {})
+    return parse_plan(read_plan_data(path), source=str(path), node_rank=node_rank, values=values or {}, node=node)
+
+
+def node_label_of(proc: Mapping[str, Any]) -> str | None:
+    """A process's machine label: its ``node`` field, else (plan files from before ``node``
+    existed) ``node-<node_rank>``; None for an unbound process without a label."""
+    label = proc.get("node")
+    if label:
+        return str(label)
+    rank = proc.get("node_rank")
+    return f"node-{rank}" if isinstance(rank, int) else None
+
+
+def plan_node_labels(data: Any) -> list[str]:
+    """The distinct machine labels of plan-file ``data`` in plan order ([] when not a plan)."""
+    plan = data.get("plan") if isinstance(data, dict) else None
+    procs = plan.get("processes") if isinstance(plan, dict) else None
+    out: list[str] = []
+    for proc in procs if isinstance(procs, list) else []:
+        label = node_label_of(proc) if isinstance(proc, dict) else None
+        if label and label not in out:
+            out.append(label)
+    return out
 
 
 def read_plan_data(path: str | Path) -> Any:
@@ -355,7 +392,8 @@ def _num(where: str, value: Any, problems: list[str], kind: type = float) -> Any
 
 
 def parse_plan(
-    data: Any, source: str | None = None, node_rank: int = 0, values: Mapping[str, str] | None = None
+    data: Any, source: str | None = None, node_rank: int = 0, values: Mapping[str, str] | None = None,
+    node: str | None = None,
 ) -> RunSpec:
     """Turn plan-file data (already parsed) into a :class:`RunSpec`; see :func:`load_plan_file`."""
     src = source or "plan"
@@ -389,11 +427,28 @@ def parse_plan(
             problems.append(f"{where}: expected a mapping")
             continue
         rank = proc.get("node_rank")
-        if (rank is None and node_rank == 0) or rank == node_rank:
+        if node is not None:
+            if node_label_of(proc) == node:
+                selected.append(proc | {"_where": where})
+        elif (rank is None and node_rank == 0) or rank == node_rank:
             selected.append(proc | {"_where": where})
+    labels = plan_node_labels(data)
+    if node is not None and not selected and not problems:
+        import difflib
+
+        close = difflib.get_close_matches(node, labels, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise LaunchError(f"{src}: no process on node {node!r}.{hint} The plan's nodes: {', '.join(labels)}")
     if not selected and not problems:
         ranks = sorted({p.get("node_rank") for p in raw if isinstance(p, dict) and p.get("node_rank") is not None})
         raise LaunchError(f"{src}: no process for node_rank {node_rank}; the plan has node ranks {ranks}")
+    if node is None:
+        machines = sorted({p["node"] for p in selected if p.get("node") and p.get("node_rank") is not None})
+        if len(machines) > 1:
+            raise LaunchError(f"{src}: node_rank {node_rank} is on {len(machines)} machines in this plan "
+                              f"({', '.join(machines)}); pick one with --node LABEL. The plan's nodes: "
+                              f"{', '.join(labels)}")
+    elsewhere = {p.get("name") for p in raw if isinstance(p, dict)} - {p.get("name") for p in selected}
 
     specs: list[dict[str, Any]] = []
     for proc in selected:
@@ -462,6 +517,8 @@ def parse_plan(
         if deps is not None and (not isinstance(deps, list) or not all(isinstance(d, str) for d in deps)):
             problems.append(f"{where}: depends_on must be a list of process names, got {deps!r}")
             deps = None
+        if deps is not None:
+            deps = [d for d in deps if d not in elsewhere]  # runs on another machine
         setup = proc.get("setup")
         if setup:
             setup = fill(str(setup), values, only=declared)
@@ -504,4 +561,4 @@ def parse_plan(
             s["depends_on"] = tuple(str(d) for d in s["depends_on"])
         out.append(ProcessSpec(**s))
     min_v = plan.get("min_vllm_version") or (data.get("provenance") or {}).get("min_vllm_version")
-    return RunSpec(processes=tuple(out), source=source, node_rank=node_rank, min_vllm_version=min_v)
+    return RunSpec(processes=tuple(out), source=source, node_rank=node_rank, min_vllm_version=min_v, node=node)

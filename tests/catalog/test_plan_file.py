@@ -25,22 +25,38 @@ def sampled(shared: Path):
 
 
 def test_every_node_of_every_sampled_plan_loads_in_the_launcher(sampled) -> None:
+    """Every machine label selects exactly its processes; a node rank selects its processes where it
+    names one machine, and is refused (naming the labels) where it names several (PD, Mooncake)."""
+    from vllm_wizard.catalog.plan import node_label
+    from vllm_wizard.errors import LaunchError
+
     cat, cases = sampled
-    shapes, failures = set(), []
+    shapes, failures, refused = set(), [], set()
     for case in cases:
         plan = synthesize(cat, selection_from_data(case["selection"]))
         shapes.add(plan.deploy_type)
         doc = json.loads(json.dumps(plan_file(plan, {"catalog_source": "test"}, "0.1.0")))
         values = {name: "10.0.0.1" for name in plan.placeholders}
-        for rank in sorted({p.node_rank or 0 for p in plan.processes}):
+        labels = {p.name: node_label(plan, p) for p in plan.processes}
+        for label in sorted(set(labels.values())):
             try:
-                spec = parse_plan(doc, source=case["id"], node_rank=rank, values=values)
+                spec = parse_plan(doc, source=case["id"], node=label, values=values)
             except Exception as exc:  # collect, report the first few
-                failures.append(f"{case['id']} node {rank}: {exc}")
+                failures.append(f"{case['id']} node {label}: {exc}")
                 continue
+            assert {p.name for p in spec.processes} == {n for n, lb in labels.items() if lb == label}, case["id"]
+        for rank in sorted({p.node_rank or 0 for p in plan.processes}):
+            machines = {labels[p.name] for p in plan.processes if p.node_rank == rank}
+            if len(machines) > 1:
+                with pytest.raises(LaunchError, match="pick one with --node LABEL"):
+                    parse_plan(doc, source=case["id"], node_rank=rank, values=values)
+                refused.add(plan.deploy_type)
+                continue
+            spec = parse_plan(doc, source=case["id"], node_rank=rank, values=values)
             on_node = {p.name for p in plan.processes if (p.node_rank or 0) == rank}
             assert {p.name for p in spec.processes} == on_node, case["id"]
     assert shapes == {"single_node", "multi_node", "pd_cluster", "kv_store_lb", "omni"}
+    assert refused == {"pd_cluster", "kv_store_lb"}
     assert not failures, "\n".join(failures[:5])
 
 

@@ -12,6 +12,10 @@ stopped on request or every process exited with status 0. 1 — a process went F
 missing executable, not ready in time…) or, with ``--wait``, the run ended before being READY.
 2 — bad input: unreadable plan, unresolved placeholders, preflight problems (all listed).
 
+Machine: ``--node LABEL`` picks the processes of one machine by the plan's ``node`` label
+(``prefill-node-0``, ``decode-node-1``, ``router``, …); ``--node-rank N`` (default 0) by node rank,
+refused for PD / Mooncake plans where one rank is on several machines (the error lists the labels).
+
 Placeholders: ``--set NAME=VALUE`` fills ``$NAME``; a ``--set`` for a name the plan does not have
 is warned about (stderr, naming the plan's placeholders). ``$HEAD_IP`` (node 0 only) and
 ``$IFACE_NAME`` default to what ``vllm_wizard.detect`` finds for this host (contracts §4) when not
@@ -41,7 +45,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("plan", metavar="PLAN", help="plan file (YAML or JSON, contracts §2)")
     p.add_argument("--foreground", action="store_true", help="supervise in this terminal, printing every process's output")
     p.add_argument("--wait", action="store_true", help="(detached) wait until every process is READY")
-    p.add_argument("--node-rank", type=int, default=0, metavar="N", help="which node of a multi-node plan this is (default 0)")
+    p.add_argument("--node-rank", type=int, default=0, metavar="N",
+                   help="which node of a multi-node plan this is (default 0); PD and Mooncake plans need --node")
+    p.add_argument("--node", metavar="LABEL",
+                   help="which machine of the plan this is, by its node label (node-1, prefill-node-0, "
+                   "decode-node-1, instance-0-node-0, router, services; `plan` prints them as ## headers)")
     p.add_argument("--set", action="append", default=[], metavar="VAR=VALUE", dest="values",
                    help="fill a $PLACEHOLDER of the plan (repeatable); without it $HEAD_IP (node 0) and "
                    "$IFACE_NAME default to this host's detected address and interface")
@@ -180,14 +188,25 @@ def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sy
     return {**defaults, **values}
 
 
+def label_rank(label: str) -> int:
+    """The node rank a ``--node`` label stands for, for the node-0-only detected defaults
+    (``$HEAD_IP``): the trailing number of ``…-node-<r>``, else 0 (``router``, ``services``)."""
+    import re
+
+    m = re.search(r"(?:^|-)node-(\d+)$", label)
+    return int(m.group(1)) if m else 0
+
+
 def handle(args: argparse.Namespace) -> int:
     """Run ``launch``; see the module docstring for exit codes."""
     from vllm_wizard.launcher.preflight import check_or_raise
     from vllm_wizard.launcher.spec import parse_plan, read_plan_data
 
     data = read_plan_data(args.plan)
-    values = resolve_values(data, args.values, args.node_rank)
-    spec = parse_plan(data, source=str(args.plan), node_rank=args.node_rank, values=values)
+    node = getattr(args, "node", None)
+    rank = args.node_rank if node is None else label_rank(node)
+    values = resolve_values(data, args.values, rank)
+    spec = parse_plan(data, source=str(args.plan), node_rank=args.node_rank, values=values, node=node)
     print("preflight: ports, executables" + ("" if args.skip_flag_check else
           ", vLLM version and flags (uncached: ~30 s per vLLM install)") + " …", file=sys.stderr, flush=True)
     check_or_raise(spec, check_flags=not args.skip_flag_check)
