@@ -312,10 +312,15 @@ class WizardApp(App):
         ]
         for title, helptext, cls in steps:
             yield SystemCommand(title, helptext, lambda cls=cls: self.push_screen(cls()))
+        if isinstance(screen, screen_review.ReviewScreen):  # its actions, for a person who forgot the keys
+            for action, title, helptext, ctrl, _ in screen_review.REVIEW_ACTIONS:
+                yield SystemCommand(f"Review: {title}", f"{helptext} ({ctrl})",
+                                    lambda action=action: self.run_action(action, screen))
 
     def action_help(self) -> None:
         self.notify(
-            "enter/n: next step · escape: back · ctrl+p: command palette · ctrl+q: quit",
+            "enter/n: next step · escape: back · ctrl+p: command palette · ctrl+q: quit · review: ctrl+l launch, "
+            "ctrl+r preflight, ctrl+o export, ctrl+t scripts, ctrl+y copy",
             title="vllm-wizard",
         )
 

@@ -23,6 +23,7 @@ from textual.widgets.option_list import Option
 from vllm_wizard.tui.app import DataChanged, SelectionChanged
 from vllm_wizard.tui.axes import AxisView, apply_choice, axis_views, warnings_of
 from vllm_wizard.tui.constraint_panel import ConstraintPanel
+from vllm_wizard.tui.dom_ids import dom_id
 
 
 def choice_prompt(view: AxisView, index: int) -> Text:
@@ -114,7 +115,7 @@ class ConfigureScreen(Screen):
         widgets = []
         for view in views:
             widgets.append(Label(view.title, classes="axis-title"))
-            widgets.append(AxisList(view, id=f"axis-{view.key.replace(':', '--')}"))
+            widgets.append(AxisList(view, id=dom_id("axis", view.key)))
         widgets.append(Label("Advanced args (raw vLLM flags, enter to apply)", classes="axis-title"))
         widgets.append(Input(" ".join(shlex.quote(a) for a in self.app.selection.get("advanced_args", [])),
                              placeholder="--max-model-len 8192", id="advanced-args"))
@@ -140,7 +141,7 @@ class ConfigureScreen(Screen):
             await self.rebuild()
             return
         for view in views:
-            self.query_one(f"#axis-{view.key.replace(':', '--')}", AxisList).show(view)
+            self.query_one(f"#{dom_id('axis', view.key)}", AxisList).show(view)
 
     def update_panel(self) -> None:
         """Warnings of the constraints answer plus the selection error, if any."""

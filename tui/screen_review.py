@@ -3,7 +3,8 @@ detected defaults, preflight; export (plan file, scripts), copy (OSC 52), one ke
 
 The plan is synthesized on mount from the app's selection (pure, < 2 ms per issue 2) and laid out by
 :func:`~vllm_wizard.tui.plan_view.process_blocks`; each command is a focusable :class:`CommandBlock`
-so ``c`` copies the focused one. Launch writes the plan file into the state dir and hands it to the
+so ``c`` / ctrl+y copies the focused one. Keys are in :data:`REVIEW_ACTIONS` (ctrl keys work even
+from a placeholder Input, and each action is in the command palette). Launch writes the plan file into the state dir and hands it to the
 launcher seam in a worker (the preflight may take seconds: port checks, ``vllm serve --help``), then
 opens the monitor; preflight problems come back as the launcher's error text, all at once.
 """
@@ -21,6 +22,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Static
 
+from vllm_wizard.tui.dom_ids import dom_id
 from vllm_wizard.tui.placeholders import detected_defaults
 from vllm_wizard.tui.plan_export import default_export_dir, write_plan_file, write_scripts
 from vllm_wizard.tui.plan_view import ProcessBlock, fill_placeholders, process_blocks
@@ -46,16 +48,28 @@ class CommandBlock(Static, can_focus=True):
         super().__init__(text, **kwargs)
 
 
+#: The review's main actions: (action, title, palette help, ctrl key, letter key). The ctrl keys are
+#: priority bindings shown in the footer, so they act even while a placeholder Input has focus (an
+#: Input takes every printable key); the letters are shortcuts while a command block has focus. The
+#: ctrl keys avoid Input's own (ctrl+a/e/d/k/u/w/x/c/v) and the palette's ctrl+p.
+REVIEW_ACTIONS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("launch", "Launch", "Preflight, then start node 0 detached and open the monitor", "ctrl+l", "l"),
+    ("preflight", "Preflight", "Check ports, executables, vLLM version and serve flags now", "ctrl+r", "p"),
+    ("export", "Export", "Write ./vllm-wizard-<time>/plan.yaml", "ctrl+o", "e"),
+    ("scripts", "Scripts", "Write one bash script per node next to the plan file", "ctrl+t", "s"),
+    ("copy", "Copy", "Copy the focused command, placeholders filled (OSC 52)", "ctrl+y", "c"),
+)
+
+
 class ReviewScreen(Screen):
-    """Summary, install steps, placeholders, commands; keys: l launch, e export, s scripts, c copy."""
+    """Summary, install steps, placeholders, commands. Keys (:data:`REVIEW_ACTIONS`): ctrl+l launch,
+    ctrl+r preflight, ctrl+o export, ctrl+t scripts, ctrl+y copy — anywhere, also from a placeholder
+    Input; l/p/e/s/c while a command block has focus; every action is in the command palette too."""
 
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
-        Binding("l", "launch", "Launch"),
-        Binding("p", "preflight", "Preflight"),
-        Binding("e", "export", "Export plan"),
-        Binding("s", "scripts", "Scripts"),
-        Binding("c", "copy", "Copy cmd"),
+        *(Binding(ctrl, action, title, priority=True) for action, title, _, ctrl, _ in REVIEW_ACTIONS),
+        *(Binding(letter, action, title, show=False) for action, title, _, _, letter in REVIEW_ACTIONS),
     ]
 
     def compose(self) -> ComposeResult:
@@ -102,7 +116,7 @@ class ReviewScreen(Screen):
             self.values = detected_defaults(placeholders, self.app.inventory, plan.get("placeholder_defaults"))
             for name in placeholders:
                 widgets.append(
-                    Horizontal(Label(f"${name}", classes="ph-name"), Input(self.values[name], id=f"ph-{name}"), classes="ph-row")
+                    Horizontal(Label(f"${name}", classes="ph-name"), Input(self.values[name], id=dom_id("ph", name), name=name), classes="ph-row")
                 )
         widgets.append(Label("Commands (launch order)", classes="section"))
         for i, block in enumerate(process_blocks(self.app.plan)):
@@ -111,7 +125,8 @@ class ReviewScreen(Screen):
         self.call_after_refresh(self._focus_first_command)
         launcher = self.app.launcher
         self.query_one("#review-status", Static).update(
-            "Preflight (ports, executables, vLLM version, serve flags, placeholders): p checks now, l checks and launches."
+            "Preflight (ports, executables, vLLM version, serve flags, placeholders): ctrl+r (p) checks now, "
+            "ctrl+l (l) checks and launches."
             if launcher is not None
             else "Launching is unavailable here (no launcher); export the plan or scripts instead."
         )
@@ -145,8 +160,8 @@ class ReviewScreen(Screen):
         return "Installed: " + " · ".join(parts)
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id and event.input.id.startswith("ph-"):
-            self.values[event.input.id[3:]] = event.value.strip()
+        if event.input.id and event.input.id.startswith("ph-") and event.input.name:
+            self.values[event.input.name] = event.value.strip()
 
     def commands(self) -> list[tuple[str, str]]:
         """``(process name, command text)`` as displayed, in order."""

@@ -83,7 +83,8 @@ def test_configure_screen_after_picks(snap_compare, build_app, size):
 @pytest.mark.parametrize("size", SIZES)
 def test_review_screen(snap_compare, build_app, size):
     """You should see the plan summary line, the install steps and one command block
-    "node 0 · vllm · serve · engine" with `vllm serve Qwen/Qwen3-32B --tensor-parallel-size 1 …`."""
+    "node-0 · [engine] vllm (serve)" with `vllm serve Qwen/Qwen3-32B --tensor-parallel-size 1 …`, and a
+    footer "esc Back ^l Launch ^r Preflight ^o Export ^t Scripts ^y Copy" (at 80×24 it ends at Copy)."""
 
     async def before(pilot):
         await walk(pilot, "h200", "Qwen/Qwen3-32B", [])

@@ -158,3 +158,20 @@ def test_feature_mode_rows_mark_the_resolved_default_mode(shared):
     opts2 = options(snap, Selection(**picked))
     row2 = {v.key: v for v in axis_views(opts2, picked)}[f"feature_modes:{feature}"]
     assert [c.id for c in row2.choices if c.selected] == [other]
+
+
+@pytest.mark.parametrize("name", ["feature_modes:spec.decode", "pd_modes:decode", "20261130-101129-5f82",
+                                  "kv offload/lmcache", "HEAD_IP", "模型"])
+def test_dom_ids_are_valid_textual_ids_and_queries(name):
+    """Any catalog/launcher name gives an id Textual accepts and can query back; distinct names stay
+    distinct; plain names stay readable."""
+    from textual.css.parse import parse_selectors
+    from textual.widgets import Static
+
+    from vllm_wizard.tui.dom_ids import dom_id
+
+    made = dom_id("axis", name)
+    assert Static(id=made).id == made  # raises BadIdentifier when not a valid id
+    parse_selectors(f"#{made}")  # raises when "#id" is not a parsable query
+    assert made != dom_id("axis", name + ".")
+    assert dom_id("ph", "HEAD_IP") == "ph-HEAD_IP" and dom_id("axis", "pd_modes:decode") == "axis-pd_modes--decode"

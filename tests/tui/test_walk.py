@@ -57,3 +57,30 @@ async def test_dep_review_lists_router_companion_before_engine(build_app):
         shown = [command for _, command in app.screen.commands()]
         assert any(c.startswith("vllm serve") for c in shown)
         assert "--data-parallel-size" in " ".join(shown)
+
+
+async def test_review_actions_work_from_a_placeholder_input(build_app, tmp_path, monkeypatch):
+    """A focused placeholder Input takes letters (typing ``e`` edits the value), while ctrl+o still
+    exports the plan and the footer shows the ctrl keys; the palette lists the review actions."""
+    from textual.widgets import Footer, Input
+
+    monkeypatch.chdir(tmp_path)
+    app = build_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await walk(pilot, "h200", "Qwen/Qwen3-235B-A22B", [("strategy", "pd_cluster"), ("pd_connector", "nixl")])
+        assert isinstance(app.screen, ReviewScreen), app.errors
+        box = app.screen.query_one("#ph-ROUTER_HOST", Input)
+        box.focus()
+        box.value = ""
+        await pilot.press("e")
+        await pilot.pause()
+        assert box.value == "e" and not list(tmp_path.glob("vllm-wizard-*/plan.yaml"))
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        written = list(tmp_path.glob("vllm-wizard-*/plan.yaml"))
+        assert len(written) == 1 and "plan_version: 1" in written[0].read_text()
+        shown = {key for key, b in app.screen.active_bindings.items() if b.binding.show}
+        assert {"ctrl+l", "ctrl+r", "ctrl+o", "ctrl+t", "ctrl+y"} <= shown
+        assert app.screen.query_one(Footer).display
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert {"Review: Launch", "Review: Export", "Review: Copy"} <= set(titles)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from textual.widgets import DataTable, Input, OptionList
 
+from vllm_wizard.tui.dom_ids import dom_id
+
 
 async def settle(pilot, rounds: int = 3) -> None:
     """Let workers and posted messages run."""
@@ -36,7 +38,7 @@ async def pick_model(pilot, hf_id: str) -> None:
 
 async def pick(pilot, axis_key: str, choice_id: str) -> None:
     """Configure screen: highlight ``choice_id`` on row ``axis_key`` and press enter."""
-    row = pilot.app.screen.query_one(f"#axis-{axis_key.replace(':', '--')}", OptionList)
+    row = pilot.app.screen.query_one(f"#{dom_id('axis', axis_key)}", OptionList)
     row.focus()
     row.highlighted = row.get_option_index(choice_id)
     await pilot.press("enter")
