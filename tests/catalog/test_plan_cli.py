@@ -303,10 +303,11 @@ def _llama_dir(path: Path, heads: int = 32) -> Path:
     return path
 
 
-@pytest.mark.parametrize("spelling", ["./m1", "m1", "./m1/"])
+@pytest.mark.parametrize("spelling", ["./m1", "m1", "./m1/", "m1/", "sub/../m1"])
 def test_relative_local_model_path_plans_as_its_absolute_path(capsys, snapshot: Path, tmp_path: Path,
                                                               monkeypatch, spelling: str) -> None:
     _llama_dir(tmp_path / "m1")
+    (tmp_path / "sub").mkdir()
     monkeypatch.chdir(tmp_path)
     out_file = tmp_path / "plan.yaml"
     code, out, err = _plan(capsys, "--recipes", str(snapshot), "--model", spelling, "--hardware", "h100", "--json",

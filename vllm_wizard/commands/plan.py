@@ -40,9 +40,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--recipes", type=Path, metavar="DIR", help="recipes checkout replacing the bundled catalog")
     p.add_argument("--selection", type=Path, metavar="FILE", help="selection file (YAML or JSON, plan-json §2)")
-    p.add_argument("--model", help="recipe HF id (case-insensitive), a variant's model id, or a custom model")
-    p.add_argument("--variant", help="variant key (default: the recipe's default variant)")
-    p.add_argument("--hardware", help="hardware profile id (default: the recipe's landing hardware)")
+    p.add_argument("--model", help="recipe HF id (case-insensitive), a variant's model id, or a custom model: an HF id "
+                   "whose config.json is in the local HF cache, or a local folder holding config.json "
+                   "(relative paths are fine; it is served by its absolute path)")
+    p.add_argument("--variant", help="variant key, case-insensitive (default: the recipe's default variant)")
+    p.add_argument("--hardware", help="hardware profile id, case-insensitive (default: the recipe's landing hardware)")
     p.add_argument("--strategy", help="serving strategy id (default: the recommended one)")
     p.add_argument("--nodes", type=int, help="node count (for Mooncake: nodes per instance)")
     p.add_argument("--gpus", type=int, help="devices per node (default: the profile's gpu_count)")
@@ -311,7 +313,8 @@ def run(args: argparse.Namespace) -> int:
     except SelectionError:
         from vllm_wizard.catalog.custom import resolve_model
 
-        recipe = resolve_model(cat, selection.model)
+        local = Path(selection.model).expanduser()
+        recipe = resolve_model(cat, str(local.resolve()) if local.is_dir() else selection.model)
         cat = cat.with_recipe(recipe)
         # one id from here on: a local folder given as ./m1, m1 or m1/ is its absolute path
         selection = selection.model_copy(update={"model": recipe.hf_id})
