@@ -1133,8 +1133,7 @@ def _notes(ctx: _Ctx) -> list[str]:
 
 #: Plain-words reason for each failed KV-option fact (recipes-synthesis §3.1 rules K1–K6, seed §4.3).
 _KV_REASONS = {
-    "kv_allowed_for_strategy": ("the {strategy} strategy does not compose with it (PD owns "
-                                "--kv-transfer-config; Mooncake kv_store ids compose with PD instead)", "K5/K6"),
+    "kv_allowed_for_strategy": ("", ""),  # see _kv_strategy_reason
     "kv_supported_for_recipe": ("this recipe marks it unsupported or not yet verified", "K2/K3"),
     "kv_brand_ok": ("it needs another accelerator brand than {brand}", "K4"),
     "kv_hardware_ok": ("it is not available on {hw}", "K1"),
@@ -1190,7 +1189,10 @@ def _gate_warnings(ctx: _Ctx) -> list[str]:
     for key, (why, rule) in _KV_REASONS.items():
         if c.get(key) is False:
             reason = why.format(strategy=ctx.strategy_id, brand=ctx.brand, hw=name)
-            out.append(f"KV offload {ctx.kv_key!r} dropped: {reason} (rule {rule})")
+            if key == "kv_allowed_for_strategy":
+                reason, rule = _kv_strategy_reason(ctx)
+            ref = f"rule {rule}" if rule[:1].isupper() else rule  # §3.1 rule id, or a seed section
+            out.append(f"KV offload {ctx.kv_key!r} dropped: {reason} ({ref})")
             break
     if c.get("kv_store_brand_ok") is False or c.get("kv_store_not_opted_out") is False:
         out.append(f"Mooncake is not supported on {name} (rule M2/M4)")
@@ -1201,6 +1203,18 @@ def _gate_warnings(ctx: _Ctx) -> list[str]:
         out.append(f"unknown kv_offload {ctx.kv_key!r} ignored{hint}; valid: {', '.join(valid) or 'none'}")
     out += _ignored_selection(ctx)
     return ["warning: " + line for line in out]
+
+
+def _kv_strategy_reason(ctx: _Ctx) -> tuple[str, str]:
+    """Why the strategy refuses the KV option, and the rule: PD owns the KV connector (K5), the
+    option lists other strategies (K6), or the strategy opts out of KV offload (seed §4.6)."""
+    opt = ctx.cat.taxonomy.kv_offload.get(ctx.kv_key or "")
+    if ctx.deploy in ("pd_cluster", "kv_store_lb"):
+        return (f"it can't compose with {ctx.strategy_id}, which owns --kv-transfer-config (Mooncake "
+                "kv_store ids compose with PD instead)", "K5")
+    if opt is not None and opt.strategies is not None and ctx.strategy_id not in opt.strategies:
+        return f"it works with {', '.join(opt.strategies)} only, not {ctx.strategy_id}", "K6"
+    return f"strategy {ctx.strategy_id} does not compose with KV offload", "seed §4.6"
 
 
 def _ignored_selection(ctx: _Ctx) -> list[str]:

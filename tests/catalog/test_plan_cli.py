@@ -288,7 +288,8 @@ def test_script_stops_when_a_process_it_waits_for_dies(capsys, snapshot: Path, t
     fake.mkdir()
     (fake / "lmcache").write_text("#!/bin/sh\nexit 3\n")  # the LMCache server dies at once
     (fake / "lmcache").chmod(0o755)
-    res = subprocess.run(["bash", str(scripts / "node-0.sh")], capture_output=True, text=True, timeout=60,
+    # the wait ends within one poll (2 s), not after the 1800 s timeout: a loop would hit timeout=15
+    res = subprocess.run(["bash", str(scripts / "node-0.sh")], capture_output=True, text=True, timeout=15,
                          env={"PATH": f"{fake}:/usr/bin:/bin"})
     assert res.returncode == 1 and "kv_offload:lmcache exited" in res.stderr  # not a loop: ends at once
 
@@ -338,11 +339,11 @@ def test_output_paths_that_cannot_be_written_are_clear_errors(capsys, snapshot: 
 def test_warnings_reach_stderr_when_the_text_plan_is_not_printed(capsys, snapshot: Path, tmp_path: Path) -> None:
     base = ("--recipes", str(snapshot), "--model", "MiniMaxAI/MiniMax-M2", "--strategy", "pd_cluster",
             "--kv-offload", "lmcache")
-    dropped = "warning: KV offload 'lmcache' dropped: the pd_cluster strategy does not compose with it"
+    dropped = "warning: KV offload 'lmcache' dropped: it can't compose with pd_cluster"
     for extra in (["--out", str(tmp_path / "p.yaml")], ["--script", str(tmp_path / "s")], ["--json"]):
         code, out, err = _plan(capsys, *base, *extra)
         assert code == 0 and dropped in err, extra
-        assert "(rule K5/K6)" in err
+        assert "owns --kv-transfer-config" in err and "(rule K5)" in err
     json.loads(out)  # --json: stdout is still exactly one JSON object
     code, out, err = _plan(capsys, *base)
     assert "# " + dropped in out and dropped not in err  # text: inline once, not twice
@@ -459,3 +460,18 @@ def test_script_wait_times_out(capsys, snapshot: Path, tmp_path: Path) -> None:
     assert res.returncode == 1 and "kv_offload:lmcache not ready" in res.stderr
     assert time.monotonic() - start < 30
     assert 'WAIT_TIMEOUT="${VLLM_WIZARD_WAIT_TIMEOUT:-1800}"' in (scripts / "node-0.sh").read_text()
+
+
+@pytest.mark.parametrize(("flags", "reason"), [
+    (["--recipes", "SNAP", "--strategy", "multi_node_tp", "--nodes", "2", "--kv-offload", "lmcache"],
+     "KV offload 'lmcache' dropped: it works with single_node_tp, single_node_tep, single_node_dep only, not "
+     "multi_node_tp (rule K6)"),
+    (["--strategy", "single_node_dpa_tp", "--kv-offload", "simple"],  # bundled seed catalog
+     "KV offload 'simple' dropped: strategy single_node_dpa_tp does not compose with KV offload (seed §4.6)"),
+])
+def test_kv_drop_warnings_say_why_in_plain_words(capsys, monkeypatch, tmp_path: Path, snapshot: Path,
+                                                flags: list[str], reason: str) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no remembered recipes dir
+    flags = [str(snapshot) if f == "SNAP" else f for f in flags]
+    code, _, err = _plan(capsys, "--model", "Qwen/Qwen3-32B", *flags, "--json")
+    assert code == 0 and "warning: " + reason in err
