@@ -82,3 +82,20 @@ def test_shell_word_keeps_safe_tokens_bare() -> None:
     assert shell_word("~/.cache/huggingface:/root/.cache/huggingface") == "~/.cache/huggingface:/root/.cache/huggingface"
     assert shell_word("$HEAD_IP") == "$HEAD_IP"
     assert shell_word("") == "''"
+
+
+@pytest.mark.parametrize(("given", "tokens", "warned"), [
+    (["--tensor-parallel-size 4"], ["--tensor-parallel-size", "4"], False),  # split at the first blank
+    (["--max-model-len", "auto"], ["--max-model-len", "auto"], False),  # separate tokens: untouched
+    (["--max-num-seqs=64"], ["--max-num-seqs=64"], False),  # no blank: kept as given
+    (['--compilation-config={"level": 3}'], ["--compilation-config", '{"level": 3}'], True),  # never inside
+    (['--speculative-config {"method": "mtp", "n": 1}'], ["--speculative-config", '{"method": "mtp", "n": 1}'],
+     True),  # split at the FIRST blank only
+    (["two words"], ["two words"], False),  # not a flag: kept
+])
+def test_user_args_split_as_a_person_means_it(given, tokens, warned) -> None:
+    from vllm_wizard.catalog.args import user_args
+
+    got, warnings = user_args(given)
+    assert got == tokens
+    assert bool(warnings) is warned
