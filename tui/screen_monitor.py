@@ -95,7 +95,14 @@ class MonitorScreen(Screen):
         if launcher is None:
             self.query_one("#failure", Static).update("No launcher available.")
             return
-        self.client = launcher.client(self.run_id)
+        try:
+            self.client = launcher.client(self.run_id)
+        except Exception as exc:  # noqa: BLE001 — LaunchError: no such run / supervisor gone
+            self.ended = True  # painted by the next batch, like a finished run's summary
+            self.model.finish_text = (f"✗ Cannot attach to run {self.run_id}: {exc}\n"
+                                      "  escape/d goes back to the wizard; `vllm-wizard status` lists runs.")
+            self.model.changed = True
+            return
         self.consume()
 
     @work(exclusive=True, group="monitor-events", exit_on_error=False)

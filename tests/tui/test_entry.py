@@ -184,3 +184,26 @@ def test_require_terminal_names_the_stream_that_is_not_one():
     closed.close()  # isatty() on a closed stream raises ValueError: not a terminal
     with pytest.raises(WizardError, match=r"but stdin is not one"):
         require_terminal(closed, Tty())
+
+
+async def test_attach_to_a_run_that_is_gone_says_so_and_goes_back(build_app):
+    """``--attach RUN`` for a run the launcher does not know: the monitor shows the launcher's
+    error (no crash) and escape returns to the wizard."""
+    from vllm_wizard.errors import WizardError
+
+    class NoRuns(FakeLauncher):
+        def client(self, run_id):
+            raise WizardError(f"run {run_id!r} matches no run; runs: none")
+
+    app = build_app(launcher=NoRuns(), attach="20261130-101129-5f82")
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, MonitorScreen):
+                break
+        await pilot.pause(0.3)  # a few UI batches and an uptime tick
+        text = str(app.screen.query_one("#failure", Static).render())
+        assert "Cannot attach to run 20261130-101129-5f82" in text and "matches no run" in text
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, MonitorScreen)
