@@ -345,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
         for note in plan.notes:  # the text plan shows them inline; elsewhere stderr
             if note.startswith("warning:"):
                 print(note, file=sys.stderr)
-    if not args.json and (args.out is not None or args.script is not None):
+    if args.out is not None or args.script is not None:
         written = [str(p) for p in (args.out, args.script) if p is not None]
         print(f"wrote {', '.join(written)}", file=sys.stderr)
     return 0
