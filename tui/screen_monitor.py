@@ -4,10 +4,17 @@ host/GPU stats, classified failure with a one-key relaunch, and stop / restart /
 Event flow (DESIGN.md style 2, log panes): an async worker iterates the launcher client's
 ``events()`` and folds each into a :class:`~vllm_wizard.tui.monitor_model.MonitorModel` (no widget
 touched); a 80 ms timer drains the model's pending lines into the log pane in one batch and repaints
-the table/side panel only when something changed. The log pane keeps :data:`LOG_TAIL` lines.
+the table/side panel only when something changed. The log pane keeps :data:`LOG_TAIL` lines and wraps
+long lines to its width (at 80×24 a vLLM line is cut mid-word otherwise); its ``min_width`` is
+lowered so it wraps to the pane, not to RichLog's default 78 columns.
 
-Detach (``d``) leaves the run alive (its supervisor is a daemon, issue 4) and returns to the wizard;
-``vllm-wizard attach`` or a new ``vllm-wizard`` re-opens it (:class:`AttachPrompt`).
+A STARTING event comes before the spawn (no pid); while a process is STARTING without a pid the
+screen asks the client's ``status()`` at most every :data:`PID_REFRESH_S` for it
+(:meth:`MonitorModel.refresh`).
+
+Detach (``d``) and quit (``q``) leave the run alive (its supervisor is a daemon, issue 4) and say so
+with the commands to come back or stop it (:func:`keeps_running_text`); ``vllm-wizard attach`` or a
+new ``vllm-wizard`` re-opens it (:class:`AttachPrompt`).
 """
 
 from __future__ import annotations
@@ -25,7 +32,15 @@ from textual.widgets import DataTable, Footer, Header, Input, Label, OptionList,
 from textual.widgets.option_list import Option
 
 from vllm_wizard.tui.host_stats import PERIOD_S
-from vllm_wizard.tui.monitor_model import LOG_TAIL, SPARK_METRICS, MonitorModel, level_of, uptime_text
+from vllm_wizard.tui.monitor_model import (
+    LOG_TAIL,
+    SPARK_METRICS,
+    MonitorModel,
+    detail_text,
+    level_of,
+    spark_series,
+    uptime_text,
+)
 
 #: Rich styles of log levels in the log pane.
 LEVEL_STYLE = {"ERROR": "bold red", "WARNING": "yellow", "INFO": "", "DEBUG": "dim"}
@@ -33,19 +48,29 @@ LEVEL_STYLE = {"ERROR": "bold red", "WARNING": "yellow", "INFO": "", "DEBUG": "d
 STATE_STYLE = {"READY": "green", "STARTING": "cyan", "BACKOFF": "yellow", "FATAL": "bold red", "EXITED": "red", "STOPPING": "magenta", "STOPPED": "dim"}
 #: UI batch period, seconds (issue 5: 50–100 ms).
 BATCH_S = 0.08
+#: Least seconds between ``status()`` calls that look for the pid of a STARTING process.
+PID_REFRESH_S = 1.0
+
+
+def keeps_running_text(run_id: str) -> str:
+    """What to tell a person leaving the monitor of a live run ``run_id`` (detach, quit)."""
+    return (f"run {run_id} keeps running; re-attach with `vllm-wizard attach {run_id}` or `vllm-wizard`, "
+            f"stop with `vllm-wizard stop {run_id}`")
 
 
 class MonitorScreen(Screen):
     """Monitor of run ``run_id``; the launcher client comes from ``app.launcher.client(run_id)``."""
 
     BINDINGS = [
-        Binding("s", "stop", "Stop run"),
-        Binding("r", "restart", "Restart proc"),
+        # short titles: all seven fit the footer at 100 columns (80×24 shows the first five + palette)
+        Binding("s", "stop", "Stop"),
+        Binding("r", "restart", "Restart"),
         Binding("d", "detach", "Detach"),
-        Binding("m", "smoke", "Smoke request"),
+        Binding("q", "quit_keep_running", "Quit (run goes on)"),
+        Binding("m", "smoke", "Smoke"),
+        Binding("x", "relaunch_fix", "Fix+relaunch"),
         Binding("f", "follow", "Follow"),
-        Binding("slash", "search", "Search log"),
-        Binding("x", "relaunch_fix", "Relaunch w/ fix"),
+        Binding("slash", "search", "Search"),
         Binding("escape", "detach", "Detach", show=False),
     ]
 
@@ -59,12 +84,13 @@ class MonitorScreen(Screen):
         self.follow = True
         self.search = ""
         self.ended = False
+        self._pid_asked = 0.0
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield DataTable(id="procs", cursor_type="row")
         with Horizontal(id="mon-body"):
-            yield RichLog(id="log", max_lines=LOG_TAIL, wrap=False, highlight=False, markup=False)
+            yield RichLog(id="log", max_lines=LOG_TAIL, wrap=True, min_width=20, highlight=False, markup=False)
             with Vertical(id="mon-side"):
                 yield Static("", id="phase")
                 yield ProgressBar(total=100, show_eta=False, id="weights")
@@ -130,6 +156,24 @@ class MonitorScreen(Screen):
                 log.write(self._styled(line), scroll_end=self.follow)
         self._paint_table()
         self._paint_side()
+        self._ask_pids()
+
+    def _ask_pids(self) -> None:
+        """Start a ``status()`` look-up when a STARTING process has no pid yet (rate-limited)."""
+        now = time.monotonic()
+        if self.client is None or self.ended or now - self._pid_asked < PID_REFRESH_S:
+            return
+        if any(r.state == "STARTING" and r.pid is None for r in self.model.procs.values()):
+            self._pid_asked = now
+            self._refresh_pids()
+
+    @work(exclusive=True, group="monitor-pids", exit_on_error=False)
+    async def _refresh_pids(self) -> None:
+        try:
+            snap = await self.client.status()
+        except Exception:  # noqa: BLE001 — a client without status() or a busy socket: try again later
+            return
+        self.model.refresh(snap)
 
     def _styled(self, line: str) -> Text:
         text = Text(line, style=LEVEL_STYLE.get(level_of(line), ""))
@@ -148,7 +192,7 @@ class MonitorScreen(Screen):
                 "uptime": uptime_text(row, now),
                 "restarts": str(row.restarts),
                 "ready": "✓" if row.ready else "",
-                "detail": row.detail[:60],
+                "detail": detail_text(row)[:60],
             }
             if name not in table.rows:
                 table.add_row(*cells.values(), key=name)
@@ -171,14 +215,16 @@ class MonitorScreen(Screen):
         phase = self.query_one("#phase", Static)
         bar = self.query_one("#weights", ProgressBar)
         if row is not None:
+            live = row.state in ("STARTING", "READY")
             health = self.model.health.get(row.name)
-            htxt = "" if health is None else (" · health ok" if health else " · health failing")
-            if self.model.polls:
-                htxt += f" · {self.model.polls} polls ok"
-            phase.update(f"{row.name}: {row.phase or row.state.lower()}{htxt}")
+            htxt = "" if health is None or not live else (" · health ok" if health else " · health failing")
+            if row.polls and live:
+                htxt += f" · {row.polls} polls ok"
+            shown = row.phase if live and row.phase else row.state.lower()
+            phase.update(f"{row.name}: {shown}{htxt}")
             bar.update(progress=100 * (row.progress if row.progress is not None else (1.0 if row.ready else 0.0)))
         for key in SPARK_METRICS:
-            data = list(self.model.metrics[key])
+            data = spark_series(list(self.model.metrics[key]))
             self.query_one(f"#spark-{key}", Sparkline).data = data
             latest = self.model.latest_metrics.get(key)
             self.query_one(f"#lbl-{key}", Label).update(
@@ -213,7 +259,7 @@ class MonitorScreen(Screen):
         argv = self.model.argv.get(failure.name)
         if argv is None and self.app.plan_json:
             argv = next((p["argv"] for p in self.app.plan_json["processes"] if p["name"] == failure.name), [])
-        return flag_fix((failure.cause or {}).get("kind"), list(argv or []))
+        return flag_fix((failure.cause or {}).get("kind"), list(argv or []), failure.cause)
 
     def _stats_text(self) -> str:
         stats = self.model.stats
@@ -271,13 +317,24 @@ class MonitorScreen(Screen):
             self.notify(f"Restarting {self.selected}…")
             await self.client.restart(self.selected)
 
+    def _run_live(self) -> bool:
+        return not self.ended and self.model.outcome is None
+
     def action_detach(self) -> None:
-        """Leave the run running and go back."""
+        """Leave the run running and go back (or exit when the monitor is the only screen), saying
+        how to come back and how to stop it."""
         self.workers.cancel_group(self, "monitor-events")
+        text = keeps_running_text(self.run_id) if self._run_live() else f"run {self.run_id} has ended"
         if len(self.app.screen_stack) > 1:
             self.app.pop_screen()
+            self.app.notify(text, title="Detached", timeout=10)
         else:
-            self.app.exit(message=f"Detached from run {self.run_id}; `vllm-wizard attach {self.run_id}` re-opens it.")
+            self.app.exit(message=text)
+
+    def action_quit_keep_running(self) -> None:
+        """Quit the wizard; a live run goes on and the terminal is told how to re-attach or stop it."""
+        self.workers.cancel_group(self, "monitor-events")
+        self.app.exit(message=keeps_running_text(self.run_id) if self._run_live() else None)
 
     def action_smoke(self) -> None:
         """Send a short completion to the served endpoint; the answer lands in the log pane."""

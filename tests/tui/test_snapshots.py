@@ -96,7 +96,8 @@ def test_review_screen(snap_compare, build_app, size):
 @pytest.mark.parametrize("size", SIZES)
 def test_monitor_screen(snap_compare, build_app, size):
     """You should see the process table with vllm READY (pid 4242, ✓ ready), its log with the WARNING
-    line in yellow, and the side panel with "vllm: serving" and the metric sparklines."""
+    line in yellow (no "[wizard] … → READY" supervisor notes), the side panel with "vllm: serving" and
+    the metric sparklines, and the footer "s Stop r Restart d Detach m Smoke x Fix+relaunch …"."""
 
     async def before(pilot):
         await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
