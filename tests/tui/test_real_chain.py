@@ -79,7 +79,7 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch):
         await pilot.press("ctrl+n")
         await settle(pilot)
         assert isinstance(app.screen, ReviewScreen)
-        await pilot.press("l")
+        await pilot.press("ctrl+l")  # works whatever has focus
         await _until(pilot, lambda: isinstance(app.screen, MonitorScreen), 120, "the monitor (preflight + start)")
         monitor = app.screen
         run_id = monitor.run_id
