@@ -5,23 +5,45 @@ Issue 4 (supervisor) names the causes a person must be told about with a suggest
 vLLM too old for the recipe, NCCL/network errors, missing executable. Patterns are matched on the
 last lines, the newest line first, so the final error wins over earlier warnings. The patterns
 are the messages vLLM, PyTorch, uvicorn, huggingface_hub and argparse actually print.
+
+Two failures get a cause of their own because the generic advice is wrong for them:
+
+- ``mem_util``: vLLM (0.1x–0.3x) refuses to start when the free memory is below
+  ``--gpu-memory-utilization`` × total — CPU backend "Available memory on node N (a/b GiB) on startup
+  is less than desired CPU memory utilization (u, x GiB) … (e.g. `--gpu-memory-utilization 0.5`)",
+  CUDA "Free memory on device … is less than desired GPU memory utilization" and "… less than the
+  engine's budget after excluding external process's weights". The fix is to *lower* the
+  utilization; ``fix_args`` carries vLLM's own suggestion (else 0.5) for the monitor's one-key fix.
+- ``lmcache_alloc``: PyTorch's CPU allocator "can't allocate memory: you tried to allocate N bytes"
+  in an LMCache process (``lmcache`` in its output) is the L1 cache sized above the host's RAM
+  (``lmcache server --l1-size-gb``); the fix names the free RAM now (psutil).
+
+A vLLM start prints the root cause long before it exits (the API server's own traceback follows,
+100+ lines), so callers should pass enough lines (:data:`CLASSIFY_LINES`).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import Iterable
+from typing import Iterable, Sequence
+
+#: How many last log lines a caller should classify: a vLLM start that fails in a worker prints
+#: ~120 lines of EngineCore/API-server tracebacks after the root cause (vLLM 0.32 CPU).
+CLASSIFY_LINES = 400
 
 
 @dataclass(frozen=True)
 class Cause:
-    """A classified failure: ``kind`` (stable id), one-line ``summary``, suggested ``fix``, the ``line`` that matched."""
+    """A classified failure: ``kind`` (stable id), one-line ``summary``, suggested ``fix``, the ``line``
+    that matched, and ``fix_args`` (flag/value strings to append to the serve command) when the fix
+    is a flag change the wizard can apply itself (``mem_util``), else None."""
 
     kind: str
     summary: str
     fix: str
     line: str | None = None
+    fix_args: list[str] | None = None
 
     def to_dict(self) -> dict:
         """JSON-ready dict."""
@@ -32,6 +54,12 @@ class Cause:
 RULES: tuple[tuple[str, re.Pattern[str], str, str], ...] = tuple(
     (k, re.compile(p, re.I), s, f)
     for k, p, s, f in (
+        ("mem_util", r"less than desired (?:CPU|GPU) memory utilization|less than the engine's budget after excluding",
+         "not enough free memory for the requested memory utilization (--gpu-memory-utilization)",
+         "lower --gpu-memory-utilization (vLLM suggests {suggest}) or free memory used by other processes"),
+        ("lmcache_alloc", r"can't allocate memory: you tried to allocate \d+ bytes",
+         "could not allocate {size}",
+         "lower --l1-size-gb below the host's free RAM ({free})"),
         ("cuda_oom", r"CUDA out of memory|torch\.OutOfMemoryError|HIP out of memory|cudaErrorMemoryAllocation",
          "the GPU ran out of memory",
          "lower --gpu-memory-utilization or --max-model-len, raise --tensor-parallel-size, or free the GPU"),
@@ -66,17 +94,57 @@ RULES: tuple[tuple[str, re.Pattern[str], str, str], ...] = tuple(
 )
 
 
-def classify(lines: Iterable[str], rc: int | None = None) -> Cause | None:
+_SUGGEST = re.compile(r"--gpu-memory-utilization[ =]([0-9]*\.?[0-9]+)")
+_ALLOC = re.compile(r"you tried to allocate (\d+) bytes")
+_LMCACHE = re.compile(r"lmcache", re.I)
+#: Utilization to lower to when vLLM's message suggests none (its CPU message says 0.5).
+DEFAULT_SUGGESTED_UTIL = "0.5"
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def _free_ram() -> str:
+    import psutil
+
+    return _gib(psutil.virtual_memory().available)
+
+
+def _specialise(kind: str, summary: str, fix: str, line: str, lines: Sequence[str]) -> Cause | None:
+    """The cause for ``line`` matching rule ``kind``; None when the rule does not apply after all
+    (an allocation failure outside LMCache is left to the generic ``oom`` rule)."""
+    if kind == "mem_util":
+        m = _SUGGEST.search(line)
+        value = m.group(1) if m else DEFAULT_SUGGESTED_UTIL
+        return Cause(kind, summary, fix.format(suggest=value), line.strip()[:1000],
+                     ["--gpu-memory-utilization", value])
+    if kind == "lmcache_alloc":
+        if not any(_LMCACHE.search(x) for x in lines):
+            return None
+        m = _ALLOC.search(line)
+        size = _gib(int(m.group(1))) if m else "its memory"
+        return Cause(kind, f"LMCache could not allocate {size} for its L1 (CPU) cache",
+                     fix.format(free=_free_ram()), line.strip()[:500])
+    return Cause(kind, summary, fix, line.strip()[:500])
+
+
+def classify(lines: Iterable[str], rc: int | None = None, argv: Sequence[str] = ()) -> Cause | None:
     """The cause explaining ``lines`` (a process's last output, oldest first), or None.
 
+    Pass the last :data:`CLASSIFY_LINES` lines. ``argv`` (the command, optional) adds context the
+    output may lack: an ``lmcache`` command makes an allocation failure ``lmcache_alloc``.
     ``rc`` 127 (shell's "not found") maps to missing_executable and -9 with no other clue to a
     likely out-of-memory kill.
     """
     lines = list(lines)
+    context = [*lines, " ".join(argv)]
     for line in reversed(lines):
         for kind, pat, summary, fix in RULES:
             if pat.search(line):
-                return Cause(kind, summary, fix, line.strip()[:500])
+                cause = _specialise(kind, summary, fix, line, context)
+                if cause is not None:
+                    return cause
     if rc == 127:
         return Cause("missing_executable", "the executable was not found", "install it or fix PATH", None)
     if rc == -9:

@@ -3,7 +3,10 @@
 Issue 4 (before starting anything): every port the plan needs is free (naming the holder when the
 OS shows it), no two processes claim the same port, every executable exists in the environment the
 process gets, the installed vLLM meets the plan's ``min_vllm_version``, every flag of each
-``vllm serve`` exists in that vLLM, and no ``$PLACEHOLDER`` is left.
+``vllm serve`` exists in that vLLM, and no ``$PLACEHOLDER`` is left. Also: a process asking for a
+CPU cache larger than the free RAM (``--l1-size-gb N``, LMCache's L1 size in GiB, as the recipes'
+KV-offload taxonomy plans ``lmcache server``) would crash-loop on "can't allocate memory", so it is
+named with the value and the free RAM (``psutil.virtual_memory().available``) before anything starts.
 
 ``vllm --version`` and ``vllm serve --help=all`` take ~12 s each
 (../shared/notes/real-vllm-on-cpu.md), so both are cached in
@@ -94,13 +97,57 @@ def serve_flags(exe: str, version: str, env: Mapping[str, str], runner: Runner =
     return flags
 
 
+#: Flags whose value is a host-RAM size in GiB the process allocates up front.
+RAM_GIB_FLAGS = ("--l1-size-gb",)
+
+
+def available_ram() -> int:
+    """Bytes of RAM available to new processes now (``psutil.virtual_memory().available``)."""
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+def _flag_values(argv: tuple[str, ...] | list[str], flag: str) -> list[str]:
+    """Every value of ``flag`` in ``argv`` (``--f v`` or ``--f=v``), in order."""
+    out = []
+    for i, tok in enumerate(argv):
+        if tok == flag and i + 1 < len(argv):
+            out.append(argv[i + 1])
+        elif tok.startswith(flag + "="):
+            out.append(tok.split("=", 1)[1])
+    return out
+
+
+def ram_problems(spec: RunSpec, free_bytes: int) -> list[str]:
+    """Processes whose ``--l1-size-gb N`` (GiB) exceeds ``free_bytes`` of free RAM, as problem lines
+    naming the process, the value and the free RAM (GiB); a non-numeric value is named too."""
+    problems = []
+    free_gib = free_bytes / 2**30
+    for p in spec.processes:
+        for flag in RAM_GIB_FLAGS:
+            for value in _flag_values(p.argv, flag):
+                try:
+                    gib = float(value)
+                except ValueError:
+                    if not placeholders_in(value):
+                        problems.append(f"{p.name!r}: {flag} {value!r} is not a number of GiB")
+                    continue
+                if gib > free_gib:
+                    problems.append(f"{p.name!r}: {flag} {value} asks for {gib:g} GiB of RAM but only "
+                                    f"{free_gib:.1f} GiB is free; lower {flag} below {free_gib:.0f}")
+    return problems
+
+
 def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = None,
-          check_flags: bool = True, base_env: Mapping[str, str] | None = None) -> list[str]:
+          check_flags: bool = True, base_env: Mapping[str, str] | None = None,
+          free_ram: Callable[[], int] = available_ram) -> list[str]:
     """Every problem that would stop ``spec`` from launching, as human lines (empty = go).
 
     ``check_flags`` False skips the vLLM version/flag checks (they may take ~25 s uncached).
+    ``free_ram`` returns the free RAM in bytes (seam for tests; :func:`available_ram`).
     """
-    problems: list[str] = []
+    problems: list[str] = ram_problems(spec, free_ram())
     owners: dict[int, str] = {}
     for p in spec.processes:
         for port in p.ports:

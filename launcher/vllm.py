@@ -20,7 +20,7 @@ PHASE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("engine_init", r"Initializing a V1 LLM engine|EngineCore|Waiting for init message"),
         ("loading_weights", r"Starting to load model|Loading safetensors checkpoint shards|Loading weights"),
         ("weights_loaded", r"Loading weights took|Model loading took"),
-        ("kv_cache", r"KV cache|GPU KV cache size|CPU KV cache size|Memory profiling takes|torch\.compile|Capturing CUDA graph"),
+        ("kv_cache", r"KV cache|Memory profiling takes|torch\.compile|Capturing CUDA graph|Warming up model|Compiling model"),
         ("api_server", r"Starting vLLM API server|Available routes are|Route: /health"),
         ("ready", r"Application startup complete"),
     )

@@ -19,8 +19,24 @@ sends ``rates`` computed from the two snapshots' ``ts``. When an event carries t
 (first scrape after an attach, an older client), the model derives tokens/s itself from the previous
 snapshot's totals and timestamp — never from an assumed interval.
 
-Startup progress: vLLM logs "Loading safetensors checkpoint shards: 40% | 2/5" while loading weights
-and "Application startup complete." when the API is up; :func:`startup_phase` reads them.
+Startup progress: one reading of vLLM's start-up lines, the launcher's
+(:class:`~vllm_wizard.launcher.vllm.StartupProgress`, phases in start order, never going back),
+fed per process and reset at each STARTING; :data:`PHASE_LABEL` words them. (A second set of
+patterns here once read the engine config dump's ``compilation_config`` as "compiling".)
+
+Staleness rules (each one a bug seen live, tested with canned event sequences):
+
+- pid: a STARTING event is emitted *before* the new process is spawned, so it carries no pid or the
+  previous process's; the row shows "–" until an event (READY) or :meth:`MonitorModel.refresh`
+  (a ``status()`` snapshot) brings the new pid.
+- restarts: every STARTING of a process that ran before counts (after BACKOFF/FATAL/EXITED and
+  after a requested restart's STOPPING), as the launcher counts them.
+- uptime: from the process start time the launcher records (snapshot ``create_time``), else from
+  the STARTING event — never from READY.
+- health, polls, phase and cause belong to one start: reset at STARTING; a requested stop or restart
+  (STOPPING) clears the cause; a snapshot's cause is kept only for a failed state.
+- cause: when a failure event has none (the launcher classified too few lines), the monitor
+  classifies the process's own log since its last start (:func:`~vllm_wizard.launcher.causes.classify`).
 """
 
 from __future__ import annotations
@@ -31,7 +47,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from vllm_wizard.launcher.causes import CLASSIFY_LINES, classify
 from vllm_wizard.launcher.supervisor import TRANSITION_NOTE_RE
+from vllm_wizard.launcher.vllm import StartupProgress
 
 #: Log lines kept in memory per process (the full log is in the run's log file).
 LOG_TAIL = 2000
@@ -47,14 +65,18 @@ SPARK_METRICS = {
     "kv_cache_usage": "KV cache %",
 }
 
-_SHARDS = re.compile(r"Loading (?:safetensors )?checkpoint shards:\s*(\d+)%")
-_PHASES = (
-    (re.compile(r"Application startup complete"), "serving"),
-    (re.compile(r"Capturing CUDA graph|CUDA graph|compil", re.I), "compiling / graphs"),
-    (re.compile(r"KV cache|GPU KV cache size|num_gpu_blocks", re.I), "allocating KV cache"),
-    (re.compile(r"Loading weights|checkpoint shards|Loading model", re.I), "loading weights"),
-    (re.compile(r"Starting vLLM API server|Initializing|vLLM API server version", re.I), "initializing"),
-)
+#: Launcher start-up phase (contracts §3 ``Progress.phase``) → words shown in the monitor.
+PHASE_LABEL = {
+    "config": "reading config",
+    "engine_init": "initializing engine",
+    "loading_weights": "loading weights",
+    "weights_loaded": "weights loaded",
+    "kv_cache": "KV cache / warm-up",
+    "api_server": "starting API server",
+    "ready": "serving",
+}
+#: States in which a process's classified cause is shown.
+FAILED_STATES = ("FATAL", "BACKOFF", "EXITED")
 #: uvicorn access lines produced by the launcher's own health/metrics polling (hidden in the pane;
 #: still in the run's log file).
 POLL_NOISE = re.compile(r'"GET /(?:health|metrics|healthcheck) HTTP/[\d.]+" 200')
@@ -106,15 +128,21 @@ def level_of(line: str) -> str:
     return {"WARN": "WARNING", "CRITICAL": "ERROR"}.get(word, word)
 
 
-def startup_phase(line: str) -> tuple[str | None, float | None]:
-    """(phase, weight-loading fraction 0..1) read from one vLLM log line; Nones when it says neither."""
-    m = _SHARDS.search(line)
-    if m:
-        return "loading weights", int(m.group(1)) / 100
-    for pattern, phase in _PHASES:
-        if pattern.search(line):
-            return phase, None
-    return None, None
+def phase_label(phase: str | None) -> str:
+    """Words for a launcher phase id (:data:`PHASE_LABEL`); other text is shown as it is."""
+    return PHASE_LABEL.get(phase or "", phase or "")
+
+
+def spark_series(values: list[float]) -> list[float]:
+    """The data to give a Textual ``Sparkline`` for ``values``: Textual draws a single sample as a
+    full-height bar, so one sample is doubled (a flat series draws as the lowest block)."""
+    return [values[0], values[0]] if len(values) == 1 else list(values)
+
+
+def detail_text(row: "ProcRow") -> str:
+    """The Detail cell: in a failed state the classified cause's summary first, then the event detail."""
+    summary = (row.cause or {}).get("summary") if row.state in FAILED_STATES else None
+    return f"{summary} · {row.detail}" if summary and row.detail else (summary or row.detail)
 
 
 @dataclass
@@ -122,7 +150,10 @@ class ProcRow:
     """One process row: ``state`` name, ``pid``, ``since`` (wall time of the last state change),
     ``started`` (wall time of the last STARTING; the uptime origin),
     ``restarts``, ``ready`` (has been READY since its last start), ``detail``, ``cause`` (classified
-    failure dict: ``kind``, ``summary``, ``fix``, optional ``fix_args``), ``phase``, ``progress``."""
+    failure dict: ``kind``, ``summary``, ``fix``, optional ``fix_args``), ``phase`` (label),
+    ``progress`` (0..1), ``launched`` (has been started at least once), ``start_line`` (index in the
+    monitor's log count where the current start's output begins), ``polls`` (health/metrics access
+    lines hidden since the current start)."""
 
     name: str
     state: str = "STOPPED"
@@ -135,6 +166,10 @@ class ProcRow:
     cause: dict | None = None
     phase: str = ""
     progress: float | None = None
+    launched: bool = False
+    polls: int = 0
+    startup: StartupProgress = field(default_factory=StartupProgress)
+    since_start: list[str] = field(default_factory=list)
 
 
 class MonitorModel:
@@ -173,8 +208,8 @@ class MonitorModel:
             self._snapshot(event)
         elif kind == "progress":
             row = self.row(str(_get(event, "name")))
-            if _get(event, "phase"):
-                row.phase = str(_get(event, "phase"))
+            if _get(event, "phase") and not row.ready:
+                row.phase = phase_label(str(_get(event, "phase")))
             percent = _get(event, "percent")
             if percent is not None:
                 row.progress = float(percent) / 100
@@ -211,7 +246,7 @@ class MonitorModel:
                     if key in self.metrics:
                         self.metrics[key].append(float(value))
             healthy = _get(event, "healthy")
-            if healthy is not None:
+            if healthy is not None and self.row(str(_get(event, "name", "?"))).state in ("STARTING", "READY"):
                 self.health[str(_get(event, "name", "?"))] = bool(healthy)
         elif kind == "stats":
             self.stats = dict(event) if isinstance(event, dict) else dict(vars(event))
@@ -236,20 +271,40 @@ class MonitorModel:
         self._last_totals[name] = (float(ts), totals)
         return out
 
+    def refresh(self, snap: Any) -> None:
+        """Take pids, restart counts and start times from a ``status()`` snapshot (no log lines):
+        the pid of a process in STARTING is only known from there (see module docstring)."""
+        for proc in _get(snap, "processes") or []:
+            name = str(proc.get("name"))
+            if name not in self.procs:
+                continue
+            row = self.procs[name]
+            if state_name(proc.get("state", "")) == row.state:
+                row.pid = proc.get("pid") or row.pid
+                row.restarts = max(row.restarts, int(proc.get("restarts") or 0))
+                created = proc.get("create_time") or proc.get("leader_create_time")
+                if row.state in ("STARTING", "READY") and isinstance(created, (int, float)):
+                    row.started = float(created)
+                self.changed = True
+
     def _snapshot(self, snap: Any) -> None:
-        """Attach: one row per recorded process (state, pid, since, restarts, cause, progress), tails."""
+        """Attach: one row per recorded process (state, pid, since, restarts, cause, progress), tails.
+        Uptime starts at the process's recorded ``create_time`` (not at its last state change)."""
         for proc in _get(snap, "processes") or []:
             row = self.row(str(proc.get("name")))
             row.state = state_name(proc.get("state", "STOPPED"))
             row.pid = proc.get("pid")
             row.since = float(proc.get("since") or self.clock())
-            row.started = row.since if row.state in ("STARTING", "READY") else None
+            created = proc.get("create_time") or proc.get("leader_create_time")
+            live = row.state in ("STARTING", "READY")
+            row.started = (float(created) if isinstance(created, (int, float)) else row.since) if live else None
             row.restarts = int(proc.get("restarts") or 0)
+            row.launched = row.state != "STOPPED" or row.restarts > 0 or proc.get("last_rc") is not None
             row.ready = row.state == "READY"
-            row.cause = proc.get("cause") or None
+            row.cause = (proc.get("cause") or None) if row.state in FAILED_STATES else None
             prog = proc.get("progress") or {}
-            if prog.get("phase"):
-                row.phase = str(prog["phase"])
+            if prog.get("phase") and not row.ready:
+                row.phase = phase_label(str(prog["phase"]))
             if prog.get("percent") is not None:
                 row.progress = float(prog["percent"]) / 100
             if proc.get("argv"):
@@ -261,24 +316,42 @@ class MonitorModel:
     def _state(self, event: Any) -> None:
         row = self.row(str(_get(event, "name")))
         new = state_name(_get(event, "state"))
-        if new == "STARTING" and row.state in ("BACKOFF", "EXITED", "FATAL"):
-            row.restarts += 1
+        pid = _get(event, "pid")
         if new == "STARTING":
-            row.ready, row.cause, row.progress = False, None, None
+            if row.launched:
+                row.restarts += 1
+            # emitted before the spawn: no pid, or the previous process's (see module docstring)
+            pid = pid if pid != row.pid else None
+            row.pid = None
+            row.launched, row.ready, row.cause, row.progress, row.phase = True, False, None, None, ""
+            row.startup, row.since_start, row.polls = StartupProgress(), [], 0
+            self.health.pop(row.name, None)
         if new == "READY":
-            row.ready, row.phase, row.progress = True, "serving", None
+            row.ready, row.phase, row.progress = True, PHASE_LABEL["ready"], None
+        if new == "STOPPING":
+            row.cause = None  # a requested stop/restart: the last failure is no longer the story
+        if new not in ("STARTING", "READY"):
+            self.health.pop(row.name, None)
         row.state = new
-        row.pid = _get(event, "pid", row.pid)
+        if new not in ("STARTING", "READY", "STOPPING"):
+            row.pid = None  # as state.json: a settled or backing-off process has no pid
+        elif pid is not None:
+            row.pid = pid
         ts = _get(event, "ts")
         row.since = float(ts) if isinstance(ts, (int, float)) and ts > 1e9 else self.clock()
         if new == "STARTING" or (new == "READY" and row.started is None):
             row.started = row.since
         row.detail = str(_get(event, "detail", "") or "")
+        recent = set(row.since_start[-200:])
+        for line in _get(event, "tail", []) or []:
+            if str(line) not in recent:  # the live stream usually delivered them already
+                self.add_line(row.name, str(line))
         cause = _get(event, "cause")
         if cause:
             row.cause = dict(cause) if isinstance(cause, dict) else dict(vars(cause))
-        for line in _get(event, "tail", []) or []:
-            self.add_line(row.name, str(line))
+        elif new in FAILED_STATES and row.since_start:
+            found = classify(row.since_start[-CLASSIFY_LINES:], None, self.argv.get(row.name, ()))
+            row.cause = found.to_dict() if found else None
 
     def add_line(self, name: str, line: str) -> None:
         """Append a log line of ``name`` (bounded) and update its startup phase. Successful
@@ -287,18 +360,20 @@ class MonitorModel:
         row = self.row(name)
         if POLL_NOISE.search(line):
             self.polls += 1
+            row.polls += 1
             return
         if TRANSITION_NOTE_RE.match(line):  # the state change is shown by the table already
             self.transitions_hidden += 1
             return
         self.logs[name].append(line)
         self.pending.append((name, line))
-        if not row.ready:
-            phase, progress = startup_phase(line)
-            if phase:
-                row.phase = phase
-            if progress is not None:
-                row.progress = progress
+        row.since_start.append(line)
+        if len(row.since_start) > 2 * CLASSIFY_LINES:
+            del row.since_start[:-CLASSIFY_LINES]
+        if not row.ready and row.startup.feed(line):
+            row.phase = phase_label(row.startup.phase)
+            if row.startup.percent is not None and row.startup.phase == "loading_weights":
+                row.progress = row.startup.percent / 100
 
     def drain(self) -> list[tuple[str, str]]:
         """Take every pending (process, line) pair (the next UI batch)."""
@@ -309,14 +384,14 @@ class MonitorModel:
     def failure(self) -> ProcRow | None:
         """The first process in FATAL/BACKOFF/EXITED with a classified cause, if any."""
         for row in self.procs.values():
-            if row.cause and row.state in ("FATAL", "BACKOFF", "EXITED"):
+            if row.cause and row.state in FAILED_STATES:
                 return row
         return None
 
 
 def uptime_text(row: ProcRow, now: float | None = None) -> str:
-    """``1h02m`` / ``3m05s`` / ``12s`` since the process last started (live states only; after an
-    attach, since its last recorded state change — the snapshot has no start time)."""
+    """``1h02m`` / ``3m05s`` / ``12s`` since the process last started (live states only): its
+    recorded process start time after an attach, its STARTING event otherwise."""
     if row.state not in ("STARTING", "READY"):
         return "–"
     secs = max(0, int((now or time.time()) - (row.started if row.started is not None else row.since)))

@@ -12,7 +12,7 @@ A STARTING event comes before the spawn (no pid); while a process is STARTING wi
 screen asks the client's ``status()`` at most every :data:`PID_REFRESH_S` for it
 (:meth:`MonitorModel.refresh`).
 
-Detach (``d``) and quit (``q``) leave the run alive (its supervisor is a daemon, issue 4) and say so
+Detach (``d``) and quit (``q``; not in the footer, which already lists the app's ``^q``) leave the run alive (its supervisor is a daemon, issue 4) and say so
 with the commands to come back or stop it (:func:`keeps_running_text`); ``vllm-wizard attach`` or a
 new ``vllm-wizard`` re-opens it (:class:`AttachPrompt`).
 """
@@ -66,12 +66,12 @@ class MonitorScreen(Screen):
         Binding("s", "stop", "Stop"),
         Binding("r", "restart", "Restart"),
         Binding("d", "detach", "Detach"),
-        Binding("q", "quit_keep_running", "Quit (run goes on)"),
         Binding("m", "smoke", "Smoke"),
         Binding("x", "relaunch_fix", "Fix+relaunch"),
         Binding("f", "follow", "Follow"),
         Binding("slash", "search", "Search"),
         Binding("escape", "detach", "Detach", show=False),
+        Binding("q", "quit_keep_running", "Quit (run goes on)", show=False),
     ]
 
     def __init__(self, run_id: str) -> None:

@@ -164,3 +164,75 @@ def test_log_file_rotates_and_tail_is_bounded(tmp_path):
     assert all(p.stat().st_size < 10_000 + 2_000 for p in tmp_path.iterdir())
     assert len(log.tail) == TAIL_LINES and log.tail[-1] == "block 49 line 099" and log.lines_total == 5000
     assert (tmp_path / "x.log").read_text().splitlines()[-1] == "block 49 line 099"
+
+
+#: vLLM 0.32 CPU worker's message (v1/worker/cpu_worker.py), as the launcher logs it.
+CPU_MEM_UTIL = (
+    "(VllmWorker-0 pid=19863) ERROR 11-30 11:02:14 [multiproc_executor.py:953] ValueError: Available memory on node 0 "
+    "(11.0/12.59 GiB) on startup is less than desired CPU memory utilization (0.92, 11.58 GiB). On the CPU backend, "
+    "the `--gpu-memory-utilization` flag controls the fraction of CPU memory reserved (despite its name). To resolve: "
+    "decrease `--gpu-memory-utilization` (e.g. `--gpu-memory-utilization 0.5`) or reduce CPU memory used by other "
+    "processes."
+)
+#: vLLM's CUDA variant (v1/worker/utils.py): no suggested value.
+GPU_MEM_UTIL = (
+    "ValueError: Free memory on device cuda:0 (60.1/79.2 GiB) on startup is less than desired GPU memory utilization "
+    "(0.9, 71.3 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
+)
+
+
+def test_classify_memory_utilization_failure_behind_long_tracebacks():
+    """The real CPU failure: the root cause, then ~120 lines of EngineCore/API-server tracebacks
+    ending in 'Engine core initialization failed'. The cause is mem_util with vLLM's suggestion."""
+    tail = ["(EngineCore pid=1) INFO Initializing a V1 LLM engine", CPU_MEM_UTIL]
+    tail += [f'  File "/venv/vllm/v1/engine/core.py", line {i}, in __init__' for i in range(118)]
+    tail += ["RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"]
+    cause = classify(tail, rc=1)
+    assert cause is not None and cause.kind == "mem_util"
+    assert cause.fix_args == ["--gpu-memory-utilization", "0.5"] and "0.5" in cause.fix
+    assert "gpu-memory-utilization" in cause.summary and "11.0/12.59 GiB" in cause.line
+    gpu = classify([GPU_MEM_UTIL], rc=1)
+    assert gpu.kind == "mem_util" and gpu.fix_args == ["--gpu-memory-utilization", "0.5"]
+    assert classify(["ValueError: Free memory on device cuda:0 (1.0/80.0 GiB) on startup is less than the "
+                     "engine's budget after excluding external process's weights (0.9, 70 GiB)."]).kind == "mem_util"
+
+
+LMCACHE_ALLOC = ("RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: "
+                 "you tried to allocate 549755817984 bytes. Error code 12 (Cannot allocate memory)")
+
+
+def test_classify_lmcache_l1_allocation_names_l1_size_and_free_ram(monkeypatch):
+    import psutil
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: type("VM", (), {"available": 20 * 2**30})())
+    tail = ['  File "/venv/lib/python3.11/site-packages/lmcache/v1/memory_management.py", line 9', LMCACHE_ALLOC]
+    cause = classify(tail, rc=1)
+    assert cause.kind == "lmcache_alloc" and "512.0 GiB" in cause.summary
+    assert cause.fix == "lower --l1-size-gb below the host's free RAM (20.0 GiB)"
+    # the argv gives the context when the output has none; elsewhere it stays a plain oom
+    assert classify([LMCACHE_ALLOC], rc=1, argv=["lmcache", "server", "--l1-size-gb", "512"]).kind == "lmcache_alloc"
+    assert classify([LMCACHE_ALLOC], rc=1).kind == "oom"
+
+
+def test_preflight_names_l1_size_above_free_ram():
+    spec = RunSpec((
+        ProcessSpec("lmcache", (sys.executable, "-c", "pass", "--l1-size-gb", "512", "--max-gpu-workers", "1")),
+        ProcessSpec("small", (sys.executable, "-c", "pass", "--l1-size-gb=8")),
+        ProcessSpec("bad", (sys.executable, "-c", "pass", "--l1-size-gb", "lots")),
+    ))
+    problems = check(spec, check_flags=False, free_ram=lambda: 24 * 2**30)
+    assert problems == [
+        "'lmcache': --l1-size-gb 512 asks for 512 GiB of RAM but only 24.0 GiB is free; lower --l1-size-gb below 24",
+        "'bad': --l1-size-gb 'lots' is not a number of GiB",
+    ]
+    assert check(spec, check_flags=False, free_ram=lambda: 1024 * 2**30) == [
+        "'bad': --l1-size-gb 'lots' is not a number of GiB"]
+
+
+def test_startup_progress_reads_the_config_dump_as_engine_init_and_cpu_warmup_as_kv_cache():
+    prog = StartupProgress()
+    prog.feed("(EngineCore pid=2) INFO Initializing a V1 LLM engine (v0.32.0) with config: model='/m', "
+              "compilation_config={'mode': 3}")
+    assert prog.phase == "engine_init"
+    prog.feed("(Worker pid=3) INFO 11-30 10:54:41 [cpu_model_runner.py:87] Warming up model for the compilation...")
+    assert prog.phase == "kv_cache"
