@@ -408,6 +408,7 @@ def options(catalog: Any, selection: Any, *, detected_profile: str | None = None
     opts.install_mode = _install_row(ctx)
     opts.advanced = _advanced_row(ctx)
     _banners(ctx, opts)
+    opts.warnings += advanced_overlaps(list(_sel(selection, "advanced_args") or []), opts.advanced)
     return opts
 
 
@@ -892,8 +893,46 @@ def _advanced_row(ctx: _Ctx) -> list[Choice]:
     return out
 
 
+def advanced_overlaps(args: list[str], presets: Iterable[Choice]) -> list[str]:
+    """Warnings for a flag set both by an Advanced preset and by a typed advanced arg.
+
+    ``args`` is ``selection.advanced_args`` (presets are contiguous runs of their ``args`` inside it,
+    typed args are the rest); ``--flag value`` and ``--flag=value`` spellings are the same flag.
+    vLLM's argument parser keeps the *last* value, so the message names the one that wins, e.g.
+    "--max-model-len is set by the preset max-model-len auto and typed in Advanced args
+    (--max-model-len 256) — the last one wins: --max-model-len 256". Empty list when nothing overlaps.
+    """
+    owner: list[str | None] = [None] * len(args)
+    for choice in presets:
+        run = list(choice.args or ())
+        n = len(run)
+        if not n:
+            continue
+        for i in range(len(args) - n + 1):
+            if args[i:i + n] == run and all(o is None for o in owner[i:i + n]):
+                owner[i:i + n] = [choice.label or choice.id] * n
+                break
+    seen: dict[str, list[tuple[str | None, str]]] = {}
+    for i, arg in enumerate(args):
+        if not arg.startswith("--"):
+            continue
+        flag, eq, value = arg.partition("=")
+        if not eq:
+            value = args[i + 1] if i + 1 < len(args) and not args[i + 1].startswith("--") else ""
+        seen.setdefault(flag, []).append((owner[i], f"{flag} {value}".strip()))
+    out = []
+    for flag, uses in seen.items():
+        presets_here = [who for who, _ in uses if who is not None]
+        typed = [text for who, text in uses if who is None]
+        if presets_here and typed:
+            out.append(f"{flag} is set by the preset {presets_here[0]} and typed in Advanced args "
+                       f"({typed[0]}) — the last one wins: {uses[-1][1]}")
+    return out
+
+
 def _banners(ctx: _Ctx, opts: Options) -> None:
-    """N5 VRAM banner, §2.2 TP hint, LMCache strategy hint, B1 badge."""
+    """N5 VRAM banner, §2.2 TP hint (TP < devices) and TP-exceeds-devices warning, LMCache strategy hint,
+    B1 badge."""
     p, s = ctx.profile, ctx.strategy
     name = p.display_name or ctx.hw_id
     need = ctx.variant.vram_minimum_gb
@@ -906,13 +945,18 @@ def _banners(ctx: _Ctx, opts: Options) -> None:
             "(KV cache requires more). Switch to a higher-memory GPU, use multi-node TP, or lower "
             "--max-model-len to shrink the KV cache footprint.")
     if ctx.strategy_id == "single_node_tp" and ctx.nodes == 1:  # §2.2 [UI] hint
+        # Decision (lead, after a tester's report): the hint only when TP < devices, also on CPU (the
+        # spec's "(or CPU)" printed "runs on 4 of 4 … to scale up"); CPU TP is not clamped (§2.2
+        # step 1), so TP > devices is a warning naming both numbers.
         tp = gates.single_node_tp(ctx.recipe, ctx.variant, "single_node_tp", ctx.hw_id, p, ctx.gpus)
-        if p.gen == "cpu":
-            opts.warnings.append(f"This recipe runs on {tp} of {ctx.gpus} CPU NUMA node(s) on the selected node — "
+        unit = "CPU NUMA node(s)" if p.gen == "cpu" else "GPUs"
+        if tp < ctx.gpus:
+            opts.warnings.append(f"This recipe runs on {tp} of {ctx.gpus} {unit} on the selected node — "
                                  "add --tensor-parallel-size N via Advanced to scale up.")
-        elif tp < ctx.gpus:
-            opts.warnings.append(f"This recipe runs on {tp} of {ctx.gpus} GPUs on the selected node — "
-                                 "add --tensor-parallel-size N via Advanced to scale up.")
+        elif tp > ctx.gpus:
+            opts.warnings.append(f"TP {tp} exceeds the {ctx.gpus} device(s) per node of {name} — the recipe's "
+                                 f"--tensor-parallel-size {tp} needs {tp} {unit}; set Devices per node or "
+                                 "override --tensor-parallel-size via Advanced.")
     if {"text_only", "encoder_parallel"} <= set(ctx.features):  # §2.8 [UI] mutual exclusion
         opts.warnings.append("text_only and encoder_parallel are mutually exclusive — enabling one clears "
                              "the other.")

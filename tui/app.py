@@ -268,7 +268,7 @@ class WizardApp(App):
             self.errors["options"] = str(exc)
             return
         try:  # the resolved feature list (defaults) marks the feature row; a plan error shows on review
-            plan = self.services.synthesize(self.catalog, sel)
+            plan = self.services.synthesize(self.catalog, self.services.make_selection(self.planned_selection()))
             self.resolved_features = list(getattr(plan, "resolved", {}).get("features") or [])
         except Exception:  # noqa: BLE001
             self.resolved_features = []
@@ -278,9 +278,16 @@ class WizardApp(App):
         best = next((c for c in self.candidates if str(getattr(c, "quality", "none")) != "none"), None)
         return {"detected_profile": best.profile_id} if best is not None else {}
 
+    def planned_selection(self) -> dict[str, Any]:
+        """The selection review synthesizes: the person's picks plus the values the configure screen
+        shows as resolved (:func:`~vllm_wizard.tui.axes.planned_selection`), so both screens agree."""
+        from vllm_wizard.tui.axes import planned_selection
+
+        return planned_selection(self.selection, self.options)
+
     def build_plan(self) -> dict:
-        """Synthesize the current selection; returns plan-json §3 dict. Raises WizardError."""
-        sel = self.services.make_selection(self.selection)
+        """Synthesize :meth:`planned_selection`; returns plan-json §3 dict. Raises WizardError."""
+        sel = self.services.make_selection(self.planned_selection())
         self.plan = self.services.synthesize(self.catalog, sel)
         self.plan_json = self.services.plan_to_json(self.plan)
         return self.plan_json

@@ -57,8 +57,9 @@ def plan_document(app: Any) -> dict:
 
     plan = app.plan
     source = app.services.extras.get("source")
-    selection = app.services.make_selection(app.selection)
-    dump = selection.model_dump(exclude_none=True, exclude_defaults=True) if hasattr(selection, "model_dump") else dict(app.selection)
+    planned = app.planned_selection() if hasattr(app, "planned_selection") else dict(app.selection)
+    selection = app.services.make_selection(planned)  # the selection the plan was made from
+    dump = selection.model_dump(exclude_none=True, exclude_defaults=True) if hasattr(selection, "model_dump") else planned
     provenance = {
         "catalog_source": getattr(source, "label", None) or (str(app.recipes) if app.recipes else "bundled"),
         "catalog_revision": getattr(source, "revision", None) or getattr(app.catalog, "revision", None),

@@ -28,6 +28,14 @@ from vllm_wizard.tui.plan_export import default_export_dir, write_plan_file, wri
 from vllm_wizard.tui.plan_view import ProcessBlock, fill_placeholders, process_blocks
 
 
+def plan_header(plan) -> str:
+    """The plan's one-line summary exactly as ``vllm-wizard plan`` prints it (its first line without
+    ``# ``): model · variant · hardware (devices/node) · strategy or ``omni`` · layout · install mode."""
+    from vllm_wizard.catalog.render import plan_text
+
+    return plan_text(plan).split("\n", 1)[0].removeprefix("# ")
+
+
 class CommandBlock(Static, can_focus=True):
     """One process: heading, ``export`` lines, and the command. Focus it and press ``c`` to copy."""
 
@@ -88,15 +96,9 @@ class ReviewScreen(Screen):
             self.plan_json = None
             return
         self.plan_json = plan
-        resolved = plan.get("resolved", {})
         widgets = [
             Static(
-                Text.assemble(
-                    ("Plan: ", "bold"),
-                    f"{resolved.get('model')} · {resolved.get('variant')} · {resolved.get('hardware')} · "
-                    f"{resolved.get('strategy')} · {resolved.get('nodes')} node(s) · {plan.get('deploy_type')} · "
-                    f"install {plan.get('install_mode')}",
-                ),
+                Text.assemble(("Plan: ", "bold"), plan_header(self.app.plan)),
                 id="plan-summary",
             )
         ]

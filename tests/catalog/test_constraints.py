@@ -255,6 +255,20 @@ def test_tp_hint_when_recipe_uses_part_of_the_node(snap):
     assert not any(w.startswith("This recipe runs on") for w in full.warnings)
 
 
+def test_tp_hint_only_below_the_device_count_and_warning_above_it_on_cpu(snap):
+    # Llama-3.3-70B on Xeon 6: the recipe's TP 8 on 4 NUMA nodes (CPU TP is not clamped, §2.2)
+    over = options(snap, {"model": LLAMA, "hardware": "xeon6"})
+    assert not any(w.startswith("This recipe runs on") for w in over.warnings)
+    assert any(w.startswith("TP 8 exceeds the 4 device(s) per node of Xeon 6") for w in over.warnings)
+    one = options(snap, {"model": LLAMA, "hardware": "xeon6", "gpus": 1})
+    assert not any(w.startswith("This recipe runs on 1 of 1") for w in one.warnings)
+    assert any(w.startswith("TP 8 exceeds the 1 device(s) per node of Xeon 6") for w in one.warnings)
+    under = options(snap, {"model": "meta-llama/Llama-3.1-8B-Instruct", "hardware": "xeon6"})
+    assert ("This recipe runs on 2 of 4 CPU NUMA node(s) on the selected node — add --tensor-parallel-size N "
+            "via Advanced to scale up.") in under.warnings
+    assert not any(w.startswith("TP ") for w in under.warnings)
+
+
 # ----------------------------------------------------------------------------------- PD
 
 
@@ -616,3 +630,14 @@ def test_resolved_feature_modes_match_synthesis(snap):
                 assert got == want, (hf_id, variant, req)
                 checked += 1
     assert checked >= 10
+
+
+def test_preset_and_typed_advanced_arg_for_the_same_flag_warn_which_wins(snap):
+    base = {"model": "meta-llama/Llama-3.1-8B-Instruct", "hardware": "h200"}
+    typed_then_preset = options(snap, {**base, "advanced_args": ["--max-model-len", "256", "--max-model-len", "auto"]})
+    assert ("--max-model-len is set by the preset max-model-len auto and typed in Advanced args "
+            "(--max-model-len 256) — the last one wins: --max-model-len auto") in typed_then_preset.warnings
+    preset_then_typed = options(snap, {**base, "advanced_args": ["--max-model-len", "auto", "--max-model-len=256"]})
+    assert any(w.endswith("the last one wins: --max-model-len 256") for w in preset_then_typed.warnings)
+    alone = options(snap, {**base, "advanced_args": ["--max-model-len", "auto", "--max-num-seqs", "8"]})
+    assert not any("the last one wins" in w for w in alone.warnings)
