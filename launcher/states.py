@@ -138,8 +138,8 @@ def transition(
         ps.pid = None
     else:
         pid_out = ps.pid
-    if cause is not None:
-        ps.cause = cause
+    # the cause of the LAST failure; a start, a requested stop/restart or a clean exit clears it
+    ps.cause = cause
     return ProcessEvent(
         name=ps.name, state=new, prev=prev, ts=ts, pid=pid_out, detail=detail, cause=cause, tail=list(tail or [])
     )

@@ -35,7 +35,7 @@ from typing import Any, Awaitable, Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from vllm_wizard.launcher import policy as P
-from vllm_wizard.launcher.causes import Cause, classify
+from vllm_wizard.launcher.causes import CLASSIFY_LINES, Cause, classify
 from vllm_wizard.launcher.logs import LogLines, ProcessLog, Redactor, pump
 from vllm_wizard.launcher.metrics import MetricsSnapshot, parse_metrics, rates
 from vllm_wizard.launcher.ports import busy_ports
@@ -358,7 +358,11 @@ class Supervisor:
             self._queue.put_nowait(P.Exited(name, rc))
             return
         tail = log.last(40)
-        cause = classify(tail, rc)
+        # vLLM prints its root cause ~120 lines before it exits (EngineCore + API-server tracebacks):
+        # classify this start's output only (after the last "[wizard] starting:" note), up to CLASSIFY_LINES
+        recent = log.last(CLASSIFY_LINES)
+        marks = [i for i, line in enumerate(recent) if line.startswith("[wizard] starting: ")]
+        cause = classify(recent[marks[-1] + 1:] if marks else recent, rc, p.argv)
         self._queue.put_nowait(P.Exited(name, rc, cause.to_dict() if cause else None, tuple(tail)))
         self._cleanup[name] = self._task(self._reap(name, mp))
 

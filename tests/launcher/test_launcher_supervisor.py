@@ -228,3 +228,44 @@ async def test_health_polls_slow_down_once_ready():
     ready = [t for t, st in polls if st == "READY"]
     gaps = [b - a for a, b in zip(ready[1:], ready[2:])]  # after the first READY poll: the READY cadence
     assert gaps and min(gaps) >= 0.4 - 0.01, gaps
+
+
+#: Prints vLLM's CPU memory-utilization refusal, then 150 traceback lines (as vLLM 0.32's EngineCore
+#: and API server do before exiting), then exits 1.
+MEM_UTIL_THEN_TRACEBACKS = r"""
+import sys
+print("(VllmWorker-0 pid=1) ERROR ValueError: Available memory on node 0 (11.0/12.59 GiB) on startup is less "
+      "than desired CPU memory utilization (0.92, 11.58 GiB). To resolve: decrease `--gpu-memory-utilization` "
+      "(e.g. `--gpu-memory-utilization 0.5`)", flush=True)
+for i in range(150):
+    print(f'  File "/venv/vllm/v1/engine/core.py", line {i}, in __init__', flush=True)
+print("RuntimeError: Engine core initialization failed. See root cause above.", flush=True)
+sys.exit(1)
+"""
+
+
+async def test_fatal_cause_is_the_root_cause_printed_long_before_exit_and_only_from_the_last_start(tmp_path):
+    spec = RunSpec((ProcessSpec(name="vllm", argv=(PY, "-c", MEM_UTIL_THEN_TRACEBACKS),
+                                restart=RestartPolicy(backoff_initial_s=0.05, max_failures=2, window_s=60)),))
+    rec = Recorder()
+    sup = Supervisor(spec, log_dir=tmp_path, listeners=[rec])
+    assert await asyncio.wait_for(sup.run(), 30) == "fatal"
+    fatal = rec.events("vllm")[-1]
+    assert fatal.state is State.FATAL and fatal.cause["kind"] == "mem_util"
+    assert fatal.cause["fix_args"] == ["--gpu-memory-utilization", "0.5"]
+    assert sup.policy.states["vllm"].cause["kind"] == "mem_util"  # what state.json / `status` show
+
+
+async def test_a_requested_restart_clears_the_last_cause(tmp_path):
+    port = free_port()
+    spec = RunSpec((_server("vllm", port, "0.1"),))
+    rec = Recorder()
+    sup = Supervisor(spec, log_dir=tmp_path, listeners=[rec])
+    task = asyncio.create_task(sup.run())
+    await until(lambda: sup.policy.states["vllm"].state is State.READY, 20, "READY")
+    sup.policy.states["vllm"].cause = {"kind": "killed", "summary": "killed by SIGKILL"}  # an earlier failure
+    sup.restart("vllm")
+    await until(lambda: rec.states("vllm").count(State.READY) >= 2, 20, "READY again")
+    assert sup.policy.states["vllm"].cause is None
+    sup.stop()
+    await asyncio.wait_for(task, 30)
