@@ -194,6 +194,37 @@ def _hw_visible(recipe: Recipe, hw_id: str, profile: HardwareProfile, detected: 
     return hw_id == detected or not gates.restricted_hidden(recipe, hw_id, profile)
 
 
+def hardware_listing(catalog: Any, recipe: Recipe, hw_id: str, detected: str | None = None) -> tuple[str, str | None]:
+    """How ``recipe`` stands on profile ``hw_id`` for a model list (no selection needed), as
+    ``(state, reason)``:
+
+    - ``("hidden", None)``: H1 — a restricted profile the recipe does not list (and not ``detected``);
+    - ``("unlisted", text)``: the same, but offered because it is the detected profile (the plan then
+      warns "restricted profile this recipe does not list (rule H1)");
+    - ``("disabled", reason)``: H2 unsupported, or H3/H5 no variant runs there (verbatim §3.1 texts);
+    - ``("available", None)`` otherwise.
+
+    Raises KeyError for an unknown ``hw_id``. recipes-synthesis §3.1 H1–H3, H5.
+    """
+    p = catalog.taxonomy.hardware_profiles[hw_id]
+    label = p.display_name or hw_id
+    if gates.restricted_hidden(recipe, hw_id, p):
+        if hw_id != detected:
+            return HIDDEN, None
+        unlisted = f"{label} is a restricted profile this recipe does not list (rule H1)"
+    else:
+        unlisted = None
+    if recipe.meta.hardware.get(hw_id) == "unsupported":
+        return DISABLED, _h2(p, hw_id)
+    if recipe.is_omni:
+        runs = any(_omni_variant_reason(catalog, v, hw_id, p) is None for v in recipe.variants.values())
+    else:
+        runs = any(variant_runs_on(recipe, v, hw_id, p) for v in recipe.variants.values())
+    if not runs:
+        return DISABLED, f"No variant of this model currently runs on {label}"
+    return ("unlisted", unlisted) if unlisted else (AVAILABLE, None)
+
+
 def pick_default_hardware(catalog: Any, recipe: Recipe, variant_key: str | None = "default") -> str:
     """``pickDefaultHardware`` (recipes-synthesis §2.14) for a variant key → profile id.
 
@@ -207,8 +238,10 @@ def recommend_strategy(catalog: Any, recipe: Recipe, hw_id: str, nodes: int = 1,
     """Recommended strategy (§2.14) as the wizard lands on it.
 
     ``recommendStrategy`` of :mod:`.gates` (what ``plan`` uses when no strategy is given); when that
-    pick is unsupported (S5) or unreachable (S4) on ``hw_id``, the first listed strategy that is
-    ([UI] fallback of §2.14); else the reference pick unchanged.
+    pick is unsupported (S5), unreachable (S4) or disabled by §3.2 ``hardware_match`` (MoE-only on a
+    dense model; TEP/DEP below ``min_gpus`` on ``gpus`` devices — e.g. a 1-NUMA-node CPU box) on
+    ``hw_id``, the first listed strategy that is usable ([UI] fallback of §2.14); else the reference
+    pick unchanged (so the row never lands on a disabled strategy).
     """
     pick = gates.recommend_strategy(recipe, nodes)
     profile = catalog.taxonomy.hardware_profiles.get(hw_id)
@@ -216,11 +249,26 @@ def recommend_strategy(catalog: Any, recipe: Recipe, hw_id: str, nodes: int = 1,
         return pick
     n = gpus or profile.gpu_count or 1
 
+    is_moe = (recipe.model.architecture or "").lower() == "moe"
+
+    def match_ok(s: Any, sid: str) -> bool:
+        """§3.2 hardware_match as the strategy row disables it: MoE-only on a dense model, or an
+        expert-parallel strategy below its min_gpus on the devices at hand."""
+        hm = getattr(s, "hardware_match", None)
+        if s is None or hm is None:
+            return True
+        if (hm.architecture or "").lower() == "moe" and not is_moe:
+            return False
+        total = n * (max(nodes, 1) if s.deploy_type != "single_node" else 1)
+        expert = sid.endswith(("tep", "dep")) or s.parallelism == "dpa_tp"
+        return not (hm.min_gpus and expert and total < hm.min_gpus)
+
     def usable(sid: str) -> bool:
         s = catalog.strategies.get(sid)
         return (gates.strategy_supported_on_hw(recipe, sid, hw_id, profile)
                 and gates.reachable(recipe, sid, hw_id, n, _scales_out(s))
-                and not (s is not None and _hidden_by_nodes(s, nodes)))
+                and not (s is not None and _hidden_by_nodes(s, nodes))
+                and match_ok(s, sid))
 
     if usable(pick):
         return pick

@@ -102,10 +102,12 @@ class WizardApp(App):
         self.selection: dict[str, Any] = {}
         self.options: Any = None
         self.resolved_features: list[str] = []
+        self.frontend_default: str | None = None  # the frontend the plan runs with when none is picked
         self.errors: dict[str, str] = {}
         self.plan_json: dict | None = None
         self.plan: Any = None
         self.live_runs: list[str] = []
+        self._gpus_typed = False  # devices per node typed by the person (kept across hardware picks)
 
     # ------------------------------------------------------------------ services and loading
     @property
@@ -205,24 +207,50 @@ class WizardApp(App):
 
     def _settle(self) -> None:
         """Derive candidates and defaults once both inputs are known; notify every screen."""
+        changed = False
         if self.catalog is not None and self.inventory is not None and not self.candidates:
             try:
                 self.candidates = list(self.services.match_profiles(self.inventory, self.catalog.taxonomy.hardware_profiles))
             except Exception as exc:  # noqa: BLE001
                 self.errors["match"] = f"{type(exc).__name__}: {exc}"
             if "hardware" not in self.selection:
-                best = next((c for c in self.candidates if str(getattr(c, "quality", "none")) != "none"), None)
+                best = self.detected_profile
                 if best is not None:
-                    self.selection["hardware"] = best.profile_id
-                    count = getattr(self.inventory, "device_count", None)
-                    prof = self.catalog.taxonomy.hardware_profiles.get(best.profile_id)
-                    if count and prof is not None and getattr(prof, "gpu_count", None) != count:
-                        self.selection["gpus"] = int(count)
+                    self.selection["hardware"] = best
+                    self._default_gpus()
+                    changed = True
         if self.catalog is not None and self.initial_model and "model" not in self.selection:
             self.selection["model"] = self.initial_model
             self.initial_model = None
+            changed = True
+        if changed and self.selection.get("model"):
+            # --model can arrive before detection: recompute once the detected hardware is known, so
+            # configure checks the choices against the profile the bottom bar names (not the default)
             self.recompute()
         self.broadcast(DataChanged())
+
+    @property
+    def detected_profile(self) -> str | None:
+        """The best detection candidate's profile id (quality other than ``none``), or None."""
+        best = next((c for c in self.candidates if str(getattr(c, "quality", "none")) != "none"), None)
+        return best.profile_id if best is not None else None
+
+    def _default_gpus(self) -> None:
+        """Devices per node default: on the detected profile the detected count
+        (:func:`~vllm_wizard.tui.inventory_view.detected_devices`: devices, or NUMA nodes on CPU) when
+        it differs from the profile's ``gpu_count``; elsewhere the profile's own (key unset). A count
+        the person typed (``_gpus_typed``) is kept."""
+        if getattr(self, "_gpus_typed", False) or self.catalog is None:
+            return
+        from vllm_wizard.tui.inventory_view import detected_devices
+
+        hw = self.selection.get("hardware")
+        prof = self.catalog.taxonomy.hardware_profiles.get(hw) if hw else None
+        count = detected_devices(self.inventory) if hw and hw == self.detected_profile else None
+        if count and prof is not None and getattr(prof, "gpu_count", None) != count:
+            self.selection["gpus"] = int(count)
+        else:
+            self.selection.pop("gpus", None)
 
     def broadcast(self, message_type: Message) -> None:
         """Post a fresh copy of ``message_type``'s class to every screen on the stack."""
@@ -241,6 +269,12 @@ class WizardApp(App):
                 self.selection.pop(key, None)
             else:
                 self.selection[key] = value
+        if "gpus" in changes:
+            self._gpus_typed = changes["gpus"] is not None
+            if not self._gpus_typed:  # cleared: back to the default for the profile
+                self._default_gpus()
+        elif "hardware" in changes:
+            self._default_gpus()
         if "model" in changes or "hardware" in changes:
             for dep in ("variant", "strategy", "features", "feature_modes", "kv_offload", "pd", "connector", "router"):
                 if dep not in changes:
@@ -270,13 +304,17 @@ class WizardApp(App):
         try:  # the resolved feature list (defaults) marks the feature row; a plan error shows on review
             plan = self.services.synthesize(self.catalog, self.services.make_selection(self.planned_selection()))
             self.resolved_features = list(getattr(plan, "resolved", {}).get("features") or [])
+            rust = any((getattr(p, "env", None) or {}).get("VLLM_USE_RUST_FRONTEND") == "1"
+                       for p in getattr(plan, "processes", []) or [])
+            self.frontend_default = "rust" if rust else "python"
         except Exception:  # noqa: BLE001
             self.resolved_features = []
+            self.frontend_default = None
 
     def _detected_kw(self) -> dict[str, str]:
         """``detected_profile=<best candidate>`` for options() (H1 exception), when detected."""
-        best = next((c for c in self.candidates if str(getattr(c, "quality", "none")) != "none"), None)
-        return {"detected_profile": best.profile_id} if best is not None else {}
+        best = self.detected_profile
+        return {"detected_profile": best} if best is not None else {}
 
     def planned_selection(self) -> dict[str, Any]:
         """The selection review synthesizes: the person's picks plus the values the configure screen
@@ -325,11 +363,11 @@ class WizardApp(App):
                                     lambda action=action: self.run_action(action, screen))
 
     def action_help(self) -> None:
-        self.notify(
-            "enter/n: next step · escape: back · ctrl+p: command palette · ctrl+q: quit · review: ctrl+l launch, "
-            "ctrl+r preflight, ctrl+o export, ctrl+t scripts, ctrl+y copy",
-            title="vllm-wizard",
-        )
+        """F1: the keys of the screen in front (:func:`~vllm_wizard.tui.help_text.help_text`)."""
+        from vllm_wizard.tui.help_text import help_text
+
+        title = getattr(self.screen, "HELP_TITLE", None) or type(self.screen).__name__.removesuffix("Screen")
+        self.notify(help_text(self.screen, self), title=f"Help · {title}", timeout=20, markup=False)
 
 
 def make_app(

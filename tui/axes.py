@@ -151,10 +151,13 @@ def _current(axis: str, sub: str | None, selection: Mapping[str, Any], resolved:
     return selection.get(axis)
 
 
-def axis_views(opts: Any, selection: Mapping[str, Any], features: list[str] | None = None) -> list[AxisView]:
+def axis_views(opts: Any, selection: Mapping[str, Any], features: list[str] | None = None,
+               frontend_default: str | None = None) -> list[AxisView]:
     """Every shown row for ``opts``; hidden choices and empty rows dropped; sub-rows of KV groups and
     Mooncake only while their pill is active. ``features`` = the resolved feature list (from the
-    plan) used to mark features on when the selection leaves them at their default."""
+    plan) used to mark features on when the selection leaves them at their default.
+    ``frontend_default`` = the frontend the plan runs with when none is picked (``python``: vLLM's
+    default; ``rust`` when the recipe's env switches it on, seed §4.2): marked, its label saying so."""
     resolved = _get(opts, "resolved") or {}
     kv_now = selection.get("kv_offload") or resolved.get("kv_offload") or "none"
     members = _get(opts, "kv_offload_members") or {}
@@ -187,7 +190,12 @@ def axis_views(opts: Any, selection: Mapping[str, Any], features: list[str] | No
                 selected = cid in (current or [])
             else:
                 selected = current is not None and cid == str(current)
-            shown.append(ChoiceView(cid, str(_get(c, "label") or cid), state, str(_get(c, "reason") or ""),
+            label = str(_get(c, "label") or cid)
+            if axis == "frontend" and not selection.get("frontend") and cid == frontend_default:
+                selected = True
+                label += (" (default — nothing picked: vLLM's own frontend)" if cid == "python"
+                          else " (default — the recipe's env turns it on)")
+            shown.append(ChoiceView(cid, label, state, str(_get(c, "reason") or ""),
                                     str(_get(c, "warning") or ""), selected, args))
         if shown:
             key = f"{axis}:{sub}" if sub else axis

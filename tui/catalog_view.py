@@ -6,7 +6,9 @@ from the catalog (recipes-synthesis §1.1/§1.2) but a custom-model recipe or a 
 plain mapping.
 
 Fit and verified marks (model screen, issue 5):
-- *fits*: some variant's ``vram_minimum_gb`` ≤ the profile's per-node ``vram_gb`` (one node), or the
+- *fits*: some variant's ``vram_minimum_gb`` ≤ the memory of one node — the detected machine's when
+  the chosen profile is the detected one (host RAM on CPU, devices × memory on GPUs), else the
+  profile's nominal per-node ``vram_gb`` — or the
   recipe declares a multi-node/PD strategy and the profile is scalable (``multi``); else ``no``.
   Precision gates (P1) are left to the constraints API on the next screen.
 - *verified*: ``meta.hardware[hw] == "verified"`` (badge rule B1).
@@ -15,7 +17,8 @@ Fit and verified marks (model screen, issue 5):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from pathlib import PurePath
+from typing import Any, Callable, Iterable, Mapping
 
 #: Brand order of the hardware list (spec §2.14: NVIDIA first, then AMD, then others alphabetical).
 BRAND_ORDER = ("NVIDIA", "AMD")
@@ -81,12 +84,17 @@ class RecipeRow:
     architecture: str
     fits: str
     verified: bool
+    listing: str = "available"
+    """How the recipe stands on the chosen profile (``hardware_listing``): ``available``,
+    ``unlisted`` (restricted profile the recipe does not list, offered because it was detected, H1)
+    or ``disabled`` (H2/H3: no variant runs there); hidden recipes are not rows at all."""
+    listing_reason: str = ""
 
 
-def _fits(recipe: Any, profile: Any) -> str:
+def _fits(recipe: Any, profile: Any, have_gb: float | None = None) -> str:
     if profile is None:
         return "?"
-    have = field(profile, "vram_gb")
+    have = have_gb if have_gb is not None else field(profile, "vram_gb")
     needs = [field(v, "vram_minimum_gb") for v in (field(recipe, "variants", default={}) or {}).values()]
     needs = [n for n in needs if isinstance(n, (int, float))]
     if have is None or not needs or min(needs) <= have:
@@ -103,15 +111,25 @@ def recipe_rows(
     query: str = "",
     task: str = "",
     architecture: str = "",
+    have_gb: float | None = None,
+    listing: Callable[[Any], tuple[str, str | None]] | None = None,
 ) -> list[RecipeRow]:
     """Recipes matching ``query`` (case-insensitive substring of title, HF id or provider; every
     blank-separated word must match), ``task`` (one of :data:`TASKS` or "" for any) and
-    ``architecture`` (``dense``/``moe``/""), sorted by provider then title."""
+    ``architecture`` (``dense``/``moe``/""), sorted by provider then title.
+
+    ``have_gb``: the memory (GB) fit is measured against instead of the profile's nominal
+    ``vram_gb`` — the detected machine's (see ``inventory_view.detected_memory_gb``).
+    ``listing(recipe) -> (state, reason)``: the hardware gate for the profile
+    (``catalog.constraints.hardware_listing``); ``hidden`` recipes are left out, the others carry
+    their state in :attr:`RecipeRow.listing`."""
     words = query.lower().split()
     rows = []
     for hf_id, rec in recipes.items():
         title = str(field(rec, "meta", "title", default=hf_id))
         provider = str(field(rec, "meta", "provider", default=hf_id.split("/")[0]))
+        if str(field(rec, "hf_id", default=hf_id)).startswith("/"):  # a custom local directory
+            provider, title = "local", PurePath(str(field(rec, "hf_id", default=hf_id))).name or title
         hay = f"{title} {hf_id} {provider}".lower()
         if any(w not in hay for w in words):
             continue
@@ -123,5 +141,9 @@ def recipe_rows(
             continue
         hw_status = field(rec, "meta", "hardware", default={}) or {}
         verified = bool(hardware_id) and str(hw_status.get(hardware_id, "")) == "verified"
-        rows.append(RecipeRow(str(field(rec, "hf_id", default=hf_id)), title, provider, tasks, arch, _fits(rec, profile), verified))
+        state, reason = listing(rec) if listing is not None else ("available", None)
+        if state == "hidden":
+            continue
+        rows.append(RecipeRow(str(field(rec, "hf_id", default=hf_id)), title, provider, tasks, arch,
+                              _fits(rec, profile, have_gb), verified, str(state), reason or ""))
     return sorted(rows, key=lambda r: (r.provider.lower(), r.title.lower()))

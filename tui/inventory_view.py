@@ -91,3 +91,34 @@ def match_lines(candidates: list, profiles: Any) -> list[str]:
     lines = [f"Preselected: {name} ({pid}) — match: {quality}"]
     lines.extend(f"  {note}" for note in (field(best, "notes", default=[]) or []))
     return lines
+
+
+def detected_devices(inventory: Any) -> int | None:
+    """Devices per node this machine offers: detect's ``device_count`` (units of the primary
+    accelerator group), or for a CPU-only node the NUMA nodes with CPUs (vLLM's CPU backend runs one
+    TP rank per NUMA node, so that is what a CPU profile's ``gpu_count`` means). None when unknown."""
+    if inventory is None:
+        return None
+    count = field(inventory, "device_count", default=0) or 0
+    if not count and not (field(inventory, "accelerators", default=[]) or []):
+        count = field(inventory, "host", "numa_nodes_with_cpus", default=0) or 0
+    return int(count) if count else None
+
+
+def detected_memory_gb(inventory: Any) -> tuple[float, str] | None:
+    """The memory a model must fit into on this machine, in GB (10^9 bytes, the recipes' unit), and
+    what it is in words: for GPUs the primary group's per-device memory × devices ("8×141 GiB
+    detected GPU memory"); for a CPU-only node the host RAM ("24 GiB detected host RAM"). None when
+    detection did not report it."""
+    if inventory is None:
+        return None
+    groups = field(inventory, "accelerators", default=[]) or []
+    if groups:
+        each, count = field(groups[0], "mem_gib_each"), field(groups[0], "count", default=0)
+        if not each or not count:
+            return None
+        return float(each) * int(count) * 2**30 / 1e9, f"{count}×{float(each):.0f} GiB detected GPU memory"
+    ram = field(inventory, "host", "ram_bytes") or field(inventory, "host", "mem_total_bytes")
+    if not ram:
+        return None
+    return float(ram) / 1e9, f"{float(ram) / 2**30:.0f} GiB detected host RAM"

@@ -1,6 +1,6 @@
 """The real :class:`~vllm_wizard.tui.services.LauncherPort`: ``vllm_wizard.launcher`` (contracts §3).
 
-Launch = ``load_plan_file(plan, node_rank=0, values)`` (placeholders filled; every problem raised at
+Launch = ``load_plan_file(plan, node=LABEL or node_rank=0, values)`` (placeholders filled; every problem raised at
 once as LaunchError), the preflight (``check_or_raise``: ports, executables, vLLM version and serve
 flags — the same checks as ``vllm-wizard launch``), then ``start_run(spec, detach=True)``: the supervisor is a daemon, so closing
 the wizard or losing SSH leaves the run alive and ``live_runs`` finds it next time (issue 4).
@@ -20,19 +20,20 @@ LIVE_STATUSES = frozenset({"running", "starting"})
 class RealLauncher:
     """Launch, list and attach runs through the launcher package."""
 
-    def preflight(self, plan_file: Path, values: dict[str, str]) -> list[str]:
-        """Every problem that would stop node 0 of ``plan_file`` from launching (empty = go).
-        Unfilled placeholders and a malformed plan raise LaunchError instead."""
+    def preflight(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> list[str]:
+        """Every problem that would stop this machine's part of ``plan_file`` from launching (empty =
+        go): the processes labelled ``node`` (contracts §2), or node rank 0 plus the unbound ones when
+        ``node`` is None. Unfilled placeholders, an unknown label and a malformed plan raise LaunchError."""
         from vllm_wizard.launcher.preflight import check
 
-        return check(load_plan_file(plan_file, node_rank=0, values=values))
+        return check(load_plan_file(plan_file, node_rank=0, values=values, node=node))
 
-    def start(self, plan_file: Path, values: dict[str, str]) -> str:
-        """Preflight, then start node 0 of ``plan_file`` detached; returns the run id.
-        Raises LaunchError listing every problem."""
+    def start(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> str:
+        """Preflight, then start this machine's part of ``plan_file`` (``node`` label, None = node rank
+        0) detached; returns the run id. Raises LaunchError listing every problem."""
         from vllm_wizard.launcher.preflight import check_or_raise
 
-        spec = load_plan_file(plan_file, node_rank=0, values=values)
+        spec = load_plan_file(plan_file, node_rank=0, values=values, node=node)
         check_or_raise(spec)
         return start_run(spec, detach=True).run_id
 

@@ -54,3 +54,32 @@ def fill_placeholders(text: str, values: dict[str, str]) -> str:
         if values[name]:
             text = text.replace(f"${name}", values[name])
     return text
+
+
+def machine_choices(plan_json: dict) -> list[tuple[str, str | None]]:
+    """Which machine this one is, for a plan on several machines: ``[(prompt, node)]`` where ``node``
+    is the label passed to ``load_plan_file(..., node=…)`` (contracts §2) and None means ``launch``'s
+    default, node rank 0 plus the unbound processes (router, services). Empty for a one-machine plan.
+
+    Order = the offer order, first = default: the node-rank-0 option first when rank 0 is one machine
+    (``node-0 + router``: a co-located PD or multi-node TP head), then every label in plan order; when
+    rank 0 is on several machines (multi-node PD, Mooncake instances) only the labels, so the first
+    label is the default.
+    """
+    procs = [p for p in plan_json.get("processes") or [] if isinstance(p, dict)]
+
+    def label(p: dict) -> str | None:
+        node = p.get("node")
+        rank = p.get("node_rank")
+        return str(node) if node else (f"node-{rank}" if isinstance(rank, int) else None)
+
+    labels = list(dict.fromkeys(l for l in map(label, procs) if l))
+    if len(labels) <= 1:
+        return []
+    rank0 = list(dict.fromkeys(label(p) for p in procs if p.get("node_rank") == 0 and label(p)))
+    unbound = list(dict.fromkeys(label(p) for p in procs if p.get("node_rank") is None and label(p)))
+    out: list[tuple[str, str | None]] = []
+    if len(rank0) == 1:
+        parts = rank0 + [u for u in unbound if u not in rank0]
+        out.append((" + ".join(parts) + " (launch's default: node rank 0)", None))
+    return out + [(l, l) for l in labels]

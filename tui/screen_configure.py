@@ -80,6 +80,11 @@ class AxisList(OptionList):
 class ConfigureScreen(Screen):
     """Axis rows (scrolling, left) and the constraint panel (right; bottom on narrow terminals)."""
 
+    HELP_TITLE = "Configure"
+    HELP_INTRO = ("tab / shift+tab moves between rows, up/down between choices, enter picks (● / [x] mark what the "
+                  "plan uses, also defaults). Disabled choices say why. Advanced args: raw vLLM flags, enter "
+                  "applies; the Constraints panel warns when a preset and a typed flag collide.")
+
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("ctrl+n", "next", "Review"),
@@ -104,7 +109,8 @@ class ConfigureScreen(Screen):
 
     def _views(self) -> list[AxisView]:
         app = self.app
-        return axis_views(app.options, app.selection, app.resolved_features) if app.options is not None else []
+        return axis_views(app.options, app.selection, app.resolved_features, app.frontend_default) \
+            if app.options is not None else []
 
     async def rebuild(self) -> None:
         """Remove and re-mount every axis row (first paint, or the set of axes changed)."""

@@ -25,9 +25,16 @@ from vllm_wizard.tui.app import DataChanged, SelectionChanged
 from vllm_wizard.tui.catalog_view import profile_groups
 from vllm_wizard.tui.inventory_view import inventory_lines, match_lines
 
+#: Nodes range of the Nodes input (recipes-synthesis §2.3 ``MAX_NODES`` = 16; Selection ``nodes`` 1..16).
+MAX_NODES = 16
+
 
 class HardwareScreen(Screen):
     """Detected facts (left), profiles grouped by brand (right), devices/nodes inputs (bottom)."""
+
+    HELP_TITLE = "Hardware"
+    HELP_INTRO = ("enter on a profile picks it and goes on to the model step. ★ marks the detected profile. "
+                  "Devices per node defaults to the detected count on the detected profile; Nodes is 1..16.")
 
     BINDINGS = [Binding("ctrl+n", "next", "Next"), Binding("escape", "app.quit", "Quit", show=False)]
 
@@ -42,6 +49,7 @@ class HardwareScreen(Screen):
             yield Input(placeholder="profile", id="gpus", type="integer")
             yield Label("Nodes")
             yield Input(value="1", id="nodes", type="integer")
+            yield Static("", id="hw-count-status")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -114,8 +122,19 @@ class HardwareScreen(Screen):
     def on_input_changed(self, event: Input.Changed) -> None:
         value = event.value.strip()
         if event.input.id == "gpus":
-            self.app.update_selection(gpus=int(value) if value.isdigit() and int(value) > 0 else None)
-        elif event.input.id == "nodes" and value.isdigit() and int(value) > 0:
+            gpus = int(value) if value.isdigit() and int(value) > 0 else None
+            if gpus != self.app.selection.get("gpus"):  # not the echo of the default shown here
+                self.app.update_selection(gpus=gpus)
+        elif event.input.id == "nodes":
+            status = self.query_one("#hw-count-status", Static)
+            if not value:
+                status.update("")
+                return
+            if not value.isdigit() or not 1 <= int(value) <= MAX_NODES:
+                status.update(f"✗ Nodes must be 1..{MAX_NODES} (got {value!r}); still using "
+                              f"{self.app.selection.get('nodes', 1)}.")
+                return
+            status.update("")
             if self.app.selection.get("nodes", 1) != int(value):
                 self.app.update_selection(nodes=int(value))
 

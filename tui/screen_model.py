@@ -20,12 +20,51 @@ from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 
 from vllm_wizard.tui.app import DataChanged
 from vllm_wizard.tui.catalog_view import TASKS, recipe_rows
+from vllm_wizard.tui.inventory_view import detected_memory_gb
 
 FIT_MARK = {"yes": "✓ fits", "multi": "multi-node", "no": "✗ too big", "?": ""}
 
 
+def status_mark(row) -> str:
+    """The Status column: ``✓ verified`` (B1), ``⚠ unlisted`` (restricted profile the recipe does not
+    list, offered because detected — H1), ``✗ unsupported`` (H2/H3: no variant runs there), else ""."""
+    if row.listing == "disabled":
+        return "✗ unsupported"
+    if row.listing == "unlisted":
+        return "⚠ unlisted"
+    return "✓ verified" if row.verified else ""
+
+
+def model_status(rows: list, total: int, profile, memory: tuple[float, str] | None) -> str:
+    """The line under the table: how many recipes list the profile (unlisted/unsupported ones counted
+    apart, never as "for" it), what Fit is measured against, and the keys."""
+    if profile is None:
+        head = f"{len(rows)} of {total} recipes"
+    else:
+        name = profile.display_name
+        listed = sum(1 for r in rows if r.listing == "available")
+        head = f"{listed} of {total} recipes for {name}"
+        unlisted = sum(1 for r in rows if r.listing == "unlisted")
+        unsupported = sum(1 for r in rows if r.listing == "disabled")
+        if unlisted:
+            head += f" +{unlisted} ⚠ unlisted"
+        if unsupported:
+            head += f" +{unsupported} ✗ unsupported"
+        fit = memory[1] if memory else f"{name}'s nominal {getattr(profile, 'gpu_count', '?')} dev, " \
+            f"{getattr(profile, 'vram_gb', 0):g} GB/node"
+        head += f" · Fit vs {fit}"
+    return head + " · enter picks · custom model below"
+
+
 class ModelScreen(Screen):
     """Search box + filters (top), recipe table (middle), custom model box (bottom)."""
+
+    HELP_TITLE = "Model"
+    HELP_INTRO = ("Type to search; enter picks when one model matches, else moves to the table (enter picks the "
+                  "row). Fit is measured against the detected machine on the detected profile (see the line under "
+                  "the table). Status: ✓ verified on this hardware, ⚠ unlisted (a restricted profile the recipe "
+                  "does not list, offered because it was detected), ✗ unsupported. Custom model: HF id or local "
+                  "path in the bottom box, enter.")
 
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
@@ -49,7 +88,7 @@ class ModelScreen(Screen):
     def on_mount(self) -> None:
         table = self.query_one("#recipes", DataTable)
         # fit/verified first: they are what the person decides on, and survive an 80-column terminal
-        for label, key in (("Model", "title"), ("Fit", "fit"), ("Verified", "verified"), ("Arch", "arch"),
+        for label, key in (("Model", "title"), ("Fit", "fit"), ("Status", "verified"), ("Arch", "arch"),
                            ("Tasks", "tasks"), ("Provider", "provider"), ("HF id", "hf_id")):
             table.add_column(label, key=key)
         self.refresh_rows()
@@ -70,6 +109,14 @@ class ModelScreen(Screen):
         profile = app.catalog.taxonomy.hardware_profiles.get(hw) if hw else None
         task = self.query_one("#task", Select).value
         arch = self.query_one("#arch", Select).value
+        memory = detected_memory_gb(app.inventory) if hw and hw == app.detected_profile else None
+        listing = None
+        if profile is not None:
+            from vllm_wizard.catalog.constraints import hardware_listing
+
+            def listing(rec, _hw=hw, _det=app.detected_profile):
+                return hardware_listing(app.catalog, rec, _hw, _det)
+
         rows = recipe_rows(
             app.catalog.recipes,
             profile,
@@ -77,15 +124,17 @@ class ModelScreen(Screen):
             self.query_one("#search", Input).value,
             task if isinstance(task, str) else "",
             arch if isinstance(arch, str) else "",
+            have_gb=memory[0] if memory else None,
+            listing=listing,
         )
         table.clear()
         for r in rows:
             table.add_row(
-                r.title, FIT_MARK.get(r.fits, r.fits), "✓" if r.verified else "", r.architecture,
+                r.title, FIT_MARK.get(r.fits, r.fits), status_mark(r), r.architecture,
                 ",".join(r.tasks), r.provider, r.hf_id, key=r.hf_id,
             )
-        where = f" for {profile.display_name}" if profile is not None else ""
-        status.update(f"{len(rows)} of {len(app.catalog.recipes)} recipes{where} · enter picks · custom model below")
+        self.rows = rows
+        status.update(model_status(rows, len(app.catalog.recipes), profile, memory))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "search":
@@ -97,8 +146,13 @@ class ModelScreen(Screen):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "search":
             table = self.query_one("#recipes", DataTable)
-            if table.row_count:
+            if table.row_count == 1:  # exactly one match: enter picks it
+                self.pick(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value))
+            elif table.row_count:
                 table.focus()
+            else:
+                self.notify("No recipe matches the search — change it, or type a custom model (HF id or "
+                            "local path) in the box below.", severity="warning")
         elif event.input.id == "custom" and event.value.strip():
             self.query_one("#model-status", Static).update(f"Reading config.json of {event.value.strip()}…")
             self._custom(event.value.strip())
@@ -133,6 +187,12 @@ class ModelScreen(Screen):
         self.query_one("#search", Input).focus()
 
     def action_next(self) -> None:
+        """Pick the highlighted recipe; with no rows, say why nothing happens."""
         table = self.query_one("#recipes", DataTable)
         if table.row_count:
             self.pick(str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value))
+        elif self.app.catalog is None:
+            self.notify("The catalog is still loading.", severity="warning")
+        else:
+            self.notify("Nothing to pick: no recipe matches the search and filters — clear them, or type a "
+                        "custom model (HF id or local path) below and press enter.", severity="warning")

@@ -20,12 +20,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Label, Static
+from textual.widgets import Footer, Header, Input, Label, Select, Static
 
 from vllm_wizard.tui.dom_ids import dom_id
 from vllm_wizard.tui.placeholders import detected_defaults
 from vllm_wizard.tui.plan_export import default_export_dir, write_plan_file, write_scripts
-from vllm_wizard.tui.plan_view import ProcessBlock, fill_placeholders, process_blocks
+from vllm_wizard.tui.plan_view import ProcessBlock, fill_placeholders, machine_choices, process_blocks
 
 
 def plan_header(plan) -> str:
@@ -88,6 +88,8 @@ class ReviewScreen(Screen):
 
     def on_mount(self) -> None:
         self.values: dict[str, str] = {}
+        self.node: str | None = None
+        self.machines: list[tuple[str, str | None]] = []
         container = self.query_one("#review", VerticalScroll)
         try:
             plan = self.app.build_plan()
@@ -102,6 +104,15 @@ class ReviewScreen(Screen):
                 id="plan-summary",
             )
         ]
+        self.machines = machine_choices(plan)
+        self.node = self.machines[0][1] if self.machines else None
+        if self.machines:  # contracts §2: a plan on several machines — which one is this?
+            widgets.append(Horizontal(
+                Label("This machine runs", classes="ph-name"),
+                Select([(prompt, value or "") for prompt, value in self.machines], value=self.machines[0][1] or "",
+                       allow_blank=False, id="machine"),
+                classes="ph-row",
+            ))
         install = list(plan.get("base_install") or []) + list(plan.get("install") or [])
         if install:
             widgets.append(Label("Install steps", classes="section"))
@@ -161,6 +172,20 @@ class ReviewScreen(Screen):
             parts.append(f"LMCache: {version('lmcache') or 'not installed'}")
         return "Installed: " + " · ".join(parts)
 
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "machine":
+            self.node = str(event.value) or None
+
+    def on_screen_resume(self) -> None:
+        """Back from the monitor (detach): the run goes on; say so and how to get back to it."""
+        run_id = getattr(self, "run_id", None)
+        if run_id:
+            from vllm_wizard.tui.screen_monitor import keeps_running_text
+
+            text = keeps_running_text(run_id)
+            self.query_one("#review-status", Static).update(
+                f"Detached: {text[0].upper()}{text[1:]}. ctrl+l would start this plan again as a new run.")
+
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id and event.input.id.startswith("ph-") and event.input.name:
             self.values[event.input.name] = event.value.strip()
@@ -200,7 +225,7 @@ class ReviewScreen(Screen):
         self.notify("Scripts" + hint + ": " + ", ".join(str(p) for p in paths))
 
     def action_preflight(self) -> None:
-        """Run the launcher's preflight for node 0 now and show every problem (or that all passed)."""
+        """Run the launcher's preflight for this machine (``self.node``; None = node rank 0) now and show every problem (or that all passed)."""
         if not self.plan_json or self.app.launcher is None:
             return
         self.query_one("#review-status", Static).update("Preflight running (vLLM flag check may take ~12 s the first time)…")
@@ -214,7 +239,7 @@ class ReviewScreen(Screen):
             path = Path(tmp) / "plan.yaml"
             try:
                 write_plan_file(self.app, path)
-                problems = self.app.launcher.preflight(path, values)
+                problems = self.app.launcher.preflight(path, values, node=self.node)
             except Exception as exc:  # noqa: BLE001 — LaunchError: unfilled placeholders etc.
                 problems = [str(exc)]
         text = Text("✓ Preflight passed: ports free, executables found, vLLM version and flags OK.", style="green") \
@@ -223,7 +248,8 @@ class ReviewScreen(Screen):
         self.preflight_problems = problems
 
     def action_launch(self) -> None:
-        """Write the plan file and start a detached run of node 0 through the launcher seam."""
+        """Write the plan file and start a detached run of this machine's part (``self.node``, picked on
+        the screen when the plan spans several machines; None = node rank 0) through the launcher seam."""
         if not self.plan_json:
             return
         if self.app.launcher is None:
@@ -233,8 +259,10 @@ class ReviewScreen(Screen):
         if missing:
             self.notify("Fill " + ", ".join(f"${m}" for m in missing) + " first.", severity="error")
             return
-        self.query_one("#review-status", Static).update("Preflight and launch…")
+        where = f" of {self.node}" if self.node else ""
+        self.query_one("#review-status", Static).update(f"Preflight and launch{where}…")
         self.app.launch_values = dict(self.values)
+        self.app.launch_node = self.node  # the machine label a relaunch must reuse
         self._launch(dict(self.values))
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
@@ -244,10 +272,11 @@ class ReviewScreen(Screen):
         path = runs_plan_path(time.strftime("%Y%m%d-%H%M%S"))
         try:
             write_plan_file(self.app, path)
-            run_id = self.app.launcher.start(path, values)
+            run_id = self.app.launcher.start(path, values, node=self.node)
         except Exception as exc:  # noqa: BLE001 — LaunchError lists every preflight problem
             self.app.call_from_thread(self._launch_failed, str(exc))
             return
+        self.run_id = run_id
         self.app.call_from_thread(self.app.open_monitor, run_id)
 
     def _launch_failed(self, text: str) -> None:

@@ -21,7 +21,9 @@ class LauncherPort(Protocol):
     """What the wizard needs from ``vllm_wizard.launcher`` (contracts §3).
 
     ``preflight(plan_file, values)`` lists every problem that would stop the launch (empty = go).
-    ``start(plan_file, values)`` loads the plan file for node 0 with the placeholder ``values``, runs
+    ``node`` is this machine's plan label (contracts §2: ``prefill-node-0``, ``router``…); None = node
+    rank 0 plus the unbound processes (``launch``'s default).
+    ``start(plan_file, values, node)`` loads the plan file for that machine with the placeholder ``values``, runs
     the preflight and starts a detached supervisor; returns the run id (str). Raises
     :class:`vllm_wizard.errors.LaunchError` with every preflight problem.
     ``live_runs()`` lists run ids whose supervisor or children are still alive.
@@ -29,9 +31,9 @@ class LauncherPort(Protocol):
     ``stop()``, ``restart(name)`` (coroutines).
     """
 
-    def preflight(self, plan_file: Path, values: dict[str, str]) -> list[str]: ...
+    def preflight(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> list[str]: ...
 
-    def start(self, plan_file: Path, values: dict[str, str]) -> str: ...
+    def start(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> str: ...
 
     def live_runs(self) -> list[str]: ...
 

@@ -641,3 +641,18 @@ def test_preset_and_typed_advanced_arg_for_the_same_flag_warn_which_wins(snap):
     assert any(w.endswith("the last one wins: --max-model-len 256") for w in preset_then_typed.warnings)
     alone = options(snap, {**base, "advanced_args": ["--max-model-len", "auto", "--max-num-seqs", "8"]})
     assert not any("the last one wins" in w for w in alone.warnings)
+
+
+@pytest.mark.parametrize("hardware, gpus", [("xeon6", 1), ("xeon6", None), ("h200", 1), ("h100", None)])
+def test_resolved_strategy_is_never_a_disabled_choice_when_a_usable_one_exists(snap, hardware, gpus):
+    # a 1-NUMA-node CPU box landed on TEP, disabled "TEP needs at least 2 GPUs; Xeon 6 has 1"
+    for hf_id, recipe in snap.recipes.items():
+        if recipe.is_omni:
+            continue
+        try:
+            opts = options(snap, {"model": hf_id, "hardware": hardware, "gpus": gpus})
+        except Exception:  # noqa: BLE001 — a recipe that cannot run there at all
+            continue
+        states = {c.id: c.state for c in opts.strategy}
+        if any(s == AVAILABLE for s in states.values()):
+            assert states.get(opts.resolved["strategy"]) == AVAILABLE, (hf_id, opts.resolved["strategy"], states)

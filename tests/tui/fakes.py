@@ -59,20 +59,24 @@ class FakeClient:
 
 
 class FakeLauncher:
-    """LauncherPort with canned events: ``start`` records the plan file and returns ``run-1``."""
+    """LauncherPort with canned events: ``start`` records the plan file (and ``node`` label) and
+    returns ``run-1``."""
 
     def __init__(self, events: list | None = None, live: list[str] | None = None, busy: bool = False) -> None:
         self.events = events or []
         self.busy = busy
         self.live = live or []
         self.started: list[tuple[Path, dict]] = []
+        self.nodes: list[str | None] = []  # the machine label of each preflight/start (None = node rank 0)
         self.clients: dict[str, FakeClient] = {}
 
-    def preflight(self, plan_file: Path, values: dict) -> list[str]:
+    def preflight(self, plan_file: Path, values: dict, node: str | None = None) -> list[str]:
+        self.nodes.append(node)
         return ["port 8000 is in use by pid 1 (fake)"] if self.busy else []
 
-    def start(self, plan_file: Path, values: dict) -> str:
+    def start(self, plan_file: Path, values: dict, node: str | None = None) -> str:
         self.started.append((plan_file, values))
+        self.nodes.append(node)
         return "run-1"
 
     def live_runs(self) -> list[str]:

@@ -24,14 +24,13 @@ async def pick_hardware(pilot, profile_id: str) -> None:
 
 
 async def pick_model(pilot, hf_id: str) -> None:
-    """Model screen: type the HF id in the search box, enter (focus table), enter (pick)."""
+    """Model screen: type the HF id in the search box, enter (one match: enter picks it)."""
     search = pilot.app.screen.query_one("#search", Input)
     search.focus()
     search.value = hf_id
     await settle(pilot)
     table = pilot.app.screen.query_one("#recipes", DataTable)
     assert table.row_count == 1, f"search {hf_id!r} should leave one row, got {table.row_count}"
-    await pilot.press("enter")
     await pilot.press("enter")
     await settle(pilot)
 
