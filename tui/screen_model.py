@@ -16,7 +16,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
+from rich.text import Text
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static
+from textual.widgets.data_table import ColumnKey
 
 from vllm_wizard.tui.app import DataChanged
 from vllm_wizard.tui.catalog_view import TASKS, recipe_rows
@@ -127,6 +129,10 @@ class ModelScreen(Screen):
             have_gb=memory[0] if memory else None,
             listing=listing,
         )
+        fit_col = table.columns.get(ColumnKey("fit"))
+        if fit_col is not None:  # the header says what Fit is measured against (the line below says how much)
+            fit_col.label = Text("Fit (detected)" if memory else "Fit (profile)" if profile is not None else "Fit")
+            fit_col.content_width = max(fit_col.content_width, fit_col.label.cell_len)
         table.clear()
         for r in rows:
             table.add_row(

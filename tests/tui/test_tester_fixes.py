@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 from fakes import FakeCandidate, FakeInventory, FakeLauncher
 from textual.widgets import DataTable, Input, Select, Static
+from textual.widgets.data_table import ColumnKey
 from tui_steps import pick_hardware, pick_model, settle, walk
 
 from vllm_wizard.catalog import load_catalog
@@ -104,6 +105,7 @@ async def test_model_screen_fit_and_count_use_the_detected_machine(snapshot):
         table = screen.query_one("#recipes", DataTable)
         row = table.get_row("Qwen/Qwen3-32B")
         assert row[2] == "⚠ unlisted"
+        assert str(table.columns[ColumnKey("fit")].label) == "Fit (detected)"
 
 
 # ------------------------------------------------------------------ --model before detection
@@ -263,3 +265,24 @@ async def test_review_machine_picker_passes_the_node_label_to_the_launcher(build
             if launcher.started:
                 break
         assert launcher.nodes[-1] == "decode-node-0"
+
+
+async def test_constraint_panel_warns_when_a_preset_and_a_typed_arg_set_the_same_flag(build_app):
+    app = build_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pick_hardware(pilot, "h200")
+        await pick_model(pilot, "Qwen/Qwen3-32B")
+        args = app.screen.query_one("#advanced-args", Input)
+        args.focus()
+        args.value = "--max-model-len 256"
+        await pilot.press("enter")
+        await settle(pilot)
+        row = app.screen.query_one(f"#{dom_id('axis', 'advanced')}", AxisList)
+        row.focus()
+        row.highlighted = row.get_option_index("max-model-len")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.selection["advanced_args"] == ["--max-model-len", "256", "--max-model-len", "auto"]
+        panel = str(app.screen.query_one("#constraints").render()) + " ".join(
+            str(w.render()) for w in app.screen.query("#constraints *"))
+        assert "the last one wins: --max-model-len auto" in " ".join(panel.split())
