@@ -89,8 +89,10 @@ def test_detached_launch_status_attach_stop(tmp_path, env):
     web_pid = st[0]["processes"][0]["pid"]
     assert st[0]["processes"][0]["state"] == "READY" and psutil.pid_exists(web_pid)
     # attach, then Ctrl-C: detaches, the run goes on
+    # started with SIGINT ignored, as a background job of a non-interactive shell (CI) starts it
     a = subprocess.Popen([sys.executable, "-m", "vllm_wizard", "attach", run_id[:10]], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     first = []
     for line in a.stdout:
         first.append(line)

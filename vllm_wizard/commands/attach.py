@@ -22,6 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Attach until Ctrl-C or the end of the run."""
     import asyncio
+    import signal
 
     from vllm_wizard.commands.launch import Printer, summary
     from vllm_wizard.launcher import LogLines, RunClient, RunFinished, Snapshot
@@ -44,6 +45,10 @@ def handle(args: argparse.Namespace) -> int:
                 return 1 if msg.outcome == "fatal" else 0
         return 0
 
+    # Ctrl-C must detach even when started as a background job of a non-interactive shell, which
+    # starts us with SIGINT ignored (asyncio.run only turns SIGINT into KeyboardInterrupt when the
+    # default handler is installed).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return asyncio.run(follow())
     except KeyboardInterrupt:
