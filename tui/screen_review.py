@@ -175,6 +175,13 @@ class ReviewScreen(Screen):
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "machine":
             self.node = str(event.value) or None
+            first = self.machines[0][1] if self.machines else None
+            if self.node != first and self.values:
+                # placeholders.detected_defaults assumes this host is the head (node 0 / router host)
+                self.query_one("#review-status", Static).update(
+                    f"This machine runs {self.node}: the address placeholders above default to this host's "
+                    "address, which is right only on the head / router host — type the head's addresses here "
+                    "(ctrl+r checks, ctrl+l launches this machine's part).")
 
     def on_screen_resume(self) -> None:
         """Back from the monitor (detach): the run goes on; say so and how to get back to it."""

@@ -257,6 +257,8 @@ async def test_review_machine_picker_passes_the_node_label_to_the_launcher(build
         assert machine.value == "prefill-node-0" and app.screen.node == "prefill-node-0"
         machine.value = "decode-node-0"
         await settle(pilot)
+        if app.screen.values:
+            assert "This machine runs decode-node-0" in str(app.screen.query_one("#review-status", Static).render())
         for name in list(app.screen.values):
             app.screen.values[name] = app.screen.values[name] or "10.0.0.9"
         await pilot.press("ctrl+l")
