@@ -77,6 +77,15 @@ class WizardApp(App):
         Binding("f1", "help", "Help"),
     ]
 
+    async def action_quit(self) -> None:
+        """Quit (ctrl+q). From the monitor a live run goes on, and the terminal is told how to
+        re-attach or stop it once the app has closed."""
+        quit_keep_running = getattr(self.screen, "action_quit_keep_running", None)
+        if quit_keep_running is not None:
+            quit_keep_running()
+        else:
+            self.exit()
+
     def __init__(
         self,
         services: Services | None = None,

@@ -106,10 +106,14 @@ class ReviewScreen(Screen):
         ]
         self.machines = machine_choices(plan)
         self.node = self.machines[0][1] if self.machines else None
+        # a relaunch (monitor's flag fix) comes back here: keep the machine the last launch ran
+        previous = getattr(self.app, "launch_node", None)
+        if previous and any(value == previous for _, value in self.machines):
+            self.node = previous
         if self.machines:  # contracts §2: a plan on several machines — which one is this?
             widgets.append(Horizontal(
                 Label("This machine runs", classes="ph-name"),
-                Select([(prompt, value or "") for prompt, value in self.machines], value=self.machines[0][1] or "",
+                Select([(prompt, value or "") for prompt, value in self.machines], value=self.node or "",
                        allow_blank=False, id="machine"),
                 classes="ph-row",
             ))

@@ -8,6 +8,8 @@ cut at 80 columns and a detach that did not say how to come back.
 
 from __future__ import annotations
 
+import pytest
+
 from fakes import FakeLauncher
 from rich.console import Console
 from textual.renderables.sparkline import Sparkline as SparklineRenderable
@@ -183,12 +185,13 @@ async def test_detach_says_the_run_keeps_running_and_how_to_come_back(build_app)
                                            "`vllm-wizard`, stop with `vllm-wizard stop run-1`")
 
 
-async def test_quit_from_the_monitor_exits_with_the_keeps_running_message(build_app):
+@pytest.mark.parametrize("key", ["q", "ctrl+q"])
+async def test_quit_from_the_monitor_exits_with_the_keeps_running_message(build_app, key):
     app = build_app(launcher=FakeLauncher())
     async with app.run_test(size=(120, 40)) as pilot:
         await _monitor(app, pilot, [ProcessEvent("vllm", State.STARTING, State.STOPPED, 0)])
         exits = []
         app.exit = lambda result=None, return_code=0, message=None: exits.append(message)
-        await pilot.press("q")
+        await pilot.press(key)
         await settle(pilot)
     assert exits == [keeps_running_text("run-1")]

@@ -267,6 +267,11 @@ async def test_review_machine_picker_passes_the_node_label_to_the_launcher(build
             if launcher.started:
                 break
         assert launcher.nodes[-1] == "decode-node-0"
+        app.switch_screen(ReviewScreen())  # what the monitor's fix+relaunch does
+        await settle(pilot, 5)
+        assert isinstance(app.screen, ReviewScreen)
+        assert app.screen.node == "decode-node-0", "a relaunch keeps the machine the run was launched as"
+        assert app.screen.query_one("#machine", Select).value == "decode-node-0"
 
 
 async def test_constraint_panel_warns_when_a_preset_and_a_typed_arg_set_the_same_flag(build_app):
