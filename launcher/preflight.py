@@ -30,7 +30,7 @@ from typing import Callable, Mapping
 from vllm_wizard.errors import LaunchError
 from vllm_wizard.launcher.ports import port_free, port_holder
 from vllm_wizard.launcher.process import child_env
-from vllm_wizard.launcher.spec import RunSpec, placeholders_in
+from vllm_wizard.launcher.spec import RunSpec, flag_values, placeholders_in
 from vllm_wizard.launcher.vllm import is_vllm_serve
 
 #: ``(argv, env, timeout_s) -> stdout text``; raises ``OSError``/``subprocess.SubprocessError``.
@@ -108,16 +108,6 @@ def available_ram() -> int:
     return int(psutil.virtual_memory().available)
 
 
-def _flag_values(argv: tuple[str, ...] | list[str], flag: str) -> list[str]:
-    """Every value of ``flag`` in ``argv`` (``--f v`` or ``--f=v``), in order."""
-    out = []
-    for i, tok in enumerate(argv):
-        if tok == flag and i + 1 < len(argv):
-            out.append(argv[i + 1])
-        elif tok.startswith(flag + "="):
-            out.append(tok.split("=", 1)[1])
-    return out
-
 
 def ram_problems(spec: RunSpec, free_bytes: int) -> list[str]:
     """Processes whose ``--l1-size-gb N`` (GiB) exceeds ``free_bytes`` of free RAM, as problem lines
@@ -126,7 +116,7 @@ def ram_problems(spec: RunSpec, free_bytes: int) -> list[str]:
     free_gib = free_bytes / 2**30
     for p in spec.processes:
         for flag in RAM_GIB_FLAGS:
-            for value in _flag_values(p.argv, flag):
+            for value in flag_values(p.argv, flag):
                 try:
                     gib = float(value)
                 except ValueError:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 import re
 
+from vllm_wizard.launcher.spec import last_flag_value
+
 #: Fallback context length to halve from when the argv sets none (or ``auto``).
 DEFAULT_MAX_MODEL_LEN = 16384
 #: vLLM's default ``--gpu-memory-utilization``.
@@ -29,16 +31,6 @@ DEFAULT_SUGGESTED_UTIL = 0.5
 #: "(11.0/12.59 GiB)" in vLLM's mem_util message: free and total memory.
 _FREE_TOTAL = re.compile(r"\((\d+(?:\.\d+)?)/(\d+(?:\.\d+)?) GiB\)")
 
-
-def _value(argv: list[str], flag: str) -> str | None:
-    """The value of the *last* ``flag`` in ``argv`` (``--f v`` or ``--f=v``), or None."""
-    found = None
-    for i, tok in enumerate(argv):
-        if tok == flag and i + 1 < len(argv):
-            found = argv[i + 1]
-        elif tok.startswith(flag + "="):
-            found = tok.split("=", 1)[1]
-    return found
 
 
 def _util(value: str | None, default: float) -> float:
@@ -56,7 +48,7 @@ def flag_fix(kind: str | None, argv: list[str], cause: dict | None = None) -> li
     """
     if kind == "mem_util":
         cause = cause or {}
-        current = _util(_value(argv, "--gpu-memory-utilization"), DEFAULT_GPU_UTIL)
+        current = _util(last_flag_value(argv, "--gpu-memory-utilization"), DEFAULT_GPU_UTIL)
         suggested = list(cause.get("fix_args") or [])
         target = _util(suggested[-1] if suggested else None, DEFAULT_SUGGESTED_UTIL)
         if target < current:
@@ -68,11 +60,11 @@ def flag_fix(kind: str | None, argv: list[str], cause: dict | None = None) -> li
                 return ["--gpu-memory-utilization", f"{fits:g}"]
         return None
     if kind == "kv_cache_oom":
-        current = _value(argv, "--max-model-len")
+        current = last_flag_value(argv, "--max-model-len")
         base = int(current) if current and current.isdigit() else DEFAULT_MAX_MODEL_LEN
         return ["--max-model-len", str(max(512, base // 2))]
     if kind == "cuda_oom":
-        current = _value(argv, "--gpu-memory-utilization")
+        current = last_flag_value(argv, "--gpu-memory-utilization")
         try:
             util = float(current) if current else DEFAULT_GPU_UTIL
         except ValueError:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from vllm_wizard.launcher.spec import last_flag_value
+
 
 @dataclass(frozen=True)
 class SmokeResult:
@@ -41,8 +43,8 @@ def endpoint_of(plan_json: dict) -> tuple[str, str] | None:
         if router.get("health"):
             return _base(router["health"]["url"]), model
         argv = router.get("argv") or []
-        host = _flag(argv, "--host") or "127.0.0.1"
-        port = _flag(argv, "--port")
+        host = last_flag_value(argv, "--host") or "127.0.0.1"
+        port = last_flag_value(argv, "--port")
         if port:
             return f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{port}", model
     target = next((p for p in procs if p.get("role") in ("serve", "head", "decode") and p.get("health")), None)
@@ -54,16 +56,6 @@ def endpoint_of(plan_json: dict) -> tuple[str, str] | None:
 def _base(url: str) -> str:
     return url.rsplit("/health", 1)[0] if "/health" in url else url.rsplit("/", 1)[0]
 
-
-def _flag(argv: list[str], flag: str) -> str | None:
-    """Value of the last ``flag`` in ``argv`` (``--f v`` or ``--f=v``)."""
-    found = None
-    for i, tok in enumerate(argv):
-        if tok == flag and i + 1 < len(argv):
-            found = argv[i + 1]
-        elif tok.startswith(flag + "="):
-            found = tok.split("=", 1)[1]
-    return found
 
 
 async def smoke_request(base_url: str, model: str, prompt: str = "The capital of France is", timeout: float = 60.0) -> SmokeResult:

@@ -160,3 +160,14 @@ def test_ready_cadence_defaults_to_5_s_unless_configured():
     assert Probe("http://h/health", ready_interval_s=0.5).ready_cadence_s == 0.5
     spec = parse_plan(_plan({"name": "s", "argv": ["x"], "health": {"url": "http://h:1/health", "ready_interval_s": 2}}))
     assert spec.processes[0].probe.ready_cadence_s == 2
+
+
+def test_flag_values_reads_both_spellings_and_last_wins():
+    from vllm_wizard.launcher.spec import flag_values, last_flag_value
+
+    argv = ["vllm", "serve", "m", "--port", "8000", "--host=127.0.0.1", "--port=8001", "--enforce-eager"]
+    assert flag_values(argv, "--port") == ["8000", "8001"]
+    assert last_flag_value(argv, "--port") == "8001"
+    assert last_flag_value(argv, "--host") == "127.0.0.1"
+    assert last_flag_value(argv, "--max-model-len") is None
+    assert flag_values(["vllm", "--port"], "--port") == []  # a trailing flag has no value
