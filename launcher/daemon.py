@@ -221,11 +221,12 @@ class RunServer:
 
 def prepare_run_dir(spec: RunSpec) -> Path:
     """New run directory with ``spec.json`` (secret env values masked)."""
-    from vllm_wizard.launcher.logs import Redactor
+    from vllm_wizard.launcher.logs import Redactor, secret_argv_values
 
     d = new_run_dir()
     data = spec.to_dict()
-    red = Redactor({k: v for p in spec.processes for k, v in p.env.items()})
+    red = Redactor({k: v for p in spec.processes for k, v in p.env.items()},
+                   [v for p in spec.processes for v in secret_argv_values(p.argv)])
     for p in data["processes"]:
         p["env"] = red.env(p["env"])
         p["argv"] = [red.text(a) for a in p["argv"]]

@@ -2,11 +2,19 @@
 
 Decisions (issue 4, observation; DESIGN.md launch):
 
-* The pump reads *blocks* (``read(up to 1 MiB)``, then a 5 ms pause so output batches up),
-  never ``readline()``: asyncio's default
+* The pump reads *blocks* (``read(up to 1 MiB)``), never ``readline()``: asyncio's default
   64 KiB line limit raises on one long line, and chunking makes a 200k-line flood cheap. Only whole
   lines are processed; a partial line waits for the next chunk (and is flushed at EOF). A line
   longer than :data:`MAX_LINE` is cut into pieces of that size, so memory stays bounded.
+* Pacing: after a small block the pump pauses :data:`BATCH_S` so a trickle of output is handled
+  in few wake-ups; after a large one (:data:`FLOOD_BYTES`, the child is flooding) it pauses only
+  :data:`FLOOD_PAUSE_S`, because a 1 MiB pipe fills in ~3 ms at the rates a Python child reaches
+  and a full pipe would block the child. Measured with ``python bench/bench_launcher.py``.
+* Work per block is kept proportional to what is *kept*, not to the line count: the block is
+  redacted and written to the file as bytes, lines are counted with ``bytes.count``, only the
+  last :data:`TAIL_LINES` lines are split off for the tail, and :class:`LogLines` decodes its
+  lines only when an observer reads them (an attached client, the foreground printer). A
+  200k-line flood therefore costs the supervisor a few ms per MiB.
 * Every line goes to the process's log file (``<run>/logs/<name>.log``, rotated at
   ``max_bytes`` into ``.1`` … ``.N``) with secrets redacted; the in-memory tail is a ``deque``
   of :data:`TAIL_LINES` lines; subscribers get :class:`LogLines` batches through a plain callback
@@ -27,10 +35,14 @@ from typing import Callable, Iterable, Mapping
 
 #: Largest block the pump takes at once (bytes).
 CHUNK = 1 << 20
-#: Pause of the pump after each block (s): a chatty child's output accumulates in the (1 MiB)
-#: pipe and the StreamReader meanwhile, so it is handled in few large blocks instead of one
-#: wake-up per 8 KiB write; lines reach observers at most this much later.
+#: Pause of the pump after a small block (s): a chatty child's output accumulates in the (1 MiB)
+#: pipe meanwhile, so it is handled in few large blocks instead of one wake-up per write; lines
+#: reach observers at most this much later.
 BATCH_S = 0.005
+#: A block at least this large (bytes) means the child is flooding: pause only FLOOD_PAUSE_S.
+FLOOD_BYTES = 128 * 1024
+#: Pause after a flood-sized block (s): short enough that the 1 MiB pipe never fills.
+FLOOD_PAUSE_S = 0.001
 #: Longest line kept as one line (bytes); longer ones are split.
 MAX_LINE = 1 << 20
 #: Lines kept in memory per process.
@@ -40,15 +52,64 @@ SECRET_NAME_RE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.I
 #: Secret-shaped text: HF tokens, bearer credentials, --api-key values.
 SECRET_SHAPE_RE = re.compile(rb"hf_[A-Za-z0-9]{16,}|(?<=Bearer )[A-Za-z0-9._~+/=-]{8,}|(?<=--api-key[ =])\S+")
 MASK = b"***"
+#: Words that make a command-line flag's value a secret (``--api-key``, ``--hf-token``, …); a flag
+#: is split into words at ``-``/``_``, so ``--tokenizer`` or ``--ssl-keyfile`` are not secret.
+SECRET_FLAG_WORDS = frozenset({"token", "secret", "password", "passwd", "credential", "credentials", "apikey"})
 
 
-@dataclass
+def secret_argv_values(argv: Iterable[str]) -> list[str]:
+    """Values given to secret flags in ``argv``: ``--api-key K``, ``--api-key=K``, ``--hf-token T``.
+
+    A flag is secret when one of its words (split at ``-``/``_``) is in :data:`SECRET_FLAG_WORDS`
+    or it contains the words ``api`` + ``key``. Every following value up to the next ``-``
+    argument is taken (vLLM's ``--api-key`` accepts several). vLLM echoes these values in its
+    ``non-default args: {'api_key': [...]}`` line, so they must be masked by value.
+    """
+    out: list[str] = []
+    taking = False
+    for a in argv:
+        if a.startswith("-"):
+            name, eq, val = a.lstrip("-").partition("=")
+            words = [w for w in re.split(r"[-_]", name.lower()) if w]
+            secret = bool(SECRET_FLAG_WORDS.intersection(words)) or ("api" in words and "key" in words)
+            taking = secret and not eq
+            if secret and eq and val:
+                out.append(val)
+        elif taking:
+            out.append(a)
+    return out
+
+
 class LogLines:
-    """A batch of output lines of process ``name`` (already redacted), read at ``ts`` (epoch s)."""
+    """A batch of output lines of process ``name`` (already redacted), read at ``ts`` (epoch s).
 
-    name: str
-    lines: list[str]
-    ts: float = 0.0
+    Built either from ``lines`` (a list of str) or, by the pump, from ``block`` — the raw bytes
+    of whole lines joined by ``\\n`` — which is decoded (UTF-8, invalid bytes replaced) the first
+    time :attr:`lines` is read, so a batch nobody looks at costs no decoding.
+    """
+
+    __slots__ = ("name", "ts", "_lines", "_block")
+
+    def __init__(self, name: str, lines: list[str] | None = None, ts: float = 0.0, *, block: bytes | None = None):
+        if (lines is None) == (block is None):
+            raise TypeError("LogLines needs exactly one of lines= or block=")
+        self.name, self.ts, self._lines, self._block = name, ts, lines, block
+
+    @property
+    def lines(self) -> list[str]:
+        """The lines, oldest first, without their ``\\n``."""
+        if self._lines is None:
+            self._lines = self._block.decode("utf-8", "replace").split("\n")
+            self._block = None
+        return self._lines
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LogLines):
+            return NotImplemented
+        return (self.name, self.lines, self.ts) == (other.name, other.lines, other.ts)
+
+    def __repr__(self) -> str:
+        return f"LogLines({self.name!r}, {self.lines!r}, ts={self.ts!r})"
 
     def to_dict(self) -> dict:
         """JSON-ready dict with ``"type": "log"``."""
@@ -91,8 +152,11 @@ class Redactor:
 class ProcessLog:
     """Sink for one process's output: rotating file + bounded tail + non-blocking subscriber callback.
 
-    ``path`` is the log file; it rotates when it exceeds ``max_bytes`` keeping ``backups`` old files.
-    ``on_lines`` (optional) is called with each :class:`LogLines` batch and must not block.
+    ``path`` is the log file (opened for appending, unbuffered: each block is one ``write``); it
+    rotates when it exceeds ``max_bytes`` keeping ``backups`` old files (``.1`` newest).
+    ``tail`` holds the last :data:`TAIL_LINES` lines as redacted *bytes* (:meth:`last` decodes).
+    ``on_lines`` (optional) is called with each
+    :class:`LogLines` batch and must not block.
     """
 
     name: str
@@ -103,14 +167,13 @@ class ProcessLog:
     on_lines: Callable[[LogLines], None] | None = None
     clock: Callable[[], float] = __import__("time").time
     tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
-    lines_total: int = 0
     _fh: object = field(default=None, repr=False)
     _size: int = 0
 
     def __post_init__(self) -> None:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "ab")
+            self._fh = open(self.path, "ab", buffering=0)
             self._size = self.path.stat().st_size
 
     def _rotate(self) -> None:
@@ -120,40 +183,40 @@ class ProcessLog:
             src = self.path if i == 1 else self.path.with_name(f"{self.path.name}.{i - 1}")
             if src.exists():
                 src.replace(self.path.with_name(f"{self.path.name}.{i}"))
-        self._fh = open(self.path, "ab")
+        self._fh = open(self.path, "ab", buffering=0)
         self._size = 0
 
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[self._fh.write(view):]
+        self._size += len(data)
+        if self._size >= self.max_bytes:
+            self._rotate()
+
     def write_block(self, block: bytes) -> None:
-        """Record ``block``: whole lines separated by ``\\n`` (no trailing newline needed)."""
+        """Record ``block``: whole lines separated by ``\\n`` (no trailing newline), redacted first."""
         block = self.redactor.bytes(block)
         if self._fh is not None:
-            data = block + b"\n"
-            self._fh.write(data)
-            self._size += len(data)
-            if self._size >= self.max_bytes:
-                self._rotate()
-        lines = block.decode("utf-8", "replace").split("\n")
-        self.lines_total += len(lines)
-        self.tail.extend(lines[-TAIL_LINES:])
+            self._write(block + b"\n")
+        # rsplit with a limit only splits the end of a big block: the cost follows what is kept
+        self.tail.extend(block.rsplit(b"\n", TAIL_LINES - 1))
         if self.on_lines is not None:
-            self.on_lines(LogLines(self.name, lines, self.clock()))
+            self.on_lines(LogLines(self.name, ts=self.clock(), block=block))
 
     def note(self, text: str) -> None:
         """Add a line written by the supervisor itself (prefixed ``[wizard]``)."""
         self.write_block(f"[wizard] {text}".encode())
-        self.flush()
 
     def last(self, n: int = 30) -> list[str]:
-        """The last ``n`` lines (oldest first)."""
-        return list(self.tail)[-n:]
+        """The last ``n`` lines (oldest first), decoded (invalid UTF-8 replaced)."""
+        return [line.decode("utf-8", "replace") for line in list(self.tail)[-n:]] if n > 0 else []
 
     def flush(self) -> None:
-        """Flush the file buffer to the OS."""
-        if self._fh is not None:
-            self._fh.flush()
+        """Kept for callers: the file is unbuffered, every block already reached the OS."""
 
     def close(self) -> None:
-        """Flush and close the file."""
+        """Close the file."""
         if self._fh is not None:
             self._fh.close()
             self._fh = None
@@ -164,7 +227,8 @@ async def pump(stream, sink: ProcessLog) -> None:
     ``sink`` until EOF, block by block (never waits on anyone but the OS).
 
     Lines longer than :data:`MAX_LINE` are split; a final line without ``\\n`` is recorded at EOF.
-    The file is flushed after each block so a crash loses at most one block of output.
+    Each block reaches the file before the next read, so a crash of the supervisor loses at most
+    what is still in the pipe. Pauses between reads: see the module docstring (pacing).
     """
     pending = b""
     try:
@@ -172,7 +236,7 @@ async def pump(stream, sink: ProcessLog) -> None:
             chunk = await stream.read(CHUNK)
             if not chunk:
                 break
-            data = pending + chunk
+            data = pending + chunk if pending else chunk
             cut = data.rfind(b"\n")
             if cut < 0:
                 pending = data
@@ -182,11 +246,9 @@ async def pump(stream, sink: ProcessLog) -> None:
                 continue
             pending = data[cut + 1 :]
             sink.write_block(data[:cut])
-            sink.flush()
-            await asyncio.sleep(BATCH_S)
+            await asyncio.sleep(FLOOD_PAUSE_S if len(chunk) >= FLOOD_BYTES else BATCH_S)
         if pending:
             sink.write_block(pending)
-        sink.flush()
     finally:
         close = getattr(stream, "close", None)
         if close is not None:

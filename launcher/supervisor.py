@@ -36,7 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from vllm_wizard.launcher import policy as P
 from vllm_wizard.launcher.causes import CLASSIFY_LINES, Cause, classify
-from vllm_wizard.launcher.logs import LogLines, ProcessLog, Redactor, pump
+from vllm_wizard.launcher.logs import LogLines, ProcessLog, Redactor, pump, secret_argv_values
 from vllm_wizard.launcher.metrics import MetricsSnapshot, parse_metrics, rates
 from vllm_wizard.launcher.ports import busy_ports
 from vllm_wizard.launcher.process import ManagedProcess, child_env, gpu_memory_held, spawn_process
@@ -140,7 +140,7 @@ class Supervisor:
         env_all = dict(self.base_env)
         for p in spec.processes:
             env_all.update(p.env)
-        self.redactor = Redactor(env_all)
+        self.redactor = Redactor(env_all, [v for p in spec.processes for v in secret_argv_values(p.argv)])
         self.policy = P.Policy(spec, emit=self._on_transition)
         self.handles: dict[str, ManagedProcess] = {}
         self.logs: dict[str, ProcessLog] = {}

@@ -26,6 +26,8 @@ if len(sys.argv) > 4 and sys.argv[4] == "grandchild":
         "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN) if %r else None; time.sleep(600)" % (mode == "ignore-term")])
     print("GRANDCHILD", g.pid, flush=True)
 print("starting; token", os.environ.get("HF_TOKEN", "-"), flush=True)
+if sys.argv[5:6] == ["--api-key"]:  # echo like vLLM's "non-default args" line does
+    print("non-default args:", {"api_key": sys.argv[6:]}, flush=True)
 time.sleep(delay)
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):

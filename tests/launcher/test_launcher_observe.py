@@ -95,6 +95,31 @@ def test_redactor_masks_env_secrets_and_token_shapes():
     assert red.env({"HF_TOKEN": "x", "A": "s3cr3t-value", "B": "1"}) == {"HF_TOKEN": "***", "A": "***", "B": "1"}
 
 
+def test_secret_flag_values_are_masked_by_value():
+    from vllm_wizard.launcher.logs import secret_argv_values
+
+    argv = ["vllm", "serve", "m", "--api-key", "key-one", "key-two", "--tokenizer", "tok/path", "--hf-token=hf_x123",
+            "--ssl-keyfile", "/etc/key.pem", "--lmcache-secret", "s3cr3t", "--port", "8000"]
+    assert secret_argv_values(argv) == ["key-one", "key-two", "hf_x123", "s3cr3t"]
+    red = Redactor({}, secret_argv_values(argv))
+    # vLLM's own echo of its arguments, and our argv as stored in state.json
+    assert red.text("non-default args: {'api_key': ['key-one', 'key-two'], 'tokenizer': 'tok/path'}") == (
+        "non-default args: {'api_key': ['***', '***'], 'tokenizer': 'tok/path'}")
+    assert [red.text(a) for a in argv[3:6]] == ["--api-key", "***", "***"]
+
+
+def test_log_batches_decode_lazily_and_keep_bad_bytes_readable():
+    from vllm_wizard.launcher.logs import LogLines
+
+    batch = LogLines("v", ts=1.0, block=b"one\ntw\xffo")
+    assert batch._block is not None  # nothing decoded until someone reads the lines
+    assert batch.lines == ["one", "tw\ufffdo"] and batch._block is None
+    assert batch == LogLines("v", ["one", "tw\ufffdo"], 1.0)
+    assert batch.to_dict() == {"type": "log", "name": "v", "lines": ["one", "tw\ufffdo"], "ts": 1.0}
+    with pytest.raises(TypeError):
+        LogLines("v")
+
+
 def test_version_parse():
     assert parse_version("0.32.0+cpu") == (0, 32, 0) and parse_version("vllm 0.10") == (0, 10, 0)
 
@@ -162,7 +187,8 @@ def test_log_file_rotates_and_tail_is_bounded(tmp_path):
     files = sorted(p.name for p in tmp_path.iterdir())
     assert files == ["x.log", "x.log.1", "x.log.2"]
     assert all(p.stat().st_size < 10_000 + 2_000 for p in tmp_path.iterdir())
-    assert len(log.tail) == TAIL_LINES and log.tail[-1] == "block 49 line 099" and log.lines_total == 5000
+    assert len(log.tail) == TAIL_LINES and log.last(1) == ["block 49 line 099"]
+    assert log.last(3) == ["block 49 line 097", "block 49 line 098", "block 49 line 099"] and log.last(0) == []
     assert (tmp_path / "x.log").read_text().splitlines()[-1] == "block 49 line 099"
 
 

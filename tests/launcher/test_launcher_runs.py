@@ -27,9 +27,12 @@ def state_home(tmp_path, monkeypatch):
     cleanup_runs(tmp_path / "state")  # a failed test must not leak supervisors
 
 
+API_KEY = "sk-local-7f3a9"
+
+
 def _spec(port: int, secret: str = "hf_0123456789abcdefghijklmnop") -> RunSpec:
     return RunSpec((ProcessSpec(
-        name="srv", argv=(PY, "-c", HEALTH_SERVER, str(port), "0", "", "grandchild"),
+        name="srv", argv=(PY, "-c", HEALTH_SERVER, str(port), "0", "", "grandchild", "--api-key", API_KEY),
         env={"HF_TOKEN": secret}, probe=Probe(f"http://127.0.0.1:{port}/health", interval_s=0.2),
         ports=(port,), stop_timeout_s=3,
     ),))
@@ -77,10 +80,12 @@ async def test_detach_reattach_and_stop(state_home):
     until_sync(lambda: not sup.is_running() or sup.status() == psutil.STATUS_ZOMBIE, 10, "supervisor exit")
     assert not any(_alive(p) for p in pids)
     assert find_run(info.run_id).status == "finished"
-    # secrets never reach the run directory
+    # secrets (env token, --api-key value echoed by the child like vLLM does) never reach the run directory
+    assert "non-default args: {'api_key': ['***']}" in (info.run_dir / "logs" / "srv.log").read_text()
     for f in info.run_dir.rglob("*"):
         if f.is_file() and f.name != "control.sock":
-            assert secret not in f.read_text(errors="replace"), f
+            text = f.read_text(errors="replace")
+            assert secret not in text and API_KEY not in text, f
     assert '"STOPPED"' in (info.run_dir / "events.jsonl").read_text()
 
 

@@ -9,6 +9,7 @@ import signal
 import psutil
 
 from children import FAIL, HEALTH_SERVER, LONG_LINE, PY, until
+from vllm_wizard.launcher.logs import TAIL_LINES
 from vllm_wizard.launcher.ports import free_port
 from vllm_wizard.launcher.spec import ProcessSpec, Probe, RestartPolicy, RunSpec
 from vllm_wizard.launcher.states import ProcessEvent, State
@@ -135,9 +136,9 @@ async def test_long_lines_and_secrets_in_logs(tmp_path):
     token = "hf_abcdefghijklmnopqrstuvwxyz012345"
     sup = Supervisor(spec, log_dir=tmp_path, base_env={**os.environ, "HF_TOKEN": token})
     task = asyncio.create_task(sup.run())
-    await until(lambda: "END" in sup.logs["long"].tail, 20, "line after the 200 KB line")
-    assert 200_000 in [len(x) for x in sup.logs["long"].tail]
-    await until(lambda: any(x.startswith("listening") for x in sup.logs["tok"].tail), 20, "server up")
+    await until(lambda: "END" in sup.logs["long"].last(TAIL_LINES), 20, "line after the 200 KB line")
+    assert 200_000 in [len(x) for x in sup.logs["long"].last(TAIL_LINES)]
+    await until(lambda: any(x.startswith("listening") for x in sup.logs["tok"].last(TAIL_LINES)), 20, "server up")
     sup.stop()
     await asyncio.wait_for(task, 30)
     text = (tmp_path / "tok.log").read_text()
@@ -156,7 +157,7 @@ async def test_restart_waits_for_the_old_ports():
     spec = RunSpec((_server("srv", port, "0"),))
     sup = Supervisor(spec, port_wait_s=10)
     task = asyncio.create_task(sup.run())
-    await until(lambda: any("waiting for ports" in x for x in sup.logs["srv"].tail), 10, "wait note")
+    await until(lambda: any("waiting for ports" in x for x in sup.logs["srv"].last(TAIL_LINES)), 10, "wait note")
     assert "srv" not in sup.handles
     holder.close()
     await until(lambda: sup.policy.states["srv"].state is State.READY, 20, "READY once the port is free")
@@ -174,7 +175,7 @@ async def test_stop_while_waiting_for_ports_never_starts_it():
     rec = Recorder()
     sup = Supervisor(RunSpec((_server("srv", port, "0"),)), port_wait_s=30, listeners=[rec])
     task = asyncio.create_task(sup.run())
-    await until(lambda: any("waiting for ports" in x for x in sup.logs["srv"].tail), 10, "wait note")
+    await until(lambda: any("waiting for ports" in x for x in sup.logs["srv"].last(TAIL_LINES)), 10, "wait note")
     sup.stop()
     assert await asyncio.wait_for(task, 10) == "stopped"
     assert rec.states("srv") == [State.STARTING, State.STOPPING, State.STOPPED] and "srv" not in sup.handles
