@@ -270,3 +270,69 @@ async def test_a_requested_restart_clears_the_last_cause(tmp_path):
     assert sup.policy.states["vllm"].cause is None
     sup.stop()
     await asyncio.wait_for(task, 30)
+
+
+async def test_a_restart_waits_until_the_old_tree_released_its_gpu_memory(tmp_path, monkeypatch):
+    """Issue 4: a restart must not race the old process for GPU memory. NVML is faked here (no GPU
+    on the test machines): it reports the crashed pid holding 2 GiB for two polls, then nothing."""
+    import vllm_wizard.launcher.supervisor as supervisor_mod
+
+    polls: list[tuple[float, set[int]]] = []
+
+    def fake_held(pids: set[int]) -> dict[int, int]:
+        polls.append((asyncio.get_running_loop().time(), set(pids)))
+        crashed = [pid for pid in pids if pid == first_pid[0]]
+        return {crashed[0]: 2 << 30} if crashed and len(polls) <= 2 else {}
+
+    first_pid: list[int] = [0]
+    monkeypatch.setattr(supervisor_mod, "gpu_memory_held", fake_held)
+    spec = RunSpec((ProcessSpec(name="vllm", argv=(PY, "-c", FAIL, "1", "boom"),
+                                restart=RestartPolicy(backoff_initial_s=0.01, max_failures=2, window_s=60)),))
+    rec = Recorder()
+    sup = Supervisor(spec, log_dir=tmp_path, listeners=[rec], port_wait_s=30)
+    task = asyncio.create_task(sup.run())
+    await until(lambda: "vllm" in sup.handles, 10, "first start")
+    first_pid[0] = sup.handles["vllm"].pid
+    assert await asyncio.wait_for(task, 30) == "fatal"  # two failures: FATAL after the second start
+    starts = [e for e in rec.events("vllm") if e.state is State.STARTING]
+    assert len(starts) == 2 and starts[1].pid != first_pid[0]
+    assert len(polls) >= 3 and first_pid[0] in polls[0][1]
+    text = (tmp_path / "vllm.log").read_text()
+    assert text.count("waiting for GPU memory to be released") == 2 and f"{first_pid[0]}: {2 << 30}" in text
+    # the second start came after NVML stopped reporting the old pid
+    assert text.rindex("waiting for GPU memory") < text.rindex("starting:")
+
+
+def test_gpu_memory_held_reads_nvml_per_pid_and_is_none_without_it(monkeypatch):
+    import sys
+    import types
+
+    from vllm_wizard.launcher.process import gpu_memory_held
+
+    class NVMLError(Exception):
+        pass
+
+    proc = types.SimpleNamespace
+    devices = {0: [proc(pid=10, usedGpuMemory=1 << 30), proc(pid=99, usedGpuMemory=5)],
+               1: [proc(pid=10, usedGpuMemory=1 << 20), proc(pid=11, usedGpuMemory=None)]}
+    calls = []
+
+    def graphics(handle):
+        raise NVMLError("not supported")  # one failing query must not hide the others
+
+    fake = types.SimpleNamespace(
+        nvmlInit=lambda: calls.append("init"), nvmlShutdown=lambda: calls.append("shutdown"),
+        nvmlDeviceGetCount=lambda: 2, nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetComputeRunningProcesses=lambda h: devices[h],
+        nvmlDeviceGetGraphicsRunningProcesses=graphics,
+    )
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    # pid 11 is listed without a usable byte count (containers, MIG): it still holds a context
+    assert gpu_memory_held({10, 11, 12}) == {10: (1 << 30) + (1 << 20), 11: 0}
+    assert calls == ["init", "shutdown"]
+
+    def no_driver():
+        raise NVMLError("Driver Not Loaded")
+
+    monkeypatch.setitem(sys.modules, "pynvml", types.SimpleNamespace(nvmlInit=no_driver))
+    assert gpu_memory_held({10}) is None
