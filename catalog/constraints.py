@@ -211,7 +211,7 @@ def hardware_listing(catalog: Any, recipe: Recipe, hw_id: str, detected: str | N
     if gates.restricted_hidden(recipe, hw_id, p):
         if hw_id != detected:
             return HIDDEN, None
-        unlisted = f"{label} is a restricted profile this recipe does not list (rule H1)"
+        unlisted = gates.unlisted_restricted_text(recipe, label)
     else:
         unlisted = None
     if recipe.meta.hardware.get(hw_id) == "unsupported":

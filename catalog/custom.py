@@ -217,6 +217,7 @@ def recipe_from_config(config: dict[str, Any], *, model_id: str, source: Path | 
         "compatible_strategies": strategies,
         "features": {},
         "guide": f"Custom model read from {source}.",
+        "custom_source": str(source),
     }
     return Recipe.model_validate(data)
 

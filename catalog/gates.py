@@ -95,6 +95,15 @@ def restricted_hidden(recipe: Recipe, hw_id: str, profile: HardwareProfile) -> b
     return profile.restricted and hw_id not in recipe.meta.hardware
 
 
+def unlisted_restricted_text(recipe: Recipe, label: str) -> str:
+    """The H1 sentence for a restricted profile ``label`` that ``recipe`` does not list (shown when
+    it is planned anyway, e.g. because it was detected). A custom model (:attr:`Recipe.is_custom`)
+    has no recipe to list it, so the sentence says so instead of "this recipe" (§3.1 H1)."""
+    if recipe.is_custom:
+        return f"{label} is a restricted profile not verified for custom models like this one (rule H1)"
+    return f"{label} is a restricted profile this recipe does not list (rule H1)"
+
+
 def hw_candidate(recipe: Recipe, variant: Variant, hw_id: str, profile: HardwareProfile) -> bool:
     """Filters of ``pickDefaultHardware`` (§2.14)."""
     return (precision_ok(profile, variant)

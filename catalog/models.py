@@ -656,6 +656,14 @@ class Recipe(CatalogModel):
     hardware_notes: dict[str, Any] = Field(default_factory=dict)
     advanced_options: list[dict[str, Any]] = Field(default_factory=list)
     guide: str = ""
+    custom_source: str | None = None
+    """Custom models only (:mod:`vllm_wizard.catalog.custom`): the ``config.json`` the recipe was
+    derived from; None for a recipe file. Not a recipes-repo key (no snapshot recipe has it)."""
+
+    @property
+    def is_custom(self) -> bool:
+        """True for a recipe derived from a ``config.json`` (no recipe file lists its hardware)."""
+        return self.custom_source is not None
 
     @property
     def is_omni(self) -> bool:

@@ -173,7 +173,9 @@ def plan_text(plan: LaunchPlan) -> str:
             out.append(command_lines(p.argv))
     if plan.placeholders:
         out.append("")
-        out.append("# fill before launch: " + " ".join("$" + x for x in plan.placeholders))
+        defaults = plan.placeholder_defaults
+        out.append("# fill before launch: " + " ".join(
+            f"${x}" + (f" (default {defaults[x]})" if x in defaults else "") for x in plan.placeholders))
     return "\n".join(out) + "\n"
 
 

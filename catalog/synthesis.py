@@ -1069,7 +1069,8 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         config_files=_config_files(ctx),
         checks=ctx.checks,
         placeholders=(holes := find_placeholders(procs)),
-        placeholder_defaults=_placeholder_defaults(deploy, holes),
+        placeholder_defaults=_placeholder_defaults(deploy, holes, {r: ctx.pools[r].nodes for r in PD_ROLES}
+                                                   if ctx.is_pd else None),
         base_install=_base_install(ctx, image),
         notes=_notes(ctx),
         device_count=ctx.gpu_count,
@@ -1174,7 +1175,7 @@ def _gate_warnings(ctx: _Ctx) -> list[str]:
         out.append(f"variant {ctx.variant_key} only runs on {', '.join(ctx.variant.supported_hardware or [])} "
                    "(rule H5)")
     if c.get("restricted_hidden"):
-        out.append(f"{name} is a restricted profile this recipe does not list (rule H1)")
+        out.append(G.unlisted_restricted_text(ctx.recipe, name))
     if ctx.nodes > 1 and c.get("scalable") is False:
         out.append(f"{name} can't be clustered into multiple nodes (rule N2)")
     single = ctx.strategy is not None and ctx.deploy == "single_node"
@@ -1265,11 +1266,25 @@ def _ignored_selection(ctx: _Ctx) -> list[str]:
     return out
 
 
-def _placeholder_defaults(deploy: str, holes: list[str]) -> dict[str, str]:
-    """§2.13 defaults for the placeholders a plan still has: PD router localhost:30000, Mooncake
-    router localhost:30080."""
+#: Address a placeholder for a machine of a one-machine plan defaults to: every process is local.
+LOCAL_ADDRESS = "127.0.0.1"
+
+
+def _placeholder_defaults(deploy: str, holes: list[str], pools: dict[str, int] | None = None) -> dict[str, str]:
+    """Defaults for the placeholders a plan still has (contracts §2 ``placeholder_defaults``):
+
+    * recipes-synthesis §2.13: PD router ``ROUTER_HOST=localhost``, ``ROUTER_PORT=30000``; Mooncake
+      router localhost:30080;
+    * PD with **every** pool co-located (``pools`` = ``pd_pool_nodes``, all 0: prefill and decode
+      share node-0, plan-json §3.1): the pool addresses ``PREFILL_NODE_1`` / ``DECODE_NODE_1`` (NIXL
+      side-channel host, router ``--prefill``/``--decode`` URLs) are this machine,
+      :data:`LOCAL_ADDRESS`. The command text keeps the placeholders (the goldens pin them); with one
+      pool on its own nodes the addresses must be reachable from another machine, so no default.
+    """
     defaults = {"ROUTER_HOST": "localhost",
                 "ROUTER_PORT": "30080" if deploy == "kv_store_lb" else "30000"}
+    if deploy == "pd_cluster" and pools and all(n == 0 for n in pools.values()):
+        defaults.update({f"{role.upper()}_NODE_1": LOCAL_ADDRESS for role in pools})
     return {k: v for k, v in defaults.items() if k in holes}
 
 
