@@ -111,11 +111,14 @@ class WizardApp(App):
         self.selection: dict[str, Any] = {}
         self.options: Any = None
         self.resolved_features: list[str] = []
+        self.plan_warnings: list[str] = []  # the synthesized plan's gate warnings (see recompute)
         self.frontend_default: str | None = None  # the frontend the plan runs with when none is picked
         self.errors: dict[str, str] = {}
         self.plan_json: dict | None = None
         self.plan: Any = None
+        self.launched_plans: dict[str, dict] = {}  # run id → plan-json this wizard launched it from
         self.live_runs: list[str] = []
+        self.stopped_stale: tuple[str, list[int]] | None = None  # (run id, pids) of the last stale stop
         self._gpus_typed = False  # devices per node typed by the person (kept across hardware picks)
 
     # ------------------------------------------------------------------ services and loading
@@ -180,15 +183,60 @@ class WizardApp(App):
 
     @work(thread=True, group="runs", exit_on_error=False)
     def _find_live_runs(self) -> None:
+        """Look for live runs (offer to attach) and stale runs with leftovers (offer to stop them;
+        tester finding 15); stale offers come first, one per run."""
         launcher = self.launcher
         if launcher is None:
             return
         try:
             runs = launcher.live_runs()
         except Exception:  # noqa: BLE001 — no run dir yet etc.
+            runs = []
+        try:
+            stale = list(getattr(launcher, "stale_runs", lambda: [])())
+        except Exception:  # noqa: BLE001
+            stale = []
+        if runs or stale:
+            self.call_from_thread(self._offer_runs, stale, runs)
+
+    def _offer_runs(self, stale: list, runs: list[str]) -> None:
+        if stale:
+            self._offer_stop_stale(stale[0], lambda: self._offer_runs(stale[1:], runs))
+        elif runs:
+            self._offer_attach(runs)
+
+    @staticmethod
+    def stale_question(stale: Any) -> str:
+        """"A previous run <id> lost its supervisor; N processes still run (ports …). Stop them?" """
+        n = len(stale.pids)
+        ports = f" (ports {', '.join(map(str, stale.ports))})" if stale.ports else ""
+        return (f"A previous run {stale.run_id} lost its supervisor; {n} process{'es' if n != 1 else ''} "
+                f"still run{'s' if n == 1 else ''}{ports}. Stop them?")
+
+    def _offer_stop_stale(self, stale: Any, then: Callable[[], None]) -> None:
+        from vllm_wizard.tui.prompts import ConfirmPrompt
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.notify(f"Stopping the leftovers of run {stale.run_id}…")
+                self._stop_stale(stale.run_id)
+            else:
+                self.notify(f"Left run {stale.run_id} alone; `vllm-wizard stop {stale.run_id}` stops it later.",
+                            timeout=10)
+            then()
+
+        self.push_screen(ConfirmPrompt(self.stale_question(stale), yes="stop them", no="ignore"), answer)
+
+    @work(thread=True, group="stale", exit_on_error=False)
+    def _stop_stale(self, run_id: str) -> None:
+        try:
+            pids = self.launcher.stop_stale(run_id)
+        except Exception as exc:  # noqa: BLE001 — LaunchError: the run vanished meanwhile
+            self.call_from_thread(self.notify, f"Could not stop run {run_id}: {exc}", severity="error", timeout=15)
             return
-        if runs:
-            self.call_from_thread(self._offer_attach, runs)
+        self.stopped_stale = (run_id, list(pids))
+        self.call_from_thread(self.notify, f"Run {run_id}: stopped {len(pids)} leftover processes {list(pids)}.",
+                              timeout=10)
 
     def _offer_attach(self, runs: list[str]) -> None:
         self.live_runs = runs
@@ -245,17 +293,17 @@ class WizardApp(App):
         return best.profile_id if best is not None else None
 
     def _default_gpus(self) -> None:
-        """Devices per node default: on the detected profile the detected count
-        (:func:`~vllm_wizard.tui.inventory_view.detected_devices`: devices, or NUMA nodes on CPU) when
-        it differs from the profile's ``gpu_count``; elsewhere the profile's own (key unset). A count
-        the person typed (``_gpus_typed``) is kept."""
+        """Devices per node default — the rule ``vllm-wizard plan --detect`` applies
+        (``commands/plan.py`` ``detect_defaults``), so both plan the same node alike (tester finding
+        16): on the detected profile, detect's ``device_count`` when it is non-zero and differs from
+        the profile's ``gpu_count``; otherwise (a CPU-only node detects 0 accelerators, or another
+        profile was picked) the profile's own count (key unset). A count the person typed
+        (``_gpus_typed``) is kept."""
         if getattr(self, "_gpus_typed", False) or self.catalog is None:
             return
-        from vllm_wizard.tui.inventory_view import detected_devices
-
         hw = self.selection.get("hardware")
         prof = self.catalog.taxonomy.hardware_profiles.get(hw) if hw else None
-        count = detected_devices(self.inventory) if hw and hw == self.detected_profile else None
+        count = getattr(self.inventory, "device_count", 0) if hw and hw == self.detected_profile else 0
         if count and prof is not None and getattr(prof, "gpu_count", None) != count:
             self.selection["gpus"] = int(count)
         else:
@@ -302,22 +350,29 @@ class WizardApp(App):
         self.errors.pop("options", None)
         if self.catalog is None or not self.selection.get("model"):
             self.options = None
+            self.plan_warnings = []
             return
         try:
             sel = self.services.make_selection(self.selection)
             self.options = self.services.options(self.catalog, sel, **self._detected_kw())
         except Exception as exc:  # noqa: BLE001 — a SelectionError the person must see
             self.options = None
+            self.plan_warnings = []
             self.errors["options"] = str(exc)
             return
         try:  # the resolved feature list (defaults) marks the feature row; a plan error shows on review
             plan = self.services.synthesize(self.catalog, self.services.make_selection(self.planned_selection()))
             self.resolved_features = list(getattr(plan, "resolved", {}).get("features") or [])
+            # the plan's own "warning: …" notes (gate rules H1, N5, S3…, recipes-synthesis §3.1), shown
+            # by the configure pane as review and `vllm-wizard plan` show them
+            self.plan_warnings = [n.removeprefix("warning: ") for n in getattr(plan, "notes", []) or []
+                                  if isinstance(n, str) and n.startswith("warning: ")]
             rust = any((getattr(p, "env", None) or {}).get("VLLM_USE_RUST_FRONTEND") == "1"
                        for p in getattr(plan, "processes", []) or [])
             self.frontend_default = "rust" if rust else "python"
         except Exception:  # noqa: BLE001
             self.resolved_features = []
+            self.plan_warnings = []
             self.frontend_default = None
 
     def _detected_kw(self) -> dict[str, str]:
@@ -356,7 +411,7 @@ class WizardApp(App):
     # ------------------------------------------------------------------ palette, help
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        from vllm_wizard.tui import screen_configure, screen_hardware, screen_model, screen_review
+        from vllm_wizard.tui import screen_configure, screen_hardware, screen_model, screen_monitor, screen_review
 
         steps = [
             ("Step: hardware", "Pick the hardware profile", screen_hardware.HardwareScreen),
@@ -370,13 +425,33 @@ class WizardApp(App):
             for action, title, helptext, ctrl, _ in screen_review.REVIEW_ACTIONS:
                 yield SystemCommand(f"Review: {title}", f"{helptext} ({ctrl})",
                                     lambda action=action: self.run_action(action, screen))
+        if isinstance(screen, screen_monitor.MonitorScreen):
+            for action, title, helptext in screen_monitor.MONITOR_ACTIONS:
+                yield SystemCommand(f"Monitor: {title}", helptext, lambda action=action: self.run_action(action, screen))
 
     def action_help(self) -> None:
-        """F1: the keys of the screen in front (:func:`~vllm_wizard.tui.help_text.help_text`)."""
+        """F1: the keys of the screen in front (:func:`~vllm_wizard.tui.help_text.help_text`) in a
+        popup that wraps to the terminal and closes with escape/F1 (tester findings 13, 23); F1 on
+        an open help closes it."""
         from vllm_wizard.tui.help_text import help_text
+        from vllm_wizard.tui.prompts import HelpPrompt
 
+        if isinstance(self.screen, HelpPrompt):
+            self.screen.dismiss(None)
+            return
         title = getattr(self.screen, "HELP_TITLE", None) or type(self.screen).__name__.removesuffix("Screen")
-        self.notify(help_text(self.screen, self), title=f"Help · {title}", timeout=20, markup=False)
+        self.push_screen(HelpPrompt(f"Help · {title}", help_text(self.screen, self)))
+
+    def action_confirm_quit(self) -> None:
+        """Ask "Quit vllm-wizard? (y/n)" and exit on yes (escape on the first screen; ctrl+q quits
+        at once)."""
+        from vllm_wizard.tui.prompts import ConfirmPrompt
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(ConfirmPrompt("Quit vllm-wizard?", yes="quit", no="stay"), answer)
 
 
 def make_app(

@@ -43,8 +43,9 @@ def help_lines(screen: Any, app: Any) -> list[str]:
 
 def help_text(screen: Any, app: Any) -> str:
     """The whole F1 text for ``screen``: its ``HELP_INTRO`` (if any), then :func:`help_lines`, then the
-    command palette hint."""
+    command palette hint and what escape does in a popup."""
     intro = str(getattr(screen, "HELP_INTRO", "") or "").strip()
     lines = ([intro, ""] if intro else []) + help_lines(screen, app)
     lines.append("ctrl+p           command palette (every step and action)")
+    lines.append("escape           in a popup (this help, a y/n question): closes it")
     return "\n".join(lines)

@@ -8,9 +8,23 @@ the wizard or losing SSH leaves the run alive and ``live_runs`` finds it next ti
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_wizard.launcher import RunClient, list_runs, load_plan_file, start_run
+from vllm_wizard.launcher import RunClient, find_run, list_runs, load_plan_file, run_survivors, start_run, stop_stale
+
+#: Seconds between SIGTERM and SIGKILL when stopping a stale run's leftovers (``vllm-wizard stop``'s default).
+STALE_STOP_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class StaleRun:
+    """A run whose supervisor is gone while some of its processes still run (tester finding 15):
+    ``run_id``, ``pids`` of the survivors, ``ports`` (TCP) its processes were planned on."""
+
+    run_id: str
+    pids: tuple[int, ...]
+    ports: tuple[int, ...]
 
 #: ``RunInfo.status`` values offered for attaching (contracts §3: ``starting`` = supervisor up, no
 #: state yet; ``running``; finished/stale runs are not attachable).
@@ -41,6 +55,28 @@ class RealLauncher:
         """Ids of runs whose supervisor is alive, newest first: ``running`` ones and ``starting`` ones
         (supervisor up, no state recorded yet — a launch seconds ago is still worth attaching to)."""
         return [r.run_id for r in list_runs(include_finished=False) if r.status in LIVE_STATUSES]
+
+    def stale_runs(self) -> list[StaleRun]:
+        """Runs with status ``stale`` (supervisor gone, no outcome) that still have live processes,
+        newest first (``list_runs`` + ``run_survivors``, the checks ``vllm-wizard status`` makes)."""
+        out = []
+        for info in list_runs(include_finished=False):
+            if info.status != "stale":
+                continue
+            pids = tuple(sorted(p.pid for p in run_survivors(info)))
+            if pids:
+                ports = sorted({int(port) for proc in info.processes for port in proc.get("ports") or []})
+                out.append(StaleRun(info.run_id, pids, tuple(ports)))
+        return out
+
+    def stop_stale(self, run_id: str) -> list[int]:
+        """Stop what run ``run_id``'s dead supervisor left running, the way ``vllm-wizard stop RUN``
+        does (SIGTERM, :data:`STALE_STOP_TIMEOUT_S`, SIGKILL; the run is then recorded as stopped).
+        Blocking (call from a thread). Returns the pids found alive; raises LaunchError for an unknown run."""
+        info = find_run(run_id)
+        if info.status != "stale":
+            return []
+        return stop_stale(info, timeout=STALE_STOP_TIMEOUT_S)
 
     def client(self, run_id: str) -> RunClient:
         """A client attached to ``run_id`` (raises LaunchError when its supervisor is gone)."""

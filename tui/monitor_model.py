@@ -79,7 +79,7 @@ PHASE_LABEL = {
 FAILED_STATES = ("FATAL", "BACKOFF", "EXITED")
 #: uvicorn access lines produced by the launcher's own health/metrics polling (hidden in the pane;
 #: still in the run's log file).
-POLL_NOISE = re.compile(r'"GET /(?:health|metrics|healthcheck) HTTP/[\d.]+" 200')
+from vllm_wizard.launcher.noise import POLL_NOISE  # noqa: E402 - one definition for the TUI and the CLI
 #: Snapshot counter → the per-second rate derived from it (:meth:`MonitorModel.feed`).
 RATE_OF_TOTAL = {"prompt_tokens_total": "prompt_tokens_per_s", "generation_tokens_total": "generation_tokens_per_s"}
 _LEVEL = re.compile(r"\b(ERROR|CRITICAL|WARNING|WARN|INFO|DEBUG)\b")
@@ -186,6 +186,7 @@ class MonitorModel:
         self.stats: dict[str, Any] = {}
         self.health: dict[str, bool] = {}
         self.argv: dict[str, list[str]] = {}
+        self.roles: dict[str, str] = {}  # plan role per process, from the attach snapshot
         self.outcome: str | None = None
         self.polls = 0
         self.transitions_hidden = 0
@@ -309,6 +310,8 @@ class MonitorModel:
                 row.progress = float(prog["percent"]) / 100
             if proc.get("argv"):
                 self.argv[row.name] = list(proc["argv"])
+            if proc.get("role"):
+                self.roles[row.name] = str(proc["role"])
         for name, lines in (_get(snap, "tail") or {}).items():
             for line in lines:
                 self.add_line(str(name), str(line))

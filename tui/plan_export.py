@@ -72,9 +72,30 @@ def plan_document(app: Any) -> dict:
 
 
 def write_plan_file(app: Any, path: Path) -> Path:
-    """Write the plan file for the app's current plan to ``path`` (YAML); returns ``path``."""
+    """Write the plan file for the app's current plan to ``path`` (YAML), mode 0600, atomically;
+    returns ``path``.
+
+    The plan holds what the person typed, API keys included (``--api-key K``; the launcher masks them
+    only in its run dir), so the file is readable by its owner alone (tester finding 11) and never
+    seen half-written: the text goes to a ``mkstemp`` file (created 0600) in the same folder, which
+    is then renamed over ``path``. Raises OSError when the folder cannot be written."""
+    import os
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(plan_document(app), sort_keys=False, allow_unicode=True), encoding="utf-8")
+    text = yaml.safe_dump(plan_document(app), sort_keys=False, allow_unicode=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     return path
 
 

@@ -26,6 +26,18 @@ from vllm_wizard.tui.constraint_panel import ConstraintPanel
 from vllm_wizard.tui.dom_ids import dom_id
 
 
+def devices_text(selection: dict, catalog) -> str:
+    """`` · N device(s)/node`` for the summary line: the typed/detected ``gpus``, else the hardware
+    profile's ``gpu_count``; empty when neither is known."""
+    count = selection.get("gpus")
+    if not count and catalog is not None:
+        prof = catalog.taxonomy.hardware_profiles.get(selection.get("hardware") or "")
+        count = getattr(prof, "gpu_count", None)
+    if not count:
+        return ""
+    return f" · {count} device{'' if int(count) == 1 else 's'}/node"
+
+
 def choice_prompt(view: AxisView, index: int) -> Text:
     """The row text of choice ``index``: a radio/check mark, the label, and for a disabled choice its
     reason (first line, newlines folded) after an em dash."""
@@ -155,12 +167,13 @@ class ConfigureScreen(Screen):
         error = app.errors.get("options")
         if app.catalog is None:
             error = app.errors.get("catalog") or "Loading catalog…"
-        self.query_one(ConstraintPanel).show(warnings_of(app.options) if app.options is not None else [], error)
+        warnings = warnings_of(app.options) if app.options is not None else []
+        # the plan's gate warnings (H1, N5, S3…) too, so this pane says what review and `plan` say
+        warnings += [w for w in getattr(app, "plan_warnings", []) if w not in warnings]
+        self.query_one(ConstraintPanel).show(warnings, error)
         sel = app.selection
-        self.query_one("#cfg-summary", Static).update(
-            f"{sel.get('model', '—')} on {sel.get('hardware', '—')}"
-            + (f" · {sel['gpus']} devices/node" if sel.get("gpus") else "")
-        )
+        self.query_one("#cfg-summary", Static).update(f"{sel.get('model', '—')} on {sel.get('hardware', '—')}"
+                                                      + devices_text(sel, app.catalog))
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if not isinstance(event.option_list, AxisList):

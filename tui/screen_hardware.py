@@ -34,9 +34,11 @@ class HardwareScreen(Screen):
 
     HELP_TITLE = "Hardware"
     HELP_INTRO = ("enter on a profile picks it and goes on to the model step. ★ marks the detected profile. "
-                  "Devices per node defaults to the detected count on the detected profile; Nodes is 1..16.")
+                  "Devices per node defaults to the profile's count, or on the detected profile to the detected "
+                  "accelerator count when it differs (as `vllm-wizard plan --detect`); Nodes is 1..16. "
+                  "escape asks whether to quit; ctrl+q quits at once.")
 
-    BINDINGS = [Binding("ctrl+n", "next", "Next"), Binding("escape", "app.quit", "Quit", show=False)]
+    BINDINGS = [Binding("ctrl+n", "next", "Next"), Binding("escape", "app.confirm_quit", "Quit (asks y/n)", show=False)]
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -52,24 +52,52 @@ BATCH_S = 0.08
 PID_REFRESH_S = 1.0
 
 
+#: The process table's fixed columns (key, label, width in cells); Detail takes what is left.
+FIXED_COLUMNS = (("name", "Process", 16), ("state", "State", 8), ("pid", "PID", 8), ("uptime", "Uptime", 7),
+                 ("restarts", "Restarts", 8), ("ready", "Ready", 5))
+
+
+def detail_width(screen_width: int) -> int:
+    """Width of the table's Detail column for a terminal ``screen_width`` cells wide: what the fixed
+    columns (and one cell of padding each side of every column) leave, between 10 and 40 — at 80
+    columns the table fits without a horizontal scrollbar (its thumb was the stray ``▌`` of tester
+    finding 23); the full detail is also in the failure box."""
+    used = sum(w for _, _, w in FIXED_COLUMNS) + 2 * (len(FIXED_COLUMNS) + 1)
+    return max(10, min(40, screen_width - used))
+
+
 def keeps_running_text(run_id: str) -> str:
     """What to tell a person leaving the monitor of a live run ``run_id`` (detach, quit)."""
     return (f"run {run_id} keeps running; re-attach with `vllm-wizard attach {run_id}` or `vllm-wizard`, "
             f"stop with `vllm-wizard stop {run_id}`")
 
 
+#: The monitor's actions in the command palette (action, title, help): the palette lists every action
+#: (F1 says so), also those whose key the footer has no room for at 80 columns.
+MONITOR_ACTIONS: tuple[tuple[str, str, str], ...] = (
+    ("smoke", "Smoke test (m)", "Send one short completion to the served endpoint; the answer lands in the log"),
+    ("restart", "Restart process (r)", "Restart the selected process (asks first)"),
+    ("stop", "Stop run (s)", "Stop every process of the run (asks first)"),
+    ("detach", "Detach (d)", "Leave the run running and go back"),
+    ("relaunch_fix", "Fix and relaunch (x)", "Apply the failure's suggested flag change and launch again"),
+    ("follow", "Follow log (f)", "Toggle following the end of the log"),
+    ("search", "Search log (/)", "Filter the log pane by a string"),
+)
+
+
 class MonitorScreen(Screen):
     """Monitor of run ``run_id``; the launcher client comes from ``app.launcher.client(run_id)``."""
 
     BINDINGS = [
-        # short titles: all seven fit the footer at 100 columns (80×24 shows the first five + palette)
+        # the footer shows the five that matter with ^q Quit and f1 Help in 80 columns (tester finding
+        # 23); follow and search are in F1 and the palette (MONITOR_ACTIONS)
         Binding("s", "stop", "Stop"),
         Binding("r", "restart", "Restart"),
         Binding("d", "detach", "Detach"),
         Binding("m", "smoke", "Smoke"),
-        Binding("x", "relaunch_fix", "Fix+relaunch"),
-        Binding("f", "follow", "Follow"),
-        Binding("slash", "search", "Search"),
+        Binding("x", "relaunch_fix", "Fix+run"),
+        Binding("f", "follow", "Follow", show=False),
+        Binding("slash", "search", "Search", show=False),
         Binding("escape", "detach", "Detach", show=False),
         Binding("q", "quit_keep_running", "Quit (run goes on)", show=False),
     ]
@@ -106,9 +134,7 @@ class MonitorScreen(Screen):
         self.model.clock = getattr(self.app, "clock", time.time)
         table = self.query_one("#procs", DataTable)
         # fixed widths: the table must not re-layout as states change (STARTING → READY)
-        for key, label, width in (("name", "Process", 16), ("state", "State", 8), ("pid", "PID", 8),
-                                  ("uptime", "Uptime", 7), ("restarts", "Restarts", 8), ("ready", "Ready", 5),
-                                  ("detail", "Detail", 40)):
+        for key, label, width in (*FIXED_COLUMNS, ("detail", "Detail", detail_width(self.app.size.width))):
             table.add_column(label, key=key, width=width)
         self.query_one("#log").border_title = "log"
         self.query_one("#mon-side").border_title = "health & metrics"
@@ -305,17 +331,42 @@ class MonitorScreen(Screen):
             event.input.add_class("hidden")
             self._repaint_log()
 
-    async def action_stop(self) -> None:
-        """Stop the whole run (SIGTERM, wait, SIGKILL the tree — launcher policy)."""
-        if self.client is not None:
-            self.notify("Stopping run…")
-            await self.client.stop()
+    def action_stop(self) -> None:
+        """Ask "Stop the run (vllm, router …)? y/n", then stop the whole run (SIGTERM, wait, SIGKILL
+        the tree — launcher policy). Tester finding 14: one stray key must not drop a live server."""
+        if self.client is None:
+            return
+        names = ", ".join(self.model.procs) or self.run_id
+        self._confirm(f"Stop the run ({names})?", "stop", self._do_stop)
 
-    async def action_restart(self) -> None:
-        """Restart the selected process."""
-        if self.client is not None and self.selected:
-            self.notify(f"Restarting {self.selected}…")
+    def action_restart(self) -> None:
+        """Ask "Restart <process>? y/n", then restart the selected process."""
+        if self.client is None or not self.selected:
+            return
+        self._confirm(f"Restart {self.selected}?", "restart", self._do_restart)
+
+    def _confirm(self, question: str, yes: str, then) -> None:
+        from vllm_wizard.tui.prompts import ConfirmPrompt
+
+        def answer(ok: bool | None) -> None:
+            if ok:
+                self.run_worker(then(), group="monitor-control", exit_on_error=False)
+
+        self.app.push_screen(ConfirmPrompt(question, yes=yes, no="cancel"), answer)
+
+    async def _do_stop(self) -> None:
+        self.notify("Stopping run…")
+        try:
+            await self.client.stop()
+        except Exception as exc:  # noqa: BLE001 — LaunchError: supervisor gone
+            self.notify(f"Stop failed: {exc}", severity="error", timeout=10)
+
+    async def _do_restart(self) -> None:
+        self.notify(f"Restarting {self.selected}…")
+        try:
             await self.client.restart(self.selected)
+        except Exception as exc:  # noqa: BLE001 — LaunchError: unknown process, supervisor gone
+            self.notify(f"Restart failed: {exc}", severity="error", timeout=10)
 
     def _run_live(self) -> bool:
         return not self.ended and self.model.outcome is None
@@ -340,20 +391,42 @@ class MonitorScreen(Screen):
         """Send a short completion to the served endpoint; the answer lands in the log pane."""
         self._smoke()
 
+    def smoke_target(self):
+        """Where ``m`` sends its request (:func:`~vllm_wizard.tui.smoke.find_target`): the plan this
+        wizard launched as this run (placeholders filled with the launch values), else the run's
+        ``spec.json``, else the live snapshot's processes; a ``str`` saying why when none serves."""
+        from vllm_wizard.tui.plan_view import fill_placeholders
+        from vllm_wizard.tui.smoke import SmokeTarget, find_target, read_spec
+
+        plan = (getattr(self.app, "launched_plans", None) or {}).get(self.run_id)
+        info = getattr(self.client, "info", None)
+        spec = read_spec(getattr(info, "run_dir", None))
+        live = [{"name": n, "argv": self.model.argv.get(n) or [], "role": self.model.roles.get(n), "pid": r.pid}
+                for n, r in self.model.procs.items()]
+        target = find_target(plan, spec, live, {n: r.pid for n, r in self.model.procs.items()})
+        if isinstance(target, SmokeTarget) and plan is not None:
+            values = getattr(self.app, "launch_values", {}) or {}
+            key = fill_placeholders(target.api_key, values) if target.api_key else None
+            target = SmokeTarget(fill_placeholders(target.base_url, values), target.model, key, target.source, target.note)
+        return target
+
     @work(exclusive=True, group="smoke", exit_on_error=False)
     async def _smoke(self) -> None:
-        from vllm_wizard.tui.smoke import endpoint_of, smoke_request
+        from vllm_wizard.tui.smoke import smoke_request
 
-        plan = self.app.plan_json or getattr(self.client, "plan_json", None)
-        target = endpoint_of(plan) if plan else None
-        if target is None:
-            self.notify("No served endpoint in this plan.", severity="error")
+        target = self.smoke_target()
+        if isinstance(target, str):  # in the log pane too: a toast alone is easy to miss
+            self.last_smoke_error = target
+            self.model.add_line(self.selected or "smoke", f"SMOKE ERROR {target}")
+            self.model.changed = True
+            self.notify(target, severity="error", timeout=10)
             return
-        from vllm_wizard.tui.plan_view import fill_placeholders
-
-        base = fill_placeholders(target[0], getattr(self.app, "launch_values", {}) or {})
-        self.notify(f"Smoke request to {base} …")
-        result = await smoke_request(base, target[1])
+        if target.note:
+            self.model.add_line(self.selected or "smoke", f"SMOKE WARNING {target.note}")
+            self.model.changed = True
+        auth = " (with the API key)" if target.api_key else ""
+        self.notify(f"Smoke request to {target.base_url}{auth} …")
+        result = await smoke_request(target.base_url, target.model, api_key=target.api_key)
         self.last_smoke = result
         style = "SMOKE OK" if result.ok else "SMOKE ERROR"
         self.model.add_line(self.selected or "smoke", f"{style} {result.latency_s * 1000:.0f} ms {result.url}: {result.text!r}")

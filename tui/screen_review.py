@@ -68,6 +68,10 @@ REVIEW_ACTIONS: tuple[tuple[str, str, str, str, str], ...] = (
     ("copy", "Copy", "Copy the focused command, placeholders filled (OSC 52)", "ctrl+y", "c"),
 )
 
+#: The actions whose keys the footer shows: with ``^q Quit`` and ``f1 Help`` they fit 80 columns
+#: (tester finding 23); the others are in F1 and the command palette.
+FOOTER_ACTIONS = frozenset({"launch", "preflight", "export"})
+
 
 class ReviewScreen(Screen):
     """Summary, install steps, placeholders, commands. Keys (:data:`REVIEW_ACTIONS`): ctrl+l launch,
@@ -76,7 +80,8 @@ class ReviewScreen(Screen):
 
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
-        *(Binding(ctrl, action, title, priority=True) for action, title, _, ctrl, _ in REVIEW_ACTIONS),
+        *(Binding(ctrl, action, title, priority=True, show=action in FOOTER_ACTIONS)
+          for action, title, _, ctrl, _ in REVIEW_ACTIONS),
         *(Binding(letter, action, title, show=False) for action, title, _, _, letter in REVIEW_ACTIONS),
     ]
 
@@ -288,6 +293,8 @@ class ReviewScreen(Screen):
             self.app.call_from_thread(self._launch_failed, str(exc))
             return
         self.run_id = run_id
+        # the monitor's smoke test reads the launched plan (secrets unmasked) for this run
+        self.app.launched_plans[run_id] = self.plan_json
         self.app.call_from_thread(self.app.open_monitor, run_id)
 
     def _launch_failed(self, text: str) -> None:

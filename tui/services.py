@@ -29,6 +29,9 @@ class LauncherPort(Protocol):
     ``live_runs()`` lists run ids whose supervisor or children are still alive.
     ``client(run_id)`` returns an object with ``events()`` (async iterator of launcher events),
     ``stop()``, ``restart(name)`` (coroutines).
+    Optional (looked up with ``getattr``; a fake may leave them out): ``stale_runs()`` lists runs whose
+    supervisor is gone but whose processes still run (``run_id``, ``pids``, ``ports``);
+    ``stop_stale(run_id)`` stops them (blocking, returns the pids).
     """
 
     def preflight(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> list[str]: ...

@@ -8,6 +8,7 @@ from textual.widgets import DataTable, RichLog, Sparkline
 from tui_steps import settle, walk
 
 from vllm_wizard.tui.monitor_model import MonitorModel
+from vllm_wizard.tui.prompts import ConfirmPrompt
 from vllm_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
 from vllm_wizard.tui.screen_review import ReviewScreen
 
@@ -42,9 +43,23 @@ async def test_launch_opens_monitor_showing_ready_process(build_app, tmp_path, m
         assert list(screen.query_one("#spark-generation_tokens_per_s", Sparkline).data) == [42.0, 55.0]
         assert list(screen.query_one("#spark-kv_cache_usage", Sparkline).data) == [25.0, 50.0]
         assert "CPU 37% · RAM 12.0/24.0 GiB" in str(screen.query_one("#stats").render())
+        # r and s ask first (tester finding 14): n / escape cancel, y / enter confirm
         await pilot.press("r")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmPrompt)
+        assert str(app.screen.query_one("#confirm-question").render()) == "Restart vllm?"
+        await pilot.press("n")
         await pilot.press("s")
         await settle(pilot)
+        assert str(app.screen.query_one("#confirm-question").render()) == "Stop the run (vllm)?"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is screen and launcher.clients["run-1"].commands == []
+        await pilot.press("r", "y")
+        await settle(pilot)
+        await pilot.press("s", "enter")
+        await settle(pilot)
+        assert app.screen is screen
         assert launcher.clients["run-1"].commands == ["restart vllm", "stop"]
 
 

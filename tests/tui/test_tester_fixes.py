@@ -90,7 +90,9 @@ async def test_model_screen_fit_and_count_use_the_detected_machine(snapshot):
     app = cpu_app(snapshot, inventory=cpu_inventory(numa=1, ram_gib=24))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, 5)
-        assert app.selection == {"hardware": "xeon6", "gpus": 1}  # 1 NUMA node, not the profile's 4
+        # 0 accelerators detected: the profile's own count, as `vllm-wizard plan --detect` plans it
+        # (tester finding 16; commands/plan.py detect_defaults sets --gpus only for a non-zero count)
+        assert app.selection == {"hardware": "xeon6"}
         await pilot.press("ctrl+n")
         await settle(pilot)
         screen = app.screen
@@ -128,7 +130,7 @@ async def test_model_flag_checks_choices_against_the_detected_profile(tmp_path, 
                 break
         await settle(pilot, 5)
         assert app.options is not None
-        assert app.options.resolved["hardware"] == "xeon6" and app.options.resolved["gpus"] == 1
+        assert app.options.resolved["hardware"] == "xeon6" and app.options.resolved["gpus"] == 4  # the profile's, like plan --detect
         kv = {c.id: c.state for c in app.options.kv_offload}
         assert kv.get("mooncake") == "disabled"
         assert not any("of 8 GPUs" in w for w in app.options.warnings)
@@ -168,16 +170,6 @@ def test_help_lists_each_screens_own_keys():
         assert key in monitor, key
     assert "Launch" not in monitor
     assert "enter picks when one model matches" in help_text(ModelScreen(), SimpleNamespace())
-
-
-async def test_f1_shows_the_help_of_the_screen_in_front(build_app):
-    app = build_app()
-    async with app.run_test(size=(120, 40)) as pilot:
-        await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
-        await pilot.press("f1")
-        await settle(pilot)
-        note = app._notifications.last if hasattr(app._notifications, "last") else list(app._notifications)[-1]
-        assert note.title == "Help · Review" and "ctrl+l / l" in note.message and "ctrl+t / s" in note.message
 
 
 async def test_frontend_row_marks_the_effective_default(build_app):

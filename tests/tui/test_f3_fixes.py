@@ -1,0 +1,415 @@
+"""Tester findings 4, 5, 11, 13, 14 (in test_monitor), 15, 16 and 23, each replayed against the real
+thing where it matters: a tiny HTTP server that demands ``Authorization: Bearer``, runs started by
+the real launcher (``sys.executable`` children), a supervisor killed with SIGKILL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from fakes import FakeCandidate, FakeLauncher
+from textual.widgets import RichLog, Static
+from tui_steps import pick_model, settle, walk
+
+from vllm_wizard.catalog import load_catalog
+from vllm_wizard.tui.app import make_app
+from vllm_wizard.tui.constraint_panel import ConstraintPanel
+from vllm_wizard.tui.prompts import ConfirmPrompt, HelpPrompt
+from vllm_wizard.tui.screen_configure import ConfigureScreen
+from vllm_wizard.tui.screen_hardware import HardwareScreen
+from vllm_wizard.tui.screen_monitor import MonitorScreen
+from vllm_wizard.tui.screen_review import ReviewScreen
+from vllm_wizard.tui.services import real_services
+from vllm_wizard.tui.smoke import api_key_of, find_target, smoke_request
+
+#: A stand-in for ``vllm serve MODEL --port P [--api-key K]``: /health is open; /v1/completions
+#: answers 401 unless ``Authorization: Bearer K`` matches a key from ``--api-key`` or VLLM_API_KEY
+#: (like vLLM), else a completion naming the key it saw.
+FAKE_VLLM = r'''
+import http.server, json, os, sys
+args = sys.argv[1:]
+port = int(args[args.index("--port") + 1])
+keys = set()
+if "--api-key" in args:
+    keys.add(args[args.index("--api-key") + 1])
+keys.update(a.split("=", 1)[1] for a in args if a.startswith("--api-key="))
+if os.environ.get("VLLM_API_KEY"):
+    keys.add(os.environ["VLLM_API_KEY"])
+class H(http.server.BaseHTTPRequestHandler):
+    def _send(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code); self.send_header("Content-Length", str(len(data))); self.end_headers()
+        self.wfile.write(data)
+    def do_GET(self):
+        self._send(200 if self.path == "/health" else 404, {})
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        auth = self.headers.get("Authorization", "")
+        if keys and auth not in {"Bearer " + k for k in keys}:
+            return self._send(401, {"error": "Unauthorized"})
+        self._send(200, {"choices": [{"text": " Paris" + (" (key ok)" if keys else "")}]})
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer.allow_reuse_address = True
+print("listening", port, flush=True)
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+'''
+
+
+@pytest.fixture
+def fake_vllm(tmp_path) -> Path:
+    """An executable ``vllm`` (argv ``vllm serve MODEL --port P …``, as plans have it)."""
+    path = tmp_path / "bin" / "vllm"
+    path.parent.mkdir()
+    path.write_text(f"#!{sys.executable}\n{FAKE_VLLM}")
+    path.chmod(0o755)
+    return path
+
+
+def free_port() -> int:
+    from vllm_wizard.launcher.ports import free_port as launcher_free_port
+
+    return launcher_free_port()
+
+
+async def until(cond, timeout: float, what: str, pilot=None) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        if pilot is not None:
+            await pilot.pause(0.05)
+        else:
+            await asyncio.sleep(0.05)
+
+
+def wait_health(port: int, timeout: float = 15.0) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"fake vllm on {port} did not come up")
+
+
+@pytest.fixture
+def state_home(tmp_path, monkeypatch):
+    """A private XDG_STATE_HOME; whatever a test left running there is stopped afterwards."""
+    home = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(home))
+    yield home
+    from vllm_wizard.launcher.runs import read_run, run_survivors, stop_stale
+
+    root = home / "vllm-wizard" / "runs"
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
+        info = read_run(d)
+        if info.status in ("running", "starting") and info.pid:
+            try:
+                sup = psutil.Process(info.pid)
+                sup.terminate()
+                sup.wait(30)
+            except psutil.Error:
+                pass
+            info = read_run(d)
+        if info.status != "finished" and run_survivors(info):
+            stop_stale(info, timeout=5)
+
+
+def serve_spec(vllm: Path, port: int, *extra: str, env: dict | None = None):
+    from vllm_wizard.launcher import Probe, ProcessSpec, RunSpec
+
+    return RunSpec((ProcessSpec(
+        name="vllm", role="serve", argv=(str(vllm), "serve", "tiny-model", "--port", str(port), *extra),
+        env=env or {}, probe=Probe(f"http://127.0.0.1:{port}/health", interval_s=0.2), ports=(port,),
+        stop_timeout_s=3,
+    ),))
+
+
+# ------------------------------------------------------------------ finding 4: --api-key
+
+
+def test_api_key_rules():
+    assert api_key_of(["vllm", "serve", "m", "--api-key", "k1", "k2"]) == "k1"
+    assert api_key_of(["vllm", "serve", "m", "--api-key=k3"]) == "k3"
+    assert api_key_of(["vllm", "serve", "m"], {"VLLM_API_KEY": "k4"}) == "k4"
+    assert api_key_of(["vllm", "serve", "m", "--api-key", "k5"], {"VLLM_API_KEY": "k4"}) == "k5"
+    assert api_key_of(["vllm", "serve", "m", "--api-key", "***"]) is None  # masked by the launcher
+    assert api_key_of(["vllm", "serve", "m", "--api-key"]) is None
+    assert api_key_of(["vllm", "serve", "m"]) is None
+
+
+@pytest.mark.parametrize("how", ["flag", "flag=", "env"])
+async def test_smoke_sends_the_api_key_the_server_was_started_with(fake_vllm, how):
+    port = free_port()
+    argv = [str(fake_vllm), "serve", "tiny-model", "--port", str(port)]
+    env = {}
+    if how == "flag":
+        argv += ["--api-key", "sk-Flag111", "sk-Other"]
+    elif how == "flag=":
+        argv += ["--api-key=sk-Eq222"]
+    else:
+        env = {"VLLM_API_KEY": "sk-Env333"}
+    proc = subprocess.Popen(argv, env={**os.environ, **env}, stdout=subprocess.DEVNULL)
+    try:
+        wait_health(port)
+        plan = {"processes": [{"name": "vllm", "role": "serve", "argv": argv, "env": env,
+                               "health": {"url": f"http://127.0.0.1:{port}/health"}}]}
+        target = find_target(plan, None, None)
+        bare = await smoke_request(target.base_url, target.model)
+        assert not bare.ok and bare.text.startswith("HTTP 401")  # what the tester saw
+        result = await smoke_request(target.base_url, target.model, api_key=target.api_key)
+        assert result.ok and result.text == " Paris (key ok)", result
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+# ------------------------------------------------------------------ finding 5: smoke on an attached run
+
+
+async def test_smoke_on_an_attached_run_finds_endpoint_and_masked_key(build_app, state_home, fake_vllm):
+    """A run the wizard did not launch (no plan in memory): the endpoint comes from spec.json, the key
+    (masked there) from the live process; the answer lands in the log pane."""
+    from vllm_wizard.launcher import start_run
+    from vllm_wizard.tui.launch_port import RealLauncher
+
+    port = free_port()
+    info = start_run(serve_spec(fake_vllm, port, "--api-key", "sk-Attach444"))
+    assert "sk-Attach444" not in (info.run_dir / "spec.json").read_text()  # masked: not where the key comes from
+    app = build_app(launcher=RealLauncher(), attach=info.run_id)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor", pilot)
+        monitor = app.screen
+        await until(lambda: monitor.model.procs.get("vllm") is not None and monitor.model.procs["vllm"].ready,
+                    20, "vllm READY", pilot)
+        assert not app.launched_plans  # attached: the wizard has no plan for this run
+        assert monitor.smoke_target().source == "the run's spec.json"
+        await pilot.press("m")
+        await until(lambda: getattr(monitor, "last_smoke", None) is not None, 20, "the smoke answer", pilot)
+        assert monitor.last_smoke.ok, monitor.last_smoke
+        assert monitor.last_smoke.url == f"http://127.0.0.1:{port}/v1/completions"
+        await pilot.pause(0.3)
+        log_text = "\n".join(strip.text for strip in monitor.query_one("#log", RichLog).lines)
+        assert "SMOKE OK" in log_text and "Paris (key ok)" in log_text
+        await monitor.client.stop()
+
+
+async def test_smoke_without_an_endpoint_says_why_in_the_log_pane(build_app):
+    app = build_app(launcher=FakeLauncher(events=[]), attach="run-gone")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor", pilot)
+        monitor = app.screen
+        titles = {c.title: c for c in app.get_system_commands(monitor)}
+        assert "Monitor: Smoke test (m)" in titles  # the palette lists the monitor's actions
+        app.call_later(titles["Monitor: Smoke test (m)"].callback)  # as the palette runs it
+        await until(lambda: getattr(monitor, "last_smoke_error", None), 5, "the smoke refusal", pilot)
+        await pilot.pause(0.3)
+        assert monitor.last_smoke_error.startswith("No served endpoint found")
+        assert "this wizard did not launch the run" in monitor.last_smoke_error
+        assert "the run has no readable spec.json" in monitor.last_smoke_error
+        log_text = "\n".join(strip.text for strip in monitor.query_one("#log", RichLog).lines)
+        assert "SMOKE ERROR No served endpoint found" in log_text
+
+
+def test_find_target_reads_spec_json_shape_and_live_argv():
+    spec = {"processes": [{"name": "router", "role": "router", "argv": ["vllm-router", "--port", "9000"],
+                           "env": {}, "probe": {"url": "http://127.0.0.1:9000/health"}},
+                          {"name": "vllm", "role": "serve", "argv": ["vllm", "serve", "m", "--served-model-name", "x"],
+                           "env": {"VLLM_API_KEY": "***"}, "probe": {"url": "http://127.0.0.1:8100/health"}}]}
+    target = find_target(None, spec, None)
+    assert (target.base_url, target.model, target.api_key) == ("http://127.0.0.1:9000", "x", None)
+    assert "could not be read" in target.note  # masked, no live pid to read it from
+    live = [{"name": "vllm", "role": "serve", "argv": ["vllm", "serve", "m", "--host", "0.0.0.0", "--port", "8123"]}]
+    target = find_target(None, None, live)
+    assert (target.base_url, target.model, target.source) == ("http://127.0.0.1:8123", "m", "the live processes")
+
+
+# ------------------------------------------------------------------ finding 15: stale runs
+
+
+async def test_stale_run_with_leftovers_is_offered_a_stop(build_app, state_home, fake_vllm):
+    from vllm_wizard.launcher import RunClient, find_run, start_run
+    from vllm_wizard.tui.launch_port import RealLauncher
+
+    port = free_port()
+    info = start_run(serve_spec(fake_vllm, port))
+    snap = None
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        snap = await RunClient(info.run_id).status()
+        if snap.processes[0]["state"] == "READY":
+            break
+        await asyncio.sleep(0.1)
+    child = snap.processes[0]["pid"]
+    os.kill(info.pid, signal.SIGKILL)
+    await until(lambda: find_run(info.run_id).status == "stale", 10, "the run reported stale")
+    question = f"A previous run {info.run_id} lost its supervisor; 1 process still runs (ports {port}). Stop them?"
+
+    app = build_app(launcher=RealLauncher())  # ignore: nothing is stopped, the wizard goes on
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(lambda: isinstance(app.screen, ConfirmPrompt), 10, "the stale-run question", pilot)
+        assert str(app.screen.query_one("#confirm-question").render()) == question
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(app.screen, HardwareScreen)
+        assert psutil.pid_exists(child) and find_run(info.run_id).status == "stale"
+
+    app = build_app(launcher=RealLauncher())  # stop: the leftovers go, the run is recorded stopped
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(lambda: isinstance(app.screen, ConfirmPrompt), 10, "the stale-run question", pilot)
+        await pilot.press("y")
+        await until(lambda: app.stopped_stale is not None, 20, "the leftovers stopped", pilot)
+        assert app.stopped_stale == (info.run_id, [child])
+        assert isinstance(app.screen, HardwareScreen)
+    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    assert find_run(info.run_id).status == "finished"
+
+
+# ------------------------------------------------------------------ finding 13, 23: escape and help
+
+
+async def test_escape_closes_help_and_asks_before_quitting(build_app):
+    app = build_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("f1")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpPrompt)
+        box = app.screen.query_one("#help-box")
+        assert box.region.right <= 80 and box.border_title == "Help · Hardware"
+        text = str(app.screen.query_one("#help-text").render())
+        assert "escape           Quit (asks y/n)" in text and "ctrl+q" in text
+        # the text wraps inside the popup: nothing wider than its content area
+        assert app.screen.query_one("#help-text").virtual_size.width <= box.content_region.width
+        await pilot.press("escape")  # closes the help, not the app
+        await settle(pilot)
+        assert isinstance(app.screen, HardwareScreen) and app.is_running
+        await pilot.press("escape")  # the first screen asks
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmPrompt)
+        assert str(app.screen.query_one("#confirm-question").render()) == "Quit vllm-wizard?"
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(app.screen, HardwareScreen) and app.is_running
+        await pilot.press("escape", "y")
+        await settle(pilot)
+        assert app._exit  # noqa: SLF001 — Textual records a requested exit here
+
+
+async def test_f1_help_of_the_review_lists_its_keys(build_app):
+    app = build_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
+        await pilot.press("f1")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpPrompt) and app.screen.title_text == "Help · Review"
+        assert "ctrl+l / l" in app.screen.text and "ctrl+t / s" in app.screen.text
+        await pilot.press("f1")  # F1 again closes it
+        await settle(pilot)
+        assert isinstance(app.screen, ReviewScreen)
+
+
+# ------------------------------------------------------------------ finding 11: plan file 0600
+
+
+async def test_launched_plan_file_is_owner_only(build_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    launcher = FakeLauncher()
+    app = build_app(launcher=launcher)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
+        app.update_selection(advanced_args=["--api-key", "sk-Plan555"])
+        await app.pop_screen()
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        await pilot.press("ctrl+l")
+        await until(lambda: launcher.started, 10, "the launch", pilot)
+    (plan_file, _), = launcher.started
+    assert "sk-Plan555" in plan_file.read_text()  # the launcher needs it …
+    assert stat.S_IMODE(plan_file.stat().st_mode) == 0o600  # … so only its owner may read it
+    assert [p.name for p in plan_file.parent.iterdir()] == [plan_file.name]  # no temp file left
+
+
+# ------------------------------------------------------------------ finding 16: devices and warnings
+
+
+@pytest.fixture(scope="module")
+def snapshot_catalog(shared):
+    return load_catalog(shared / "recipes-snapshot")
+
+
+def cpu_app(catalog):
+    from types import SimpleNamespace
+
+    inventory = SimpleNamespace(accelerators=[], device_count=0, probes={}, source="fixture",
+                                host=SimpleNamespace(numa_nodes_with_cpus=1, ram_bytes=24 * 2**30,
+                                                     mem_total_bytes=24 * 2**30))
+    services = real_services()
+    services.detect = lambda: inventory
+    services.match_profiles = lambda inv, profiles: [FakeCandidate("xeon6", "nearest")]
+    services.launcher = None
+    return make_app(catalog=catalog, services=services, stats_sampler=None)
+
+
+async def test_cpu_node_plans_like_the_cli_and_configure_shows_the_plan_warnings(snapshot_catalog):
+    from vllm_wizard.catalog import Selection, synthesize
+
+    # what `vllm-wizard plan --model Qwen/Qwen3-32B --detect` plans on this node (no --gpus: 0 detected)
+    cli_plan = synthesize(snapshot_catalog, Selection(model="Qwen/Qwen3-32B", hardware="xeon6"))
+    cli_warnings = [n.removeprefix("warning: ") for n in cli_plan.notes if n.startswith("warning: ")]
+    assert any("(rule H1)" in w for w in cli_warnings)
+    app = cpu_app(snapshot_catalog)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, 5)
+        assert "gpus" not in app.selection
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        await pick_model(pilot, "Qwen/Qwen3-32B")
+        assert isinstance(app.screen, ConfigureScreen)
+        panel = app.screen.query_one(ConstraintPanel)
+        for warning in cli_warnings:
+            assert f"⚠ {warning}" in panel.lines
+        summary = str(app.screen.query_one("#cfg-summary", Static).render())
+        assert summary.endswith(f"· {cli_plan.device_count} devices/node") and cli_plan.device_count == 4
+        app.update_selection(gpus=1)
+        await settle(pilot)
+        assert str(app.screen.query_one("#cfg-summary", Static).render()).endswith("· 1 device/node")
+        app.update_selection(gpus=None)
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        assert isinstance(app.screen, ReviewScreen) and app.plan.device_count == cli_plan.device_count
+        notes = str(app.screen.query_one("#plan-notes", Static).render())
+        assert all(w in notes for w in cli_warnings)
+
+
+# ------------------------------------------------------------------ finding 23: monitor at 80×24
+
+
+async def test_monitor_table_fits_80_columns_without_a_scrollbar(build_app):
+    from canned import ready_run
+
+    from vllm_wizard.tui.screen_monitor import detail_width
+
+    assert detail_width(80) == 14 and detail_width(200) == 40 and detail_width(40) == 10
+    app = build_app(launcher=FakeLauncher(events=ready_run()), attach="run-1")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor", pilot)
+        await pilot.pause(0.3)
+        from textual.widgets import DataTable
+
+        table = app.screen.query_one("#procs", DataTable)
+        assert table.virtual_size.width <= table.size.width and not table.show_horizontal_scrollbar
