@@ -16,7 +16,12 @@ Decisions:
   filter), so the app only avoids meaning-by-colour: states, marks and warnings carry text/symbols
   (READY, ✓, ⚠, ✗, ●/○, [x]).
 - Screens are pushed in wizard order (hardware → model → configure → review → monitor); ``escape``
-  goes back one. The command palette (ctrl+p) offers jumps to every step.
+  goes back one, closes a popup (F1 help, a y/n question) when one is open, and on the first screen
+  asks "Quit vllm-wizard?" instead of quitting (tester finding 13; ctrl+q quits at once). The command
+  palette (ctrl+p) offers jumps to every step and the review's and monitor's actions.
+- On start the wizard looks for runs left behind: a run whose supervisor is gone but whose processes
+  still run is offered a stop (the launcher's ``stop_stale``, as ``vllm-wizard stop`` does; tester
+  finding 15), then a live run is offered for attaching.
 """
 
 from __future__ import annotations

@@ -413,3 +413,35 @@ async def test_monitor_table_fits_80_columns_without_a_scrollbar(build_app):
 
         table = app.screen.query_one("#procs", DataTable)
         assert table.virtual_size.width <= table.size.width and not table.show_horizontal_scrollbar
+
+
+async def test_smoke_after_a_wizard_launch_uses_the_typed_api_key(build_app, tmp_path, monkeypatch, fake_vllm):
+    """The tester's repro: --api-key typed in Advanced args, launched from review, m once READY."""
+    from canned import ready_run
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    port = free_port()
+    server = subprocess.Popen([str(fake_vllm), "serve", "Qwen/Qwen3-32B", "--port", str(port), "--api-key", "sk-Wiz666"],
+                              stdout=subprocess.DEVNULL)
+    try:
+        wait_health(port)
+        launcher = FakeLauncher(events=ready_run())
+        app = build_app(launcher=launcher)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
+            app.update_selection(advanced_args=["--host", "127.0.0.1", "--port", str(port), "--api-key", "sk-Wiz666"])
+            await app.pop_screen()
+            await pilot.press("ctrl+n")
+            await settle(pilot)
+            await pilot.press("ctrl+l")
+            await until(lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor", pilot)
+            monitor = app.screen
+            target = monitor.smoke_target()
+            assert (target.source, target.api_key) == ("the launched plan", "sk-Wiz666")
+            assert target.base_url == f"http://127.0.0.1:{port}"
+            await pilot.press("m")
+            await until(lambda: getattr(monitor, "last_smoke", None) is not None, 20, "the smoke answer", pilot)
+            assert monitor.last_smoke.ok and monitor.last_smoke.text == " Paris (key ok)", monitor.last_smoke
+    finally:
+        server.terminate()
+        server.wait(10)
