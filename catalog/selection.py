@@ -150,13 +150,18 @@ def _flag_for(loc: list[str], flags: dict[str, str]) -> str | None:
 def load_selection(path: Path | str) -> Selection:
     """Read a selection file (YAML or JSON; JSON is valid YAML) and validate it.
 
-    Raises :class:`SelectionError` naming the file (and line for syntax errors).
+    Raises :class:`SelectionError` naming the file (and line for syntax errors; byte and offset for
+    a file that is not UTF-8 text).
     """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SelectionError(f"{path}: cannot read selection file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        from vllm_wizard.errors import not_utf8
+
+        raise SelectionError(not_utf8(path, exc, "a selection file: YAML or JSON (plan-json §2)")) from None
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except json.JSONDecodeError as exc:

@@ -55,11 +55,14 @@ ROUTER_INSTALL = "uv pip install vllm-router"
 PD_ROLES = ("prefill", "decode")
 
 
-def _did_you_mean(kind: str, value: str, choices: Iterable[str], where: str) -> SelectionError:
+def _did_you_mean(kind: str, value: str, choices: Iterable[str], where: str,
+                  list_all: bool = False) -> SelectionError:
+    """``unknown KIND 'value' WHERE.`` with the closest choices, and every choice when there are at
+    most 12 or ``list_all`` (hardware profiles: ~36 ids, still the list a person needs to pick)."""
     choices = list(choices)
     close = difflib.get_close_matches(value, choices, n=3, cutoff=0.5)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    valid = f" Valid: {', '.join(choices)}." if len(choices) <= 12 else ""
+    valid = f" Valid: {', '.join(choices)}." if len(choices) <= 12 or list_all else ""
     return SelectionError(f"unknown {kind} {value!r} {where}.{hint}{valid}")
 
 
@@ -511,7 +514,7 @@ def _resolve(cat: Catalog, sel: Selection) -> _Ctx:
     profiles = cat.taxonomy.hardware_profiles
     hw = _casefold_key(sel.hardware, profiles) or G.default_hardware(recipe, variant, profiles)
     if hw not in profiles:
-        raise _did_you_mean("hardware profile", hw, profiles, f"in the {cat.source} catalog")
+        raise _did_you_mean("hardware profile", hw, profiles, f"in the {cat.source} catalog", list_all=True)
     profile = profiles[hw]
     gpu_count = sel.gpus or profile.gpu_count
     nodes = sel.nodes or 1

@@ -206,10 +206,16 @@ class FakeAmdsmi:
 
 
 def _load_yaml(path: Path) -> Any:
+    """A fixture file's YAML; DetectionError naming the file when unreadable, not UTF-8 or not YAML."""
+    from vllm_wizard.errors import not_utf8
+
     try:
-        return yaml.load(path.read_text(), Loader=_Loader)  # noqa: S506 - a safe loader
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a safe loader
     except OSError as exc:
         raise DetectionError(f"{path}: cannot read detection fixture ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise DetectionError(not_utf8(path, exc, "a detection fixture: a capture written by "
+                                      "`vllm-wizard detect --capture FILE` (YAML)")) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
@@ -260,8 +266,8 @@ def _siblings(directory: Path) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for path in sorted(directory.glob("*.yaml")):
         try:
-            data = yaml.load(path.read_text(), Loader=_Loader)  # noqa: S506 - a safe loader
-        except (OSError, yaml.YAMLError):
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a safe loader
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
             continue
         if not isinstance(data, dict) or "scenarios" in data:
             continue

@@ -3,10 +3,22 @@
 Issue 4 (before starting anything): every port the plan needs is free (naming the holder when the
 OS shows it), no two processes claim the same port, every executable exists in the environment the
 process gets, the installed vLLM meets the plan's ``min_vllm_version``, every flag of each
-``vllm serve`` exists in that vLLM, and no ``$PLACEHOLDER`` is left. Also: a process asking for a
+``vllm serve`` exists in that vLLM (unresolved ``$PLACEHOLDERS`` are refused earlier, when the plan
+file is read: :func:`~vllm_wizard.launcher.spec.parse_plan` names each with its ``--set``; a
+RunSpec's argv may hold a literal ``$NAME`` written ``$$NAME`` in the plan). Also: a process asking for a
 CPU cache larger than the free RAM (``--l1-size-gb N``, LMCache's L1 size in GiB, as the recipes'
 KV-offload taxonomy plans ``lmcache server``) would crash-loop on "can't allocate memory", so it is
 named with the value and the free RAM (``psutil.virtual_memory().available``) before anything starts.
+
+Flags are checked the way vLLM's parser reads them (``FlexibleArgumentParser``, an argparse
+``ArgumentParser`` with the default ``allow_abbrev=True``; checked in vLLM 0.32's
+``vllm/utils/argparse_utils.py``, and the tester saw vLLM 0.32 CPU accept ``--max-num-seq``): the
+part before the first ``.`` has ``_`` read as ``-`` (``--max_num_seqs``), a dotted ``--json-arg.key``
+needs ``--json-arg``, and a unique prefix of exactly one known flag is what argparse expands it
+to — accepted with a warning asking to write it in full (a later vLLM adding a flag with the same
+prefix would make it ambiguous). A prefix of several flags is an error listing them (argparse's
+"ambiguous option"); anything else is unknown, with a did-you-mean. Warnings go to the
+``warnings`` list a caller passes to :func:`check`.
 
 ``vllm --version`` and ``vllm serve --help=all`` take ~12 s each
 (../shared/notes/real-vllm-on-cpu.md), so both are cached in
@@ -48,9 +60,7 @@ def run_command(argv: list[str], env: Mapping[str, str], timeout: float) -> str:
 
 def cache_dir() -> Path:
     """``user_cache_dir("vllm-wizard")/vllm`` (created)."""
-    import platformdirs
-
-    d = Path(platformdirs.user_cache_dir("vllm-wizard")) / "vllm"
+    d = _cache_root(None, create=False)
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -70,10 +80,7 @@ def parse_version(text: str) -> tuple[int, int, int] | None:
 
 def vllm_version(exe: str, env: Mapping[str, str], runner: Runner = run_command, cache: Path | None = None) -> str | None:
     """``vllm --version`` of executable ``exe`` (last non-empty output line), cached per install."""
-    real = os.path.realpath(exe)
-    st = os.stat(real)
-    key = hashlib.sha256(f"{real}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    path = _cache(cache) / f"version-{key}.txt"
+    path = _version_path(exe, cache)
     if path.exists():
         return path.read_text().strip() or None
     out = runner([exe, "--version"], env, 180.0)
@@ -87,7 +94,7 @@ def vllm_version(exe: str, env: Mapping[str, str], runner: Runner = run_command,
 def serve_flags(exe: str, version: str, env: Mapping[str, str], runner: Runner = run_command,
                 cache: Path | None = None) -> set[str]:
     """Every ``--flag`` that ``vllm serve`` of ``version`` accepts (from ``--help=all``), cached per version."""
-    path = _cache(cache) / f"serve-flags-{re.sub(r'[^A-Za-z0-9.+_-]', '_', version)}.json"
+    path = _flags_path(version, cache)
     if path.exists():
         return set(json.loads(path.read_text()))
     out = runner([exe, "serve", "--help=all"], env, 300.0)
@@ -129,13 +136,41 @@ def ram_problems(spec: RunSpec, free_bytes: int) -> list[str]:
     return problems
 
 
+def flag_problem(flag: str, known: set[str], version: str) -> tuple[str | None, str | None]:
+    """How vLLM ``version``'s parser takes ``flag`` (``--name`` or ``--name.key``, no ``=value``),
+    given its ``known`` flags: ``(problem, warning)``, both None when it is a flag as written.
+
+    ``--max_num_seqs`` is ``--max-num-seqs`` (underscores before the first ``.`` read as dashes);
+    ``--compilation-config.level`` needs ``--compilation-config``; a unique prefix of one known
+    flag gives a warning naming the expansion; a prefix of several is a problem listing them; an
+    unknown flag is a problem with the closest known one as did-you-mean. Module docstring: why.
+    """
+    head, dot, _ = flag[2:].partition(".")
+    name = "--" + head.replace("_", "-")
+    if name in known:
+        return None, None
+    if not dot:  # argparse expands prefixes of plain options only
+        matches = sorted(k for k in known if k.startswith(name))
+        if len(matches) == 1:
+            return None, (f"vLLM expands {flag} to {matches[0]}; write it in full (a later vLLM may add "
+                          f"another flag starting with {flag})")
+        if matches:
+            return (f"vLLM {version}: {flag} is ambiguous, it could be any of {', '.join(matches)}; "
+                    "write the one meant in full"), None
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return f"vLLM {version} has no flag {name if dot else flag}{hint}", None
+
+
 def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = None,
           check_flags: bool = True, base_env: Mapping[str, str] | None = None,
-          free_ram: Callable[[], int] = available_ram) -> list[str]:
+          free_ram: Callable[[], int] = available_ram, warnings: list[str] | None = None) -> list[str]:
     """Every problem that would stop ``spec`` from launching, as human lines (empty = go).
 
     ``check_flags`` False skips the vLLM version/flag checks (they may take ~25 s uncached).
     ``free_ram`` returns the free RAM in bytes (seam for tests; :func:`available_ram`).
+    ``warnings``, when given, gets what would launch but deserves a word (an abbreviated vLLM flag,
+    :func:`flag_problem`), each line naming the process.
     """
     problems: list[str] = ram_problems(spec, free_ram())
     owners: dict[int, str] = {}
@@ -151,11 +186,6 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
                     f"port {port} (needed by {p.name!r}) is in use" + (f" by {holder}" if holder else "")
                     + "; stop that process or pick another port"
                 )
-    for p in spec.processes:
-        left = sorted({n for a in (*p.argv, *p.env.values()) for n in placeholders_in(a)})
-        if left:
-            problems.append(f"{p.name!r}: unresolved placeholders {', '.join('$' + n for n in left)} "
-                            f"(fill with {' '.join(f'--set {n}=VALUE' for n in left)})")
     for p in spec.processes:
         env = child_env(p, base_env)
         exe = p.command()[0]
@@ -189,16 +219,69 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
             continue  # help text unusable: do not guess
         for a in p.argv[2:]:
             if a.startswith("--") and len(a) > 2:
-                flag = a.split("=", 1)[0]
-                if flag not in known:
-                    close = difflib.get_close_matches(flag, sorted(known), n=1)
-                    hint = f"; did you mean {close[0]}?" if close else ""
-                    problems.append(f"{p.name!r}: vLLM {version} has no flag {flag}{hint}")
+                problem, warning = flag_problem(a.split("=", 1)[0], known, version)
+                if problem:
+                    problems.append(f"{p.name!r}: {problem}")
+                if warning and warnings is not None:
+                    warnings.append(f"{p.name!r}: {warning}")
     return problems
 
 
+def vllm_probe_needed(spec: RunSpec, *, cache: Path | None = None,
+                      base_env: Mapping[str, str] | None = None) -> bool | None:
+    """Whether :func:`check` (with ``check_flags``) would have to run ``vllm --version`` or
+    ``vllm serve --help=all`` (~12 s each): True when a ``vllm serve`` process's version or flag
+    list is not cached, False when all are, None when the plan has no ``vllm serve`` process to
+    check (the CLI's preflight banner says which, tester finding 22). Reads the cache only."""
+    any_vllm = False
+    for p in spec.processes:
+        if not is_vllm_serve(p.argv) or p.setup:
+            continue
+        env = child_env(p, base_env)
+        exe = shutil.which(p.argv[0], path=env.get("PATH"))
+        if exe is None:
+            continue  # reported as a missing executable; nothing to run
+        any_vllm = True
+        try:
+            version = _cached_version(exe, cache)
+            if version is None or not _flags_path(version, cache, create=False).exists():
+                return True
+        except OSError:  # unreadable executable or cache: check() will say; it would run vllm
+            return True
+    return False if any_vllm else None
+
+
+def _cache_root(cache: Path | None, create: bool) -> Path:
+    if create:
+        return _cache(cache)
+    if cache is not None:
+        return cache
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("vllm-wizard")) / "vllm"
+
+
+def _version_path(exe: str, cache: Path | None, create: bool = True) -> Path:
+    """Cache file of ``exe``'s version: keyed by its real path, size and mtime (a reinstall misses)."""
+    real = os.path.realpath(exe)
+    st = os.stat(real)
+    key = hashlib.sha256(f"{real}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    return _cache_root(cache, create) / f"version-{key}.txt"
+
+
+def _cached_version(exe: str, cache: Path | None) -> str | None:
+    path = _version_path(exe, cache, create=False)
+    return (path.read_text().strip() or None) if path.exists() else None
+
+
+def _flags_path(version: str, cache: Path | None, create: bool = True) -> Path:
+    """Cache file of the ``vllm serve`` flags of ``version``."""
+    return _cache_root(cache, create) / f"serve-flags-{re.sub(r'[^A-Za-z0-9.+_-]', '_', version)}.json"
+
+
 def check_or_raise(spec: RunSpec, **kw) -> None:
-    """Run :func:`check`; raise :class:`LaunchError` listing every problem when there is any."""
+    """Run :func:`check`; raise :class:`LaunchError` listing every problem when there is any
+    (``warnings=`` is passed through: pass a list to receive them)."""
     problems = check(spec, **kw)
     if problems:
         raise LaunchError(f"preflight found {len(problems)} problem(s):\n" + "\n".join(f"  - {x}" for x in problems))

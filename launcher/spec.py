@@ -10,6 +10,9 @@ Decisions:
 * Only upper-case names (``$[A-Z][A-Z0-9_]*``) are placeholders — the form plan-json uses — so a
   literal ``$`` in e.g. a JSON ``--speculative-config`` stays intact. The ``setup`` prelude runs in
   bash where ``$VARS`` are legitimate, so only placeholders the plan declares are filled/checked there.
+* ``$$NAME`` (and ``$${NAME}``) is the escape for a literal ``$NAME`` — a shell variable meant for a
+  ``bash -c`` argv or a setup script — and is never a placeholder (tester finding 21). Only a ``$$``
+  in front of a placeholder-shaped name is an escape; any other ``$$`` (bash's own PID) stays as is.
 * Default phase by role (plan-json §3.2 roles): ``mooncake_master``/``mooncake_store`` → infra,
   ``companion`` → before, engines (``serve``, ``head``, ``worker``, ``prefill``, ``decode``) →
   engine, ``router`` → after. ``depends_on`` absent means "every process of earlier phases"
@@ -27,10 +30,12 @@ Decisions:
   backoff, crash-loop window), ``stop`` (signal, timeout), ``ready_timeout_s``, ``cwd``, and in
   ``health``: ``interval_s`` (poll cadence until READY, default 1 s), ``ready_interval_s`` (cadence
   while READY, default 5 s — see :class:`Probe`), ``timeout_s``.
-* Refused at load, every problem at once, each naming process and field: a ``health.url`` that is
-  not an http(s) URL, ``depends_on`` naming an unknown process (with did-you-mean), a process
-  depending on itself, a dependency cycle (these would otherwise wait forever), and the output of
-  ``plan --json`` (no ``plan`` key; the message says to use ``plan --out``).
+* Refused at load, every problem at once (contracts §3), each naming process and field: a
+  ``health.url`` that is not an http(s) URL, a process name used twice, ``depends_on`` naming an
+  unknown process (with did-you-mean), a process depending on itself, a dependency cycle (these
+  would otherwise wait forever), unresolved placeholders; and, alone, a file that is not UTF-8 text
+  (naming the byte and offset) and the output of ``plan --json`` (no ``plan`` key; the message says
+  to use ``plan --out``).
 """
 
 from __future__ import annotations
@@ -60,8 +65,10 @@ ROLE_PHASE: dict[str, str] = {
     "router": "after",
 }
 
-#: A placeholder: ``$NAME`` or ``${NAME}`` with an upper-case name (plan-json §3.2).
-PLACEHOLDER_RE = re.compile(r"\$\{([A-Z][A-Z0-9_]*)\}|\$([A-Z][A-Z0-9_]*)")
+#: A placeholder: ``$NAME`` or ``${NAME}`` with an upper-case name (plan-json §3.2) — or the escape
+#: ``$$`` in front of such a name (``$$NAME``, ``$${NAME}``), matched first so it is never one: the
+#: groups are empty for an escape, which :func:`fill` turns into a single ``$``.
+PLACEHOLDER_RE = re.compile(r"\$\$(?=\{[A-Z][A-Z0-9_]*\}|[A-Z])|\$\{([A-Z][A-Z0-9_]*)\}|\$([A-Z][A-Z0-9_]*)")
 
 #: Restart modes: restart on any exit, only on a non-zero exit, or never.
 RESTART_MODES = ("always", "on-failure", "never")
@@ -186,11 +193,11 @@ class RunSpec:
     def __post_init__(self) -> None:
         names = [p.name for p in self.processes]
         dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise LaunchError(f"{self.source or 'plan'}: process names must be unique; repeated: {', '.join(dup)}")
-        problems = dependency_problems({p.name: p.depends_on for p in self.processes})
+        problems = [duplicate_names_problem(self.source or "plan", dup)] if dup else []
+        problems += [f"{self.source or 'plan'}: {x}"
+                     for x in dependency_problems({p.name: p.depends_on for p in self.processes})]
         if problems:
-            raise LaunchError("\n".join(f"{self.source or 'plan'}: {x}" for x in problems))
+            raise LaunchError("\n".join(problems))
 
     def get(self, name: str) -> ProcessSpec:
         """The process called ``name``; ``KeyError`` when absent."""
@@ -219,6 +226,11 @@ class RunSpec:
             min_vllm_version=data.get("min_vllm_version"),
             node=data.get("node"),
         )
+
+
+def duplicate_names_problem(source: str, repeated: list[str]) -> str:
+    """The problem line for process names used more than once (``repeated``, sorted)."""
+    return f"{source}: process names must be unique; repeated: {', '.join(repeated)}"
 
 
 def dependency_problems(deps: Mapping[str, Iterable[str]]) -> list[str]:
@@ -271,19 +283,25 @@ def dependency_problems(deps: Mapping[str, Iterable[str]]) -> list[str]:
 
 
 def placeholders_in(text: str) -> list[str]:
-    """Names of the ``$PLACEHOLDERS`` in ``text`` in order of appearance (duplicates kept)."""
-    return [m.group(1) or m.group(2) for m in PLACEHOLDER_RE.finditer(text)]
+    """Names of the ``$PLACEHOLDERS`` in ``text`` in order of appearance (duplicates kept); an
+    escaped ``$$NAME`` is none (``placeholders_in("$$HOME $PORT") == ["PORT"]``)."""
+    return [m.group(1) or m.group(2) for m in PLACEHOLDER_RE.finditer(text) if m.group(1) or m.group(2)]
 
 
 def fill(text: str, values: Mapping[str, str], only: Iterable[str] | None = None) -> str:
-    """Replace each placeholder of ``values`` in ``text``; unknown ones stay literal.
+    """Replace each placeholder of ``values`` in ``text``; unknown ones stay literal; the escape
+    ``$$NAME`` (``$${NAME}``) becomes the literal ``$NAME`` (``${NAME}``), never filled. One pass:
+    a value that itself contains ``$X`` is inserted as is, never filled again.
 
     ``only`` restricts filling to those names (used for bash ``setup`` preludes).
+    ``fill("$$HOME:$P", {"P": "1", "HOME": "x"}) == "$HOME:1"``.
     """
     allowed = set(only) if only is not None else None
 
     def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(2)
+        if not name:
+            return "$"  # the escape $$NAME → $NAME
         if name in values and (allowed is None or name in allowed):
             return str(values[name])
         return m.group(0)
@@ -330,15 +348,21 @@ def plan_node_labels(data: Any) -> list[str]:
 def read_plan_data(path: str | Path) -> Any:
     """The parsed content of plan file ``path`` (YAML, or JSON for ``*.json``), not yet checked.
 
-    Raises :class:`LaunchError` when it cannot be read or parsed.
+    Raises :class:`LaunchError` when it cannot be read, is not UTF-8 text (naming the first bad
+    byte and its offset) or cannot be parsed.
     """
     import yaml
 
+    from vllm_wizard.errors import not_utf8
+
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise LaunchError(f"cannot read plan file {p}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise LaunchError(not_utf8(p, exc, "a plan file written by `vllm-wizard plan --out FILE` "
+                                   "(YAML, or JSON for *.json; contracts §2)")) from None
     try:
         return json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
@@ -391,6 +415,14 @@ def _num(where: str, value: Any, problems: list[str], kind: type = float) -> Any
         return None
 
 
+def _deps_or_default(s: Mapping[str, Any], specs: list[dict[str, Any]]) -> tuple[str, ...]:
+    """A parsed process's ``depends_on``; when absent, every process of earlier phases (contracts §2)."""
+    if s["depends_on"] is not None:
+        return tuple(str(d) for d in s["depends_on"])
+    rank = PHASES.index(s["phase"])
+    return tuple(o["name"] for o in specs if PHASES.index(o["phase"]) < rank)
+
+
 def parse_plan(
     data: Any, source: str | None = None, node_rank: int = 0, values: Mapping[str, str] | None = None,
     node: str | None = None,
@@ -415,10 +447,10 @@ def parse_plan(
     unresolved: dict[str, list[str]] = {}
 
     def filled(where: str, text: Any) -> str:
-        s = fill(str(text), values)
-        for name in placeholders_in(s):
-            unresolved.setdefault(name, []).append(where)
-        return s
+        for name in placeholders_in(str(text)):
+            if name not in values:
+                unresolved.setdefault(name, []).append(where)
+        return fill(str(text), values)
 
     selected: list[dict[str, Any]] = []
     for i, proc in enumerate(raw):
@@ -521,10 +553,10 @@ def parse_plan(
             deps = [d for d in deps if d not in elsewhere]  # runs on another machine
         setup = proc.get("setup")
         if setup:
-            setup = fill(str(setup), values, only=declared)
-            for ph in placeholders_in(setup):
-                if ph in declared:
+            for ph in placeholders_in(str(setup)):
+                if ph in declared and ph not in values:
                     unresolved.setdefault(ph, []).append(f"{name} setup")
+            setup = fill(str(setup), values, only=declared)
         specs.append(
             dict(
                 name=name,
@@ -543,6 +575,14 @@ def parse_plan(
                 setup=setup or None,
             )
         )
+    names = [s["name"] for s in specs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        problems.append(duplicate_names_problem(src, dup))
+    graph: dict[str, tuple[str, ...]] = {}
+    for s in specs:  # a repeated name's dependencies are merged: each is checked
+        graph[s["name"]] = (*graph.get(s["name"], ()), *_deps_or_default(s, specs))
+    problems += [f"{src}: {x}" for x in dependency_problems(graph)]
     if unresolved:
         parts = [f"${n} (in {', '.join(sorted(set(w)))})" for n, w in sorted(unresolved.items())]
         sets = " ".join(f"--set {n}=VALUE" for n in sorted(unresolved))
@@ -550,15 +590,10 @@ def parse_plan(
     if problems:
         raise LaunchError("\n".join(problems))
 
-    # depends_on default: every process of earlier phases (contracts §2).
     procs = sorted(specs, key=lambda s: PHASES.index(s["phase"]))  # stable: keeps plan order in a phase
     out = []
     for s in procs:
-        if s["depends_on"] is None:
-            rank = PHASES.index(s["phase"])
-            s["depends_on"] = tuple(o["name"] for o in procs if PHASES.index(o["phase"]) < rank)
-        else:
-            s["depends_on"] = tuple(str(d) for d in s["depends_on"])
+        s["depends_on"] = _deps_or_default(s, procs)
         out.append(ProcessSpec(**s))
     min_v = plan.get("min_vllm_version") or (data.get("provenance") or {}).get("min_vllm_version")
     return RunSpec(processes=tuple(out), source=source, node_rank=node_rank, min_vllm_version=min_v, node=node)

@@ -35,3 +35,16 @@ class DetectionError(WizardError):
 
 class LaunchError(WizardError):
     """A plan cannot be launched (preflight failed, run not found, supervisor unreachable)."""
+
+
+def not_utf8(path: object, exc: UnicodeDecodeError, expected: str) -> str:
+    """Message for an input file that is not UTF-8 text (e.g. a binary given by mistake).
+
+    ``"{path}: is not UTF-8 text (byte 0xd0 at offset 24); expected {expected}"`` — the byte and
+    its offset come from ``exc`` (offset counted from the start of the file, as ``read_text``
+    decodes it whole). Shared by every reader of user files (plan, selection, detect fixture) so
+    the wording is the same everywhere; each raises its own :class:`WizardError` subclass.
+    """
+    byte = exc.object[exc.start] if exc.start < len(exc.object) else None
+    what = f"byte 0x{byte:02x} at offset {exc.start}" if isinstance(byte, int) else f"offset {exc.start}"
+    return f"{path}: is not UTF-8 text ({what}); expected {expected}"

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import psutil
 import pytest
@@ -212,3 +213,115 @@ def test_launch_of_plan_json_output_says_to_use_plan_out(tmp_path, env):
     r = _cli(env, "launch", str(f), "--set", "HEAD_IP=1")
     assert r.returncode == 2 and "this looks like `plan --json` output" in r.stderr and "--out plan.yaml" in r.stderr
     assert "warning" not in r.stderr
+
+
+@pytest.mark.parametrize("terminal", ["still open", "gone"])
+def test_foreground_sighup_stops_every_child_cleanly(tmp_path, env, terminal):
+    """Tester finding 2: closing the terminal of ``launch --foreground`` (SIGHUP) killed it with the
+    default action and orphaned the children. Now it is a clean stop; with the terminal gone (its
+    output closed: writes fail with EPIPE, as EIO on a closed tty) the stop still completes."""
+    from pathlib import Path
+
+    from vllm_wizard.launcher.runs import read_run
+
+    port = free_port()
+    plan = _plan_file(tmp_path, port, [{"name": "sleeper", "phase": "before", "argv": [PY, "-c", "import time; time.sleep(600)"]}])
+    p = subprocess.Popen([sys.executable, "-m", "vllm_wizard", "launch", str(plan), "--foreground", "--skip-flag-check"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines = []
+    watchdog = threading.Timer(60, p.kill)  # never hang the suite if READY does not come
+    watchdog.start()
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if line.startswith("web ") and "▸ READY" in line:  # names are padded to the longest
+                break
+    finally:
+        watchdog.cancel()
+    run_dir = Path(next(x for x in lines if x.startswith("run ")).rsplit("run dir ", 1)[1].strip())
+    tree = [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
+    assert len(tree) >= 2, lines  # web and sleeper
+    if terminal == "gone":
+        p.stdout.close()
+    p.send_signal(signal.SIGHUP)
+    p.wait(timeout=30)
+    out = "" if terminal == "gone" else p.stdout.read()
+    assert p.returncode == 0, out
+    until_sync(lambda: not [x for x in tree if psutil.pid_exists(x) and psutil.Process(x).status() != psutil.STATUS_ZOMBIE],
+               10, "every child gone")
+    assert read_run(run_dir).outcome == "stopped"
+    if terminal == "still open":
+        assert "run finished: stopped (supervisor received SIGHUP (terminal closed))" in out and "summary:" in out, out
+
+
+def test_printer_hides_health_and_metrics_polls_unless_all_lines():
+    """Tester finding 18: every poll was an access-log line in ``attach`` / ``--foreground``."""
+    from vllm_wizard.commands.launch import Printer
+    from vllm_wizard.launcher import LogLines
+
+    lines = ['INFO:     127.0.0.1:5012 - "GET /health HTTP/1.1" 200 OK',
+             'INFO:     127.0.0.1:5014 - "GET /metrics HTTP/1.1" 200 OK',
+             'INFO:     127.0.0.1:5016 - "GET /health HTTP/1.1" 503 Service Unavailable',
+             'INFO:     127.0.0.1:5018 - "POST /v1/completions HTTP/1.1" 200 OK']
+    buf = io.StringIO()
+    Printer(["v"], out=buf, color=False)(LogLines("v", lines))
+    assert buf.getvalue() == "".join(f"v | {x}\n" for x in lines[2:])
+    buf = io.StringIO()
+    Printer(["v"], out=buf, color=False, all_lines=True)(LogLines("v", lines))
+    assert buf.getvalue() == "".join(f"v | {x}\n" for x in lines)
+    # one definition: the TUI log pane hides the same lines
+    from vllm_wizard.launcher.noise import POLL_NOISE
+    from vllm_wizard.tui.monitor_model import POLL_NOISE as TUI_POLL_NOISE
+
+    assert TUI_POLL_NOISE is POLL_NOISE
+
+
+def test_foreground_printer_survives_a_closed_terminal_attach_printer_does_not():
+    from vllm_wizard.commands.launch import Printer
+    from vllm_wizard.launcher import LogLines
+
+    class Closed(io.StringIO):
+        def write(self, s):
+            raise OSError(5, "Input/output error")  # EIO: a write to a hung-up tty
+
+    fg = Printer(["v"], out=Closed(), color=False, drop_on_error=True)
+    fg(LogLines("v", ["a"]))
+    fg(LogLines("v", ["b"]))
+    assert fg.broken
+    with pytest.raises(OSError):
+        Printer(["v"], out=Closed(), color=False)(LogLines("v", ["a"]))
+
+
+FAKE_VLLM = """#!/bin/sh
+if [ "$1" = "--version" ]; then echo 0.32.0+cpu; exit 0; fi
+i=0; while [ $i -lt 30 ]; do echo "  --flag-$i"; i=$((i+1)); done
+echo "  --max-num-seqs MAX_NUM_SEQS"
+"""
+
+
+def test_preflight_banner_says_whether_vllm_runs_and_prefix_flags_warn(tmp_path, env):
+    """Tester findings 22a and 12: the '~30 s' banner only for a vLLM plan whose flags are not cached
+    yet; an abbreviated flag vLLM would expand is a warning naming the expansion, not a refusal."""
+    import socket
+
+    fake = tmp_path / "bin" / "vllm"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_VLLM)
+    fake.chmod(0o755)
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    plan = tmp_path / "v.yaml"
+    plan.write_text(yaml.safe_dump({"plan_version": 1, "plan": {"processes": [
+        {"name": "vllm", "role": "serve", "argv": [str(fake), "serve", "m", "--max-num-seq", "4"], "ports": [port]}]}}))
+    r = _cli(env, "launch", str(plan))
+    banner = [x for x in r.stderr.splitlines() if x.startswith("preflight:")]
+    assert banner == ["preflight: ports, executables, vLLM version and flags (not cached yet: ~30 s per vLLM install) …"], r.stderr
+    assert "preflight warning: 'vllm': vLLM expands --max-num-seq to --max-num-seqs; write it in full" in r.stderr
+    assert r.returncode == 2 and f"port {port} (needed by 'vllm') is in use" in r.stderr and "no flag" not in r.stderr
+    r = _cli(env, "launch", str(plan))
+    assert "preflight: ports, executables, vLLM version and flags (cached) …" in r.stderr.splitlines(), r.stderr
+    r = _cli(env, "launch", str(_plan_file(tmp_path, port)))  # python children only; refused on the busy port
+    assert r.returncode == 2 and r.stderr.splitlines()[0] == "preflight: ports, executables …", r.stderr
+    busy.close()

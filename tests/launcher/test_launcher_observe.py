@@ -163,6 +163,63 @@ def test_preflight_lists_every_problem(tmp_path):
     busy.close()
 
 
+def _fake_vllm(tmp_path, flags):
+    """A ``vllm`` executable stub and a runner answering ``--version`` / ``serve --help=all`` with ``flags``."""
+    exe = tmp_path / "bin" / "vllm"
+    exe.parent.mkdir(exist_ok=True)
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+
+    def runner(argv, env, timeout):
+        if argv[-1] == "--version":
+            return "0.32.0+cpu\n"
+        return "options:\n" + "\n".join(f"  --flag-{i}" for i in range(30)) + "\n" + "\n".join(f"  {f} X" for f in flags)
+
+    return exe, runner
+
+
+def test_preflight_reads_flags_as_vllms_argparse_does(tmp_path):
+    """Tester finding 12: vLLM's FlexibleArgumentParser (allow_abbrev=True) expands a unique prefix;
+    an ambiguous one and an unknown one are refused; ``_`` reads as ``-``; ``--x.key`` needs ``--x``."""
+    exe, runner = _fake_vllm(tmp_path, ["--max-num-seqs", "--max-num-batched-tokens", "--max-model-len",
+                                         "--compilation-config", "--enable-prefix-caching", "--no-enable-prefix-caching"])
+    argv = (str(exe), "serve", "m", "--max-num-seq", "4", "--max-num-b=8", "--max_model_len", "9",
+            "--compilation-config.level", "3", "--max", "1", "--max-num", "2", "--no-such-flag-xyz", "3",
+            "--max-modle-len", "5", "--bogus.key", "1")
+    spec = RunSpec((ProcessSpec("vllm", argv),))
+    warnings: list[str] = []
+    problems = check(spec, runner=runner, cache=tmp_path / "cache", warnings=warnings)
+    assert warnings == [
+        "'vllm': vLLM expands --max-num-seq to --max-num-seqs; write it in full (a later vLLM may add another "
+        "flag starting with --max-num-seq)",
+        "'vllm': vLLM expands --max-num-b to --max-num-batched-tokens; write it in full (a later vLLM may add "
+        "another flag starting with --max-num-b)"]
+    assert problems == [
+        "'vllm': vLLM 0.32.0+cpu: --max is ambiguous, it could be any of --max-model-len, --max-num-batched-tokens, "
+        "--max-num-seqs; write the one meant in full",
+        "'vllm': vLLM 0.32.0+cpu: --max-num is ambiguous, it could be any of --max-num-batched-tokens, "
+        "--max-num-seqs; write the one meant in full",
+        "'vllm': vLLM 0.32.0+cpu has no flag --no-such-flag-xyz",
+        "'vllm': vLLM 0.32.0+cpu has no flag --max-modle-len; did you mean --max-model-len?",
+        "'vllm': vLLM 0.32.0+cpu has no flag --bogus"]
+    # without a warnings list the prefix is still accepted (the TUI's preflight call)
+    assert check(spec, runner=runner, cache=tmp_path / "cache") == problems
+
+
+def test_vllm_probe_needed_says_whether_vllm_must_be_run(tmp_path):
+    """Tester finding 22: the '~30 s' preflight banner only when vLLM's version/flags are not cached."""
+    from vllm_wizard.launcher.preflight import vllm_probe_needed
+
+    exe, runner = _fake_vllm(tmp_path, ["--port"])
+    cache = tmp_path / "cache"
+    no_vllm = RunSpec((ProcessSpec("py", (sys.executable, "-V")),))
+    assert vllm_probe_needed(no_vllm, cache=cache) is None
+    spec = RunSpec((ProcessSpec("vllm", (str(exe), "serve", "m", "--port", "1")), ProcessSpec("py", (sys.executable, "-V"))))
+    assert vllm_probe_needed(spec, cache=cache) is True
+    assert check(spec, runner=runner, cache=cache) == []
+    assert vllm_probe_needed(spec, cache=cache) is False
+
+
 def test_preflight_passes_a_good_plan():
     spec = RunSpec((ProcessSpec("py", (sys.executable, "-V"), ports=(free_port(),)),))
     assert check(spec) == []

@@ -171,3 +171,57 @@ def test_flag_values_reads_both_spellings_and_last_wins():
     assert last_flag_value(argv, "--host") == "127.0.0.1"
     assert last_flag_value(argv, "--max-model-len") is None
     assert flag_values(["vllm", "--port"], "--port") == []  # a trailing flag has no value
+
+
+def test_duplicate_names_are_listed_with_every_other_problem():
+    """Tester finding 22: duplicate names used to be a pass of their own, hiding the rest (contracts §3)."""
+    procs = [{"name": "a", "argv": ["x"], "depends_on": ["a"]}, {"name": "a", "argv": ["y"]},
+             {"name": "b", "argv": ["z"], "depends_on": ["nope"], "ports": [70000]}]
+    with pytest.raises(LaunchError) as exc:
+        parse_plan(_plan(*procs), source="p.yaml")
+    lines = str(exc.value).splitlines()
+    assert "p.yaml: process names must be unique; repeated: a" in lines
+    assert any("process 'a' depends on itself" in x for x in lines)
+    assert any("process 'b' depends_on unknown 'nope'" in x for x in lines)
+    assert any("port 70000 out of range" in x for x in lines)
+    assert len(lines) == 4, lines
+
+
+def test_a_default_dependency_cycle_is_listed_with_the_other_problems():
+    vllm = {**VLLM, "argv": ["vllm", "serve", "m"], "env": {}, "depends_on": ["router"], "stop": {"signal": "SIGFOO"}}
+    with pytest.raises(LaunchError) as exc:
+        parse_plan(_plan(vllm, ROUTER))
+    assert "dependency cycle" in str(exc.value) and "'SIGFOO' is not a signal name" in str(exc.value)
+
+
+def test_double_dollar_is_a_literal_dollar_never_a_placeholder():
+    """Tester finding 21: ``$$NAME`` → ``$NAME`` for a shell; other ``$$`` and lower-case ``$x`` untouched."""
+    from vllm_wizard.launcher.spec import fill, placeholders_in, plan_placeholders
+
+    proc = {"name": "sh", "argv": ["bash", "-c", 'echo "$$HOME $${USER} pid $$ $x"; sleep 1', "$PORT", "$$PORT"],
+            "env": {"LIT": "$$TOKEN", "BOTH": "$$A-$A"}, "setup": "export X=$$VENV; source $VENV/bin/activate"}
+    data = _plan(proc, placeholders=["VENV"])
+    assert plan_placeholders(data) == ["A", "PORT", "VENV"]
+    spec = parse_plan(data, values={"PORT": "8000", "A": "1", "VENV": "/v", "HOME": "/not/used"})
+    p = spec.processes[0]
+    assert p.argv == ("bash", "-c", 'echo "$HOME ${USER} pid $$ $x"; sleep 1', "8000", "$PORT")
+    assert dict(p.env) == {"LIT": "$TOKEN", "BOTH": "$A-1"}
+    assert p.setup == "export X=$VENV; source /v/bin/activate"
+    # an escaped name needs no --set; an unescaped one still does
+    with pytest.raises(LaunchError) as exc:
+        parse_plan(_plan({"name": "sh", "argv": ["bash", "-c", "$$HOME", "$PORT"]}))
+    assert "$PORT" in str(exc.value) and "HOME" not in str(exc.value)
+    assert placeholders_in("$$HOME ${PORT} $$$X") == ["PORT"]
+    assert fill("$$HOME:$P", {"P": "$Q", "HOME": "x"}) == "$HOME:$Q"  # a value is never filled again
+
+
+def test_a_plan_file_that_is_not_utf8_is_a_launch_error_naming_byte_and_offset(tmp_path):
+    """Tester finding 6: a binary file given as PLAN raised UnicodeDecodeError (exit 1)."""
+    f = tmp_path / "bad.yaml"
+    f.write_bytes(b"plan_version: 1\nplan:\n  \xd0\x01 binary")
+    with pytest.raises(LaunchError) as exc:
+        load_plan_file(f)
+    msg = str(exc.value)
+    assert msg.startswith(f"{f}: is not UTF-8 text (byte 0xd0 at offset 24); expected a plan file written by "
+                          "`vllm-wizard plan --out FILE`"), msg
+    assert exc.value.exit_code == 2

@@ -16,6 +16,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Follow a launched run's state changes and output. Ctrl-C detaches; the run goes on.")
     p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix (default: the newest running run)")
     p.add_argument("--tail", type=int, default=20, metavar="N", help="log lines per process to show first (default 20)")
+    from vllm_wizard.commands.launch import add_all_lines_flag
+
+    add_all_lines_flag(p)
     p.set_defaults(handler=handle)
 
 
@@ -33,7 +36,7 @@ def handle(args: argparse.Namespace) -> int:
         printer = None
         async for msg in client.events(tail=args.tail):
             if isinstance(msg, Snapshot):
-                printer = Printer([p["name"] for p in msg.processes])
+                printer = Printer([p["name"] for p in msg.processes], all_lines=args.all_lines)
                 print(f"attached to run {msg.run_id} (Ctrl-C detaches; the run goes on)")
                 summary(msg.processes)
                 for name, lines in msg.tail.items():

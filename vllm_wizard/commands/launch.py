@@ -4,8 +4,15 @@ Default: preflight, then a detached supervisor (it survives closing the terminal
 is printed; ``--wait`` follows the run until every process is READY (or it fails).
 ``--foreground`` supervises in this process and prints each process's lines prefixed with its name
 (coloured per process unless ``NO_COLOR`` is set or stdout is not a terminal), every state change,
-and a final summary; Ctrl-C stops the run cleanly. A foreground run has a run directory and control
-socket too, so ``status``/``attach``/``stop`` work on it from another terminal.
+and a final summary; Ctrl-C, SIGTERM and SIGHUP (the terminal closing) stop the run cleanly — every
+process tree is stopped before this process exits; the summary is printed if the terminal is still
+there (a write to a closed terminal fails with EIO/EPIPE: output is dropped from then on, never the
+stop). A foreground run has a run directory and control socket too, so ``status``/``attach``/``stop``
+work on it from another terminal.
+
+The access-log lines of the launcher's own health/metrics polls (``"GET /health HTTP/1.1" 200``)
+are hidden (:mod:`vllm_wizard.launcher.noise`, the same lines the TUI log pane hides; they stay in
+the run's log files); ``--all-lines`` shows them. ``attach`` prints with the same :class:`Printer`.
 
 Exit codes: 0 — detached run started (with ``--wait``: everything READY); foreground: the run was
 stopped on request or every process exited with status 0. 1 — a process went FATAL (crash loop,
@@ -55,7 +62,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "$IFACE_NAME default to this host's detected address and interface")
     p.add_argument("--skip-flag-check", action="store_true",
                    help="skip the vLLM version/flag preflight (`vllm serve --help=all`, ~12 s when not cached)")
+    add_all_lines_flag(p)
     p.set_defaults(handler=handle)
+
+
+def add_all_lines_flag(p: argparse.ArgumentParser) -> None:
+    """``--all-lines``: also print the access-log lines of health/metrics polls (``launch``, ``attach``)."""
+    p.add_argument("--all-lines", action="store_true",
+                   help="also print the access-log lines of the wizard's own health/metrics polls "
+                   "(\"GET /health\" 200, every few seconds; hidden by default, always in the run's logs)")
 
 
 def parse_values(items: list[str]) -> dict[str, str]:
@@ -75,11 +90,21 @@ def parse_values(items: list[str]) -> dict[str, str]:
 class Printer:
     """Writes supervisor messages as terminal lines: ``name | line`` for output, ``name ▸ STATE`` for events.
 
-    Colours are per process (ANSI) unless ``color`` is False.
+    Colours are per process (ANSI) unless ``color`` is False. Output lines that are health/metrics
+    poll noise (:func:`vllm_wizard.launcher.noise.is_poll_noise`) are dropped unless ``all_lines``.
+    With ``drop_on_error`` (``launch --foreground``, where the printer is a listener of the
+    supervisor in this process) it never raises: once writing fails (``OSError``: EIO from a closed
+    terminal, EPIPE from a closed pipe) ``broken`` is set and later messages are dropped — the run's
+    stop must not depend on a terminal that is gone. Without it (``attach``, ``--wait``) the error
+    propagates and ends the command (the CLI exits quietly on a closed pipe).
     """
 
-    def __init__(self, names: list[str], out: TextIO = sys.stdout, color: bool | None = None):
+    def __init__(self, names: list[str], out: TextIO = sys.stdout, color: bool | None = None,
+                 all_lines: bool = False, drop_on_error: bool = False):
         self.out = out
+        self.all_lines = all_lines
+        self.drop_on_error = drop_on_error
+        self.broken = False
         if color is None:
             color = "NO_COLOR" not in os.environ and hasattr(out, "isatty") and out.isatty()
         self.color = color
@@ -93,14 +118,29 @@ class Printer:
         return tag
 
     def __call__(self, msg: Any) -> None:
+        if self.broken:
+            return
+        try:
+            self._print(msg)
+        except OSError:  # the terminal or pipe is gone
+            self.broken = True
+            if not self.drop_on_error:
+                raise
+
+    def _print(self, msg: Any) -> None:
         from vllm_wizard.launcher import LogLines, ProcessEvent, Progress, RunFinished
+        from vllm_wizard.launcher.noise import is_poll_noise
         from vllm_wizard.launcher.supervisor import TRANSITION_NOTE_RE
 
         w = self.out.write
         if isinstance(msg, LogLines):
             tag = self._tag(msg.name)
             # the supervisor's own "[wizard] A → B: …" notes repeat the events printed below
-            w("".join(f"{tag} | {line}\n" for line in msg.lines if not TRANSITION_NOTE_RE.match(line)))
+            lines = [line for line in msg.lines if not TRANSITION_NOTE_RE.match(line)
+                     and (self.all_lines or not is_poll_noise(line))]
+            if not lines:
+                return
+            w("".join(f"{tag} | {line}\n" for line in lines))
         elif isinstance(msg, ProcessEvent):
             bold = ("\x1b[1m", "\x1b[0m") if self.color else ("", "")
             w(f"{self._tag(msg.name)} ▸ {bold[0]}{msg.state.value}{bold[1]}"
@@ -199,7 +239,7 @@ def label_rank(label: str) -> int:
 
 def handle(args: argparse.Namespace) -> int:
     """Run ``launch``; see the module docstring for exit codes."""
-    from vllm_wizard.launcher.preflight import check_or_raise
+    from vllm_wizard.launcher.preflight import check_or_raise, vllm_probe_needed
     from vllm_wizard.launcher.spec import parse_plan, read_plan_data
 
     data = read_plan_data(args.plan)
@@ -207,11 +247,20 @@ def handle(args: argparse.Namespace) -> int:
     rank = args.node_rank if node is None else label_rank(node)
     values = resolve_values(data, args.values, rank)
     spec = parse_plan(data, source=str(args.plan), node_rank=args.node_rank, values=values, node=node)
-    print("preflight: ports, executables" + ("" if args.skip_flag_check else
-          ", vLLM version and flags (uncached: ~30 s per vLLM install)") + " …", file=sys.stderr, flush=True)
-    check_or_raise(spec, check_flags=not args.skip_flag_check)
+    probe = None if args.skip_flag_check else vllm_probe_needed(spec)
+    print("preflight: ports, executables" + {
+        None: "", False: ", vLLM version and flags (cached)",
+        True: ", vLLM version and flags (not cached yet: ~30 s per vLLM install)"}[probe] + " …",
+        file=sys.stderr, flush=True)
+    warnings: list[str] = []
+    try:
+        check_or_raise(spec, check_flags=not args.skip_flag_check, warnings=warnings)
+    finally:  # also when preflight refuses: the warnings are part of what to fix
+        for w in warnings:
+            print(f"preflight warning: {w}", file=sys.stderr)
+    all_lines = getattr(args, "all_lines", False)
     if args.foreground:
-        return _foreground(spec)
+        return _foreground(spec, all_lines)
     from vllm_wizard.launcher import start_run
 
     info = start_run(spec)
@@ -222,22 +271,59 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _foreground(spec) -> int:
+def _foreground(spec, all_lines: bool = False) -> int:
+    """Supervise ``spec`` in this process until the run ends; 1 when it ended FATAL, else 0.
+
+    The run server handles SIGINT/SIGTERM; SIGHUP — the terminal closing (tester finding 2) — is
+    handled here the same way (a clean stop of every process tree) instead of its default action,
+    which killed this process and orphaned the children. Output after the terminal is gone is
+    dropped (:class:`Printer` ``broken``; the summary likewise), and stdout/stderr are pointed at
+    /dev/null so the interpreter's last flush cannot fail either.
+    """
     import asyncio
+    import signal
 
     from vllm_wizard.launcher.daemon import RunServer, prepare_run_dir
 
     run_dir = prepare_run_dir(spec)
-    printer = Printer([p.name for p in spec.processes])
+    printer = Printer([p.name for p in spec.processes], all_lines=all_lines, drop_on_error=True)
     print(f"run {run_dir.name} (foreground; Ctrl-C stops it); run dir {run_dir}", flush=True)
     server = RunServer(run_dir, spec, extra_listeners=[printer])
-    outcome = asyncio.run(server.serve())
-    print("summary:")
-    summary(server.sup.snapshot()["processes"])
+
+    async def serve() -> str:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGHUP, server.sup.stop, "supervisor received SIGHUP (terminal closed)")
+        try:
+            return await server.serve()
+        finally:
+            loop.remove_signal_handler(signal.SIGHUP)
+
+    outcome = asyncio.run(serve())
+    try:
+        if printer.broken:
+            raise BrokenPipeError
+        print("summary:")
+        summary(server.sup.snapshot()["processes"])
+        sys.stdout.flush()
+    except OSError:
+        _drop_output()
     return 1 if outcome == "fatal" else 0
 
 
+def _drop_output() -> None:
+    """Point stdout and stderr at /dev/null (their terminal is gone), so no later write or the
+    interpreter's final flush raises."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError):
+            pass
+    os.close(devnull)
+
+
 def _wait_ready(run_id: str, names: list[str]) -> int:
+    """Follow a detached run until every process is READY (0) or one is FATAL / the run ends (1)."""
     import asyncio
 
     from vllm_wizard.launcher import ProcessEvent, RunClient, RunFinished, Snapshot

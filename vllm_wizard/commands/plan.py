@@ -12,6 +12,10 @@ Outputs (combinable, except that ``--json`` owns stdout):
   provenance (catalog source and revision, hardware profile, device count, tool version, selection);
 * ``--script DIR``: one executable bash script per node.
 
+Both are written atomically (temporary file + rename) with owner-only permissions — plan files 0600,
+scripts 0700 — because they carry the argv/env to run, secrets such as ``--api-key`` or
+``HF_TOKEN`` included (tester finding 11; run directories mask them, these files cannot).
+
 Warnings (gated-off combinations, flags the resolved shape ignores, ``--arg`` values with blanks)
 are ``# warning:`` lines of the text output; whenever the text plan is not printed (``--json``,
 ``--out``, ``--script``) they go to stderr, so ``--json`` keeps stdout pure JSON.
@@ -76,9 +80,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the plan as JSON (plan-json §3) and nothing else")
     p.add_argument("--out", type=Path, metavar="FILE",
                    help="write the plan file for `vllm-wizard launch` (YAML, or JSON for *.json); missing "
-                   "parent folders are created")
+                   "parent folders are created. Written atomically, readable by you only (mode 0600): it "
+                   "holds the argv/env to run, API keys and tokens included")
     p.add_argument("--script", type=Path, metavar="DIR",
-                   help="write one executable bash script per node into DIR (created when missing)")
+                   help="write one executable bash script per node into DIR (created when missing); each "
+                   "written atomically, for you only (mode 0700: it may hold API keys)")
     p.set_defaults(handler=run)
 
 
@@ -222,17 +228,41 @@ def _check_outputs(args: argparse.Namespace) -> None:
             raise SelectionError(f"--script {args.script}: {parent} is a file, not a folder")
 
 
-def _write(flag: str, path: Path, text: str, mode: int | None = None) -> None:
-    """Write ``text`` to ``path`` (parents created); OSError → SelectionError naming the flag."""
+#: Plan files hold the argv and env to run, which may carry secrets (``--api-key``, ``HF_TOKEN``;
+#: tester finding 11), so they are readable by their owner only; scripts too, and executable.
+PLAN_FILE_MODE = 0o600
+SCRIPT_MODE = 0o700
+
+
+def _write(flag: str, path: Path, text: str, mode: int) -> None:
+    """Write ``text`` to ``path`` atomically with permissions ``mode`` (parents created).
+
+    The text goes to a temporary file in the same folder, created with ``mode`` (never briefly
+    wider: ``mkstemp`` makes it 0600, ``fchmod`` sets ``mode`` before the first byte), flushed to
+    disk, then renamed over ``path``: a reader sees the old file or the whole new one, and an
+    existing file's wider mode is not kept. OSError → SelectionError naming the flag.
+    """
+    import os
+    import tempfile
+
     from vllm_wizard.errors import SelectionError
 
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        if mode is not None:
-            path.chmod(mode)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), mode)
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        tmp = None
     except OSError as exc:
         raise SelectionError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def _check_kv_offload(cat: Any, value: str | None) -> None:
@@ -333,10 +363,10 @@ def run(args: argparse.Namespace) -> int:
         doc = plan_file(plan, provenance, __version__)
         text = (json.dumps(doc, indent=2) + "\n" if args.out.suffix == ".json"
                 else yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
-        _write("--out", args.out, text)
+        _write("--out", args.out, text, PLAN_FILE_MODE)
     if args.script is not None:
         for name, text in node_scripts(plan).items():
-            _write("--script", args.script / name, text, 0o755)
+            _write("--script", args.script / name, text, SCRIPT_MODE)
     if args.json:
         sys.stdout.write(json.dumps(plan_to_json(plan), ensure_ascii=False) + "\n")
     elif args.out is None and args.script is None:
