@@ -325,3 +325,42 @@ def test_preflight_banner_says_whether_vllm_runs_and_prefix_flags_warn(tmp_path,
     r = _cli(env, "launch", str(_plan_file(tmp_path, port)))  # python children only; refused on the busy port
     assert r.returncode == 2 and r.stderr.splitlines()[0] == "preflight: ports, executables …", r.stderr
     busy.close()
+
+
+def test_foreground_on_a_terminal_that_closes_stops_every_child(tmp_path, env):
+    """Finding 2 as a person meets it: ``launch --foreground`` runs on a terminal (a pty whose
+    controlling process it is) and the terminal goes away — the kernel sends SIGHUP and later
+    writes fail with EIO. The run must stop cleanly all the same."""
+    import fcntl
+    import pty
+    import termios
+    import time
+    from pathlib import Path
+
+    from vllm_wizard.launcher.runs import read_run
+
+    def own_the_terminal():  # in the child: new session (Popen), then make the pty its controlling tty
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    plan = _plan_file(tmp_path, free_port(), [{"name": "sleeper", "phase": "before", "argv": [PY, "-c", "import time; time.sleep(600)"]}])
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "vllm_wizard", "launch", str(plan), "--foreground", "--skip-flag-check"],
+                         env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, preexec_fn=own_the_terminal)
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + 60
+    try:
+        while not any(x.startswith(b"web ") and b"READY" in x for x in out.splitlines()):
+            assert time.monotonic() < deadline and p.poll() is None, out
+            out += os.read(master, 4096)
+    except BaseException:
+        p.kill()
+        raise
+    run_dir = Path(next(x for x in out.decode().splitlines() if x.startswith("run ")).rsplit("run dir ", 1)[1].strip())
+    tree = [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
+    os.close(master)  # the terminal is gone
+    assert p.wait(timeout=30) == 0
+    until_sync(lambda: not [x for x in tree if psutil.pid_exists(x) and psutil.Process(x).status() != psutil.STATUS_ZOMBIE],
+               10, "every child gone")
+    info = read_run(run_dir)
+    assert info.outcome == "stopped"
