@@ -18,6 +18,11 @@ Two failures get a cause of their own because the generic advice is wrong for th
   in an LMCache process (``lmcache`` in its output) is the L1 cache sized above the host's RAM
   (``lmcache server --l1-size-gb``); the fix names the free RAM now (psutil).
 
+``engine_dead`` (a *symptom*, :data:`SYMPTOMS`): vLLM's API server exits with status 0 after its
+EngineCore died (``EngineDeadError``); it is the cause only when no earlier line names a root cause.
+When nothing matches, :func:`explain` still gives a cause (``unclassified``) carrying the exit status
+and the last error-looking line, so a FATAL run never says nothing.
+
 A vLLM start prints the root cause long before it exits (the API server's own traceback follows,
 100+ lines), so callers should pass enough lines (:data:`CLASSIFY_LINES`).
 """
@@ -74,10 +79,12 @@ RULES: tuple[tuple[str, re.Pattern[str], str, str], ...] = tuple(
          "stop the process holding the port (vllm-wizard status) or choose another --port"),
         ("gated_model", r"gated repo|401 Client Error|403 Client Error|Access to model .* is restricted|GatedRepoError|Invalid user token|not authorized",
          "the model is gated or the Hugging Face token is missing/invalid",
-         "accept the model's license on huggingface.co and export HF_TOKEN=<token>"),
-        ("model_not_found", r"RepositoryNotFoundError|404 Client Error|is not a local folder and is not a valid model identifier|No such file or directory: .*config\.json|Can't load the configuration|LocalEntryNotFoundError|OfflineModeIsEnabled|does not appear to have a file named",
+         "accept the model's license on its huggingface.co page, then give the process HF_TOKEN=<token> "
+         "(export it before launching, or set it in the plan's env)"),
+        ("model_not_found", r"RepositoryNotFoundError|404 Client Error|is not a local folder and is not a valid model identifier|No such file or directory: .*config\.json|Can't load the configuration|LocalEntryNotFoundError|OfflineModeIsEnabled|does not appear to have a file named|HFValidationError|Repo id must (?:be in the form|use alphanumeric)",
          "the model could not be found",
-         "check the model id / path; offline (HF_HUB_OFFLINE=1) it must already be in the HF cache"),
+         "check the model: a Hugging Face id is 'org/name' (see huggingface.co), a local path must exist and "
+         "hold config.json; offline (HF_HUB_OFFLINE=1) the model must already be in the HF cache"),
         ("unknown_argument", r"unrecognized arguments?:|error: argument [^ ]+: invalid choice|no such option|unexpected keyword argument",
          "an argument is unknown to this program version",
          "remove the flag or upgrade vLLM to the version the recipe needs"),
@@ -93,6 +100,31 @@ RULES: tuple[tuple[str, re.Pattern[str], str, str], ...] = tuple(
     )
 )
 
+
+#: Symptoms, not root causes: matched only when no line matches a rule of :data:`RULES`, because
+#: the root cause (an EngineCore out-of-memory, a NCCL error…) is printed *before* them.
+#: ``engine_dead``: vLLM's API server after its EngineCore process died — it raises
+#: ``EngineDeadError: EngineCore encountered an issue`` and then exits with status 0.
+SYMPTOMS: tuple[tuple[str, re.Pattern[str], str, str], ...] = tuple(
+    (k, re.compile(p, re.I), s, f)
+    for k, p, s, f in (
+        ("engine_dead", r"EngineDeadError|EngineCore encountered an issue|Engine core proc \S+ died unexpectedly",
+         "vLLM's engine core process died; the API server shut down",
+         "look at the earlier lines of this process's log (`vllm-wizard logs`) for the real root cause; "
+         "if there is none, the engine core was killed from outside — check the kernel OOM killer "
+         "(`dmesg | grep -i -e oom -e killed`) and lower memory use"),
+    )
+)
+
+#: A line that looks like an error: a Python exception line (``ValueError: …``, ``…Error``,
+#: ``…Exception``), ``Traceback``, or a program's ``error:``/``ERROR``/``FATAL`` line.
+ERROR_LINE = re.compile(r"\w*(?:Error|Exception)\b|^Traceback|\berror\b|\bERROR\b|\bFATAL\b|\bfatal\b", re.I)
+
+_MODEL_ID = (
+    re.compile(r"namespace/repo_name'?: '([^']+)'"),
+    re.compile(r"(?:OSError: |^)(\S+) is not a local folder"),
+    re.compile(r"(?:OSError: |^)(\S+) does not appear to have a file named"),
+)
 
 _SUGGEST = re.compile(r"--gpu-memory-utilization[ =]([0-9]*\.?[0-9]+)")
 _ALLOC = re.compile(r"you tried to allocate (\d+) bytes")
@@ -126,7 +158,53 @@ def _specialise(kind: str, summary: str, fix: str, line: str, lines: Sequence[st
         size = _gib(int(m.group(1))) if m else "its memory"
         return Cause(kind, f"LMCache could not allocate {size} for its L1 (CPU) cache",
                      fix.format(free=_free_ram()), line.strip()[:500])
+    if kind == "model_not_found":
+        for pat in _MODEL_ID:
+            m = pat.search(line)
+            if m:
+                summary = f"the model {m.group(1)!r} could not be found"
+                break
     return Cause(kind, summary, fix, line.strip()[:500])
+
+
+def describe_exit(rc: int | None) -> str:
+    """``exited with status N`` or ``killed by SIGNAME`` for an exit status (negative = signal)."""
+    if rc is not None and rc < 0:
+        import signal
+
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exited with status {rc}"
+
+
+def last_error_line(lines: Sequence[str]) -> str | None:
+    """The newest line of ``lines`` that looks like an error (:data:`ERROR_LINE`), supervisor notes
+    (``[wizard] …``) excluded; None when there is none."""
+    for line in reversed(lines):
+        text = line.strip()
+        if text and not text.startswith("[wizard]") and ERROR_LINE.search(text):
+            return text[:500]
+    return None
+
+
+def unclassified(lines: Iterable[str], rc: int | None) -> Cause:
+    """The cause when no rule matches (kind ``unclassified``): the exit status and the last
+    error-looking line of ``lines`` (this start's output, oldest first) so a FATAL/BACKOFF still says
+    something (tester finding 10)."""
+    line = last_error_line(list(lines))
+    summary = describe_exit(rc) + (f"; last error line: {line}" if line else "; no error line in its output")
+    return Cause("unclassified", summary,
+                 "read the process's full log (`vllm-wizard logs RUN PROCESS`) for what happened before the exit",
+                 line)
+
+
+def explain(lines: Iterable[str], rc: int | None = None, argv: Sequence[str] = ()) -> Cause:
+    """Always a cause: :func:`classify`, else :func:`unclassified`. What the supervisor records for
+    an exit (the policy uses it only when the exit counts as a failure)."""
+    lines = list(lines)
+    return classify(lines, rc, argv) or unclassified(lines, rc)
 
 
 def classify(lines: Iterable[str], rc: int | None = None, argv: Sequence[str] = ()) -> Cause | None:
@@ -135,7 +213,8 @@ def classify(lines: Iterable[str], rc: int | None = None, argv: Sequence[str] = 
     Pass the last :data:`CLASSIFY_LINES` lines. ``argv`` (the command, optional) adds context the
     output may lack: an ``lmcache`` command makes an allocation failure ``lmcache_alloc``.
     ``rc`` 127 (shell's "not found") maps to missing_executable and -9 with no other clue to a
-    likely out-of-memory kill.
+    likely out-of-memory kill. A symptom (:data:`SYMPTOMS`, e.g. ``engine_dead``) is the cause only
+    when no line matches a root-cause rule. None when nothing matches (see :func:`explain`).
     """
     lines = list(lines)
     context = [*lines, " ".join(argv)]
@@ -145,6 +224,10 @@ def classify(lines: Iterable[str], rc: int | None = None, argv: Sequence[str] = 
                 cause = _specialise(kind, summary, fix, line, context)
                 if cause is not None:
                     return cause
+    for line in reversed(lines):
+        for kind, pat, summary, fix in SYMPTOMS:
+            if pat.search(line):
+                return Cause(kind, summary, fix, line.strip()[:500])
     if rc == 127:
         return Cause("missing_executable", "the executable was not found", "install it or fix PATH", None)
     if rc == -9:

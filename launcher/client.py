@@ -21,7 +21,7 @@ from vllm_wizard.errors import LaunchError
 from vllm_wizard.launcher.daemon import short_socket_path
 from vllm_wizard.launcher.logs import LogLines
 from vllm_wizard.launcher.metrics import MetricsSnapshot
-from vllm_wizard.launcher.runs import RunInfo, find_run, read_run
+from vllm_wizard.launcher.runs import RunInfo, find_run, read_run, run_survivors
 from vllm_wizard.launcher.states import ProcessEvent
 from vllm_wizard.launcher.supervisor import Metrics, Progress, RunFinished
 
@@ -91,10 +91,14 @@ class RunClient:
         self.info = info
         if info.status != "running" or not sock.exists():
             if info.status == "stale":
-                why = (f"its supervisor is not running; {len(info.processes)} processes were recorded — "
-                       f"`vllm-wizard stop {info.run_id}` stops any that survived")
+                left = [p.pid for p in run_survivors(info)]  # the count `status` shows too
+                why = (f"its supervisor is not running and {len(left)} of its processes still run {left} — "
+                       f"`vllm-wizard stop {info.run_id}` stops them" if left else
+                       "its supervisor is not running and nothing it started still runs")
+                why += f"; `vllm-wizard logs {info.run_id}` shows its logs"
             elif info.status == "finished":
-                why = f"it ended ({info.outcome}); `vllm-wizard status --all` lists it"
+                why = (f"it ended ({info.outcome}); `vllm-wizard logs {info.run_id}` shows its processes' last "
+                       f"log lines, `vllm-wizard status {info.run_id}` their causes")
             else:
                 why = (f"its supervisor has not opened {sock.name} within {START_WAIT_S:g} s; "
                        f"see {info.run_dir / 'supervisor.log'}")

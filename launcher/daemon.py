@@ -85,7 +85,8 @@ class RunServer:
     def __init__(self, run_dir: Path, spec: RunSpec, extra_listeners: list[Callable[[Message], None]] | None = None):
         self.run_dir = run_dir
         self.spec = spec
-        self.sup = Supervisor(spec, log_dir=run_dir / "logs", listeners=[self._on_message, *(extra_listeners or [])])
+        self.sup = Supervisor(spec, log_dir=run_dir / "logs", listeners=[self._on_message, *(extra_listeners or [])],
+                              on_spawned=self._on_spawned)
         self.clients: set[asyncio.Queue] = set()
         self.started = time.time()
         self._events = open(run_dir / "events.jsonl", "a")
@@ -125,6 +126,14 @@ class RunServer:
                 if mp.returncode is None:
                     mp.collect()
             self.write_state()
+
+    def _on_spawned(self, name: str) -> None:
+        """A (re)started process exists: record its pid, pgid, create_time and tree at once (the
+        STARTING event was written before the spawn, without a pid; tester finding 1)."""
+        mp = self.sup.handles.get(name)
+        if mp is not None and mp.returncode is None:
+            mp.collect()
+        self.write_state()
 
     # ---- control socket
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

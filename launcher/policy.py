@@ -13,7 +13,9 @@ Rules (issue 4, supervisor):
   the process is running). A process still STARTING after ``ready_timeout_s`` is stopped and
   counted as a failure.
 * An exit that is not asked for is a failure (``on-failure``: non-zero status only; ``always``:
-  any exit). Failures within ``window_s`` are counted; the restart waits
+  any exit) — except for a server (a process with a readiness probe: vLLM, router, LMCache
+  server), whose every unrequested exit is a failure, status 0 included: vLLM's API server exits 0
+  after its EngineCore died (tester finding 3). One-shot processes (no probe) exiting 0 are done. Failures within ``window_s`` are counted; the restart waits
   :meth:`RestartPolicy.delay` (exponential backoff) in BACKOFF; ``max_failures`` within the window
   is a crash loop → FATAL with the cause and last log lines. ``never`` → EXITED (status 0) or
   FATAL (non-zero).
@@ -258,15 +260,20 @@ class Policy:
             return []  # a stale report (already settled)
         cause = ev.cause
         tail = list(ev.tail)
-        if ex.timed_out:
-            cause = cause or {
+        if ex.timed_out and (cause is None or cause.get("kind") == "unclassified"):
+            cause = {
                 "kind": "ready_timeout",
                 "summary": f"not ready within {p.ready_timeout_s:g} s",
                 "fix": f"raise ready_timeout_s for {ps.name!r} or check its log for a stall",
                 "line": None,
             }
+        server = p.probe is not None
         what = "not ready in time" if ex.timed_out else f"exited with status {ev.rc}"
-        failed = ev.rc != 0 or ex.timed_out
+        if server and ev.rc == 0 and not ex.timed_out:
+            what += " (a server must keep running)"
+        # a server (a process with a readiness probe: vLLM, router, LMCache server) that exits without
+        # being asked to has failed whatever its status — vLLM's API server exits 0 after EngineDeadError
+        failed = ev.rc != 0 or ex.timed_out or server
         mode = p.restart.mode
         if mode == "never" or (mode == "on-failure" and not failed):
             if failed:

@@ -141,14 +141,27 @@ class ManagedProcess:
         return [p for p in procs.values() if _alive(p)]
 
     def signal_tree(self, sig: int) -> list[int]:
-        """Collect the tree, then send ``sig`` to the group and each member; returns pids signalled."""
+        """Collect the tree, then send ``sig`` to the group and to each member outside it; returns
+        the pids signalled (group members reached by ``killpg`` included — counting only the
+        per-process sends missed those that the group signal had already ended, tester finding 17).
+        """
         tree = self.collect()
+        in_group = set()
+        for p in tree:
+            try:
+                if os.getpgid(p.pid) == self.pgid:
+                    in_group.add(p.pid)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             os.killpg(self.pgid, sig)
         except (ProcessLookupError, PermissionError):
-            pass
+            in_group = set()
         hit = []
         for p in tree:
+            if p.pid in in_group:
+                hit.append(p.pid)
+                continue
             try:
                 p.send_signal(sig)
                 hit.append(p.pid)
@@ -300,6 +313,76 @@ class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
         super().process_exited()
         if not self._exited_fut.done():
             self._exited_fut.set_result(rc if rc is not None else -1)
+
+
+def _local_ips(host: str) -> set[str] | None:
+    """The IP strings ``host`` stands for when it is this machine (loopback or one of its interface
+    addresses); None for another machine or a name that does not resolve."""
+    import ipaddress
+    import socket
+
+    if host in ("localhost", ""):
+        return {"127.0.0.1", "::1"}
+    try:
+        ips = {str(ipaddress.ip_address(host.strip("[]")))}
+    except ValueError:
+        try:
+            ips = {ai[4][0] for ai in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+        except OSError:
+            return None
+    local = {a.address.split("%")[0] for addrs in psutil.net_if_addrs().values() for a in addrs}
+    if all(ipaddress.ip_address(ip).is_loopback or ip in local or ip in ("0.0.0.0", "::") for ip in ips):
+        return ips
+    return None
+
+
+def listening_pids(host: str, port: int) -> set[int] | None:
+    """Pids of the processes with a TCP socket listening where a client of ``host:port`` connects
+    (the address itself or a wildcard 0.0.0.0/::), from ``psutil.net_connections(kind="inet")``.
+
+    None when that cannot be told: ``host`` is another machine, the OS refuses the table
+    (``AccessDenied``), nobody listens there, or no listener shows a pid (another user's process
+    seen without privileges). Used so a readiness probe answered by somebody else's server does not
+    count (tester finding 9).
+    """
+    ips = _local_ips(host)
+    if ips is None:
+        return None
+    accept = ips | {"0.0.0.0", "::"} | {f"::ffff:{ip}" for ip in ips}
+    try:
+        conns = psutil.net_connections(kind="inet")
+    except (psutil.AccessDenied, PermissionError):
+        return None
+    pids = {c.pid for c in conns
+            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.laddr.ip in accept}
+    if not pids or None in pids:
+        return None
+    return pids
+
+
+def foreign_listener(url: str, mp: "ManagedProcess") -> str | None:
+    """When the socket answering probe ``url`` is held only by processes outside ``mp``'s tree:
+    ``"port N is answered by pid P (cmd) which is not part of this process"``; None when the tree
+    holds it or the holder cannot be determined (then the probe counts, as before)."""
+    from urllib.parse import urlsplit
+
+    u = urlsplit(url)
+    try:
+        port = u.port or (443 if u.scheme == "https" else 80)
+    except ValueError:
+        return None
+    holders = listening_pids(u.hostname or "localhost", port)
+    if holders is None:
+        return None
+    tree = {p.pid for p in mp.collect()} | {mp.pid}
+    if holders & tree:
+        return None
+    pid = min(holders)
+    try:
+        cmd = " ".join(psutil.Process(pid).cmdline())[:200] or psutil.Process(pid).name()
+    except psutil.Error:
+        cmd = "?"
+    return f"port {port} is answered by pid {pid} ({cmd}) which is not part of this process"
 
 
 def gpu_memory_held(pids: set[int]) -> dict[int, int] | None:

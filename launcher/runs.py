@@ -12,6 +12,9 @@ Layout of ``<user_state_dir("vllm-wizard")>/runs/<run_id>/`` (mode 0700; the sta
     supervisor.json  supervisor pid + create_time, written as soon as it is started (before state.json)
     control.sock     the supervisor's control socket (JSON lines; see daemon.py) while it runs
 
+:func:`process_logs` and :func:`log_tail` read the log files of any run, live or finished
+(``vllm-wizard logs``), without the supervisor.
+
 Start-up order (so that no reader ever sees a healthy run as stale): the launcher makes the
 directory and spec.json, starts the supervisor and records it in supervisor.json; the supervisor
 writes state.json, *then* creates control.sock. A run whose supervisor is alive but has not
@@ -41,13 +44,27 @@ from vllm_wizard.errors import LaunchError
 
 
 def runs_root() -> Path:
-    """``<user_state_dir("vllm-wizard")>/runs``, created with mode 0700."""
+    """``<user_state_dir("vllm-wizard")>/runs``, created with mode 0700.
+
+    Raises :class:`LaunchError` naming the directory, the OS error and the fix (a writable
+    ``XDG_STATE_HOME``) when it cannot be created or used — ``XDG_STATE_HOME`` pointing at a file,
+    at /proc, a read-only or full disk (tester finding 7).
+    """
     import platformdirs
 
     root = Path(platformdirs.user_state_dir("vllm-wizard")) / "runs"
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(root.parent, 0o700)
-    os.chmod(root, 0o700)
+    try:
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(root.parent, 0o700)
+        os.chmod(root, 0o700)
+    except OSError as exc:
+        xdg = os.environ.get("XDG_STATE_HOME")
+        where = f"XDG_STATE_HOME={xdg}" if xdg else "the default state directory"
+        raise LaunchError(
+            f"cannot use the run directory {root} ({where}): {exc.strerror or exc}"
+            f"{f' ({exc.filename})' if exc.filename and str(exc.filename) != str(root) else ''}; "
+            "set XDG_STATE_HOME to a writable directory (e.g. export XDG_STATE_HOME=$HOME/.local/state)"
+        ) from None
     return root
 
 
@@ -193,21 +210,30 @@ def find_run(ref: str | None = None) -> RunInfo:
 def run_survivors(info: RunInfo) -> list[psutil.Process]:
     """Processes of ``info`` still alive: recorded pids and trees (create time verified) and the
     members of the recorded process groups. Never includes the calling process."""
+    found: dict[int, psutil.Process] = {}
+    for proc in info.processes:
+        for q in process_survivors(proc):
+            found.setdefault(q.pid, q)
+    return list(found.values())
+
+
+def process_survivors(proc: dict[str, Any]) -> list[psutil.Process]:
+    """Live processes of one recorded process (a state.json ``processes`` entry): its pid and tree
+    (create time verified) and the members of its process group. Never the calling process."""
     from vllm_wizard.launcher.process import group_members
 
     found: dict[int, psutil.Process] = {}
-    for proc in info.processes:
-        p = _proc_matches(proc.get("pid"), proc.get("create_time"))
-        if p is not None:
-            found[p.pid] = p
-        for pid, ct in (proc.get("tree") or {}).items():
-            q = _proc_matches(int(pid), ct)
-            if q is not None:
-                found[q.pid] = q
-        pgid = proc.get("pgid")
-        if pgid:
-            for q in group_members(int(pgid), proc.get("leader_create_time")):
-                found.setdefault(q.pid, q)
+    p = _proc_matches(proc.get("pid"), proc.get("create_time"))
+    if p is not None:
+        found[p.pid] = p
+    for pid, ct in (proc.get("tree") or {}).items():
+        q = _proc_matches(int(pid), ct)
+        if q is not None:
+            found[q.pid] = q
+    pgid = proc.get("pgid")
+    if pgid:
+        for q in group_members(int(pgid), proc.get("leader_create_time")):
+            found.setdefault(q.pid, q)
     found.pop(os.getpid(), None)
     return list(found.values())
 
@@ -243,3 +269,53 @@ def stop_stale(info: RunInfo, timeout: float = 15.0) -> list[int]:
         proc["pid"] = None
     write_json_atomic(path, state)
     return [p.pid for p in procs]
+
+
+def process_logs(info: RunInfo) -> dict[str, Path]:
+    """``{process name: log file}`` of run ``info``, in plan order (names from spec.json, else
+    state.json, else the files in ``logs/``). A file may not exist yet (process not started)."""
+    names = [p.get("name") for p in (_read_json(info.run_dir / "spec.json").get("processes") or [])]
+    names = [n for n in names if isinstance(n, str)] or [p.get("name") for p in info.processes if p.get("name")]
+    logs = info.run_dir / "logs"
+    if not names:
+        names = sorted(f.name[:-4] for f in logs.glob("*.log")) if logs.is_dir() else []
+    return {n: logs / f"{n.replace('/', '_')}.log" for n in names}
+
+
+def log_tail(path: Path, n: int, block: int = 1 << 16) -> list[str]:
+    """The last ``n`` lines of a process log ``path``, reaching into its rotated files (``.1`` is the
+    newest older one) when the current file has fewer. Reads backwards in ``block``-byte steps, so
+    a 50 MiB log costs only what is shown. Missing files count as empty; undecodable bytes are
+    replaced. Lines without their newline."""
+    if n <= 0:
+        return []
+    out: list[str] = []
+    files = [path] + [path.with_name(f"{path.name}.{i}") for i in range(1, 100)]
+    for f in files:
+        if not f.exists():
+            if f is path:
+                continue
+            break
+        need = n - len(out)
+        out = _file_tail(f, need, block) + out
+        if len(out) >= n:
+            break
+    return out[-n:]
+
+
+def _file_tail(path: Path, n: int, block: int) -> list[str]:
+    try:
+        with open(path, "rb") as fh:
+            end = fh.seek(0, os.SEEK_END)
+            pos, data = end, b""
+            while pos > 0 and data.count(b"\n") <= n:
+                step = min(block, pos)
+                pos -= step
+                fh.seek(pos)
+                data = fh.read(step) + data
+    except OSError:
+        return []
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    if pos > 0:
+        lines = lines[1:]  # the first line read may be cut
+    return lines[-n:]

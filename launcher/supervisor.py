@@ -12,6 +12,11 @@ Observers receive messages through ``listeners`` (plain callables that must not 
 :class:`~vllm_wizard.launcher.states.ProcessEvent`, :class:`~vllm_wizard.launcher.logs.LogLines`,
 :class:`Metrics`, :class:`Progress`, and a final :class:`RunFinished`.
 
+A probe answer counts while STARTING only when the socket listening on the probe's port belongs
+to the process's tree (:func:`~vllm_wizard.launcher.process.foreign_listener`; undeterminable
+holders are accepted): a server that could not bind must not look READY because another run's
+server answers on the same port.
+
 Health polls: every ``Probe.interval_s`` (1 s) while STARTING, then every ``Probe.ready_cadence_s``
 (5 s unless the plan sets ``health.ready_interval_s``) while READY — a real vLLM writes an access
 log line per poll, and its ``/metrics`` are scraped at the same cadence. Polls never overlap.
@@ -35,11 +40,11 @@ from typing import Any, Awaitable, Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from vllm_wizard.launcher import policy as P
-from vllm_wizard.launcher.causes import CLASSIFY_LINES, Cause, classify
+from vllm_wizard.launcher.causes import CLASSIFY_LINES, Cause, explain
 from vllm_wizard.launcher.logs import LogLines, ProcessLog, Redactor, pump, secret_argv_values
 from vllm_wizard.launcher.metrics import MetricsSnapshot, parse_metrics, rates
 from vllm_wizard.launcher.ports import busy_ports
-from vllm_wizard.launcher.process import ManagedProcess, child_env, gpu_memory_held, spawn_process
+from vllm_wizard.launcher.process import ManagedProcess, child_env, foreign_listener, gpu_memory_held, spawn_process
 from vllm_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_wizard.launcher.states import ProcessEvent, State
 from vllm_wizard.launcher.vllm import StartupProgress, is_vllm_serve
@@ -111,7 +116,11 @@ class Supervisor:
 
     ``log_dir``: where ``<name>.log`` files go (None = memory only). ``base_env``: environment the
     children inherit (default ``os.environ``). ``port_wait_s``: how long a (re)start waits for the
-    process's ports to be free. ``metrics``: scrape vLLM ``/metrics`` while READY.
+    process's ports to be free. ``metrics``: scrape vLLM ``/metrics`` while READY. ``on_spawned``:
+    called with the process name right after each (re)start's OS process exists, before anything
+    else happens — the run server records the pid/pgid/create_time in state.json there, so a
+    supervisor SIGKILLed while a process is still STARTING leaves children that `stop` can find
+    (tester finding 1). It must not block; an exception in it is ignored.
     """
 
     def __init__(
@@ -127,6 +136,7 @@ class Supervisor:
         listeners: list[Callable[[Message], None]] | None = None,
         port_wait_s: float = 30.0,
         metrics: bool = True,
+        on_spawned: Callable[[str], None] | None = None,
     ):
         self.spec = spec
         self.clock, self.wall = clock, wall
@@ -137,6 +147,8 @@ class Supervisor:
         self.listeners = list(listeners or [])
         self.port_wait_s = port_wait_s
         self.metrics_enabled = metrics
+        self.on_spawned = on_spawned
+        self._foreign_fn = foreign_listener  # (probe url, ManagedProcess) -> note or None
         env_all = dict(self.base_env)
         for p in spec.processes:
             env_all.update(p.env)
@@ -329,6 +341,11 @@ class Supervisor:
                 self._queue.put_nowait(P.Exited(name, 127, cause.to_dict(), tuple(log.last(20))))
                 return
             self.handles[name] = mp
+            if self.on_spawned is not None:
+                try:
+                    self.on_spawned(name)
+                except Exception:  # noqa: BLE001 - bookkeeping must never stop supervision
+                    pass
             if mp.stdout is not None:
                 self._pumps[name] = self._task(pump(mp.stdout, log))
             self._queue.put_nowait(P.Started(name, mp.pid))
@@ -362,8 +379,10 @@ class Supervisor:
         # classify this start's output only (after the last "[wizard] starting:" note), up to CLASSIFY_LINES
         recent = log.last(CLASSIFY_LINES)
         marks = [i for i, line in enumerate(recent) if line.startswith("[wizard] starting: ")]
-        cause = classify(recent[marks[-1] + 1:] if marks else recent, rc, p.argv)
-        self._queue.put_nowait(P.Exited(name, rc, cause.to_dict() if cause else None, tuple(tail)))
+        # always a cause (unclassified = exit status + last error line); the policy uses it only
+        # when the exit is a failure
+        cause = explain(recent[marks[-1] + 1:] if marks else recent, rc, p.argv)
+        self._queue.put_nowait(P.Exited(name, rc, cause.to_dict(), tuple(tail)))
         self._cleanup[name] = self._task(self._reap(name, mp))
 
     async def _reap(self, name: str, mp: ManagedProcess) -> None:
@@ -385,6 +404,7 @@ class Supervisor:
         assert pr is not None and self._probe_fn is not None
         murl = metrics_url(pr.url) if (self.metrics_enabled and is_vllm_serve(p.argv)) else None
         last_ok: bool | None = None
+        warned: str | None = None
         prev: MetricsSnapshot | None = None
         while self.handles.get(name) is mp and mp.proc.returncode is None:
             state = self.policy.states[name].state
@@ -393,7 +413,14 @@ class Supervisor:
             t0 = self.clock()
             res = await self._probe_fn(pr.url, pr.expect_status, pr.timeout_s)
             if res.ok and state is State.STARTING:
-                self._queue.put_nowait(P.ProbePassed(name))
+                # the answer counts only if the listening socket is this process's (finding 9:
+                # another run's server on the same port made a run that could not bind look READY)
+                foreign = await asyncio.to_thread(self._foreign_fn, pr.url, mp)
+                if foreign is None:
+                    self._queue.put_nowait(P.ProbePassed(name))
+                elif warned is None:  # said once per start
+                    self.logs[name].note(foreign)
+                    warned = foreign
             elif state is State.READY:
                 if res.ok != last_ok and last_ok is not None:
                     self.logs[name].note(f"health {'ok again' if res.ok else 'failing'}: {res.detail}")

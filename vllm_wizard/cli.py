@@ -23,7 +23,8 @@ from vllm_wizard.errors import WizardError
 #: Flags that belong to ``vllm-wizard`` itself, not to the default wizard command.
 TOP_LEVEL_FLAGS = ("-h", "--help", "--version")
 
-COMMAND_MODULES = ("wizard", "detect", "plan", "launch", "status", "attach", "stop", "catalog", "recipes")
+COMMAND_MODULES = ("wizard", "detect", "plan", "launch", "status", "attach", "logs", "restart", "stop", "catalog",
+                   "recipes")
 
 
 def build_parser() -> argparse.ArgumentParser:

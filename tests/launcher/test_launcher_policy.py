@@ -190,11 +190,39 @@ def test_ready_timeout_stops_and_counts_as_failure():
     assert ev.state is State.BACKOFF and ev.cause["kind"] == "ready_timeout"
 
 
-def test_on_failure_clean_exit_is_exited_and_never_restarts():
+def test_on_failure_clean_exit_of_a_one_shot_process_is_exited_and_never_restarts():
     h = History(_spec(restart=RestartPolicy(mode="on-failure")))
     _bring_up(h)
-    acts = h.at(100.0, Exited("vllm", 0))
-    assert h.state("vllm") is State.EXITED and not any(isinstance(a, StartTimer) for a in acts)
+    acts = h.at(100.0, Exited("router", 0))  # no probe: a one-shot job, status 0 = done
+    assert h.state("router") is State.EXITED and not any(isinstance(a, StartTimer) for a in acts)
+    assert h.events[-1].cause is None
+
+
+def test_unrequested_clean_exit_of_a_server_is_a_failure_with_its_cause():
+    # vLLM's API server exits 0 after EngineDeadError (tester finding 3): a server (has a probe)
+    # that exits without being asked is restarted, and the cause is kept
+    h = History(_spec(restart=RestartPolicy(mode="on-failure", backoff_initial_s=1, max_failures=2, window_s=60)))
+    _bring_up(h)
+    dead = {"kind": "engine_dead", "summary": "engine died", "fix": "check dmesg", "line": "EngineDeadError"}
+    acts = h.at(100.0, Exited("vllm", 0, dead))
+    ev = h.events[-1]
+    assert ev.state is State.BACKOFF and ev.cause == dead and "status 0" in ev.detail
+    assert StartTimer("vllm", "backoff", 1) in acts
+    h.at(101.0, TimerFired("vllm", "backoff"))
+    h.at(101.1, Started("vllm", 21))
+    h.at(120.0, ProbePassed("vllm"))
+    h.at(130.0, Exited("vllm", 0, dead))
+    fatal = [e for e in h.events if e.name == "vllm" and e.state is State.FATAL]
+    assert h.state("vllm") is State.FATAL and fatal[-1].cause == dead
+
+
+def test_ready_timeout_wins_over_an_unclassified_cause():
+    h = History(_spec())
+    h.start()
+    h.at(0.1, Started("cache", 11))
+    h.at(900.0, TimerFired("cache", "ready"))
+    h.at(901.0, Exited("cache", -15, {"kind": "unclassified", "summary": "killed by SIGTERM", "fix": "", "line": None}))
+    assert h.events[-1].cause["kind"] == "ready_timeout"
 
 
 def test_never_policy_failure_is_fatal():

@@ -5,6 +5,11 @@ process. A *starting* run has a live supervisor that has not recorded its proces
 *stale* run is one whose supervisor died: the processes it recorded that are still alive are
 counted (by pid + start time, and process group) and ``vllm-wizard stop RUN`` is suggested.
 ``--json`` prints a JSON list instead. Exit status 0; 1 when a stale run still has live processes.
+
+Under a process that has a cause (its last failure, classified by launcher.causes) the cause, its
+fix and the process's log file are printed (tester finding 10). In a stale run the recorded state
+is no longer true: a process with live leftovers shows ``ORPHANED`` (running, unsupervised), one
+without shows its last recorded state marked ``(stale)`` (tester finding 19).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Print the runs; see module docstring."""
     from vllm_wizard.launcher import find_run, list_runs, run_survivors
+    from vllm_wizard.launcher.runs import process_survivors
 
     runs = [find_run(args.run)] if args.run else list_runs(include_finished=args.all)
     rows = []
@@ -50,9 +56,17 @@ def handle(args: argparse.Namespace) -> int:
         print(f"{row['run_id']}  {row['status']}{out}  started {started}  supervisor pid {row['supervisor_pid']}")
         for p in row["processes"]:
             ports = ",".join(str(x) for x in p.get("ports") or [])
-            cause = (p.get("cause") or {}).get("summary")
-            print(f"  {p['name']:<22} {p['state']:<9} pid={p.get('pid') or '-':<8} ports={ports or '-':<12} "
-                  f"restarts={p.get('restarts', 0)}" + (f"  cause: {cause}" if cause else ""))
+            state = p["state"]
+            if row["status"] == "stale":
+                state = "ORPHANED" if process_survivors(p) else f"{state} (stale)"
+            print(f"  {p['name']:<22} {state:<9} pid={p.get('pid') or '-':<8} ports={ports or '-':<12} "
+                  f"restarts={p.get('restarts', 0)}")
+            cause = p.get("cause") or {}
+            if cause.get("summary"):
+                fix = f" — fix: {cause['fix']}" if cause.get("fix") else ""
+                print(f"      cause: {cause['summary']}{fix}")
+                if p.get("log"):
+                    print(f"      log: {p['log']}  (vllm-wizard logs {row['run_id']} {p['name']})")
         if row["status"] == "stale":
             if row["stale_survivors"]:
                 print(f"  ! supervisor is gone but {len(row['stale_survivors'])} processes still run "

@@ -1,0 +1,62 @@
+"""``vllm-wizard logs [RUN] [PROCESS] [-n N]``: the last lines of a run's process logs (tester finding 10).
+
+Reads the files in the run directory (``logs/<name>.log`` and its rotated ``.1`` …), so it works
+for every run — running, stale or finished — without its supervisor; ``attach`` follows a live
+run instead. RUN defaults to the newest run of any status (a FATAL run's log is exactly what a
+person wants to read). A single argument that names no run but names a process of the newest run
+is taken as PROCESS (``vllm-wizard logs vllm``). Errors name the valid runs and processes.
+Exit status 0; 2 for an unknown run or process.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``logs`` sub-command."""
+    p = subparsers.add_parser("logs", help="print the last lines of a run's process logs (any run, even finished)",
+                              description="Print the last lines of each process log of a run (default: the newest "
+                              "run, finished ones included).")
+    p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix (default: the newest run)")
+    p.add_argument("process", nargs="?", metavar="PROCESS", help="only this process (default: every process)")
+    p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help="lines per process (default 50)")
+    p.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Print the log tails; see the module docstring."""
+    from vllm_wizard.errors import LaunchError
+    from vllm_wizard.launcher import find_run, list_runs
+    from vllm_wizard.launcher.runs import log_tail, process_logs
+
+    if args.lines < 0:
+        raise LaunchError(f"-n {args.lines}: the number of lines must be 0 or more")
+    runs = list_runs()
+    if not runs:
+        raise LaunchError("no runs yet; start one with `vllm-wizard launch PLAN`")
+    run_ref, proc = args.run, args.process
+    if run_ref and proc is None and not any(r.run_id.startswith(run_ref) for r in runs) \
+            and run_ref in process_logs(runs[0]):
+        run_ref, proc = None, run_ref  # `logs vllm`: a process of the newest run
+    info = find_run(run_ref) if run_ref else runs[0]
+    files = process_logs(info)
+    if proc is not None:
+        if proc not in files:
+            valid = ", ".join(files) or "none recorded"
+            raise LaunchError(f"run {info.run_id} has no process {proc!r}; processes: {valid}")
+        files = {proc: files[proc]}
+    state = info.status + (f" ({info.outcome})" if info.outcome else "")
+    print(f"run {info.run_id}  {state}  {info.run_dir}")
+    by_name = {p.get("name"): p for p in info.processes}
+    for name, path in files.items():
+        rec = by_name.get(name) or {}
+        cause = rec.get("cause") or {}
+        head = f"==> {name} ({rec.get('state', '?')}) {path}"
+        print(head + (f"  cause: {cause.get('summary')}" if cause.get("summary") else "") + " <==")
+        lines = log_tail(path, args.lines)
+        if not lines:
+            print("(no output yet)" if not path.exists() else "(empty)")
+        for line in lines:
+            print(line)
+    return 0
