@@ -360,12 +360,20 @@ def listening_pids(host: str, port: int) -> set[int] | None:
     return pids
 
 
-def foreign_listener(url: str, mp: "ManagedProcess") -> str | None:
+#: Container clients: the port of a process started through them is held by the runtime
+#: (docker-proxy, the container's own pid under containerd-shim, rootlessport…), never by the tree.
+CONTAINER_CLIENTS = frozenset({"docker", "podman", "nerdctl"})
+
+
+def foreign_listener(url: str, mp: "ManagedProcess", argv: "tuple[str, ...] | list[str]" = ()) -> str | None:
     """When the socket answering probe ``url`` is held only by processes outside ``mp``'s tree:
     ``"port N is answered by pid P (cmd) which is not part of this process"``; None when the tree
-    holds it or the holder cannot be determined (then the probe counts, as before)."""
+    holds it, the holder cannot be determined, or ``argv`` runs a container client
+    (:data:`CONTAINER_CLIENTS`, also behind ``sudo``) — then the probe counts, as before."""
     from urllib.parse import urlsplit
 
+    if any(os.path.basename(a) in CONTAINER_CLIENTS for a in list(argv)[:2]):
+        return None
     u = urlsplit(url)
     try:
         port = u.port or (443 if u.scheme == "https" else 80)

@@ -5,7 +5,8 @@ Layout of ``<user_state_dir("vllm-wizard")>/runs/<run_id>/`` (mode 0700; the sta
 
     spec.json        the RunSpec with secret env values masked (what was launched)
     state.json       supervisor pid + create_time, every process: state, pid, create_time, pgid,
-                     tree {pid: create_time}, ports, cause… (rewritten atomically on each event)
+                     tree {pid: create_time}, ports, cause… (rewritten atomically on each event
+                     and right after each (re)start has spawned the process)
     events.jsonl     every state change, one JSON object a line
     logs/<name>.log  full output of each process (rotated: .1 .2 …)
     supervisor.log   the supervisor's own stderr

@@ -148,7 +148,7 @@ class Supervisor:
         self.port_wait_s = port_wait_s
         self.metrics_enabled = metrics
         self.on_spawned = on_spawned
-        self._foreign_fn = foreign_listener  # (probe url, ManagedProcess) -> note or None
+        self._foreign_fn = foreign_listener  # (probe url, ManagedProcess, argv) -> note or None
         env_all = dict(self.base_env)
         for p in spec.processes:
             env_all.update(p.env)
@@ -415,7 +415,7 @@ class Supervisor:
             if res.ok and state is State.STARTING:
                 # the answer counts only if the listening socket is this process's (finding 9:
                 # another run's server on the same port made a run that could not bind look READY)
-                foreign = await asyncio.to_thread(self._foreign_fn, pr.url, mp)
+                foreign = await asyncio.to_thread(self._foreign_fn, pr.url, mp, p.argv)
                 if foreign is None:
                     self._queue.put_nowait(P.ProbePassed(name))
                 elif warned is None:  # said once per start

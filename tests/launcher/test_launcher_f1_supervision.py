@@ -195,7 +195,7 @@ async def test_a_probe_answered_by_somebody_elses_server_does_not_make_it_ready(
             # READY, and the note is not repeated
             calls = []
             real = sup._foreign_fn
-            sup._foreign_fn = lambda url, mp: calls.append(url) or real(url, mp)
+            sup._foreign_fn = lambda url, mp, argv: calls.append(url) or real(url, mp, argv)
             await until(lambda: len(calls) >= 10, 20, "ten more answered polls")
             assert sup.policy.states["web"].state is State.STARTING
             assert State.READY not in [e.state for e in rec.events("web")]
@@ -204,6 +204,29 @@ async def test_a_probe_answered_by_somebody_elses_server_does_not_make_it_ready(
             sup.stop()
             await asyncio.wait_for(task, 30)
     finally:
+        other.terminate()
+        other.wait(10)
+
+
+async def test_a_container_client_s_port_is_held_by_the_runtime_and_accepted():
+    # `docker run -p P:P …`: docker-proxy (not our tree) listens on P — that is expected
+    from vllm_wizard.launcher.process import foreign_listener, spawn_process
+
+    port = free_port()
+    other = _holder(port)
+    mp = await spawn_process(ProcessSpec(name="c", argv=(PY, "-c", "import time; time.sleep(600)")))
+    try:
+        if listening_pids("127.0.0.1", port) != {other.pid}:
+            pytest.skip("this OS does not show the listening pid")
+        url = f"http://127.0.0.1:{port}/health"
+        assert f"answered by pid {other.pid}" in foreign_listener(url, mp, (PY, "-c", "x"))
+        assert foreign_listener(url, mp, ("docker", "run", "-p", f"{port}:{port}", "img")) is None
+        assert foreign_listener(url, mp, ("sudo", "/usr/bin/podman", "run")) is None
+        assert foreign_listener(f"http://127.0.0.1:{free_port()}/health", mp, (PY,)) is None  # nobody listens
+    finally:
+        mp.kill_tree()
+        await mp.wait()
+        mp.reader.close()
         other.terminate()
         other.wait(10)
 
