@@ -415,7 +415,10 @@ class Supervisor:
             if res.ok and state is State.STARTING:
                 # the answer counts only if the listening socket is this process's (finding 9:
                 # another run's server on the same port made a run that could not bind look READY)
-                foreign = await asyncio.to_thread(self._foreign_fn, pr.url, mp, p.argv)
+                try:
+                    foreign = await asyncio.to_thread(self._foreign_fn, pr.url, mp, p.argv)
+                except Exception:  # noqa: BLE001 - an undeterminable holder counts as ours (as before)
+                    foreign = None
                 if foreign is None:
                     self._queue.put_nowait(P.ProbePassed(name))
                 elif warned is None:  # said once per start

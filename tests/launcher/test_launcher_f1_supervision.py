@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from children import HEALTH_SERVER, PY, cleanup_runs, until, until_sync
-from vllm_wizard.launcher import ProcessSpec, Probe, RunSpec, find_run, start_run, stop_stale
+from vllm_wizard.launcher import ProcessSpec, Probe, RunClient, RunSpec, find_run, start_run
 from vllm_wizard.launcher.daemon import TREE_REFRESH_S
 from vllm_wizard.launcher.ports import free_port
 from vllm_wizard.launcher.process import listening_pids
@@ -90,7 +90,12 @@ def test_pid_is_recorded_while_starting_so_stop_finds_the_children_of_a_killed_s
 
     # well before the periodic tree refresh (TREE_REFRESH_S): recorded when spawned
     until_sync(lambda: recorded_pid() is not None, TREE_REFRESH_S / 2, "pid recorded while STARTING")
+    first = recorded_pid()
+    # after a restart too: the new pid is recorded as soon as it exists
+    asyncio.run(RunClient(info.run_id).restart("slow"))
+    until_sync(lambda: recorded_pid() not in (None, first), TREE_REFRESH_S / 2, "new pid recorded after the restart")
     child = recorded_pid()
+    assert not _alive(first)
     log = info.run_dir / "logs" / "slow.log"
     found = lambda: re.search(r"^GRANDCHILD (\d+)$", log.read_text(), re.M)  # noqa: E731
     until_sync(lambda: found() is not None, 10, "grandchild started")
