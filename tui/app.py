@@ -367,6 +367,7 @@ class WizardApp(App):
             return
         try:  # the resolved feature list (defaults) marks the feature row; a plan error shows on review
             plan = self.services.synthesize(self.catalog, self.services.make_selection(self.planned_selection()))
+            self._add_host_fit(plan)
             self.resolved_features = list(getattr(plan, "resolved", {}).get("features") or [])
             # the plan's own "warning: …" notes (gate rules H1, N5, S3…, recipes-synthesis §3.1), shown
             # by the configure pane as review and `vllm-wizard plan` show them
@@ -396,8 +397,24 @@ class WizardApp(App):
         """Synthesize :meth:`planned_selection`; returns plan-json §3 dict. Raises WizardError."""
         sel = self.services.make_selection(self.planned_selection())
         self.plan = self.services.synthesize(self.catalog, sel)
+        self._add_host_fit(self.plan)
         self.plan_json = self.services.plan_to_json(self.plan)
         return self.plan_json
+
+    def _add_host_fit(self, plan: Any) -> None:
+        """Append catalog.hostfit's warnings (LMCache L1 / CPU KV tier vs this node's RAM and CPUs,
+        detection.md §5.1) to ``plan.notes`` — only when the plan is for this node: the hardware
+        picked is the detected profile (another profile means planning for another machine)."""
+        hw = self.selection.get("hardware")
+        if self.inventory is None or hw is None or hw != self.detected_profile:
+            return
+        from vllm_wizard.catalog.hostfit import HostCapacity, host_fit_warnings
+
+        try:
+            notes = host_fit_warnings(self.catalog, plan, HostCapacity.from_inventory(self.inventory))
+        except Exception:  # noqa: BLE001 — advice only; a plan that can't be checked is still shown
+            return
+        plan.notes = [*plan.notes, *(n for n in notes if n not in plan.notes)]
 
     @property
     def launcher(self) -> LauncherPort | None:

@@ -37,10 +37,12 @@ class RealLauncher:
     def preflight(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> list[str]:
         """Every problem that would stop this machine's part of ``plan_file`` from launching (empty =
         go): the processes labelled ``node`` (contracts §2), or node rank 0 plus the unbound ones when
-        ``node`` is None. Unfilled placeholders, an unknown label and a malformed plan raise LaunchError."""
+        ``node`` is None. Unfilled placeholders, an unknown label and a malformed plan raise LaunchError.
+        What would launch but deserves a word (an abbreviated vLLM flag) is left in :attr:`last_warnings`."""
         from vllm_wizard.launcher.preflight import check
 
-        return check(load_plan_file(plan_file, node_rank=0, values=values, node=node))
+        self.last_warnings: list[str] = []
+        return check(load_plan_file(plan_file, node_rank=0, values=values, node=node), warnings=self.last_warnings)
 
     def start(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> str:
         """Preflight, then start this machine's part of ``plan_file`` (``node`` label, None = node rank

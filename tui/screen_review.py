@@ -260,6 +260,8 @@ class ReviewScreen(Screen):
                 problems = [str(exc)]
         text = Text("✓ Preflight passed: ports free, executables found, vLLM version and flags OK.", style="green") \
             if not problems else Text("✗ Preflight:\n" + "\n".join(f"  - {p}" for p in problems), style="red")
+        for warning in getattr(self.app.launcher, "last_warnings", None) or []:  # e.g. an abbreviated vLLM flag
+            text.append(f"\n  ⚠ {warning}", style="yellow")
         self.app.call_from_thread(self.query_one("#review-status", Static).update, text)
         self.preflight_problems = problems
 

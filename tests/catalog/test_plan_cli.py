@@ -487,3 +487,17 @@ def test_cpu_pip_plan_carries_the_cpu_install_pitfalls():
     gpu = synthesize(cat, Selection(model="Qwen/Qwen3-32B", hardware="h200"))
     assert CPU_PIP_NOTE in cpu.notes and "torchvision" in CPU_PIP_NOTE
     assert CPU_PIP_NOTE not in gpu.notes
+
+
+def test_replayed_small_node_gets_host_fit_warnings_and_the_profile_node_none(capsys, snapshot: Path,
+                                                                            shared: Path) -> None:
+    """detection.md §5.1 via catalog.hostfit: with host facts (--replay) the LMCache L1 the recipe
+    pins (512 GB) is checked against the node's RAM; without them (no --detect) nothing is claimed."""
+    fixture = shared / "fixtures" / "detect" / "nvidia_rtx5090_1x.yaml"
+    base = ("--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--kv-offload", "lmcache")
+    code, out, _ = _plan(capsys, *base, "--replay", str(fixture))
+    assert code == 0 and "--l1-size-gb 512" in out  # the command text stays the builder's
+    warning = next(line for line in out.splitlines() if "LMCache L1 size 512" in line)
+    assert "e.g. 93" in warning, warning
+    code, out, _ = _plan(capsys, *base, "--hardware", "rtx_5090")
+    assert code == 0 and "LMCache L1 size" not in out

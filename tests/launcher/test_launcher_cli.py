@@ -190,6 +190,25 @@ def test_set_of_an_unknown_placeholder_warns_and_detection_fills_the_rest():
     assert resolve_values(data, [], 0, io.StringIO(), lambda: type("H", (), {"primary_ip": None, "default_iface": None})()) == {}
 
 
+def test_the_plans_own_placeholder_defaults_fill_what_nobody_set_and_say_so():
+    """A co-located PD plan (contracts §2 placeholder_defaults) launches without --set; --set and
+    detection win over the plan's defaults; each default used is printed."""
+    from vllm_wizard.commands.launch import resolve_values
+
+    data = {"plan_version": 1, "plan": {
+        "placeholders": ["PREFILL_NODE_1", "DECODE_NODE_1", "ROUTER_HOST", "ROUTER_PORT", "HEAD_IP"],
+        "placeholder_defaults": {"PREFILL_NODE_1": "127.0.0.1", "DECODE_NODE_1": "127.0.0.1",
+                                 "ROUTER_HOST": "localhost", "ROUTER_PORT": "30000", "UNUSED": "x",
+                                 "HEAD_IP": "192.0.2.9"},
+        "processes": []}}
+    err = io.StringIO()
+    values = resolve_values(data, ["ROUTER_PORT=31000"], 0, err, lambda: _Host())
+    assert values == {"PREFILL_NODE_1": "127.0.0.1", "DECODE_NODE_1": "127.0.0.1", "ROUTER_HOST": "localhost",
+                      "ROUTER_PORT": "31000", "HEAD_IP": "10.1.2.3"}
+    assert ("using the plan's defaults: DECODE_NODE_1=127.0.0.1 PREFILL_NODE_1=127.0.0.1 ROUTER_HOST=localhost "
+            "(override with --set NAME=VALUE)") in err.getvalue()
+
+
 def test_launch_fills_head_ip_and_iface_from_detection(tmp_path, env):
     from vllm_wizard.detect import detect
 

@@ -445,3 +445,20 @@ async def test_smoke_after_a_wizard_launch_uses_the_typed_api_key(build_app, tmp
     finally:
         server.terminate()
         server.wait(10)
+
+
+async def test_review_warns_when_the_plan_asks_more_of_this_node_than_it_has(snapshot_catalog):
+    """catalog.hostfit in the wizard: LMCache's pinned --l1-size-gb 512 on this 24 GiB CPU node gets
+    the same warning `plan --detect` prints, with a size to use; planning for another profile doesn't."""
+    app = cpu_app(snapshot_catalog)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, 5)
+        app.update_selection(model="Qwen/Qwen3-32B", kv_offload="lmcache")
+        await settle(pilot)
+        app.build_plan()
+        fit = [n for n in app.plan.notes if "LMCache L1 size 512" in n]
+        assert len(fit) == 1 and "e.g. 12" in fit[0], app.plan.notes
+        app.update_selection(hardware="h200")
+        await settle(pilot)
+        app.build_plan()
+        assert not any("LMCache L1 size" in n for n in app.plan.notes)

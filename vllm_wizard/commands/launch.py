@@ -206,10 +206,13 @@ def detected_defaults(names: list[str], given: dict[str, str], node_rank: int,
 
 def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sys.stderr,
                    host_facts: Callable[[], Any] = _host_facts) -> dict[str, str]:
-    """The placeholder values for plan-file ``data``: ``--set`` ``items`` plus detected defaults.
+    """The placeholder values for plan-file ``data``: ``--set`` ``items``, then detected defaults,
+    then the plan's own ``placeholder_defaults`` (contracts §2: recipes-synthesis §2.13's
+    ``ROUTER_HOST``/``ROUTER_PORT``; 127.0.0.1 for the pools of a co-located PD plan).
 
     Warns on ``err`` about each ``--set NAME`` that is no placeholder of the plan (naming the ones
-    it has) and prints the detected defaults it used. Raises ``LaunchError`` for a malformed item.
+    it has) and prints every default it used (never applied silently, contracts §2). Raises
+    ``LaunchError`` for a malformed item.
     """
     from vllm_wizard.launcher.spec import plan_placeholders
 
@@ -225,7 +228,13 @@ def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sy
     if defaults:
         err.write("using detected defaults: " + " ".join(f"{k}={v}" for k, v in defaults.items())
                   + " (override with --set NAME=VALUE)\n")
-    return {**defaults, **values}
+    offered = data["plan"].get("placeholder_defaults") or {}
+    planned = {n: str(offered[n]) for n in names
+               if n in offered and n not in values and n not in defaults and offered[n] not in (None, "")}
+    if planned:
+        err.write("using the plan's defaults: " + " ".join(f"{k}={v}" for k, v in planned.items())
+                  + " (override with --set NAME=VALUE)\n")
+    return {**planned, **defaults, **values}
 
 
 def label_rank(label: str) -> int:

@@ -175,7 +175,8 @@ def detect_defaults(args: argparse.Namespace, cat: Any, data: dict[str, Any]) ->
 
     ``gpus`` is set only when the detected count differs from the profile's ``gpu_count`` (a node
     with 4 of an 8-GPU profile's devices), so a matching node plans exactly like the profile.
-    Returns the hardware snapshot recorded in the plan file's provenance.
+    Returns the hardware snapshot recorded in the plan file's provenance (with ``host_capacity``:
+    the node's RAM and CPUs, which :func:`catalog.hostfit.host_fit_warnings` checks the plan against).
     """
     from vllm_wizard.detect import detect, match_profiles
 
@@ -193,6 +194,10 @@ def detect_defaults(args: argparse.Namespace, cat: Any, data: dict[str, Any]) ->
     if "gpus" not in data and inv.device_count and profile is not None and inv.device_count != profile.gpu_count:
         data["gpus"] = inv.device_count
     primary = inv.primary
+    from dataclasses import asdict
+
+    from vllm_wizard.catalog.hostfit import HostCapacity
+
     return {
         "source": inv.source,
         "device_count": inv.device_count,
@@ -201,6 +206,8 @@ def detect_defaults(args: argparse.Namespace, cat: Any, data: dict[str, Any]) ->
         "matched_profile": best.profile_id,
         "match_quality": best.quality,
         "notes": list(best.notes),
+        # RAM/CPUs of the node, for catalog.hostfit's warnings (detection.md §5.1)
+        "host_capacity": asdict(HostCapacity.from_inventory(inv)),
     }
 
 
@@ -350,6 +357,10 @@ def run(args: argparse.Namespace) -> int:
         selection = selection.model_copy(update={"model": recipe.hf_id})
     plan = synthesize(cat, selection)
     plan.notes += ["warning: " + w for w in warnings] + _head_warnings(recipe, plan)
+    if snapshot is not None:
+        from vllm_wizard.catalog.hostfit import HostCapacity, host_fit_warnings
+
+        plan.notes += host_fit_warnings(cat, plan, HostCapacity(**snapshot["host_capacity"]))
 
     if args.out is not None:
         provenance = {
