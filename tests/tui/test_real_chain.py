@@ -19,6 +19,7 @@ from tui_steps import settle
 
 from vllm_wizard.tui.app import make_app
 from vllm_wizard.tui.screen_configure import ConfigureScreen
+from vllm_wizard.tui.prompts import ConfirmPrompt
 from vllm_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
 from vllm_wizard.tui.screen_review import ReviewScreen
 
@@ -105,7 +106,9 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch):
         assert monitor.run_id == run_id
         await _until(pilot, lambda: "vllm" in monitor.model.procs and monitor.model.procs["vllm"].state == "READY",
                      30, "the snapshot showing vllm READY")
-        await pilot.press("s")
+        await pilot.press("s")  # asks first: one stray key must not stop a live server
+        await _until(pilot, lambda: isinstance(app2.screen, ConfirmPrompt), 10, "the stop confirmation")
+        await pilot.press("y")
         await _until(pilot, lambda: monitor.model.outcome is not None, 120, "the run to finish")
         assert monitor.model.outcome == "stopped"
 
