@@ -24,6 +24,7 @@ from vllm_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
 from vllm_wizard.tui.screen_review import ReviewScreen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launcher"))
+from children import cleanup_runs  # noqa: E402
 from e2e_env import E2EUnavailable, tiny_model, vllm_env  # noqa: E402
 
 pytestmark = pytest.mark.e2e
@@ -40,6 +41,13 @@ def real():
         pytest.skip(f"real environment unavailable: {exc}")
 
 
+@pytest.fixture
+def no_leftover_run(tmp_path):
+    """A failed assertion must not leave a real vLLM running for the rest of the suite."""
+    yield
+    cleanup_runs(tmp_path / "state")
+
+
 async def _until(pilot, predicate, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -49,7 +57,7 @@ async def _until(pilot, predicate, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-async def test_real_chain_from_the_app(real, tmp_path, monkeypatch):
+async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_run):
     from vllm_wizard.launcher import list_runs, run_survivors
     from vllm_wizard.launcher.ports import free_port
 
