@@ -441,7 +441,14 @@ class MonitorScreen(Screen):
             self.notify("No flag fix to apply.", severity="warning")
             return
         if self.client is not None:
-            await self.client.stop()
+            from vllm_wizard.errors import LaunchError
+
+            try:
+                await self.client.stop()
+            except LaunchError as exc:  # a FATAL run's supervisor has usually finished already
+                if "finished" not in str(exc):
+                    self.notify(f"Could not stop the run, not relaunching: {exc}", severity="error")
+                    return
         selection = dict(self.app.selection)
         selection["advanced_args"] = list(selection.get("advanced_args") or []) + list(args)
         self.app.set_selection(selection)

@@ -287,8 +287,8 @@ class ReviewScreen(Screen):
     def _launch(self, values: dict[str, str]) -> None:
         from vllm_wizard.tui.plan_export import runs_plan_path
 
-        path = runs_plan_path(time.strftime("%Y%m%d-%H%M%S"))
-        try:
+        try:  # the state dir itself may be unusable (XDG_STATE_HOME a file): say so, never hang
+            path = runs_plan_path(time.strftime("%Y%m%d-%H%M%S"))
             write_plan_file(self.app, path)
             run_id = self.app.launcher.start(path, values, node=self.node)
         except Exception as exc:  # noqa: BLE001 — LaunchError lists every preflight problem

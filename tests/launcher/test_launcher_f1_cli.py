@@ -150,3 +150,13 @@ def test_signal_note_counts_every_group_member_signalled(tmp_path, env):
     assert _cli(env, "stop").returncode == 0
     log = (tmp_path / "state" / "vllm-wizard" / "runs" / st["run_id"] / "logs" / "sleeper.log").read_text()
     assert "(3 processes)" in log, log
+
+
+def test_wait_returns_when_a_one_shot_job_finished_and_the_server_is_ready(tmp_path, env):
+    """Tester 2, N3: a one-shot companion (no probe) exiting 0 is done, not 'not READY yet'."""
+    port = free_port()
+    oneshot = {"name": "oneshot", "role": "companion", "phase": "before", "argv": [PY, "-c", "print('prepared')"]}
+    r = _cli(env, "launch", _plan(tmp_path, [oneshot, _web(port)]), "--wait", timeout=45)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "all 2 processes READY (1 one-shot finished)" in r.stdout
+    assert _cli(env, "stop").returncode == 0

@@ -218,3 +218,60 @@ def test_token_rates_come_from_snapshot_timestamps_not_an_assumed_interval():
     # the dict form the client may yield works the same way
     model.feed({"type": "metrics", "name": "vllm", "snapshot": {"ts": 1022.0, "generation_tokens_total": 230}, "rates": {}})
     assert list(model.metrics["generation_tokens_per_s"])[-1] == 20.0
+
+
+async def test_fix_and_relaunch_after_the_supervisor_already_finished(build_app, tmp_path, monkeypatch):
+    """A FATAL run's supervisor exits: stopping it then raises 'run … is finished' (tester 2, N1).
+    x must still go to review with the fix; any other stop failure must not relaunch."""
+    from vllm_wizard.errors import LaunchError
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    launcher = FakeLauncher(events=kv_oom_run())
+    app = build_app(launcher=launcher)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _launch(pilot, app)
+
+        async def finished() -> None:
+            raise LaunchError("run run-1 is finished: it ended (fatal); `vllm-wizard logs run-1` shows …")
+
+        launcher.clients["run-1"].stop = finished
+        await pilot.press("x")
+        await settle(pilot)
+        assert isinstance(app.screen, ReviewScreen)
+        assert app.selection["advanced_args"] == ["--max-model-len", "8192"]
+
+    launcher = FakeLauncher(events=kv_oom_run())
+    app = build_app(launcher=launcher)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _launch(pilot, app)
+
+        async def unreachable() -> None:
+            raise LaunchError("run run-1 is stale: its supervisor is not running and 2 of its processes still run")
+
+        launcher.clients["run-1"].stop = unreachable
+        await pilot.press("x")
+        await settle(pilot)
+        assert app.screen is screen and not app.selection.get("advanced_args")
+
+
+async def test_launch_with_an_unusable_state_dir_says_why(build_app, tmp_path, monkeypatch):
+    """Tester 2, N2: XDG_STATE_HOME is a file — the launch must say so, not hang on 'Preflight and launch…'."""
+    from textual.widgets import Static
+
+    bad = tmp_path / "statefile"
+    bad.write_text("not a directory")
+    monkeypatch.setenv("XDG_STATE_HOME", str(bad))
+    launcher = FakeLauncher(events=ready_run())
+    app = build_app(launcher=launcher)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
+        assert isinstance(app.screen, ReviewScreen)
+        await pilot.press("l")
+        status = app.screen.query_one("#review-status", Static)
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if "Launch refused" in str(status.render()):
+                break
+        text = str(status.render())
+        assert "Launch refused" in text and "statefile" in text, text
+        assert launcher.started == []

@@ -332,7 +332,9 @@ def _drop_output() -> None:
 
 
 def _wait_ready(run_id: str, names: list[str]) -> int:
-    """Follow a detached run until every process is READY (0) or one is FATAL / the run ends (1)."""
+    """Follow a detached run until every process is READY or done (0; EXITED in a live run is a
+    one-shot job that finished with status 0 — a failed one goes FATAL) or one is FATAL / the run
+    ends (1)."""
     import asyncio
 
     from vllm_wizard.launcher import ProcessEvent, RunClient, RunFinished, Snapshot
@@ -350,8 +352,9 @@ def _wait_ready(run_id: str, names: list[str]) -> int:
             elif isinstance(msg, RunFinished):
                 printer(msg)
                 return 1
-            if states and all(s == "READY" for s in states.values()):
-                print(f"all {len(states)} processes READY")
+            if states and all(s in ("READY", "EXITED") for s in states.values()):
+                done = sum(s == "EXITED" for s in states.values())
+                print(f"all {len(states)} processes READY" + (f" ({done} one-shot finished)" if done else ""))
                 return 0
             if any(s == "FATAL" for s in states.values()):
                 return 1
