@@ -141,7 +141,8 @@ def plan_text(plan: LaunchPlan) -> str:
     shape = r.get("strategy") or "omni"
     if plan.deploy_type not in (shape, "single_node", "multi_node"):
         shape += f" ({plan.deploy_type})"
-    head = (f"# {r['model']} · variant {r['variant']} · {r['hardware']} ({plan.device_count} devices/node)"
+    head = (f"# {r['model']} · variant {r['variant']} · {r['hardware']} ({plan.device_count} "
+            f"{'device' if plan.device_count == 1 else 'devices'}/node)"
             f" · {shape} · {layout} · {plan.install_mode}")
     out = [head]
     if plan.min_vllm_version:

@@ -501,3 +501,4 @@ def test_replayed_small_node_gets_host_fit_warnings_and_the_profile_node_none(ca
     assert "e.g. 93" in warning, warning
     code, out, _ = _plan(capsys, *base, "--hardware", "rtx_5090")
     assert code == 0 and "LMCache L1 size" not in out
+    assert "· rtx_5090 (1 device/node) ·" in out.splitlines()[0]
