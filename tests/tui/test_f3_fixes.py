@@ -112,21 +112,10 @@ def state_home(tmp_path, monkeypatch):
     home = tmp_path / "state"
     monkeypatch.setenv("XDG_STATE_HOME", str(home))
     yield home
-    from vllm_wizard.launcher.runs import read_run, run_survivors, stop_stale
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launcher"))
+    from children import cleanup_runs
 
-    root = home / "vllm-wizard" / "runs"
-    for d in sorted(root.iterdir()) if root.is_dir() else []:
-        info = read_run(d)
-        if info.status in ("running", "starting") and info.pid:
-            try:
-                sup = psutil.Process(info.pid)
-                sup.terminate()
-                sup.wait(30)
-            except psutil.Error:
-                pass
-            info = read_run(d)
-        if info.status != "finished" and run_survivors(info):
-            stop_stale(info, timeout=5)
+    cleanup_runs(home)
 
 
 def serve_spec(vllm: Path, port: int, *extra: str, env: dict | None = None):
