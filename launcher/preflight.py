@@ -42,7 +42,7 @@ from typing import Callable, Mapping
 from vllm_wizard.errors import LaunchError
 from vllm_wizard.launcher.ports import port_free, port_holder
 from vllm_wizard.launcher.process import child_env
-from vllm_wizard.launcher.spec import RunSpec, flag_values, placeholders_in
+from vllm_wizard.launcher.spec import ProcessSpec, RunSpec, flag_values, last_flag_value, placeholders_in
 from vllm_wizard.launcher.vllm import is_vllm_serve
 
 #: ``(argv, env, timeout_s) -> stdout text``; raises ``OSError``/``subprocess.SubprocessError``.
@@ -162,6 +162,26 @@ def flag_problem(flag: str, known: set[str], version: str) -> tuple[str | None, 
     return f"vLLM {version} has no flag {name if dot else flag}{hint}", None
 
 
+def missing_model_path(p: ProcessSpec) -> str | None:
+    """The problem line when ``vllm serve``'s model (``vllm serve MODEL`` or ``--model MODEL``) is
+    written as a local path — starting with ``/``, ``./``, ``../`` or ``~`` — that does not exist
+    (relative to the process's ``cwd``); None otherwise. A Hugging Face id (``org/name``) is never a
+    path here. Without this vLLM fails only after ~30 s of start-up, with "Repo id must be in the
+    form …" (tester finding 10)."""
+    argv = list(p.argv)
+    model = argv[2] if len(argv) > 2 and argv[1] == "serve" and not argv[2].startswith("-") else None
+    model = last_flag_value(argv, "--model") or model
+    if not model or not model.startswith(("/", "./", "../", "~")):
+        return None
+    path = Path(os.path.expanduser(model))
+    if not path.is_absolute() and p.cwd:
+        path = Path(p.cwd) / path
+    if path.exists():
+        return None
+    return (f"{p.name!r}: the model path {model!r} does not exist (vLLM would fail after start-up with 'Repo id "
+            "must be in the form …'); fix the path, or give a Hugging Face id such as Qwen/Qwen3-32B")
+
+
 def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = None,
           check_flags: bool = True, base_env: Mapping[str, str] | None = None,
           free_ram: Callable[[], int] = available_ram, warnings: list[str] | None = None) -> list[str]:
@@ -194,6 +214,10 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
             where = "" if "/" in exe else f" on PATH ({env.get('PATH', '')[:200]})"
             problems.append(f"{p.name!r}: executable {exe!r} not found{where}; install it or fix PATH")
             continue
+        if is_vllm_serve(p.argv) and not p.setup:
+            missing = missing_model_path(p)
+            if missing:
+                problems.append(missing)
         if not (check_flags and is_vllm_serve(p.argv) and not p.setup):
             continue
         vexe = shutil.which(p.argv[0], path=env.get("PATH")) or p.argv[0]

@@ -319,3 +319,22 @@ def test_startup_progress_reads_the_config_dump_as_engine_init_and_cpu_warmup_as
     assert prog.phase == "engine_init"
     prog.feed("(Worker pid=3) INFO 11-30 10:54:41 [cpu_model_runner.py:87] Warming up model for the compilation...")
     assert prog.phase == "kv_cache"
+
+
+def test_preflight_names_a_local_model_path_that_does_not_exist(tmp_path):
+    """Tester finding 10: `vllm serve /nonexistent/model` crash-looped ~30 s before saying why."""
+    from vllm_wizard.launcher.preflight import missing_model_path
+    from vllm_wizard.launcher.spec import ProcessSpec
+
+    model = tmp_path / "tiny"
+    model.mkdir()
+    assert missing_model_path(ProcessSpec("v", ("vllm", "serve", str(model)))) is None
+    assert missing_model_path(ProcessSpec("v", ("vllm", "serve", "Qwen/Qwen3-32B"))) is None  # an HF id
+    assert missing_model_path(ProcessSpec("v", ("vllm", "serve", "./tiny"), cwd=str(tmp_path))) is None
+    problem = missing_model_path(ProcessSpec("v", ("vllm", "serve", "/nonexistent/model", "--port", "1")))
+    assert problem and "'/nonexistent/model' does not exist" in problem and problem.startswith("'v': ")
+    assert missing_model_path(ProcessSpec("v", ("vllm", "serve", "--model", "~/no-such-model-dir"))) is not None
+    # and check() lists it with the rest (flags not checked here: no vLLM needed)
+    spec = RunSpec((ProcessSpec("v", (sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+                                      "--model", str(tmp_path / "gone"))),))
+    assert any("does not exist" in line for line in check(spec, check_flags=False))
