@@ -331,6 +331,8 @@ class MonitorModel:
             self.health.pop(row.name, None)
         if new == "READY":
             row.ready, row.phase, row.progress = True, PHASE_LABEL["ready"], None
+        else:  # the Ready column says whether it serves now, not whether it ever did
+            row.ready = False
         if new == "STOPPING":
             row.cause = None  # a requested stop/restart: the last failure is no longer the story
         if new not in ("STARTING", "READY"):

@@ -101,6 +101,20 @@ def test_model_bounds_log_tail_and_counts_restarts():
     assert model.procs["vllm"].restarts == 1 and model.procs["vllm"].state == "STARTING"
 
 
+def test_ready_column_follows_the_current_state():
+    """Tester 2 nit: a stopped process kept its ✓ in the Ready column."""
+    from vllm_wizard.launcher import ProcessEvent, State
+
+    model = MonitorModel()
+    model.feed(ProcessEvent("vllm", State.STARTING, State.STOPPED, 0))
+    model.feed(ProcessEvent("vllm", State.READY, State.STARTING, 0))
+    assert model.procs["vllm"].ready
+    model.feed(ProcessEvent("vllm", State.STOPPING, State.READY, 0))
+    assert not model.procs["vllm"].ready
+    model.feed(ProcessEvent("vllm", State.STOPPED, State.STOPPING, 0))
+    assert not model.procs["vllm"].ready and model.procs["vllm"].state == "STOPPED"
+
+
 async def test_preflight_key_shows_every_problem(build_app):
     app = build_app(launcher=FakeLauncher(busy=True))
     async with app.run_test(size=(120, 40)) as pilot:
