@@ -6,6 +6,7 @@ Shared by the launcher tests; no fixed sleeps — everything is polled to a dead
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
 import time
 from typing import Callable
@@ -78,6 +79,12 @@ def until_sync(cond: Callable[[], bool], timeout: float = 20.0, what: str = "con
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.02)
 
+
+
+def run_cli(env: dict, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """``python -m vllm_wizard ARGS`` with ``env``; output captured as text; ``timeout`` in s."""
+    return subprocess.run([sys.executable, "-m", "vllm_wizard", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def cleanup_runs(state_home) -> list[str]:

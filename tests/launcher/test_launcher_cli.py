@@ -14,20 +14,11 @@ import psutil
 import pytest
 import yaml
 
-from children import FAIL, HEALTH_SERVER, PY, cleanup_runs, until_sync
+from children import FAIL, HEALTH_SERVER, PY, run_cli, until_sync
 from vllm_wizard.launcher.ports import free_port
 
 
-@pytest.fixture
-def env(tmp_path):
-    e = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache"), NO_COLOR="1")
-    yield e
-    cleanup_runs(tmp_path / "state")  # a failed test must not leak supervisors
-
-
-def _cli(env, *args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "vllm_wizard", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+_cli = run_cli  # the `env` fixture is in conftest.py
 
 
 def _plan_file(tmp_path, port, extra=None):

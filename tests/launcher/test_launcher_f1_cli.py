@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 
 import psutil
 import pytest
 import yaml
 
-from children import HEALTH_SERVER, PY, cleanup_runs, until_sync
+from children import HEALTH_SERVER, PY, run_cli, until_sync
 from vllm_wizard.launcher.ports import free_port
 
 #: What vLLM prints for `vllm serve /nonexistent/model` (0.32 CPU build), then exit 1.
@@ -29,16 +27,7 @@ sys.exit(1)
 """
 
 
-@pytest.fixture
-def env(tmp_path):
-    e = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), XDG_CACHE_HOME=str(tmp_path / "cache"), NO_COLOR="1")
-    yield e
-    cleanup_runs(tmp_path / "state")  # a failed test must not leak supervisors
-
-
-def _cli(env, *args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "vllm_wizard", *args], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+_cli = run_cli  # the `env` fixture is in conftest.py
 
 
 def _plan(tmp_path, procs) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from canned import kv_oom_run, ready_run
 from fakes import FakeLauncher
 from textual.widgets import DataTable, RichLog, Sparkline
@@ -234,7 +235,12 @@ def test_token_rates_come_from_snapshot_timestamps_not_an_assumed_interval():
     assert list(model.metrics["generation_tokens_per_s"])[-1] == 20.0
 
 
-async def test_fix_and_relaunch_after_the_supervisor_already_finished(build_app, tmp_path, monkeypatch):
+@pytest.mark.parametrize("stop_error, relaunches", [
+    ("run run-1 is finished: it ended (fatal); `vllm-wizard logs run-1` shows …", True),
+    ("run run-1 is stale: its supervisor is not running and 2 of its processes still run", False),
+])
+async def test_fix_and_relaunch_after_the_supervisor_already_finished(build_app, tmp_path, monkeypatch,
+                                                                      stop_error, relaunches):
     """A FATAL run's supervisor exits: stopping it then raises 'run … is finished' (tester 2, N1).
     x must still go to review with the fix; any other stop failure must not relaunch."""
     from vllm_wizard.errors import LaunchError
@@ -245,27 +251,17 @@ async def test_fix_and_relaunch_after_the_supervisor_already_finished(build_app,
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await _launch(pilot, app)
 
-        async def finished() -> None:
-            raise LaunchError("run run-1 is finished: it ended (fatal); `vllm-wizard logs run-1` shows …")
+        async def failing_stop() -> None:
+            raise LaunchError(stop_error)
 
-        launcher.clients["run-1"].stop = finished
+        launcher.clients["run-1"].stop = failing_stop
         await pilot.press("x")
         await settle(pilot)
-        assert isinstance(app.screen, ReviewScreen)
-        assert app.selection["advanced_args"] == ["--max-model-len", "8192"]
-
-    launcher = FakeLauncher(events=kv_oom_run())
-    app = build_app(launcher=launcher)
-    async with app.run_test(size=(120, 40)) as pilot:
-        screen = await _launch(pilot, app)
-
-        async def unreachable() -> None:
-            raise LaunchError("run run-1 is stale: its supervisor is not running and 2 of its processes still run")
-
-        launcher.clients["run-1"].stop = unreachable
-        await pilot.press("x")
-        await settle(pilot)
-        assert app.screen is screen and not app.selection.get("advanced_args")
+        if relaunches:
+            assert isinstance(app.screen, ReviewScreen)
+            assert app.selection["advanced_args"] == ["--max-model-len", "8192"]
+        else:
+            assert app.screen is screen and not app.selection.get("advanced_args")
 
 
 async def test_launch_with_an_unusable_state_dir_says_why(build_app, tmp_path, monkeypatch):
