@@ -23,9 +23,9 @@ from pathlib import Path
 
 import yaml
 
-from vllm_wizard.catalog import load_catalog, plan_to_json, synthesize
-from vllm_wizard.catalog.loader import DATA_DIR
-from vllm_wizard.catalog.selection import selection_from_data
+from vllm_deploy_wizard.catalog import load_catalog, plan_to_json, synthesize
+from vllm_deploy_wizard.catalog.loader import DATA_DIR
+from vllm_deploy_wizard.catalog.selection import selection_from_data
 
 
 def catalog_files(snapshot: Path) -> list[Path]:

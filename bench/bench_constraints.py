@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from vllm_wizard.catalog.constraints import options
-from vllm_wizard.catalog.loader import load_catalog
+from vllm_deploy_wizard.catalog.constraints import options
+from vllm_deploy_wizard.catalog.loader import load_catalog
 
 HARDWARE = ("h200", "h100", "b200", "gb200", "mi300x", "mi355x", "rtx_5090", "xeon6", "trillium")
 KV = ("none", "simple", "offloading_cpu", "lmcache", "kv_store_distributed_mooncake")

@@ -1,6 +1,6 @@
 """Benchmark: full in-process ``detect()`` on this machine (target ≤ 150 ms, issue 3).
 
-Prints the import time of ``vllm_wizard.detect``, the first (cold) detect, and the median/max of
+Prints the import time of ``vllm_deploy_wizard.detect``, the first (cold) detect, and the median/max of
 repeated detects, plus the replay time of every shared fixture. Run: ``python bench/bench_detect.py``.
 """
 
@@ -16,8 +16,8 @@ TARGET_MS = 150.0
 
 def main(repeats: int = 20) -> int:
     t0 = time.perf_counter()
-    from vllm_wizard.detect import detect
-    from vllm_wizard.detect.fixture import FixtureFacts, scenario_ids
+    from vllm_deploy_wizard.detect import detect
+    from vllm_deploy_wizard.detect.fixture import FixtureFacts, scenario_ids
 
     import_ms = (time.perf_counter() - t0) * 1000
     t1 = time.perf_counter()
@@ -28,7 +28,7 @@ def main(repeats: int = 20) -> int:
         t = time.perf_counter()
         detect()
         runs.append((time.perf_counter() - t) * 1000)
-    print(f"import vllm_wizard.detect: {import_ms:.1f} ms")
+    print(f"import vllm_deploy_wizard.detect: {import_ms:.1f} ms")
     print(f"detect() cold: {cold_ms:.1f} ms; warm median {statistics.median(runs):.1f} ms, "
           f"max {max(runs):.1f} ms over {repeats} runs (target <= {TARGET_MS:.0f} ms)")
     fixtures = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "detect"

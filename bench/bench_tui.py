@@ -43,7 +43,7 @@ WIZARD = r"""
 import time; t0 = time.perf_counter()
 import sys
 from pathlib import Path
-from vllm_wizard.tui.app import make_app
+from vllm_deploy_wizard.tui.app import make_app
 recipes = sys.argv[1] or None
 async def ready(pilot):
     print(f"FRAME {time.perf_counter() - t0:.4f}", flush=True)
@@ -91,11 +91,11 @@ async def bench_panel(walk: int) -> None:
     from fakes import FakeCandidate, FakeInventory  # noqa: E402
     from tui_steps import pick_hardware, pick_model  # noqa: E402
 
-    from vllm_wizard.catalog import load_catalog
-    from vllm_wizard.tui.app import make_app
-    from vllm_wizard.tui.constraint_panel import ConstraintPanel
-    from vllm_wizard.tui.screen_configure import AxisList
-    from vllm_wizard.tui.services import real_services
+    from vllm_deploy_wizard.catalog import load_catalog
+    from vllm_deploy_wizard.tui.app import make_app
+    from vllm_deploy_wizard.tui.constraint_panel import ConstraintPanel
+    from vllm_deploy_wizard.tui.screen_configure import AxisList
+    from vllm_deploy_wizard.tui.services import real_services
 
     catalog = load_catalog()
     services = real_services()

@@ -1,4 +1,4 @@
-"""vllm_wizard.catalog — taxonomy, strategies, recipes, loaders, plan synthesis, constraints.
+"""vllm_deploy_wizard.catalog — taxonomy, strategies, recipes, loaders, plan synthesis, constraints.
 
 Public API (docs/contracts.md §1)::
 

@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from vllm_wizard.errors import SelectionError
+from vllm_deploy_wizard.errors import SelectionError
 
 from . import gates
 from .models import HardwareProfile, KvOffloadOption, Recipe, Strategy, Variant
@@ -410,7 +410,7 @@ def options(catalog: Any, selection: Any, *, detected_profile: str | None = None
     """Every axis with its choices for ``selection`` (recipes-synthesis §3, §3.2, §4, §2.14).
 
     Args:
-        catalog: a loaded :class:`~vllm_wizard.catalog.loader.Catalog`.
+        catalog: a loaded :class:`~vllm_deploy_wizard.catalog.loader.Catalog`.
         selection: the Selection (pydantic model, dataclass or dict) with plan-json §2 keys
             (``model, variant, hardware, strategy, nodes, features, feature_modes, kv_offload, pd,
             install_mode, frontend``) plus extensions ``gpus, connector, router, detected_profile``.
@@ -423,7 +423,7 @@ def options(catalog: Any, selection: Any, *, detected_profile: str | None = None
 
     Raises:
         SelectionError: the model is neither a recipe nor a custom model with a readable
-            config.json (see :func:`vllm_wizard.catalog.custom.resolve_model`), or the hardware id
+            config.json (see :func:`vllm_deploy_wizard.catalog.custom.resolve_model`), or the hardware id
             is unknown (names close matches).
     """
     ctx = _context(catalog, selection, detected_profile)

@@ -2,13 +2,13 @@
 
 :func:`resolve_model` is the integration point for the rest of the catalog: the recipe of the
 catalog when ``model_id`` is a recipe id (or a variant alias), else :func:`custom_recipe`, which
-derives a :class:`~vllm_wizard.catalog.models.Recipe` from ``config.json`` found
+derives a :class:`~vllm_deploy_wizard.catalog.models.Recipe` from ``config.json`` found
 
 1. in ``model_id`` itself when it is a local directory (the served model id is its absolute path), or
 2. in the local Hugging Face cache (``huggingface_hub.try_to_load_from_cache`` — no network, ever;
    honours ``HF_HUB_CACHE``/``HF_HOME``).
 
-No ``config.json`` in either place → :class:`~vllm_wizard.errors.SelectionError` naming every place
+No ``config.json`` in either place → :class:`~vllm_deploy_wizard.errors.SelectionError` naming every place
 tried and how to fix it.
 
 What is derived, and how (multimodal configs use their ``text_config`` for the language model):
@@ -52,7 +52,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from vllm_wizard.errors import SelectionError
+from vllm_deploy_wizard.errors import SelectionError
 
 from .models import Recipe
 

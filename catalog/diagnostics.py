@@ -19,7 +19,7 @@ file, and reports
 
 Decisions:
 
-* Validation is delegated to the pydantic models of :mod:`vllm_wizard.catalog.models`; this module
+* Validation is delegated to the pydantic models of :mod:`vllm_deploy_wizard.catalog.models`; this module
   only turns their errors into text, branching on the pydantic error ``type`` (missing, wrong type,
   literal) for a message that says what would be valid.
 * Line numbers are computed only for files that have a problem (``yaml.compose`` is slower than the
@@ -62,7 +62,7 @@ EXTRA_KNOWN_KEYS: dict[type[BaseModel], frozenset[str]] = {
 
 def known_precisions() -> tuple[str, ...]:
     """Precisions a variant may name: those with a bytes-per-parameter figure in
-    :data:`vllm_wizard.catalog.custom.BYTES_PER_PARAM`, plus the snapshot's mixed ``int2/4/8``."""
+    :data:`vllm_deploy_wizard.catalog.custom.BYTES_PER_PARAM`, plus the snapshot's mixed ``int2/4/8``."""
     from .custom import BYTES_PER_PARAM
 
     return (*BYTES_PER_PARAM, "int2/4/8")

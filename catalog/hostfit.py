@@ -13,7 +13,7 @@ Decisions:
 
 * **Pure, after synthesis.** The catalog never imports detect (tests/test_boundaries.py), so the
   host arrives as a :class:`HostCapacity` of plain numbers; :meth:`HostCapacity.from_inventory`
-  reads a ``vllm_wizard.detect`` inventory by attribute (duck-typed, no import). A plan made without
+  reads a ``vllm_deploy_wizard.detect`` inventory by attribute (duck-typed, no import). A plan made without
   host facts gets no such warnings — ``plan`` without ``--detect`` plans for the profile, not a node.
 * **Usable RAM** = min(host RAM for KV offload, cgroup limit) (detection.md §5.1). The node this
   runs on stands for every node of the plan (clusters are homogeneous in every profile).
@@ -72,7 +72,7 @@ class HostCapacity:
 
     @classmethod
     def from_inventory(cls, inventory: Any) -> "HostCapacity":
-        """From a ``vllm_wizard.detect`` Inventory (read by attribute: ``host.ram_bytes`` else
+        """From a ``vllm_deploy_wizard.detect`` Inventory (read by attribute: ``host.ram_bytes`` else
         ``host.mem_total_bytes``, ``host.mem_available_bytes``, ``host.cgroup_limit_bytes``,
         ``cpu.usable_cpus`` else ``cpu.logical_cpus``). Missing attributes read as unknown."""
         host = getattr(inventory, "host", None)

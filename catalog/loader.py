@@ -40,7 +40,7 @@ from typing import Any, Iterable
 import yaml
 from pydantic import ValidationError
 
-from vllm_wizard.errors import CatalogError, SelectionError
+from vllm_deploy_wizard.errors import CatalogError, SelectionError
 
 from .models import KvStore, Recipe, Strategy, Taxonomy
 

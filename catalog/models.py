@@ -657,7 +657,7 @@ class Recipe(CatalogModel):
     advanced_options: list[dict[str, Any]] = Field(default_factory=list)
     guide: str = ""
     custom_source: str | None = None
-    """Custom models only (:mod:`vllm_wizard.catalog.custom`): the ``config.json`` the recipe was
+    """Custom models only (:mod:`vllm_deploy_wizard.catalog.custom`): the ``config.json`` the recipe was
     derived from; None for a recipe file. Not a recipes-repo key (no snapshot recipe has it)."""
 
     @property

@@ -20,7 +20,7 @@ from typing import Any, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from vllm_wizard.errors import SelectionError
+from vllm_deploy_wizard.errors import SelectionError
 
 PoolMode = Literal["tp", "tep", "dep"]
 
@@ -159,7 +159,7 @@ def load_selection(path: Path | str) -> Selection:
     except OSError as exc:
         raise SelectionError(f"{path}: cannot read selection file: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        from vllm_wizard.errors import not_utf8
+        from vllm_deploy_wizard.errors import not_utf8
 
         raise SelectionError(not_utf8(path, exc, "a selection file: YAML or JSON (plan-json §2)")) from None
     try:

@@ -46,7 +46,7 @@ from typing import Any
 
 import yaml
 
-from vllm_wizard.errors import WizardError
+from vllm_deploy_wizard.errors import WizardError
 
 #: Default archive for ``vllm-wizard recipes sync``: the vllm-project/recipes main branch.
 DEFAULT_SYNC_URL = "https://github.com/vllm-project/recipes/archive/refs/heads/main.tar.gz"
@@ -266,7 +266,7 @@ def sync_recipes(
         dest: the cache folder (default :func:`cache_root`); the checkout ends up at
             ``dest/current`` (a symlink to ``dest/checkouts/<revision>-<n>``).
         validate: called with the unpacked checkout root; must raise to reject it. Default: load it
-            with :func:`vllm_wizard.catalog.loader.load_catalog` and require ``catalog check`` to
+            with :func:`vllm_deploy_wizard.catalog.loader.load_catalog` and require ``catalog check`` to
             find no errors (any exception rejects the archive).
         timeout: network timeout in seconds.
 
@@ -330,9 +330,9 @@ def _default_validate(root: Path) -> object:
     Raises:
         CatalogError: the load's problems, or the check's errors (``file:line: message`` each).
     """
-    from vllm_wizard.catalog.diagnostics import check_catalog
-    from vllm_wizard.catalog.loader import load_catalog
-    from vllm_wizard.errors import CatalogError
+    from vllm_deploy_wizard.catalog.diagnostics import check_catalog
+    from vllm_deploy_wizard.catalog.loader import load_catalog
+    from vllm_deploy_wizard.errors import CatalogError
 
     catalog = load_catalog(recipes=root)
     report = check_catalog(root)

@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from vllm_wizard.errors import SelectionError
+from vllm_deploy_wizard.errors import SelectionError
 
 from . import args as A
 from . import gates as G

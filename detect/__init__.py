@@ -1,7 +1,7 @@
-"""vllm_wizard.detect — what this node has, and which hardware profile fits (contracts §4).
+"""vllm_deploy_wizard.detect — what this node has, and which hardware profile fits (contracts §4).
 
 ```python
-from vllm_wizard.detect import detect, match_profiles
+from vllm_deploy_wizard.detect import detect, match_profiles
 inv = detect()                                   # Inventory; never raises
 cands = match_profiles(inv, cat.taxonomy.hardware_profiles)   # [Candidate(profile_id, quality, notes)]
 ```
@@ -18,13 +18,13 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from vllm_wizard.detect import amd, ascend, cpu, host, intel_xpu, nvidia, pci, software, tpu, visibility
-from vllm_wizard.detect.context import ProbeContext
-from vllm_wizard.detect.facts import Facts, LiveFacts
-from vllm_wizard.detect.inventory import (
+from vllm_deploy_wizard.detect import amd, ascend, cpu, host, intel_xpu, nvidia, pci, software, tpu, visibility
+from vllm_deploy_wizard.detect.context import ProbeContext
+from vllm_deploy_wizard.detect.facts import Facts, LiveFacts
+from vllm_deploy_wizard.detect.inventory import (
     AcceleratorGroup, CpuFacts, Device, HostFacts, Inventory, ProbeResult, SoftwareFacts,
 )
-from vllm_wizard.detect.match import Candidate, match_profiles
+from vllm_deploy_wizard.detect.match import Candidate, match_profiles
 
 __all__ = ["detect", "match_profiles", "Inventory", "Candidate", "ProbeResult", "Device", "AcceleratorGroup",
            "Facts", "LiveFacts", "VENDOR_PROBES"]

@@ -18,9 +18,9 @@ import contextlib
 import io
 from typing import Any
 
-from vllm_wizard.detect.context import ProbeContext
-from vllm_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult
-from vllm_wizard.detect.pci import AMD
+from vllm_deploy_wizard.detect.context import ProbeContext
+from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult
+from vllm_deploy_wizard.detect.pci import AMD
 
 #: PCI device id → catalog family (vLLM's ``_ROCM_DEVICE_ID_NAME_MAP`` plus MI350X/MI355X).
 DEVICE_FAMILY = {

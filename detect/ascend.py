@@ -12,9 +12,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from vllm_wizard.detect.context import ProbeContext
-from vllm_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult
-from vllm_wizard.detect.pci import HUAWEI
+from vllm_deploy_wizard.detect.context import ProbeContext
+from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult
+from vllm_deploy_wizard.detect.pci import HUAWEI
 
 ASCEND_DEV_NODES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
 _PAIR = re.compile(r"(\d+)\s*/\s*(\d+)")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from vllm_wizard.detect.facts import Facts
-from vllm_wizard.detect.inventory import CpuFacts, ProbeResult
-from vllm_wizard.detect.pci import DSA_IDS, IAA_IDS, INTEL, QAT_DRIVERS, QAT_PF_IDS, PciFunction
+from vllm_deploy_wizard.detect.facts import Facts
+from vllm_deploy_wizard.detect.inventory import CpuFacts, ProbeResult
+from vllm_deploy_wizard.detect.pci import DSA_IDS, IAA_IDS, INTEL, QAT_DRIVERS, QAT_PF_IDS, PciFunction
 
 #: (family, model) → (codename, seed profile it maps to, exact?). detection.md §3.4 table.
 INTEL_MODELS: dict[tuple[int, int], tuple[str, str, bool]] = {

@@ -3,14 +3,14 @@
 Every probe reads the node only through a :class:`Facts` object, so the *same* probe code runs on
 the live machine (:class:`LiveFacts`: sysfs, procfs, /dev, environment, PATH, vendor Python
 modules) and on a captured or hand-written fixture
-(:class:`vllm_wizard.detect.fixture.FixtureFacts`, schema ``vllm-wizard/detect-fixture/v1``).
+(:class:`vllm_deploy_wizard.detect.fixture.FixtureFacts`, schema ``vllm-wizard/detect-fixture/v1``).
 This is the injection point detection.md §6 asks for (``sysfs_root``, ``env``, ``which``, ``run``,
 vendor facades).
 
 Decision: the methods return *raw facts in the fixture schema's shapes* (a PCI entry is the dict a
 fixture's ``pci:`` list holds, NUMA is ``{online, nodes: {id: {cpulist, mem_total_kb}}}``) rather
 than a virtual filesystem. A capture is then just "call every method and write the answers"
-(:func:`vllm_wizard.detect.fixture.capture`), and the fixture source answers them by reading keys.
+(:func:`vllm_deploy_wizard.detect.fixture.capture`), and the fixture source answers them by reading keys.
 Vendor libraries are returned as modules by :meth:`Facts.module`: the live source imports the real
 ``pynvml``/``amdsmi`` lazily; the fixture source returns fake modules with the same call surface.
 

@@ -1,6 +1,6 @@
 """Fixture facts (schema ``vllm-wizard/detect-fixture/v1``): replay and capture.
 
-:class:`FixtureFacts` answers every :class:`~vllm_wizard.detect.facts.Facts` method from a fixture
+:class:`FixtureFacts` answers every :class:`~vllm_deploy_wizard.detect.facts.Facts` method from a fixture
 file, so ``detect(FixtureFacts.load(path))`` runs the same probes as a live detect. Vendor
 libraries become fake modules built from the fixture's ``nvml`` / ``amdsmi`` blocks with the same
 call surface as ``pynvml`` / ``amdsmi`` (a value ``"NVMLError_NotSupported"`` makes that call
@@ -29,9 +29,9 @@ from typing import Any, Sequence
 
 import yaml
 
-from vllm_wizard.detect.facts import CommandResult, Facts
-from vllm_wizard.detect.nvidia import NVIDIA_SMI_QUERY
-from vllm_wizard.errors import DetectionError
+from vllm_deploy_wizard.detect.facts import CommandResult, Facts
+from vllm_deploy_wizard.detect.nvidia import NVIDIA_SMI_QUERY
+from vllm_deploy_wizard.errors import DetectionError
 
 SCHEMA = "vllm-wizard/detect-fixture/v1"
 #: libyaml's loader when PyYAML was built with it (several times faster on the larger fixtures).
@@ -207,7 +207,7 @@ class FakeAmdsmi:
 
 def _load_yaml(path: Path) -> Any:
     """A fixture file's YAML; DetectionError naming the file when unreadable, not UTF-8 or not YAML."""
-    from vllm_wizard.errors import not_utf8
+    from vllm_deploy_wizard.errors import not_utf8
 
     try:
         return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a safe loader
@@ -698,8 +698,8 @@ def redact(value: Any, _seen: dict[str, str] | None = None, key: str = "") -> An
 
 def capture(facts: Facts) -> dict[str, Any]:
     """The raw facts of ``facts`` (normally :class:`LiveFacts`) as a redacted fixture dict."""
-    from vllm_wizard.detect import host as host_mod
-    from vllm_wizard.detect import software as sw_mod
+    from vllm_deploy_wizard.detect import host as host_mod
+    from vllm_deploy_wizard.detect import software as sw_mod
 
     env = facts.env()
     pci = facts.pci()

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vllm_wizard.detect.cpu import INTEL_MODELS
-from vllm_wizard.detect.inventory import Inventory
+from vllm_deploy_wizard.detect.cpu import INTEL_MODELS
+from vllm_deploy_wizard.detect.inventory import Inventory
 
 
 def deployment_hints(inv: Inventory) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import re
 
-from vllm_wizard.detect.facts import Facts, cpulist_count
-from vllm_wizard.detect.inventory import Disk, HostFacts, NetPort, NumaNode, ProbeResult
+from vllm_deploy_wizard.detect.facts import Facts, cpulist_count
+from vllm_deploy_wizard.detect.inventory import Disk, HostFacts, NetPort, NumaNode, ProbeResult
 
 #: Filesystems that pool one cache across instances (§5.4).
 SHARED_FS = ("nfs", "nfs4", "lustre", "gpfs", "wekafs", "beegfs", "cifs", "fuse.weka")

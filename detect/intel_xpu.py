@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 
-from vllm_wizard.detect.context import ProbeContext
-from vllm_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult
-from vllm_wizard.detect.pci import INTEL
+from vllm_deploy_wizard.detect.context import ProbeContext
+from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult
+from vllm_deploy_wizard.detect.pci import INTEL
 
 XE_DRIVERS = ("xe", "i915")
 

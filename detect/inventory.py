@@ -1,8 +1,8 @@
 """The detection result: what the node has, as plain dataclasses.
 
-An :class:`Inventory` is what :func:`vllm_wizard.detect.detect` returns and what the matcher, the
+An :class:`Inventory` is what :func:`vllm_deploy_wizard.detect.detect` returns and what the matcher, the
 wizard and ``vllm-wizard detect --json`` read. It is built by the probes (one module per vendor or
-host area) from a :class:`~vllm_wizard.detect.facts.Facts` source, so a replayed fixture and the
+host area) from a :class:`~vllm_deploy_wizard.detect.facts.Facts` source, so a replayed fixture and the
 live machine produce the same shapes.
 
 Decisions:
@@ -289,7 +289,7 @@ class Inventory:
             g_dict["name"] = group.name
             g_dict["mem_gib_each"] = round(group.mem_gib_each, 1) if group.mem_gib_each else None
         data["device_count"] = self.device_count
-        from vllm_wizard.detect.hints import deployment_hints  # hints import this module
+        from vllm_deploy_wizard.detect.hints import deployment_hints  # hints import this module
 
         data["hints"] = deployment_hints(self)
         data["host"]["numa_nodes_with_cpus"] = self.host.numa_nodes_with_cpus

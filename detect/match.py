@@ -28,8 +28,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from vllm_wizard.detect.cpu import INTEL_MODELS
-from vllm_wizard.detect.inventory import AcceleratorGroup, CpuFacts, Inventory
+from vllm_deploy_wizard.detect.cpu import INTEL_MODELS
+from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, CpuFacts, Inventory
 
 QUALITIES = ("exact", "count_mismatch", "nearest", "pci_only", "none")
 _RANK = {q: i for i, q in enumerate(QUALITIES)}

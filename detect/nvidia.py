@@ -14,9 +14,9 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from vllm_wizard.detect.context import ProbeContext
-from vllm_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult
-from vllm_wizard.detect.pci import NVIDIA
+from vllm_deploy_wizard.detect.context import ProbeContext
+from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult
+from vllm_deploy_wizard.detect.pci import NVIDIA
 
 NVIDIA_SMI_QUERY = [
     "nvidia-smi",
@@ -281,9 +281,9 @@ def gpu_processes(facts: Any = None) -> dict[int, int]:
     """PID → GPU memory in bytes summed over all GPUs (NVML compute processes), for the launcher's
     per-process view; ``{}`` when NVML is unavailable. Never raises; opens and closes NVML.
 
-    ``facts`` is a :class:`~vllm_wizard.detect.facts.Facts` (default: the live machine).
+    ``facts`` is a :class:`~vllm_deploy_wizard.detect.facts.Facts` (default: the live machine).
     """
-    from vllm_wizard.detect.facts import LiveFacts
+    from vllm_deploy_wizard.detect.facts import LiveFacts
 
     facts = facts if facts is not None else LiveFacts()
     try:

@@ -1,6 +1,6 @@
 """The PCI layer (detection.md §2): what *should* be there, before any vendor library is loaded.
 
-:func:`scan` turns the raw PCI entries of a :class:`~vllm_wizard.detect.facts.Facts` source into
+:func:`scan` turns the raw PCI entries of a :class:`~vllm_deploy_wizard.detect.facts.Facts` source into
 :class:`PciFunction` objects and keeps the accelerators: display (0x03xx) and processing
 accelerator (0x12xx) classes of the known vendors, excluding bridges, audio functions, the ASPEED
 BMC VGA, SR-IOV virtual functions and Intel client iGPUs at 00:02.0. The id tables below are the
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_wizard.detect.facts import Facts
+from vllm_deploy_wizard.detect.facts import Facts
 
 NVIDIA, AMD, INTEL, HUAWEI, GOOGLE, THEAD = "0x10de", "0x1002", "0x8086", "0x19e5", "0x1ae0", "0x1ded"
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import re
 
-from vllm_wizard.detect.facts import Facts
-from vllm_wizard.detect.inventory import ProbeResult, SoftwareFacts, Tool
+from vllm_deploy_wizard.detect.facts import Facts
+from vllm_deploy_wizard.detect.inventory import ProbeResult, SoftwareFacts, Tool
 
 #: Distributions reported when installed (name → key in ``SoftwareFacts.packages``).
 PACKAGES = ("torch", "vllm-ascend", "libtpu", "tpu-info", "tpu-inference", "intel-extension-for-pytorch",

@@ -8,9 +8,9 @@ facts source. No metadata-server request is made (opt-in only per the spec).
 
 from __future__ import annotations
 
-from vllm_wizard.detect.context import ProbeContext
-from vllm_wizard.detect.inventory import GIB, AcceleratorGroup, Device, ProbeResult
-from vllm_wizard.detect.pci import GOOGLE
+from vllm_deploy_wizard.detect.context import ProbeContext
+from vllm_deploy_wizard.detect.inventory import GIB, AcceleratorGroup, Device, ProbeResult
+from vllm_deploy_wizard.detect.pci import GOOGLE
 
 #: PCI device id → (family key, cores per chip, nominal HBM GiB per chip).
 TPU_IDS = {

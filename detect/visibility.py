@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from vllm_wizard.detect.inventory import AcceleratorGroup
+from vllm_deploy_wizard.detect.inventory import AcceleratorGroup
 
 #: brand → variables in the order the runtime honours them.
 VARIABLES = {

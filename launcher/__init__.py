@@ -1,8 +1,8 @@
-"""vllm_wizard.launcher — supervise named commands with health checks (contracts §3).
+"""vllm_deploy_wizard.launcher — supervise named commands with health checks (contracts §3).
 
 Public API::
 
-    from vllm_wizard.launcher import ProcessSpec, RunSpec, load_plan_file, start_run, list_runs, RunClient
+    from vllm_deploy_wizard.launcher import ProcessSpec, RunSpec, load_plan_file, start_run, list_runs, RunClient
 
 Module map: spec (what to run, plan-file reader) · states (state machine) · policy (every decision)
 · supervisor (asyncio runtime) · process (process trees) · logs · health · metrics · causes · vllm
@@ -10,13 +10,13 @@ Module map: spec (what to run, plan-file reader) · states (state machine) · po
 supervisor + control socket) · client (RunClient). It never imports catalog, detect or the TUI.
 """
 
-from vllm_wizard.launcher.client import RunClient, Snapshot
-from vllm_wizard.launcher.daemon import RunServer, start_run
-from vllm_wizard.launcher.logs import LogLines
-from vllm_wizard.launcher.runs import RunInfo, find_run, list_runs, run_survivors, stop_stale
-from vllm_wizard.launcher.spec import ProcessSpec, Probe, RestartPolicy, RunSpec, load_plan_file, parse_plan
-from vllm_wizard.launcher.states import ProcessEvent, State
-from vllm_wizard.launcher.supervisor import Metrics, Progress, RunFinished, Supervisor
+from vllm_deploy_wizard.launcher.client import RunClient, Snapshot
+from vllm_deploy_wizard.launcher.daemon import RunServer, start_run
+from vllm_deploy_wizard.launcher.logs import LogLines
+from vllm_deploy_wizard.launcher.runs import RunInfo, find_run, list_runs, run_survivors, stop_stale
+from vllm_deploy_wizard.launcher.spec import ProcessSpec, Probe, RestartPolicy, RunSpec, load_plan_file, parse_plan
+from vllm_deploy_wizard.launcher.states import ProcessEvent, State
+from vllm_deploy_wizard.launcher.supervisor import Metrics, Progress, RunFinished, Supervisor
 
 __all__ = [
     "LogLines", "Metrics", "Probe", "ProcessEvent", "ProcessSpec", "Progress", "RestartPolicy", "RunClient",

@@ -2,9 +2,9 @@
 
 Used by ``vllm-wizard attach/stop/status`` and the TUI's monitor. Messages arrive as the same
 objects the supervisor publishes: :class:`Snapshot` first, then
-:class:`~vllm_wizard.launcher.states.ProcessEvent`, :class:`~vllm_wizard.launcher.logs.LogLines`,
-:class:`~vllm_wizard.launcher.supervisor.Metrics`, :class:`~vllm_wizard.launcher.supervisor.Progress`
-and finally :class:`~vllm_wizard.launcher.supervisor.RunFinished`. Leaving the iterator (or the
+:class:`~vllm_deploy_wizard.launcher.states.ProcessEvent`, :class:`~vllm_deploy_wizard.launcher.logs.LogLines`,
+:class:`~vllm_deploy_wizard.launcher.supervisor.Metrics`, :class:`~vllm_deploy_wizard.launcher.supervisor.Progress`
+and finally :class:`~vllm_deploy_wizard.launcher.supervisor.RunFinished`. Leaving the iterator (or the
 process exiting) detaches; the run goes on.
 """
 
@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from vllm_wizard.errors import LaunchError
-from vllm_wizard.launcher.daemon import short_socket_path
-from vllm_wizard.launcher.logs import LogLines
-from vllm_wizard.launcher.metrics import MetricsSnapshot
-from vllm_wizard.launcher.runs import RunInfo, find_run, read_run, run_survivors
-from vllm_wizard.launcher.states import ProcessEvent
-from vllm_wizard.launcher.supervisor import Metrics, Progress, RunFinished
+from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.launcher.daemon import short_socket_path
+from vllm_deploy_wizard.launcher.logs import LogLines
+from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot
+from vllm_deploy_wizard.launcher.runs import RunInfo, find_run, read_run, run_survivors
+from vllm_deploy_wizard.launcher.states import ProcessEvent
+from vllm_deploy_wizard.launcher.supervisor import Metrics, Progress, RunFinished
 
 #: StreamReader limit for the client side (snapshots carry log tails).
 LIMIT = 64 << 20

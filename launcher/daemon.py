@@ -6,8 +6,8 @@ session has no controlling terminal, so no SIGHUP reaches it, and SIGHUP is igno
 full spec (secrets included) travels over the child's stdin, never through a file; ``spec.json``
 in the run directory has secrets masked.
 
-The entry is ``python -c "from vllm_wizard.launcher.daemon import main; …"`` rather than
-``python -m vllm_wizard.launcher.daemon``: the package ``__init__`` imports this module, so
+The entry is ``python -c "from vllm_deploy_wizard.launcher.daemon import main; …"`` rather than
+``python -m vllm_deploy_wizard.launcher.daemon``: the package ``__init__`` imports this module, so
 ``-m`` would execute it a second time and start every supervisor.log with runpy's
 RuntimeWarning.
 
@@ -42,18 +42,18 @@ from typing import Any, Callable, Iterator
 
 import psutil
 
-from vllm_wizard.errors import LaunchError
-from vllm_wizard.launcher.runs import RunInfo, new_run_dir, read_run, record_supervisor, write_json_atomic
-from vllm_wizard.launcher.spec import RunSpec
-from vllm_wizard.launcher.states import ProcessEvent
-from vllm_wizard.launcher.supervisor import Message, Supervisor
+from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.launcher.runs import RunInfo, new_run_dir, read_run, record_supervisor, write_json_atomic
+from vllm_deploy_wizard.launcher.spec import RunSpec
+from vllm_deploy_wizard.launcher.states import ProcessEvent
+from vllm_deploy_wizard.launcher.supervisor import Message, Supervisor
 
 #: Messages buffered per subscriber before it is dropped.
 CLIENT_QUEUE = 4096
 #: Seconds between refreshes of the recorded process trees in state.json.
 TREE_REFRESH_S = 10.0
 #: The supervisor's command line before ``RUN_DIR`` (no runpy double import, see the module docstring).
-ENTRY = ("-c", "from vllm_wizard.launcher.daemon import main; raise SystemExit(main())")
+ENTRY = ("-c", "from vllm_deploy_wizard.launcher.daemon import main; raise SystemExit(main())")
 
 
 @contextmanager
@@ -230,7 +230,7 @@ class RunServer:
 
 def prepare_run_dir(spec: RunSpec) -> Path:
     """New run directory with ``spec.json`` (secret env values masked)."""
-    from vllm_wizard.launcher.logs import Redactor, secret_argv_values
+    from vllm_deploy_wizard.launcher.logs import Redactor, secret_argv_values
 
     d = new_run_dir()
     data = spec.to_dict()

@@ -3,7 +3,7 @@
 "Events in, decisions in one place" (DESIGN.md style 4, honcho): readers and timers turn OS facts
 into the small input events below; :class:`Policy` consumes them one at a time with the current
 clock value and answers with :class:`Action` objects for the runtime
-(:class:`~vllm_wizard.launcher.supervisor.Supervisor`) to carry out. The policy never touches the OS
+(:class:`~vllm_deploy_wizard.launcher.supervisor.Supervisor`) to carry out. The policy never touches the OS
 and never reads a clock itself, so tests replay scripted histories with a fake clock.
 
 Rules (issue 4, supervisor):
@@ -34,8 +34,8 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from vllm_wizard.launcher.spec import PHASES, RunSpec
-from vllm_wizard.launcher.states import LIVE, SETTLED, ProcessEvent, ProcessState, State, transition
+from vllm_deploy_wizard.launcher.spec import PHASES, RunSpec
+from vllm_deploy_wizard.launcher.states import LIVE, SETTLED, ProcessEvent, ProcessState, State, transition
 
 # ---------------------------------------------------------------- input events
 

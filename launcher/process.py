@@ -27,7 +27,7 @@ from typing import Mapping
 
 import psutil
 
-from vllm_wizard.launcher.spec import ProcessSpec
+from vllm_deploy_wizard.launcher.spec import ProcessSpec
 
 #: StreamReader limit for child output; lines longer than this are still handled (logs.py reads chunks).
 STREAM_LIMIT = 1 << 20

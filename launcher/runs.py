@@ -41,7 +41,7 @@ from typing import Any
 
 import psutil
 
-from vllm_wizard.errors import LaunchError
+from vllm_deploy_wizard.errors import LaunchError
 
 
 def runs_root() -> Path:
@@ -221,7 +221,7 @@ def run_survivors(info: RunInfo) -> list[psutil.Process]:
 def process_survivors(proc: dict[str, Any]) -> list[psutil.Process]:
     """Live processes of one recorded process (a state.json ``processes`` entry): its pid and tree
     (create time verified) and the members of its process group. Never the calling process."""
-    from vllm_wizard.launcher.process import group_members
+    from vllm_deploy_wizard.launcher.process import group_members
 
     found: dict[int, psutil.Process] = {}
     p = _proc_matches(proc.get("pid"), proc.get("create_time"))

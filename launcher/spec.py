@@ -3,7 +3,7 @@
 The launcher reads the plan file as plain YAML/JSON data and never imports the catalog. A plan is a
 *template*: argv/env/health URLs may hold ``$PLACEHOLDERS`` (``$HEAD_IP``, ``${ROUTER_HOST}``…,
 plan-json §3.2) that are filled at launch from ``values``; anything still unresolved refuses to
-launch with a :class:`~vllm_wizard.errors.LaunchError` naming every one (issue 4, preflight).
+launch with a :class:`~vllm_deploy_wizard.errors.LaunchError` naming every one (issue 4, preflight).
 
 Decisions:
 
@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from vllm_wizard.errors import LaunchError
+from vllm_deploy_wizard.errors import LaunchError
 
 #: Launch phases in order (contracts §2).
 PHASES: tuple[str, ...] = ("infra", "before", "engine", "after")
@@ -353,7 +353,7 @@ def read_plan_data(path: str | Path) -> Any:
     """
     import yaml
 
-    from vllm_wizard.errors import not_utf8
+    from vllm_deploy_wizard.errors import not_utf8
 
     p = Path(path)
     try:

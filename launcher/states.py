@@ -58,7 +58,7 @@ class ProcessEvent:
     ``ts`` is seconds on the supervisor's clock (monotonic in the supervisor; wall-clock epoch
     seconds once serialized by the run's event log). ``pid`` is the OS pid when one exists,
     ``detail`` a one-line human explanation, ``cause`` a classified failure
-    (:class:`~vllm_wizard.launcher.causes.Cause` as dict) on FATAL/BACKOFF/EXITED, ``tail`` the
+    (:class:`~vllm_deploy_wizard.launcher.causes.Cause` as dict) on FATAL/BACKOFF/EXITED, ``tail`` the
     last log lines on FATAL.
     """
 

@@ -1,6 +1,6 @@
 """The supervisor runtime: turns OS facts into policy events and carries out the policy's actions.
 
-All decisions live in :class:`~vllm_wizard.launcher.policy.Policy`; this module only *observes*
+All decisions live in :class:`~vllm_deploy_wizard.launcher.policy.Policy`; this module only *observes*
 (process exits, probe results, timers) and *acts* (spawn, signal, kill), feeding one asyncio queue
 that a single loop drains — events in, decisions in one place (DESIGN.md style 4).
 
@@ -9,11 +9,11 @@ policy times), ``spawn`` (``async (ProcessSpec, env) -> ManagedProcess``), ``pro
 (``async (url, expect_status, timeout, body=False) -> ProbeResult``).
 
 Observers receive messages through ``listeners`` (plain callables that must not block):
-:class:`~vllm_wizard.launcher.states.ProcessEvent`, :class:`~vllm_wizard.launcher.logs.LogLines`,
+:class:`~vllm_deploy_wizard.launcher.states.ProcessEvent`, :class:`~vllm_deploy_wizard.launcher.logs.LogLines`,
 :class:`Metrics`, :class:`Progress`, and a final :class:`RunFinished`.
 
 A probe answer counts while STARTING only when the socket listening on the probe's port belongs
-to the process's tree (:func:`~vllm_wizard.launcher.process.foreign_listener`; undeterminable
+to the process's tree (:func:`~vllm_deploy_wizard.launcher.process.foreign_listener`; undeterminable
 holders are accepted): a server that could not bind must not look READY because another run's
 server answers on the same port.
 
@@ -39,15 +39,15 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
-from vllm_wizard.launcher import policy as P
-from vllm_wizard.launcher.causes import CLASSIFY_LINES, Cause, explain
-from vllm_wizard.launcher.logs import LogLines, ProcessLog, Redactor, pump, secret_argv_values
-from vllm_wizard.launcher.metrics import MetricsSnapshot, parse_metrics, rates
-from vllm_wizard.launcher.ports import busy_ports
-from vllm_wizard.launcher.process import ManagedProcess, child_env, foreign_listener, gpu_memory_held, spawn_process
-from vllm_wizard.launcher.spec import ProcessSpec, RunSpec
-from vllm_wizard.launcher.states import ProcessEvent, State
-from vllm_wizard.launcher.vllm import StartupProgress, is_vllm_serve
+from vllm_deploy_wizard.launcher import policy as P
+from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES, Cause, explain
+from vllm_deploy_wizard.launcher.logs import LogLines, ProcessLog, Redactor, pump, secret_argv_values
+from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot, parse_metrics, rates
+from vllm_deploy_wizard.launcher.ports import busy_ports
+from vllm_deploy_wizard.launcher.process import ManagedProcess, child_env, foreign_listener, gpu_memory_held, spawn_process
+from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
+from vllm_deploy_wizard.launcher.states import ProcessEvent, State
+from vllm_deploy_wizard.launcher.vllm import StartupProgress, is_vllm_serve
 
 
 @dataclass
@@ -220,7 +220,7 @@ class Supervisor:
         """Start everything, supervise until the policy finishes; return the outcome
         (``stopped`` | ``exited`` | ``fatal``). Cancelling this task stops the run first."""
         if self._probe_fn is None:
-            from vllm_wizard.launcher.health import HttpProber
+            from vllm_deploy_wizard.launcher.health import HttpProber
 
             self._own_prober = HttpProber()
             self._probe_fn = self._own_prober

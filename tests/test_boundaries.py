@@ -11,10 +11,10 @@ import pytest
 @pytest.mark.parametrize(
     "module, forbidden",
     [
-        ("vllm_wizard.catalog", ["textual", "vllm_wizard.tui", "vllm_wizard.launcher", "vllm_wizard.detect"]),
-        ("vllm_wizard.detect", ["textual", "vllm_wizard.tui", "vllm_wizard.launcher"]),
-        ("vllm_wizard.launcher", ["textual", "vllm_wizard.tui", "vllm_wizard.catalog", "vllm_wizard.detect"]),
-        ("vllm_wizard.cli", ["textual", "vllm_wizard.tui"]),
+        ("vllm_deploy_wizard.catalog", ["textual", "vllm_deploy_wizard.tui", "vllm_deploy_wizard.launcher", "vllm_deploy_wizard.detect"]),
+        ("vllm_deploy_wizard.detect", ["textual", "vllm_deploy_wizard.tui", "vllm_deploy_wizard.launcher"]),
+        ("vllm_deploy_wizard.launcher", ["textual", "vllm_deploy_wizard.tui", "vllm_deploy_wizard.catalog", "vllm_deploy_wizard.detect"]),
+        ("vllm_deploy_wizard.cli", ["textual", "vllm_deploy_wizard.tui"]),
     ],
 )
 def test_package_does_not_import(module: str, forbidden: list[str]) -> None:

@@ -1,1 +1,1 @@
-"""vllm_wizard.tui"""
+"""vllm_deploy_wizard.tui"""

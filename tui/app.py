@@ -10,7 +10,7 @@ Decisions:
   :meth:`WizardApp.update_selection`, which recomputes the constraints answer synchronously (it is
   pure and fast — the benchmark pins keystroke→panel p95 ≤ 16 ms) and posts
   :class:`SelectionChanged`.
-- **Seams, not monkeypatching.** The cores are reached through :class:`~vllm_wizard.tui.services.Services`;
+- **Seams, not monkeypatching.** The cores are reached through :class:`~vllm_deploy_wizard.tui.services.Services`;
   tests inject fakes or pre-built objects through :func:`make_app`.
 - NO_COLOR: Textual itself turns the app monochrome when the variable is set (its ``Monochrome``
   filter), so the app only avoids meaning-by-colour: states, marks and warnings carry text/symbols
@@ -37,7 +37,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 
-from vllm_wizard.tui.services import LauncherPort, Services
+from vllm_deploy_wizard.tui.services import LauncherPort, Services
 
 
 class DataChanged(Message):
@@ -132,14 +132,14 @@ class WizardApp(App):
         """The core seam; built on first use (in a worker thread) from the real modules."""
         with self._services_lock:
             if self._services is None:
-                from vllm_wizard.tui.services import real_services
+                from vllm_deploy_wizard.tui.services import real_services
 
                 self._services = real_services()
             return self._services
 
     def get_default_screen(self) -> Screen:
         """The hardware step is the base screen (no blank screen underneath)."""
-        from vllm_wizard.tui.screen_hardware import HardwareScreen
+        from vllm_deploy_wizard.tui.screen_hardware import HardwareScreen
 
         return HardwareScreen()
 
@@ -219,7 +219,7 @@ class WizardApp(App):
                 f"still run{'s' if n == 1 else ''}{ports}. Stop them?")
 
     def _offer_stop_stale(self, stale: Any, then: Callable[[], None]) -> None:
-        from vllm_wizard.tui.prompts import ConfirmPrompt
+        from vllm_deploy_wizard.tui.prompts import ConfirmPrompt
 
         def answer(yes: bool | None) -> None:
             if yes:
@@ -245,7 +245,7 @@ class WizardApp(App):
 
     def _offer_attach(self, runs: list[str]) -> None:
         self.live_runs = runs
-        from vllm_wizard.tui.screen_monitor import AttachPrompt
+        from vllm_deploy_wizard.tui.screen_monitor import AttachPrompt
 
         def answer(run_id: str | None) -> None:
             if run_id:
@@ -388,8 +388,8 @@ class WizardApp(App):
 
     def planned_selection(self) -> dict[str, Any]:
         """The selection review synthesizes: the person's picks plus the values the configure screen
-        shows as resolved (:func:`~vllm_wizard.tui.axes.planned_selection`), so both screens agree."""
-        from vllm_wizard.tui.axes import planned_selection
+        shows as resolved (:func:`~vllm_deploy_wizard.tui.axes.planned_selection`), so both screens agree."""
+        from vllm_deploy_wizard.tui.axes import planned_selection
 
         return planned_selection(self.selection, self.options)
 
@@ -408,7 +408,7 @@ class WizardApp(App):
         hw = self.selection.get("hardware")
         if self.inventory is None or hw is None or hw != self.detected_profile:
             return
-        from vllm_wizard.catalog.hostfit import HostCapacity, host_fit_warnings
+        from vllm_deploy_wizard.catalog.hostfit import HostCapacity, host_fit_warnings
 
         try:
             notes = host_fit_warnings(self.catalog, plan, HostCapacity.from_inventory(self.inventory))
@@ -426,14 +426,14 @@ class WizardApp(App):
 
     def open_monitor(self, run_id: str) -> None:
         """Push the monitor attached to ``run_id``."""
-        from vllm_wizard.tui.screen_monitor import MonitorScreen
+        from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen
 
         self.push_screen(MonitorScreen(run_id))
 
     # ------------------------------------------------------------------ palette, help
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        from vllm_wizard.tui import screen_configure, screen_hardware, screen_model, screen_monitor, screen_review
+        from vllm_deploy_wizard.tui import screen_configure, screen_hardware, screen_model, screen_monitor, screen_review
 
         steps = [
             ("Step: hardware", "Pick the hardware profile", screen_hardware.HardwareScreen),
@@ -452,11 +452,11 @@ class WizardApp(App):
                 yield SystemCommand(f"Monitor: {title}", helptext, lambda action=action: self.run_action(action, screen))
 
     def action_help(self) -> None:
-        """F1: the keys of the screen in front (:func:`~vllm_wizard.tui.help_text.help_text`) in a
+        """F1: the keys of the screen in front (:func:`~vllm_deploy_wizard.tui.help_text.help_text`) in a
         popup that wraps to the terminal and closes with escape/F1 (tester findings 13, 23); F1 on
         an open help closes it."""
-        from vllm_wizard.tui.help_text import help_text
-        from vllm_wizard.tui.prompts import HelpPrompt
+        from vllm_deploy_wizard.tui.help_text import help_text
+        from vllm_deploy_wizard.tui.prompts import HelpPrompt
 
         if isinstance(self.screen, HelpPrompt):
             self.screen.dismiss(None)
@@ -467,7 +467,7 @@ class WizardApp(App):
     def action_confirm_quit(self) -> None:
         """Ask "Quit vllm-wizard? (y/n)" and exit on yes (escape on the first screen; ctrl+q quits
         at once)."""
-        from vllm_wizard.tui.prompts import ConfirmPrompt
+        from vllm_deploy_wizard.tui.prompts import ConfirmPrompt
 
         def answer(yes: bool | None) -> None:
             if yes:
@@ -495,14 +495,14 @@ def make_app(
     modules, imported lazily). ``recipes``: a recipes checkout replacing the bundled catalog.
     ``model``: preselect a recipe HF id or custom model. ``attach``: open the monitor on that run.
     ``clock``: wall-clock seconds for uptimes (tests pass a fixed one). ``stats_sampler``: the
-    monitor's CPU/RAM/GPU sampler (default ``"host"`` = :func:`vllm_wizard.tui.host_stats.sample`;
+    monitor's CPU/RAM/GPU sampler (default ``"host"`` = :func:`vllm_deploy_wizard.tui.host_stats.sample`;
     tests pass a fixed one; None = no host panel).
     """
     if stats_sampler == "host":
-        from vllm_wizard.tui.host_stats import sample as stats_sampler
+        from vllm_deploy_wizard.tui.host_stats import sample as stats_sampler
     if launcher is not None:
         if services is None:
-            from vllm_wizard.tui.services import real_services
+            from vllm_deploy_wizard.tui.services import real_services
 
             services = real_services()
         services.launcher = launcher

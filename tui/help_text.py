@@ -29,7 +29,7 @@ def help_lines(screen: Any, app: Any) -> list[str]:
     """``["ctrl+l / l  Launch", …]`` for ``screen`` (its class MRO's BINDINGS, then the app's), one
     line per action in first-seen order; bindings without a description are left out."""
     seen: dict[str, tuple[list[str], str]] = {}
-    mro = [c for c in type(screen).__mro__ if c.__module__.startswith("vllm_wizard")]
+    mro = [c for c in type(screen).__mro__ if c.__module__.startswith("vllm_deploy_wizard")]
     for b in _bindings(mro) + _bindings([type(app)]):
         if not b.description:
             continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vllm_wizard.tui.catalog_view import field
+from vllm_deploy_wizard.tui.catalog_view import field
 
 
 def _fmt_gib(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""The real :class:`~vllm_wizard.tui.services.LauncherPort`: ``vllm_wizard.launcher`` (contracts §3).
+"""The real :class:`~vllm_deploy_wizard.tui.services.LauncherPort`: ``vllm_deploy_wizard.launcher`` (contracts §3).
 
 Launch = ``load_plan_file(plan, node=LABEL or node_rank=0, values)`` (placeholders filled; every problem raised at
 once as LaunchError), the preflight (``check_or_raise``: ports, executables, vLLM version and serve
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_wizard.launcher import RunClient, find_run, list_runs, load_plan_file, run_survivors, start_run, stop_stale
+from vllm_deploy_wizard.launcher import RunClient, find_run, list_runs, load_plan_file, run_survivors, start_run, stop_stale
 
 #: Seconds between SIGTERM and SIGKILL when stopping a stale run's leftovers (``vllm-wizard stop``'s default).
 STALE_STOP_TIMEOUT_S = 15.0
@@ -39,7 +39,7 @@ class RealLauncher:
         go): the processes labelled ``node`` (contracts §2), or node rank 0 plus the unbound ones when
         ``node`` is None. Unfilled placeholders, an unknown label and a malformed plan raise LaunchError.
         What would launch but deserves a word (an abbreviated vLLM flag) is left in :attr:`last_warnings`."""
-        from vllm_wizard.launcher.preflight import check
+        from vllm_deploy_wizard.launcher.preflight import check
 
         self.last_warnings: list[str] = []
         return check(load_plan_file(plan_file, node_rank=0, values=values, node=node), warnings=self.last_warnings)
@@ -47,7 +47,7 @@ class RealLauncher:
     def start(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> str:
         """Preflight, then start this machine's part of ``plan_file`` (``node`` label, None = node rank
         0) detached; returns the run id. Raises LaunchError listing every problem."""
-        from vllm_wizard.launcher.preflight import check_or_raise
+        from vllm_deploy_wizard.launcher.preflight import check_or_raise
 
         spec = load_plan_file(plan_file, node_rank=0, values=values, node=node)
         check_or_raise(spec)

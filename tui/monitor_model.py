@@ -11,7 +11,7 @@ metric the last :data:`HISTORY` samples. The screen drains :attr:`MonitorModel.p
 
 Transition notes: the supervisor writes ``[wizard] STARTING → READY: …`` into each process log for
 every state change; the monitor shows the state change itself (table row, detail), so those lines are
-hidden with the launcher's own :data:`~vllm_wizard.launcher.supervisor.TRANSITION_NOTE_RE` (as the
+hidden with the launcher's own :data:`~vllm_deploy_wizard.launcher.supervisor.TRANSITION_NOTE_RE` (as the
 ``launch`` printer does) — one pattern, owned by the writer.
 
 Token rates: the launcher scrapes ``/metrics`` at an interval it chooses (every 5 s once READY) and
@@ -20,7 +20,7 @@ sends ``rates`` computed from the two snapshots' ``ts``. When an event carries t
 snapshot's totals and timestamp — never from an assumed interval.
 
 Startup progress: one reading of vLLM's start-up lines, the launcher's
-(:class:`~vllm_wizard.launcher.vllm.StartupProgress`, phases in start order, never going back),
+(:class:`~vllm_deploy_wizard.launcher.vllm.StartupProgress`, phases in start order, never going back),
 fed per process and reset at each STARTING; :data:`PHASE_LABEL` words them. (A second set of
 patterns here once read the engine config dump's ``compilation_config`` as "compiling".)
 
@@ -36,7 +36,7 @@ Staleness rules (each one a bug seen live, tested with canned event sequences):
 - health, polls, phase and cause belong to one start: reset at STARTING; a requested stop or restart
   (STOPPING) clears the cause; a snapshot's cause is kept only for a failed state.
 - cause: when a failure event has none (the launcher classified too few lines), the monitor
-  classifies the process's own log since its last start (:func:`~vllm_wizard.launcher.causes.classify`).
+  classifies the process's own log since its last start (:func:`~vllm_deploy_wizard.launcher.causes.classify`).
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from vllm_wizard.launcher.causes import CLASSIFY_LINES, classify
-from vllm_wizard.launcher.supervisor import TRANSITION_NOTE_RE
-from vllm_wizard.launcher.vllm import StartupProgress
+from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES, classify
+from vllm_deploy_wizard.launcher.supervisor import TRANSITION_NOTE_RE
+from vllm_deploy_wizard.launcher.vllm import StartupProgress
 
 #: Log lines kept in memory per process (the full log is in the run's log file).
 LOG_TAIL = 2000
@@ -79,7 +79,7 @@ PHASE_LABEL = {
 FAILED_STATES = ("FATAL", "BACKOFF", "EXITED")
 #: uvicorn access lines produced by the launcher's own health/metrics polling (hidden in the pane;
 #: still in the run's log file).
-from vllm_wizard.launcher.noise import POLL_NOISE  # noqa: E402 - one definition for the TUI and the CLI
+from vllm_deploy_wizard.launcher.noise import POLL_NOISE  # noqa: E402 - one definition for the TUI and the CLI
 #: Snapshot counter → the per-second rate derived from it (:meth:`MonitorModel.feed`).
 RATE_OF_TOTAL = {"prompt_tokens_total": "prompt_tokens_per_s", "generation_tokens_total": "generation_tokens_per_s"}
 _LEVEL = re.compile(r"\b(ERROR|CRITICAL|WARNING|WARN|INFO|DEBUG)\b")

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from vllm_wizard import __version__
+from vllm_deploy_wizard import __version__
 
 
 def default_export_dir() -> Path:
@@ -53,7 +53,7 @@ def hardware_snapshot(app: Any) -> dict | None:
 
 def plan_document(app: Any) -> dict:
     """The contracts §2 plan-file mapping for the app's current plan (``app.plan``)."""
-    from vllm_wizard.catalog.render import plan_file
+    from vllm_deploy_wizard.catalog.render import plan_file
 
     plan = app.plan
     source = app.services.extras.get("source")
@@ -101,7 +101,7 @@ def write_plan_file(app: Any, path: Path) -> Path:
 
 def write_scripts(plan: Any, directory: Path) -> list[Path]:
     """One executable bash script per node (``catalog.render.node_scripts``); returns the paths."""
-    from vllm_wizard.catalog.render import node_scripts
+    from vllm_deploy_wizard.catalog.render import node_scripts
 
     directory.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_wizard.catalog.render import command_lines, group_by_node, shell_word
+from vllm_deploy_wizard.catalog.render import command_lines, group_by_node, shell_word
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 features and modes, install mode, advanced args — every option listed, unavailable ones disabled with
 their one-line reason, the constraint panel always showing the current warnings.
 
-The rows come from :func:`~vllm_wizard.tui.axes.axis_views` over the app's constraints answer, so any
+The rows come from :func:`~vllm_deploy_wizard.tui.axes.axis_views` over the app's constraints answer, so any
 axis the catalog's ``options()`` returns is shown without a change here. A pick (enter/click) calls
 :meth:`WizardApp.set_selection`; the ``SelectionChanged`` handler then updates the panel first (the
 benchmarked path) and rewrites only the rows whose choices changed.
@@ -20,10 +20,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from vllm_wizard.tui.app import DataChanged, SelectionChanged
-from vllm_wizard.tui.axes import AxisView, apply_choice, axis_views, warnings_of
-from vllm_wizard.tui.constraint_panel import ConstraintPanel
-from vllm_wizard.tui.dom_ids import dom_id
+from vllm_deploy_wizard.tui.app import DataChanged, SelectionChanged
+from vllm_deploy_wizard.tui.axes import AxisView, apply_choice, axis_views, warnings_of
+from vllm_deploy_wizard.tui.constraint_panel import ConstraintPanel
+from vllm_deploy_wizard.tui.dom_ids import dom_id
 
 
 def devices_text(selection: dict, catalog) -> str:
@@ -199,6 +199,6 @@ class ConfigureScreen(Screen):
         if self.app.errors.get("options") or self.app.catalog is None:
             self.notify(self.app.errors.get("options", "Catalog not loaded yet"), severity="error")
             return
-        from vllm_wizard.tui.screen_review import ReviewScreen
+        from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 
         self.app.push_screen(ReviewScreen())

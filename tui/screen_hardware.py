@@ -6,7 +6,7 @@ detected one always stays), disabled ones show their one-line reason, and a pick
 switch the variant (H4) says so.
 
 Paints immediately with "Detecting…"/"Loading catalog…" placeholders; fills in on
-:class:`~vllm_wizard.tui.app.DataChanged`. Picking a profile (enter) sets ``hardware`` and moves on
+:class:`~vllm_deploy_wizard.tui.app.DataChanged`. Picking a profile (enter) sets ``hardware`` and moves on
 to the model step; the device count per node (``gpus``, defaulting to the detected count when it
 differs from the profile — issue 2) and node count are editable here.
 """
@@ -21,9 +21,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from vllm_wizard.tui.app import DataChanged, SelectionChanged
-from vllm_wizard.tui.catalog_view import profile_groups
-from vllm_wizard.tui.inventory_view import inventory_lines, match_lines
+from vllm_deploy_wizard.tui.app import DataChanged, SelectionChanged
+from vllm_deploy_wizard.tui.catalog_view import profile_groups
+from vllm_deploy_wizard.tui.inventory_view import inventory_lines, match_lines
 
 #: Nodes range of the Nodes input (recipes-synthesis §2.3 ``MAX_NODES`` = 16; Selection ``nodes`` 1..16).
 MAX_NODES = 16
@@ -145,10 +145,10 @@ class HardwareScreen(Screen):
         if not self.app.selection.get("hardware"):
             self.notify("Pick a hardware profile first (enter on a row).", severity="warning")
             return
-        from vllm_wizard.tui.screen_model import ModelScreen
+        from vllm_deploy_wizard.tui.screen_model import ModelScreen
 
         self.app.push_screen(ModelScreen())
         if self.app.selection.get("model") and self.app.options is not None:  # --model: straight on
-            from vllm_wizard.tui.screen_configure import ConfigureScreen
+            from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
 
             self.app.push_screen(ConfigureScreen())

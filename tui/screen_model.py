@@ -1,8 +1,8 @@
 """Step 2 — model: search every catalog recipe, filter by task and architecture, or name a custom one.
 
-The table is recomputed from :func:`~vllm_wizard.tui.catalog_view.recipe_rows` on each keystroke in
+The table is recomputed from :func:`~vllm_deploy_wizard.tui.catalog_view.recipe_rows` on each keystroke in
 the search box (pure, ~1 ms for the 173-recipe corpus). If the catalog is still loading the screen
-says so and fills in on :class:`~vllm_wizard.tui.app.DataChanged` — it never blocks.
+says so and fills in on :class:`~vllm_deploy_wizard.tui.app.DataChanged` — it never blocks.
 
 Custom model (issue 2): an HF id or a local directory typed in the bottom box; the catalog's
 ``custom_recipe`` derives a recipe from its config.json (in a worker: the HF cache lookup touches the
@@ -20,9 +20,9 @@ from rich.text import Text
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 from textual.widgets.data_table import ColumnKey
 
-from vllm_wizard.tui.app import DataChanged
-from vllm_wizard.tui.catalog_view import TASKS, recipe_rows
-from vllm_wizard.tui.inventory_view import detected_memory_gb
+from vllm_deploy_wizard.tui.app import DataChanged
+from vllm_deploy_wizard.tui.catalog_view import TASKS, recipe_rows
+from vllm_deploy_wizard.tui.inventory_view import detected_memory_gb
 
 FIT_MARK = {"yes": "✓ fits", "multi": "multi-node", "no": "✗ too big", "?": ""}
 
@@ -114,7 +114,7 @@ class ModelScreen(Screen):
         memory = detected_memory_gb(app.inventory) if hw and hw == app.detected_profile else None
         listing = None
         if profile is not None:
-            from vllm_wizard.catalog.constraints import hardware_listing
+            from vllm_deploy_wizard.catalog.constraints import hardware_listing
 
             def listing(rec, _hw=hw, _det=app.detected_profile):
                 return hardware_listing(app.catalog, rec, _hw, _det)
@@ -169,7 +169,7 @@ class ModelScreen(Screen):
     def pick(self, hf_id: str) -> None:
         """Choose recipe ``hf_id`` and go to the configure step."""
         self.app.update_selection(model=hf_id)
-        from vllm_wizard.tui.screen_configure import ConfigureScreen
+        from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
 
         self.app.push_screen(ConfigureScreen())
 

@@ -2,7 +2,7 @@
 host/GPU stats, classified failure with a one-key relaunch, and stop / restart / detach / smoke keys.
 
 Event flow (DESIGN.md style 2, log panes): an async worker iterates the launcher client's
-``events()`` and folds each into a :class:`~vllm_wizard.tui.monitor_model.MonitorModel` (no widget
+``events()`` and folds each into a :class:`~vllm_deploy_wizard.tui.monitor_model.MonitorModel` (no widget
 touched); a 80 ms timer drains the model's pending lines into the log pane in one batch and repaints
 the table/side panel only when something changed. The log pane keeps :data:`LOG_TAIL` lines and wraps
 long lines to its width (at 80×24 a vLLM line is cut mid-word otherwise); its ``min_width`` is
@@ -31,8 +31,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, OptionList, ProgressBar, RichLog, Sparkline, Static
 from textual.widgets.option_list import Option
 
-from vllm_wizard.tui.host_stats import PERIOD_S
-from vllm_wizard.tui.monitor_model import (
+from vllm_deploy_wizard.tui.host_stats import PERIOD_S
+from vllm_deploy_wizard.tui.monitor_model import (
     LOG_TAIL,
     SPARK_METRICS,
     MonitorModel,
@@ -277,7 +277,7 @@ class MonitorScreen(Screen):
 
     def fix_args(self) -> list[str] | None:
         """The flag fix for the current failure (tui/fixes.py), or None."""
-        from vllm_wizard.tui.fixes import flag_fix
+        from vllm_deploy_wizard.tui.fixes import flag_fix
 
         failure = self.model.failure()
         if failure is None:
@@ -346,7 +346,7 @@ class MonitorScreen(Screen):
         self._confirm(f"Restart {self.selected}?", "restart", self._do_restart)
 
     def _confirm(self, question: str, yes: str, then) -> None:
-        from vllm_wizard.tui.prompts import ConfirmPrompt
+        from vllm_deploy_wizard.tui.prompts import ConfirmPrompt
 
         def answer(ok: bool | None) -> None:
             if ok:
@@ -392,11 +392,11 @@ class MonitorScreen(Screen):
         self._smoke()
 
     def smoke_target(self):
-        """Where ``m`` sends its request (:func:`~vllm_wizard.tui.smoke.find_target`): the plan this
+        """Where ``m`` sends its request (:func:`~vllm_deploy_wizard.tui.smoke.find_target`): the plan this
         wizard launched as this run (placeholders filled with the launch values), else the run's
         ``spec.json``, else the live snapshot's processes; a ``str`` saying why when none serves."""
-        from vllm_wizard.tui.plan_view import fill_placeholders
-        from vllm_wizard.tui.smoke import SmokeTarget, find_target, read_spec
+        from vllm_deploy_wizard.tui.plan_view import fill_placeholders
+        from vllm_deploy_wizard.tui.smoke import SmokeTarget, find_target, read_spec
 
         plan = (getattr(self.app, "launched_plans", None) or {}).get(self.run_id)
         info = getattr(self.client, "info", None)
@@ -412,7 +412,7 @@ class MonitorScreen(Screen):
 
     @work(exclusive=True, group="smoke", exit_on_error=False)
     async def _smoke(self) -> None:
-        from vllm_wizard.tui.smoke import smoke_request
+        from vllm_deploy_wizard.tui.smoke import smoke_request
 
         target = self.smoke_target()
         if isinstance(target, str):  # in the log pane too: a toast alone is easy to miss
@@ -441,7 +441,7 @@ class MonitorScreen(Screen):
             self.notify("No flag fix to apply.", severity="warning")
             return
         if self.client is not None:
-            from vllm_wizard.errors import LaunchError
+            from vllm_deploy_wizard.errors import LaunchError
 
             try:
                 await self.client.stop()
@@ -452,7 +452,7 @@ class MonitorScreen(Screen):
         selection = dict(self.app.selection)
         selection["advanced_args"] = list(selection.get("advanced_args") or []) + list(args)
         self.app.set_selection(selection)
-        from vllm_wizard.tui.screen_review import ReviewScreen
+        from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 
         self.workers.cancel_group(self, "monitor-events")
         self.app.switch_screen(ReviewScreen())

@@ -2,7 +2,7 @@
 detected defaults, preflight; export (plan file, scripts), copy (OSC 52), one key launches.
 
 The plan is synthesized on mount from the app's selection (pure, < 2 ms per issue 2) and laid out by
-:func:`~vllm_wizard.tui.plan_view.process_blocks`; each command is a focusable :class:`CommandBlock`
+:func:`~vllm_deploy_wizard.tui.plan_view.process_blocks`; each command is a focusable :class:`CommandBlock`
 so ``c`` / ctrl+y copies the focused one. Keys are in :data:`REVIEW_ACTIONS` (ctrl keys work even
 from a placeholder Input, and each action is in the command palette). Launch writes the plan file into the state dir and hands it to the
 launcher seam in a worker (the preflight may take seconds: port checks, ``vllm serve --help``), then
@@ -22,16 +22,16 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 
-from vllm_wizard.tui.dom_ids import dom_id
-from vllm_wizard.tui.placeholders import detected_defaults
-from vllm_wizard.tui.plan_export import default_export_dir, write_plan_file, write_scripts
-from vllm_wizard.tui.plan_view import ProcessBlock, fill_placeholders, machine_choices, process_blocks
+from vllm_deploy_wizard.tui.dom_ids import dom_id
+from vllm_deploy_wizard.tui.placeholders import detected_defaults
+from vllm_deploy_wizard.tui.plan_export import default_export_dir, write_plan_file, write_scripts
+from vllm_deploy_wizard.tui.plan_view import ProcessBlock, fill_placeholders, machine_choices, process_blocks
 
 
 def plan_header(plan) -> str:
     """The plan's one-line summary exactly as ``vllm-wizard plan`` prints it (its first line without
     ``# ``): model · variant · hardware (devices/node) · strategy or ``omni`` · layout · install mode."""
-    from vllm_wizard.catalog.render import plan_text
+    from vllm_deploy_wizard.catalog.render import plan_text
 
     return plan_text(plan).split("\n", 1)[0].removeprefix("# ")
 
@@ -196,7 +196,7 @@ class ReviewScreen(Screen):
         """Back from the monitor (detach): the run goes on; say so and how to get back to it."""
         run_id = getattr(self, "run_id", None)
         if run_id:
-            from vllm_wizard.tui.screen_monitor import keeps_running_text
+            from vllm_deploy_wizard.tui.screen_monitor import keeps_running_text
 
             text = keeps_running_text(run_id)
             self.query_one("#review-status", Static).update(
@@ -285,7 +285,7 @@ class ReviewScreen(Screen):
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
     def _launch(self, values: dict[str, str]) -> None:
-        from vllm_wizard.tui.plan_export import runs_plan_path
+        from vllm_deploy_wizard.tui.plan_export import runs_plan_path
 
         try:  # the state dir itself may be unusable (XDG_STATE_HOME a file): say so, never hang
             path = runs_plan_path(time.strftime("%Y%m%d-%H%M%S"))

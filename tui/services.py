@@ -1,9 +1,9 @@
 """The seam between the wizard and the headless cores (docs/contracts.md §1, §3, §4).
 
-The app never imports ``vllm_wizard.catalog``/``detect``/``launcher`` directly: it calls through one
+The app never imports ``vllm_deploy_wizard.catalog``/``detect``/``launcher`` directly: it calls through one
 :class:`Services` object, built by :func:`real_services` with the real modules (imported lazily, so
-``import vllm_wizard.tui`` stays cheap and the first frame paints before any core is loaded) or by
-tests with fakes. One object, not monkeypatching: tests pass it to :func:`vllm_wizard.tui.app.make_app`
+``import vllm_deploy_wizard.tui`` stays cheap and the first frame paints before any core is loaded) or by
+tests with fakes. One object, not monkeypatching: tests pass it to :func:`vllm_deploy_wizard.tui.app.make_app`
 (DESIGN.md style 5 and 8).
 
 Every function here is *blocking* and *pure* with respect to the UI: the app runs the slow ones
@@ -18,14 +18,14 @@ from typing import Any, Callable, Protocol
 
 
 class LauncherPort(Protocol):
-    """What the wizard needs from ``vllm_wizard.launcher`` (contracts §3).
+    """What the wizard needs from ``vllm_deploy_wizard.launcher`` (contracts §3).
 
     ``preflight(plan_file, values)`` lists every problem that would stop the launch (empty = go).
     ``node`` is this machine's plan label (contracts §2: ``prefill-node-0``, ``router``…); None = node
     rank 0 plus the unbound processes (``launch``'s default).
     ``start(plan_file, values, node)`` loads the plan file for that machine with the placeholder ``values``, runs
     the preflight and starts a detached supervisor; returns the run id (str). Raises
-    :class:`vllm_wizard.errors.LaunchError` with every preflight problem.
+    :class:`vllm_deploy_wizard.errors.LaunchError` with every preflight problem.
     ``live_runs()`` lists run ids whose supervisor or children are still alive.
     ``client(run_id)`` returns an object with ``events()`` (async iterator of launcher events),
     ``stop()``, ``restart(name)`` (coroutines).
@@ -75,24 +75,24 @@ class Services:
 def real_services() -> Services:
     """:class:`Services` wired to the real cores (imported here, lazily — call from a worker).
 
-    The launcher is optional (``None`` when ``vllm_wizard.launcher`` cannot be imported): the
+    The launcher is optional (``None`` when ``vllm_deploy_wizard.launcher`` cannot be imported): the
     review screen then offers exports only.
     """
-    from vllm_wizard import catalog as cat_mod
-    from vllm_wizard import detect as det_mod
+    from vllm_deploy_wizard import catalog as cat_mod
+    from vllm_deploy_wizard import detect as det_mod
 
     extras: dict[str, Any] = {}
 
     def load(recipes: Path | None):
         # the same source rules as `plan`: --recipes > remembered recipes_dir > bundled
-        from vllm_wizard.catalog.sources import resolve_source
+        from vllm_deploy_wizard.catalog.sources import resolve_source
 
         source = resolve_source(recipes)
         extras["source"] = source
         return cat_mod.load_catalog(source.path) if source.path else cat_mod.load_catalog()
 
     def custom(catalog, ident: str):
-        from vllm_wizard.catalog.custom import resolve_model
+        from vllm_deploy_wizard.catalog.custom import resolve_model
 
         recipe = resolve_model(catalog, ident)
         return catalog.with_recipe(recipe), recipe.hf_id
@@ -103,7 +103,7 @@ def real_services() -> Services:
 
     launcher = None
     try:
-        from vllm_wizard.tui.launch_port import RealLauncher
+        from vllm_deploy_wizard.tui.launch_port import RealLauncher
 
         launcher = RealLauncher()
     except ImportError:  # launcher core not built on this checkout
@@ -117,11 +117,11 @@ def real_services() -> Services:
 
     return Services(
         load_catalog=load,
-        detect=getattr(det_mod, "detect", None) or missing("detect", "vllm_wizard.detect"),
+        detect=getattr(det_mod, "detect", None) or missing("detect", "vllm_deploy_wizard.detect"),
         match_profiles=getattr(det_mod, "match_profiles", None) or (lambda inv, profiles: []),
         make_selection=make_selection,
-        options=getattr(cat_mod, "options", None) or missing("options", "vllm_wizard.catalog"),
-        synthesize=getattr(cat_mod, "synthesize", None) or missing("synthesize", "vllm_wizard.catalog"),
+        options=getattr(cat_mod, "options", None) or missing("options", "vllm_deploy_wizard.catalog"),
+        synthesize=getattr(cat_mod, "synthesize", None) or missing("synthesize", "vllm_deploy_wizard.catalog"),
         plan_to_json=cat_mod.plan_to_json,
         custom_recipe=custom,
         launcher=launcher,

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from vllm_wizard.catalog import args as A
-from vllm_wizard.catalog.render import command_lines, shell_word
+from vllm_deploy_wizard.catalog import args as A
+from vllm_deploy_wizard.catalog.render import command_lines, shell_word
 
 
 def test_last_wins_at_its_own_position() -> None:
@@ -94,7 +94,7 @@ def test_shell_word_keeps_safe_tokens_bare() -> None:
     (["two words"], ["two words"], False),  # not a flag: kept
 ])
 def test_user_args_split_as_a_person_means_it(given, tokens, warned) -> None:
-    from vllm_wizard.catalog.args import user_args
+    from vllm_deploy_wizard.catalog.args import user_args
 
     got, warnings = user_args(given)
     assert got == tokens

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from vllm_wizard.catalog.diagnostics import check_catalog, did_you_mean, node_line, compose
-from vllm_wizard.cli import main
+from vllm_deploy_wizard.catalog.diagnostics import check_catalog, did_you_mean, node_line, compose
+from vllm_deploy_wizard.cli import main
 
 BAD = Path(__file__).parent / "fixtures" / "bad"
 
@@ -163,8 +163,8 @@ def test_bundled_recipes_are_consistent(shared):
     import hashlib
     import math
 
-    from vllm_wizard.catalog.custom import BYTES_PER_PARAM, VRAM_OVERHEAD
-    from vllm_wizard.catalog.loader import DATA_DIR, load_catalog
+    from vllm_deploy_wizard.catalog.custom import BYTES_PER_PARAM, VRAM_OVERHEAD
+    from vllm_deploy_wizard.catalog.loader import DATA_DIR, load_catalog
 
     cat = load_catalog()
     assert 6 <= len(cat.recipes) <= 10
@@ -187,8 +187,8 @@ def test_validation_problems_for_loaders():
     import yaml
     from pydantic import ValidationError
 
-    from vllm_wizard.catalog.diagnostics import validation_problems
-    from vllm_wizard.catalog.models import Recipe
+    from vllm_deploy_wizard.catalog.diagnostics import validation_problems
+    from vllm_deploy_wizard.catalog.models import Recipe
 
     raw = (BAD / "wrong_type_vram.yaml").read_bytes()
     with pytest.raises(ValidationError) as exc:
@@ -267,7 +267,7 @@ def test_model_file_outside_an_org_folder_warns(checkout):
 
 
 def test_recipe_ids_differing_only_in_case_warn_and_name_the_winner(checkout):
-    from vllm_wizard.catalog.loader import load_catalog
+    from vllm_deploy_wizard.catalog.loader import load_catalog
 
     (checkout / "models" / "Fixture").mkdir()
     shutil.copy(BAD / "unknown_strategy_id_warning.yaml", checkout / "models" / "Fixture" / "Tiny.yaml")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_wizard.catalog.constraints import (
+from vllm_deploy_wizard.catalog.constraints import (
     AVAILABLE,
     DISABLED,
     HIDDEN,
@@ -21,10 +21,10 @@ from vllm_wizard.catalog.constraints import (
     recommend_strategy,
     visible,
 )
-from vllm_wizard.catalog.loader import load_catalog
-from vllm_wizard.catalog.models import Companion, Recipe
-from vllm_wizard.catalog.selection import Selection
-from vllm_wizard.errors import SelectionError
+from vllm_deploy_wizard.catalog.loader import load_catalog
+from vllm_deploy_wizard.catalog.models import Companion, Recipe
+from vllm_deploy_wizard.catalog.selection import Selection
+from vllm_deploy_wizard.errors import SelectionError
 
 LLAMA = "meta-llama/Llama-3.3-70B-Instruct"
 KIMI = "moonshotai/Kimi-K3"
@@ -48,7 +48,7 @@ def state(choice):
 
 def with_recipe(cat, recipe: Recipe):
     """A shallow copy of ``cat`` whose recipe map also holds ``recipe`` (same index rules)."""
-    from vllm_wizard.catalog.loader import Catalog
+    from vllm_deploy_wizard.catalog.loader import Catalog
 
     recipes = {**cat.recipes, recipe.hf_id: recipe}
     return Catalog(cat.taxonomy, cat.strategies, cat.kv_stores, recipes, source=cat.source)
@@ -582,7 +582,7 @@ def test_text_only_and_encoder_parallel_exclusive(snap):
 
 def _synthesis_ctx(cat, sel: Selection):
     """Synthesis' own resolution of ``sel`` (its private context: the reference the TUI must match)."""
-    from vllm_wizard.catalog import synthesis
+    from vllm_deploy_wizard.catalog import synthesis
 
     return synthesis._resolve(cat, sel)
 

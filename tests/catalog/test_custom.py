@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_wizard.catalog.custom import (
+from vllm_deploy_wizard.catalog.custom import (
     context_length,
     custom_recipe,
     estimate_parameters,
@@ -15,8 +15,8 @@ from vllm_wizard.catalog.custom import (
     resolve_model,
     vram_minimum_gb,
 )
-from vllm_wizard.catalog.loader import load_catalog
-from vllm_wizard.errors import SelectionError
+from vllm_deploy_wizard.catalog.loader import load_catalog
+from vllm_deploy_wizard.errors import SelectionError
 
 #: Llama-3-8B's published architecture (dense, GQA, untied head).
 LLAMA_8B = {

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from vllm_wizard.catalog import load_catalog, plan_to_json, synthesize
-from vllm_wizard.catalog.selection import selection_from_data
+from vllm_deploy_wizard.catalog import load_catalog, plan_to_json, synthesize
+from vllm_deploy_wizard.catalog.selection import selection_from_data
 
 DEPLOY_TYPES = ("single_node", "multi_node", "pd_cluster", "kv_store_lb", "omni")
 

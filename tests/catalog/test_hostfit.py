@@ -9,12 +9,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from vllm_wizard.catalog import Selection, load_catalog, synthesize
-from vllm_wizard.catalog.constraints import hardware_listing
-from vllm_wizard.catalog.custom import resolve_model
-from vllm_wizard.catalog.hostfit import HostCapacity, host_fit_warnings, ranks_on_node, suggested_gib
-from vllm_wizard.catalog.plan import LaunchPlan, PlanProcess
-from vllm_wizard.catalog.render import plan_text
+from vllm_deploy_wizard.catalog import Selection, load_catalog, synthesize
+from vllm_deploy_wizard.catalog.constraints import hardware_listing
+from vllm_deploy_wizard.catalog.custom import resolve_model
+from vllm_deploy_wizard.catalog.hostfit import HostCapacity, host_fit_warnings, ranks_on_node, suggested_gib
+from vllm_deploy_wizard.catalog.plan import LaunchPlan, PlanProcess
+from vllm_deploy_wizard.catalog.render import plan_text
 
 GIB = 2**30
 #: The tester's node (finding 8): 23.5 GiB of RAM, 2 CPUs.

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from vllm_wizard.catalog import load_catalog
-from vllm_wizard.catalog.loader import DATA_DIR
-from vllm_wizard.errors import CatalogError, SelectionError
+from vllm_deploy_wizard.catalog import load_catalog
+from vllm_deploy_wizard.catalog.loader import DATA_DIR
+from vllm_deploy_wizard.errors import CatalogError, SelectionError
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vllm_wizard.cli import main
+from vllm_deploy_wizard.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -479,8 +479,8 @@ def test_kv_drop_warnings_say_why_in_plain_words(capsys, monkeypatch, tmp_path: 
 
 def test_cpu_pip_plan_carries_the_cpu_install_pitfalls():
     """A pip plan on a CPU profile says how the PyPI CPU build breaks and how to fix it; GPU plans don't."""
-    from vllm_wizard.catalog import Selection, load_catalog, synthesize
-    from vllm_wizard.catalog.synthesis import CPU_PIP_NOTE
+    from vllm_deploy_wizard.catalog import Selection, load_catalog, synthesize
+    from vllm_deploy_wizard.catalog.synthesis import CPU_PIP_NOTE
 
     cat = load_catalog()
     cpu = synthesize(cat, Selection(model="Qwen/Qwen3-32B", hardware="xeon6"))

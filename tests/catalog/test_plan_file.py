@@ -1,6 +1,6 @@
 """The plan file meets the launcher's reader (docs/contracts.md §2): every node of a plan loads.
 
-A cross-package check: the catalog writes what ``vllm_wizard.launcher.load_plan_file`` reads, for
+A cross-package check: the catalog writes what ``vllm_deploy_wizard.launcher.load_plan_file`` reads, for
 every shape the goldens cover (sampled), on every node rank of the plan.
 """
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from vllm_wizard.catalog import load_catalog, synthesize
-from vllm_wizard.catalog.render import plan_file
-from vllm_wizard.catalog.selection import selection_from_data
-from vllm_wizard.launcher.spec import parse_plan
+from vllm_deploy_wizard.catalog import load_catalog, synthesize
+from vllm_deploy_wizard.catalog.render import plan_file
+from vllm_deploy_wizard.catalog.selection import selection_from_data
+from vllm_deploy_wizard.launcher.spec import parse_plan
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +27,8 @@ def sampled(shared: Path):
 def test_every_node_of_every_sampled_plan_loads_in_the_launcher(sampled) -> None:
     """Every machine label selects exactly its processes; a node rank selects its processes where it
     names one machine, and is refused (naming the labels) where it names several (PD, Mooncake)."""
-    from vllm_wizard.catalog.plan import node_label
-    from vllm_wizard.errors import LaunchError
+    from vllm_deploy_wizard.catalog.plan import node_label
+    from vllm_deploy_wizard.errors import LaunchError
 
     cat, cases = sampled
     shapes, failures, refused = set(), [], set()

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from vllm_wizard.catalog.loader import load_catalog
-from vllm_wizard.catalog.sources import (
+from vllm_deploy_wizard.catalog.loader import load_catalog
+from vllm_deploy_wizard.catalog.sources import (
     SYNC_STAMP,
     SourceError,
     SyncError,
@@ -25,7 +25,7 @@ from vllm_wizard.catalog.sources import (
     sync_recipes,
     synced_checkout,
 )
-from vllm_wizard.cli import main
+from vllm_deploy_wizard.cli import main
 
 COMMIT = "8959cf6aabbccddeeff00112233445566778899a"
 

@@ -18,7 +18,7 @@ def fixtures_dir(shared: Path) -> Path:
 @pytest.fixture(scope="session")
 def profiles():
     """The bundled catalog's hardware profiles (what ``vllm-wizard detect`` matches against)."""
-    from vllm_wizard.catalog import load_catalog
+    from vllm_deploy_wizard.catalog import load_catalog
 
     return load_catalog().taxonomy.hardware_profiles
 

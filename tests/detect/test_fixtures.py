@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vllm_wizard.detect import detect, match_profiles
-from vllm_wizard.detect.fixture import FixtureFacts
-from vllm_wizard.detect.hints import deployment_hints
+from vllm_deploy_wizard.detect import detect, match_profiles
+from vllm_deploy_wizard.detect.fixture import FixtureFacts
+from vllm_deploy_wizard.detect.hints import deployment_hints
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "detect"
 MACHINES = sorted(p.name for p in FIXTURES.glob("*.yaml") if p.name != "failure_modes.yaml")
@@ -115,7 +115,7 @@ def test_rtx5090_d_variant_keeps_the_profile_with_a_note(fixtures_dir, profiles)
 
 
 def test_ascend_npu_smi_table_is_parsed_into_16_dies(fixtures_dir):
-    from vllm_wizard.detect.ascend import family_of, parse_npu_smi_info
+    from vllm_deploy_wizard.detect.ascend import family_of, parse_npu_smi_info
 
     chips = parse_npu_smi_info((fixtures_dir / "ascend_910c_npu-smi-info.txt").read_text())
     assert len(chips) == 16 and len({c.npu for c in chips}) == 8

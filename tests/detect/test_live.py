@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-from vllm_wizard.detect import detect, match_profiles
-from vllm_wizard.detect.fixture import FixtureFacts, capture
-from vllm_wizard.detect.facts import LiveFacts
+from vllm_deploy_wizard.detect import detect, match_profiles
+from vllm_deploy_wizard.detect.fixture import FixtureFacts, capture
+from vllm_deploy_wizard.detect.facts import LiveFacts
 
 
 def _proc_field(key: str) -> str:
@@ -66,7 +66,7 @@ def test_capture_round_trips_through_replay(tmp_path, profiles):
 
 
 def test_capture_redacts_uuids_and_serials():
-    from vllm_wizard.detect.fixture import redact
+    from vllm_deploy_wizard.detect.fixture import redact
 
     out = redact({"nvmlDeviceGetUUID": "GPU-d0b737ba-bab2-9fc1-645b-a70606d5760c",
                   "other": "GPU-d0b737ba-bab2-9fc1-645b-a70606d5760c", "asic_serial": "0x0CEE36DDC4255115"})
@@ -76,7 +76,7 @@ def test_capture_redacts_uuids_and_serials():
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "vllm_wizard", "detect", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "vllm_deploy_wizard", "detect", *args], capture_output=True, text=True,
                           timeout=120)
 
 
@@ -105,7 +105,7 @@ def test_cli_bad_replay_input_is_a_clear_error(fixtures_dir, tmp_path):
     assert out.returncode == 2 and "field 'schema'" in out.stderr and "Traceback" not in out.stderr
 
 
-@pytest.mark.parametrize("dist", ["pyyaml", "PyYAML", "nvidia-ml-py", "psutil", "vllm-wizard", "no-such-dist-xyz"])
+@pytest.mark.parametrize("dist", ["pyyaml", "PyYAML", "nvidia-ml-py", "psutil", "vllm-deploy-wizard", "no-such-dist-xyz"])
 def test_dist_version_agrees_with_importlib_metadata(dist):
     from importlib import metadata
 

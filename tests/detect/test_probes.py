@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from vllm_wizard.detect import detect
-from vllm_wizard.detect.facts import LiveFacts
-from vllm_wizard.detect.fixture import FakeNvml
+from vllm_deploy_wizard.detect import detect
+from vllm_deploy_wizard.detect.facts import LiveFacts
+from vllm_deploy_wizard.detect.fixture import FakeNvml
 
 H200_DEVICE = {
     "nvmlDeviceGetName": "NVIDIA H200", "nvmlDeviceGetUUID": "GPU-1",
@@ -134,7 +134,7 @@ def test_nvml_capture_records_what_replay_reads_back(fixtures_dir):
     """The capture of an NVML session (run on a GPU host) replays to the same GPUs."""
     import yaml
 
-    from vllm_wizard.detect.fixture import FixtureFacts, _nvml_block
+    from vllm_deploy_wizard.detect.fixture import FixtureFacts, _nvml_block
 
     data = yaml.safe_load((fixtures_dir / "nvidia_hgx_8x_h200.yaml").read_text())
     recorded = _nvml_block(FakeNvml(data["nvml"]))
@@ -160,7 +160,7 @@ def test_jetson_without_nvml_is_reported_not_matched(tmp_path):
 
 
 def test_gpu_processes_sums_memory_per_pid_across_gpus(tmp_path):
-    from vllm_wizard.detect.nvidia import gpu_processes
+    from vllm_deploy_wizard.detect.nvidia import gpu_processes
 
     dev0 = {**H200_DEVICE, "processes": [{"pid": 4242, "usedGpuMemory": 10 << 30}, {"pid": 7, "usedGpuMemory": None}]}
     dev1 = {**H200_DEVICE, "processes": [{"pid": 4242, "usedGpuMemory": 5 << 30}]}

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from vllm_wizard.detect.amd import gfx_from_kfd
-from vllm_wizard.detect.inventory import AcceleratorGroup, Device, Inventory
-from vllm_wizard.detect.match import match_profiles
-from vllm_wizard.detect.visibility import parse_cuda_visible
+from vllm_deploy_wizard.detect.amd import gfx_from_kfd
+from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, Device, Inventory
+from vllm_deploy_wizard.detect.match import match_profiles
+from vllm_deploy_wizard.detect.visibility import parse_cuda_visible
 
 
 def test_cuda_visible_devices_follows_nvitop_rules():

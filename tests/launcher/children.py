@@ -82,8 +82,8 @@ def until_sync(cond: Callable[[], bool], timeout: float = 20.0, what: str = "con
 
 
 def run_cli(env: dict, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``python -m vllm_wizard ARGS`` with ``env``; output captured as text; ``timeout`` in s."""
-    return subprocess.run([sys.executable, "-m", "vllm_wizard", *args], env=env, capture_output=True, text=True,
+    """``python -m vllm_deploy_wizard ARGS`` with ``env``; output captured as text; ``timeout`` in s."""
+    return subprocess.run([sys.executable, "-m", "vllm_deploy_wizard", *args], env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -95,7 +95,7 @@ def cleanup_runs(state_home) -> list[str]:
 
     import psutil
 
-    from vllm_wizard.launcher.runs import read_run, run_survivors, stop_stale
+    from vllm_deploy_wizard.launcher.runs import read_run, run_survivors, stop_stale
 
     root = Path(state_home) / "vllm-wizard" / "runs"
     cleaned = []

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from children import FAIL, HEALTH_SERVER, PY, run_cli, until_sync
-from vllm_wizard.launcher.ports import free_port
+from vllm_deploy_wizard.launcher.ports import free_port
 
 
 _cli = run_cli  # the `env` fixture is in conftest.py
@@ -34,7 +34,7 @@ def _plan_file(tmp_path, port, extra=None):
 def test_foreground_prints_prefixed_lines_and_ctrl_c_stops_clean(tmp_path, env):
     port = free_port()
     plan = _plan_file(tmp_path, port)
-    p = subprocess.Popen([sys.executable, "-m", "vllm_wizard", "launch", str(plan), "--foreground"], env=env,
+    p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--foreground"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     for line in p.stdout:
@@ -82,7 +82,7 @@ def test_detached_launch_status_attach_stop(tmp_path, env):
     assert st[0]["processes"][0]["state"] == "READY" and psutil.pid_exists(web_pid)
     # attach, then Ctrl-C: detaches, the run goes on
     # started with SIGINT ignored, as a background job of a non-interactive shell (CI) starts it
-    a = subprocess.Popen([sys.executable, "-m", "vllm_wizard", "attach", run_id[:10]], env=env,
+    a = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "attach", run_id[:10]], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     first = []
@@ -104,8 +104,8 @@ def test_detached_launch_status_attach_stop(tmp_path, env):
 
 
 def test_printer_colours_unless_no_color(monkeypatch):
-    from vllm_wizard.commands.launch import Printer
-    from vllm_wizard.launcher import LogLines
+    from vllm_deploy_wizard.commands.launch import Printer
+    from vllm_deploy_wizard.launcher import LogLines
 
     buf = io.StringIO()
     Printer(["a", "bb"], out=buf, color=True)(LogLines("a", ["hi"]))
@@ -141,8 +141,8 @@ def test_stale_run_status_and_stop_after_supervisor_sigkill(tmp_path, env):
 
 
 def test_printer_hides_the_supervisors_transition_notes():
-    from vllm_wizard.commands.launch import Printer
-    from vllm_wizard.launcher import LogLines
+    from vllm_deploy_wizard.commands.launch import Printer
+    from vllm_deploy_wizard.launcher import LogLines
 
     buf = io.StringIO()
     Printer(["a"], out=buf, color=False)(LogLines("a", ["[wizard] STOPPED → STARTING: starting", "[wizard] starting: x",
@@ -156,7 +156,7 @@ class _Host:
 
 
 def test_set_of_an_unknown_placeholder_warns_and_detection_fills_the_rest():
-    from vllm_wizard.commands.launch import resolve_values
+    from vllm_deploy_wizard.commands.launch import resolve_values
 
     data = {"plan_version": 1, "plan": {"placeholders": ["HEAD_IP", "IFACE_NAME", "ROUTER_HOST"], "processes": []}}
     calls = []
@@ -184,7 +184,7 @@ def test_set_of_an_unknown_placeholder_warns_and_detection_fills_the_rest():
 def test_the_plans_own_placeholder_defaults_fill_what_nobody_set_and_say_so():
     """A co-located PD plan (contracts §2 placeholder_defaults) launches without --set; --set and
     detection win over the plan's defaults; each default used is printed."""
-    from vllm_wizard.commands.launch import resolve_values
+    from vllm_deploy_wizard.commands.launch import resolve_values
 
     data = {"plan_version": 1, "plan": {
         "placeholders": ["PREFILL_NODE_1", "DECODE_NODE_1", "ROUTER_HOST", "ROUTER_PORT", "HEAD_IP"],
@@ -201,7 +201,7 @@ def test_the_plans_own_placeholder_defaults_fill_what_nobody_set_and_say_so():
 
 
 def test_launch_fills_head_ip_and_iface_from_detection(tmp_path, env):
-    from vllm_wizard.detect import detect
+    from vllm_deploy_wizard.detect import detect
 
     host = detect().host
     if not (host.primary_ip and host.default_iface):
@@ -232,11 +232,11 @@ def test_foreground_sighup_stops_every_child_cleanly(tmp_path, env, terminal):
     output closed: writes fail with EPIPE, as EIO on a closed tty) the stop still completes."""
     from pathlib import Path
 
-    from vllm_wizard.launcher.runs import read_run
+    from vllm_deploy_wizard.launcher.runs import read_run
 
     port = free_port()
     plan = _plan_file(tmp_path, port, [{"name": "sleeper", "phase": "before", "argv": [PY, "-c", "import time; time.sleep(600)"]}])
-    p = subprocess.Popen([sys.executable, "-m", "vllm_wizard", "launch", str(plan), "--foreground", "--skip-flag-check"],
+    p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--foreground", "--skip-flag-check"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines = []
     watchdog = threading.Timer(60, p.kill)  # never hang the suite if READY does not come
@@ -266,8 +266,8 @@ def test_foreground_sighup_stops_every_child_cleanly(tmp_path, env, terminal):
 
 def test_printer_hides_health_and_metrics_polls_unless_all_lines():
     """Tester finding 18: every poll was an access-log line in ``attach`` / ``--foreground``."""
-    from vllm_wizard.commands.launch import Printer
-    from vllm_wizard.launcher import LogLines
+    from vllm_deploy_wizard.commands.launch import Printer
+    from vllm_deploy_wizard.launcher import LogLines
 
     lines = ['INFO:     127.0.0.1:5012 - "GET /health HTTP/1.1" 200 OK',
              'INFO:     127.0.0.1:5014 - "GET /metrics HTTP/1.1" 200 OK',
@@ -280,15 +280,15 @@ def test_printer_hides_health_and_metrics_polls_unless_all_lines():
     Printer(["v"], out=buf, color=False, all_lines=True)(LogLines("v", lines))
     assert buf.getvalue() == "".join(f"v | {x}\n" for x in lines)
     # one definition: the TUI log pane hides the same lines
-    from vllm_wizard.launcher.noise import POLL_NOISE
-    from vllm_wizard.tui.monitor_model import POLL_NOISE as TUI_POLL_NOISE
+    from vllm_deploy_wizard.launcher.noise import POLL_NOISE
+    from vllm_deploy_wizard.tui.monitor_model import POLL_NOISE as TUI_POLL_NOISE
 
     assert TUI_POLL_NOISE is POLL_NOISE
 
 
 def test_foreground_printer_survives_a_closed_terminal_attach_printer_does_not():
-    from vllm_wizard.commands.launch import Printer
-    from vllm_wizard.launcher import LogLines
+    from vllm_deploy_wizard.commands.launch import Printer
+    from vllm_deploy_wizard.launcher import LogLines
 
     class Closed(io.StringIO):
         def write(self, s):
@@ -347,14 +347,14 @@ def test_foreground_on_a_terminal_that_closes_stops_every_child(tmp_path, env):
     import time
     from pathlib import Path
 
-    from vllm_wizard.launcher.runs import read_run
+    from vllm_deploy_wizard.launcher.runs import read_run
 
     def own_the_terminal():  # in the child: new session (Popen), then make the pty its controlling tty
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
     plan = _plan_file(tmp_path, free_port(), [{"name": "sleeper", "phase": "before", "argv": [PY, "-c", "import time; time.sleep(600)"]}])
     master, slave = pty.openpty()
-    p = subprocess.Popen([sys.executable, "-m", "vllm_wizard", "launch", str(plan), "--foreground", "--skip-flag-check"],
+    p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--foreground", "--skip-flag-check"],
                          env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, preexec_fn=own_the_terminal)
     os.close(slave)
     out = b""

@@ -20,12 +20,12 @@ import psutil
 import pytest
 
 from e2e_env import E2EUnavailable, cache_root, lmcache_env, router_env, tiny_model, vllm_env
-from vllm_wizard.launcher import (
+from vllm_deploy_wizard.launcher import (
     ProcessEvent, ProcessSpec, Probe, RestartPolicy, RunClient, RunFinished, RunSpec, Snapshot, State,
     start_run,
 )
-from vllm_wizard.launcher.ports import free_port
-from vllm_wizard.launcher.preflight import check
+from vllm_deploy_wizard.launcher.ports import free_port
+from vllm_deploy_wizard.launcher.preflight import check
 
 pytestmark = pytest.mark.e2e
 
@@ -173,7 +173,7 @@ async def test_real_chain_lmcache_vllm_router(real):
         print(f"\nE2E figures: preflight {preflight_s:.1f} s, all READY {up_s:.1f} s, "
               f"SIGKILL→BACKOFF {noticed_s * 1000:.0f} ms, restart→READY {restart_s:.1f} s")
     finally:
-        from vllm_wizard.launcher import find_run, run_survivors, stop_stale
+        from vllm_deploy_wizard.launcher import find_run, run_survivors, stop_stale
 
         info2 = find_run(info.run_id)
         if info2.status == "running":

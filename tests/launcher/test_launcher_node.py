@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from vllm_wizard.cli import main
-from vllm_wizard.errors import LaunchError
-from vllm_wizard.launcher.spec import load_plan_file, parse_plan
+from vllm_deploy_wizard.cli import main
+from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.launcher.spec import load_plan_file, parse_plan
 
 
 def _proc(name, role, rank, node, deps=()):

@@ -7,14 +7,14 @@ import sys
 
 import pytest
 
-from vllm_wizard.errors import LaunchError
-from vllm_wizard.launcher.causes import classify
-from vllm_wizard.launcher.logs import Redactor
-from vllm_wizard.launcher.metrics import parse_metrics, rates
-from vllm_wizard.launcher.ports import free_port
-from vllm_wizard.launcher.preflight import check, check_or_raise, parse_version
-from vllm_wizard.launcher.spec import ProcessSpec, RunSpec
-from vllm_wizard.launcher.vllm import StartupProgress
+from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.launcher.causes import classify
+from vllm_deploy_wizard.launcher.logs import Redactor
+from vllm_deploy_wizard.launcher.metrics import parse_metrics, rates
+from vllm_deploy_wizard.launcher.ports import free_port
+from vllm_deploy_wizard.launcher.preflight import check, check_or_raise, parse_version
+from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
+from vllm_deploy_wizard.launcher.vllm import StartupProgress
 
 
 @pytest.mark.parametrize("line, kind", [
@@ -96,7 +96,7 @@ def test_redactor_masks_env_secrets_and_token_shapes():
 
 
 def test_secret_flag_values_are_masked_by_value():
-    from vllm_wizard.launcher.logs import secret_argv_values
+    from vllm_deploy_wizard.launcher.logs import secret_argv_values
 
     argv = ["vllm", "serve", "m", "--api-key", "key-one", "key-two", "--tokenizer", "tok/path", "--hf-token=hf_x123",
             "--ssl-keyfile", "/etc/key.pem", "--lmcache-secret", "s3cr3t", "--port", "8000"]
@@ -109,7 +109,7 @@ def test_secret_flag_values_are_masked_by_value():
 
 
 def test_log_batches_decode_lazily_and_keep_bad_bytes_readable():
-    from vllm_wizard.launcher.logs import LogLines
+    from vllm_deploy_wizard.launcher.logs import LogLines
 
     batch = LogLines("v", ts=1.0, block=b"one\ntw\xffo")
     assert batch._block is not None  # nothing decoded until someone reads the lines
@@ -208,7 +208,7 @@ def test_preflight_reads_flags_as_vllms_argparse_does(tmp_path):
 
 def test_vllm_probe_needed_says_whether_vllm_must_be_run(tmp_path):
     """Tester finding 22: the '~30 s' preflight banner only when vLLM's version/flags are not cached."""
-    from vllm_wizard.launcher.preflight import vllm_probe_needed
+    from vllm_deploy_wizard.launcher.preflight import vllm_probe_needed
 
     exe, runner = _fake_vllm(tmp_path, ["--port"])
     cache = tmp_path / "cache"
@@ -226,7 +226,7 @@ def test_preflight_passes_a_good_plan():
 
 
 def test_child_env_orders_gpus_by_pci_bus_and_keeps_plan_env():
-    from vllm_wizard.launcher.process import child_env
+    from vllm_deploy_wizard.launcher.process import child_env
 
     env = child_env(ProcessSpec("v", ("vllm",), env={"VLLM_CPU_KVCACHE_SPACE": "1"}), base={"PATH": "/bin"})
     assert env == {"PATH": "/bin", "VLLM_CPU_KVCACHE_SPACE": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
@@ -235,7 +235,7 @@ def test_child_env_orders_gpus_by_pci_bus_and_keeps_plan_env():
 
 
 def test_log_file_rotates_and_tail_is_bounded(tmp_path):
-    from vllm_wizard.launcher.logs import TAIL_LINES, ProcessLog
+    from vllm_deploy_wizard.launcher.logs import TAIL_LINES, ProcessLog
 
     log = ProcessLog("x", tmp_path / "x.log", max_bytes=10_000, backups=2)
     for i in range(50):
@@ -323,8 +323,8 @@ def test_startup_progress_reads_the_config_dump_as_engine_init_and_cpu_warmup_as
 
 def test_preflight_names_a_local_model_path_that_does_not_exist(tmp_path):
     """Tester finding 10: `vllm serve /nonexistent/model` crash-looped ~30 s before saying why."""
-    from vllm_wizard.launcher.preflight import missing_model_path
-    from vllm_wizard.launcher.spec import ProcessSpec
+    from vllm_deploy_wizard.launcher.preflight import missing_model_path
+    from vllm_deploy_wizard.launcher.spec import ProcessSpec
 
     model = tmp_path / "tiny"
     model.mkdir()

@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from vllm_wizard.launcher.policy import (
+from vllm_deploy_wizard.launcher.policy import (
     CancelTimer,
     Exited,
     Finished,
@@ -22,8 +22,8 @@ from vllm_wizard.launcher.policy import (
     StopRequested,
     TimerFired,
 )
-from vllm_wizard.launcher.spec import ProcessSpec, Probe as ProbeSpec, RestartPolicy, RunSpec
-from vllm_wizard.launcher.states import InvalidTransition, ProcessState, State, transition
+from vllm_deploy_wizard.launcher.spec import ProcessSpec, Probe as ProbeSpec, RestartPolicy, RunSpec
+from vllm_deploy_wizard.launcher.states import InvalidTransition, ProcessState, State, transition
 
 
 def _spec(**over) -> RunSpec:

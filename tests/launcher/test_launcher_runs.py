@@ -12,12 +12,12 @@ import psutil
 import pytest
 
 from children import HEALTH_SERVER, PY, cleanup_runs, until, until_sync
-from vllm_wizard.errors import LaunchError
-from vllm_wizard.launcher import (
+from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.launcher import (
     ProcessEvent, ProcessSpec, Probe, RunClient, RunFinished, RunSpec, Snapshot, State,
     find_run, list_runs, start_run, stop_stale,
 )
-from vllm_wizard.launcher.ports import free_port
+from vllm_deploy_wizard.launcher.ports import free_port
 
 
 @pytest.fixture(autouse=True)
@@ -160,7 +160,7 @@ def test_closing_the_terminal_does_not_stop_the_run(tmp_path):
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-    term = subprocess.Popen([sys.executable, "-m", "vllm_wizard", "launch", str(plan), "--wait"],
+    term = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--wait"],
                             stdin=slave, stdout=slave, stderr=slave, preexec_fn=controlling_terminal)
     os.close(slave)
     out = b""
@@ -186,8 +186,8 @@ def test_closing_the_terminal_does_not_stop_the_run(tmp_path):
 async def test_a_subscriber_that_cannot_keep_up_is_dropped_not_waited_for():
     import json as _json
 
-    from vllm_wizard.launcher import LogLines, RunServer
-    from vllm_wizard.launcher.daemon import prepare_run_dir
+    from vllm_deploy_wizard.launcher import LogLines, RunServer
+    from vllm_deploy_wizard.launcher.daemon import prepare_run_dir
 
     spec = _spec(free_port())
     server = RunServer(prepare_run_dir(spec), spec)
@@ -205,8 +205,8 @@ async def test_a_starting_run_is_waited_for_never_stale(state_home):
     """Between the run dir appearing and the supervisor's first state.json, readers see "starting"."""
     import json as _json
 
-    from vllm_wizard.launcher.daemon import prepare_run_dir, spawn_supervisor
-    from vllm_wizard.launcher.runs import read_run
+    from vllm_deploy_wizard.launcher.daemon import prepare_run_dir, spawn_supervisor
+    from vllm_deploy_wizard.launcher.runs import read_run
 
     spec = _spec(free_port())
     run_dir = prepare_run_dir(spec)
@@ -239,8 +239,8 @@ def test_a_run_without_state_whose_supervisor_died_is_stale(state_home):
     import subprocess
     import sys
 
-    from vllm_wizard.launcher.daemon import prepare_run_dir
-    from vllm_wizard.launcher.runs import read_run, record_supervisor
+    from vllm_deploy_wizard.launcher.daemon import prepare_run_dir
+    from vllm_deploy_wizard.launcher.runs import read_run, record_supervisor
 
     run_dir = prepare_run_dir(_spec(free_port()))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

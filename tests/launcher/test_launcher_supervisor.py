@@ -9,11 +9,11 @@ import signal
 import psutil
 
 from children import FAIL, HEALTH_SERVER, LONG_LINE, PY, until
-from vllm_wizard.launcher.logs import TAIL_LINES
-from vllm_wizard.launcher.ports import free_port
-from vllm_wizard.launcher.spec import ProcessSpec, Probe, RestartPolicy, RunSpec
-from vllm_wizard.launcher.states import ProcessEvent, State
-from vllm_wizard.launcher.supervisor import RunFinished, Supervisor
+from vllm_deploy_wizard.launcher.logs import TAIL_LINES
+from vllm_deploy_wizard.launcher.ports import free_port
+from vllm_deploy_wizard.launcher.spec import ProcessSpec, Probe, RestartPolicy, RunSpec
+from vllm_deploy_wizard.launcher.states import ProcessEvent, State
+from vllm_deploy_wizard.launcher.supervisor import RunFinished, Supervisor
 
 
 def _server(name, port, *extra, phase="engine", deps=(), **kw) -> ProcessSpec:
@@ -183,7 +183,7 @@ async def test_stop_while_waiting_for_ports_never_starts_it():
 
 
 async def test_probes_never_overlap_and_a_slow_poll_stretches_the_cycle():
-    from vllm_wizard.launcher.health import ProbeResult
+    from vllm_deploy_wizard.launcher.health import ProbeResult
 
     active, starts, peak = [0], [], [0]
 
@@ -208,7 +208,7 @@ async def test_probes_never_overlap_and_a_slow_poll_stretches_the_cycle():
 
 
 async def test_health_polls_slow_down_once_ready():
-    from vllm_wizard.launcher.health import ProbeResult
+    from vllm_deploy_wizard.launcher.health import ProbeResult
 
     polls: list[tuple[float, str]] = []
     sup = None
@@ -275,7 +275,7 @@ async def test_a_requested_restart_clears_the_last_cause(tmp_path):
 async def test_a_restart_waits_until_the_old_tree_released_its_gpu_memory(tmp_path, monkeypatch):
     """Issue 4: a restart must not race the old process for GPU memory. NVML is faked here (no GPU
     on the test machines): it reports the crashed pid holding 2 GiB for two polls, then nothing."""
-    import vllm_wizard.launcher.supervisor as supervisor_mod
+    import vllm_deploy_wizard.launcher.supervisor as supervisor_mod
 
     polls: list[tuple[float, set[int]]] = []
 
@@ -307,7 +307,7 @@ def test_gpu_memory_held_reads_nvml_per_pid_and_is_none_without_it(monkeypatch):
     import sys
     import types
 
-    from vllm_wizard.launcher.process import gpu_memory_held
+    from vllm_deploy_wizard.launcher.process import gpu_memory_held
 
     class NVMLError(Exception):
         pass

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from vllm_wizard.launcher import LogLines, Metrics, Progress, ProcessEvent, State
-from vllm_wizard.launcher.metrics import MetricsSnapshot
+from vllm_deploy_wizard.launcher import LogLines, Metrics, Progress, ProcessEvent, State
+from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot
 
 
 def ready_run(name: str = "vllm") -> list:

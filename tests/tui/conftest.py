@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_wizard.catalog import load_catalog
-from vllm_wizard.tui.app import make_app
-from vllm_wizard.tui.services import real_services
+from vllm_deploy_wizard.catalog import load_catalog
+from vllm_deploy_wizard.tui.app import make_app
+from vllm_deploy_wizard.tui.services import real_services
 
 from fakes import FakeCandidate, FakeGroup, FakeInventory  # noqa: E402  (tests/tui on sys.path)
 

@@ -7,9 +7,9 @@ import pytest
 from textual.widgets import OptionList
 from tui_steps import pick, pick_hardware, pick_model, settle
 
-from vllm_wizard.catalog import Selection, options
-from vllm_wizard.tui.constraint_panel import ConstraintPanel
-from vllm_wizard.tui.screen_configure import AxisList, ConfigureScreen
+from vllm_deploy_wizard.catalog import Selection, options
+from vllm_deploy_wizard.tui.constraint_panel import ConstraintPanel
+from vllm_deploy_wizard.tui.screen_configure import AxisList, ConfigureScreen
 
 RECIPES = [
     ("h200", "Qwen/Qwen3-32B"),  # dense: TEP/DEP/DPA+TP "needs an MoE model", KV opt-in reasons

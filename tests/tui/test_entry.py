@@ -11,9 +11,9 @@ from fakes import FakeLauncher
 from textual.widgets import Input, Static
 from tui_steps import pick_hardware, settle
 
-from vllm_wizard.tui.screen_configure import ConfigureScreen
-from vllm_wizard.tui.screen_model import ModelScreen
-from vllm_wizard.tui.screen_monitor import MonitorScreen
+from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
+from vllm_deploy_wizard.tui.screen_model import ModelScreen
+from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen
 
 
 async def test_model_flag_goes_straight_to_configure(build_app):
@@ -87,16 +87,16 @@ async def test_attach_flag_opens_the_monitor(build_app):
 
 
 def test_wizard_help_lists_its_flags_without_importing_textual():
-    out = subprocess.run([sys.executable, "-m", "vllm_wizard", "wizard", "--help"], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "vllm_deploy_wizard", "wizard", "--help"], capture_output=True, text=True, check=True)
     assert "--recipes" in out.stdout and "--model" in out.stdout and "--attach" in out.stdout
-    code = "import sys, vllm_wizard.cli as c; c.build_parser(); print('textual' in sys.modules)"
+    code = "import sys, vllm_deploy_wizard.cli as c; c.build_parser(); print('textual' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 
 async def test_hardware_list_follows_the_chosen_model(build_app, catalog):
     from textual.widgets import OptionList
 
-    from vllm_wizard.catalog import Selection, options
+    from vllm_deploy_wizard.catalog import Selection, options
 
     app = build_app(model="Qwen/Qwen3-235B-A22B")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -113,7 +113,7 @@ def test_live_runs_offer_starting_and_running_runs(monkeypatch):
     like a ``running`` one; stale runs are not."""
     from types import SimpleNamespace
 
-    from vllm_wizard.tui import launch_port
+    from vllm_deploy_wizard.tui import launch_port
 
     runs = [SimpleNamespace(run_id="20261130-101129-5f82", status="starting"),
             SimpleNamespace(run_id="20261130-095000-aaaa", status="running"),
@@ -131,7 +131,7 @@ def test_live_runs_offer_starting_and_running_runs(monkeypatch):
 
 async def test_attach_prompt_lists_real_looking_run_ids(build_app):
     """Run ids start with a digit ("20261130-101129-5f82"): the prompt lists and returns them."""
-    from vllm_wizard.tui.screen_monitor import AttachPrompt
+    from vllm_deploy_wizard.tui.screen_monitor import AttachPrompt
 
     launcher = FakeLauncher(events=ready_run())
     launcher.live = ["20261130-101129-5f82"]
@@ -156,7 +156,7 @@ def test_without_a_terminal_the_wizard_refuses_and_names_the_headless_commands(t
     plan/detect/launch."""
     out = tmp_path / "out.txt"
     with open(out, "w") as stdout:
-        proc = subprocess.run([sys.executable, "-m", "vllm_wizard"], stdin=subprocess.DEVNULL, stdout=stdout,
+        proc = subprocess.run([sys.executable, "-m", "vllm_deploy_wizard"], stdin=subprocess.DEVNULL, stdout=stdout,
                               stderr=subprocess.PIPE, text=True, timeout=60)
     assert proc.returncode == 2
     assert out.read_text() == ""
@@ -170,8 +170,8 @@ def test_require_terminal_names_the_stream_that_is_not_one():
 
     import pytest
 
-    from vllm_wizard.commands.wizard import require_terminal
-    from vllm_wizard.errors import WizardError
+    from vllm_deploy_wizard.commands.wizard import require_terminal
+    from vllm_deploy_wizard.errors import WizardError
 
     class Tty(io.StringIO):
         def isatty(self):
@@ -189,7 +189,7 @@ def test_require_terminal_names_the_stream_that_is_not_one():
 async def test_attach_to_a_run_that_is_gone_says_so_and_goes_back(build_app):
     """``--attach RUN`` for a run the launcher does not know: the monitor shows the launcher's
     error (no crash) and escape returns to the wizard."""
-    from vllm_wizard.errors import WizardError
+    from vllm_deploy_wizard.errors import WizardError
 
     class NoRuns(FakeLauncher):
         def client(self, run_id):

@@ -8,10 +8,10 @@ from fakes import FakeLauncher
 from textual.widgets import DataTable, RichLog, Sparkline
 from tui_steps import settle, walk
 
-from vllm_wizard.tui.monitor_model import MonitorModel
-from vllm_wizard.tui.prompts import ConfirmPrompt
-from vllm_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
-from vllm_wizard.tui.screen_review import ReviewScreen
+from vllm_deploy_wizard.tui.monitor_model import MonitorModel
+from vllm_deploy_wizard.tui.prompts import ConfirmPrompt
+from vllm_deploy_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
+from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 
 
 async def _launch(pilot, app) -> MonitorScreen:
@@ -92,7 +92,7 @@ async def test_live_run_offers_attach(build_app):
 
 
 def test_model_bounds_log_tail_and_counts_restarts():
-    from vllm_wizard.launcher import LogLines, ProcessEvent, State
+    from vllm_deploy_wizard.launcher import LogLines, ProcessEvent, State
 
     model = MonitorModel()
     model.feed(LogLines("vllm", [f"line {i}" for i in range(5000)]))
@@ -104,7 +104,7 @@ def test_model_bounds_log_tail_and_counts_restarts():
 
 def test_ready_column_follows_the_current_state():
     """Tester 2 nit: a stopped process kept its ✓ in the Ready column."""
-    from vllm_wizard.launcher import ProcessEvent, State
+    from vllm_deploy_wizard.launcher import ProcessEvent, State
 
     model = MonitorModel()
     model.feed(ProcessEvent("vllm", State.STARTING, State.STOPPED, 0))
@@ -131,8 +131,8 @@ async def test_preflight_key_shows_every_problem(build_app):
 
 
 def test_smoke_targets_the_router_when_the_plan_has_one(catalog):
-    from vllm_wizard.catalog import Selection, plan_to_json, synthesize
-    from vllm_wizard.tui.smoke import endpoint_of
+    from vllm_deploy_wizard.catalog import Selection, plan_to_json, synthesize
+    from vllm_deploy_wizard.tui.smoke import endpoint_of
 
     pd = plan_to_json(synthesize(catalog, Selection(model="Qwen/Qwen3-235B-A22B", hardware="h200", strategy="pd_cluster")))
     base, model = endpoint_of(pd)
@@ -142,7 +142,7 @@ def test_smoke_targets_the_router_when_the_plan_has_one(catalog):
 
 
 def test_host_sample_reports_cpu_and_ram():
-    from vllm_wizard.tui.host_stats import sample
+    from vllm_deploy_wizard.tui.host_stats import sample
 
     s = sample()
     assert s["type"] == "stats" and 0 <= s["cpu_percent"] <= 100 and s["ram_total_gib"] > 0
@@ -169,7 +169,7 @@ async def test_log_search_filters_and_highlights(build_app, tmp_path, monkeypatc
 
 
 async def test_palette_offers_every_step(build_app):
-    from vllm_wizard.tui.screen_model import ModelScreen
+    from vllm_deploy_wizard.tui.screen_model import ModelScreen
 
     app = build_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -183,8 +183,8 @@ async def test_palette_offers_every_step(build_app):
 
 
 def test_model_hides_poll_noise_and_keeps_uptime_from_start():
-    from vllm_wizard.launcher import LogLines, ProcessEvent, State
-    from vllm_wizard.tui.monitor_model import uptime_text
+    from vllm_deploy_wizard.launcher import LogLines, ProcessEvent, State
+    from vllm_deploy_wizard.tui.monitor_model import uptime_text
 
     now = [1000.0]
     model = MonitorModel(clock=lambda: now[0])
@@ -215,8 +215,8 @@ def test_supervisor_transition_notes_are_hidden_but_other_wizard_lines_kept():
 def test_token_rates_come_from_snapshot_timestamps_not_an_assumed_interval():
     """Snapshots 5 s apart with 500 more generated tokens read 100 tok/s (not 500); a counter reset
     gives no rate; a rate the launcher sends wins over the derived one."""
-    from vllm_wizard.launcher import Metrics
-    from vllm_wizard.launcher.metrics import MetricsSnapshot
+    from vllm_deploy_wizard.launcher import Metrics
+    from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot
 
     model = MonitorModel(clock=lambda: 100.0)
     model.feed(Metrics("vllm", MetricsSnapshot(ts=1000.0, generation_tokens_total=1000, prompt_tokens_total=50)))
@@ -243,7 +243,7 @@ async def test_fix_and_relaunch_after_the_supervisor_already_finished(build_app,
                                                                       stop_error, relaunches):
     """A FATAL run's supervisor exits: stopping it then raises 'run … is finished' (tester 2, N1).
     x must still go to review with the fix; any other stop failure must not relaunch."""
-    from vllm_wizard.errors import LaunchError
+    from vllm_deploy_wizard.errors import LaunchError
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     launcher = FakeLauncher(events=kv_oom_run())

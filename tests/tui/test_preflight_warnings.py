@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from vllm_wizard.tui.launch_port import RealLauncher
+from vllm_deploy_wizard.tui.launch_port import RealLauncher
 
 #: A ``vllm`` that answers ``--version`` and ``serve --help=all`` like vLLM does (a version no real
 #: install has, so the per-version flag cache of other tests is never shared).

@@ -17,11 +17,11 @@ import pytest
 from textual.widgets import Input
 from tui_steps import settle
 
-from vllm_wizard.tui.app import make_app
-from vllm_wizard.tui.screen_configure import ConfigureScreen
-from vllm_wizard.tui.prompts import ConfirmPrompt
-from vllm_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
-from vllm_wizard.tui.screen_review import ReviewScreen
+from vllm_deploy_wizard.tui.app import make_app
+from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
+from vllm_deploy_wizard.tui.prompts import ConfirmPrompt
+from vllm_deploy_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
+from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launcher"))
 from children import cleanup_runs  # noqa: E402
@@ -58,8 +58,8 @@ async def _until(pilot, predicate, timeout: float, what: str) -> None:
 
 
 async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_run):
-    from vllm_wizard.launcher import list_runs, run_survivors
-    from vllm_wizard.launcher.ports import free_port
+    from vllm_deploy_wizard.launcher import list_runs, run_survivors
+    from vllm_deploy_wizard.launcher.ports import free_port
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("PATH", f"{real['bin']}{os.pathsep}{os.environ['PATH']}")

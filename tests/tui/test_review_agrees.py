@@ -12,14 +12,14 @@ import pytest
 from fakes import FakeCandidate, FakeGroup, FakeInventory
 from tui_steps import settle
 
-from vllm_wizard.catalog import Selection, load_catalog, options, plan_to_json, synthesize
-from vllm_wizard.catalog.render import command_lines, group_by_node, plan_text
-from vllm_wizard.tui.app import make_app
-from vllm_wizard.tui.axes import planned_selection
-from vllm_wizard.tui.dom_ids import dom_id
-from vllm_wizard.tui.screen_configure import AxisList, ConfigureScreen
-from vllm_wizard.tui.screen_review import ReviewScreen
-from vllm_wizard.tui.services import real_services
+from vllm_deploy_wizard.catalog import Selection, load_catalog, options, plan_to_json, synthesize
+from vllm_deploy_wizard.catalog.render import command_lines, group_by_node, plan_text
+from vllm_deploy_wizard.tui.app import make_app
+from vllm_deploy_wizard.tui.axes import planned_selection
+from vllm_deploy_wizard.tui.dom_ids import dom_id
+from vllm_deploy_wizard.tui.screen_configure import AxisList, ConfigureScreen
+from vllm_deploy_wizard.tui.screen_review import ReviewScreen
+from vllm_deploy_wizard.tui.services import real_services
 
 MODELS = ["moonshotai/Kimi-K3", "deepseek-ai/DeepSeek-V4-Flash", "meta-llama/Llama-3.3-70B-Instruct",
           "IndexTeam/IndexTTS-2.5"]

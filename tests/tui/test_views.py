@@ -7,12 +7,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from vllm_wizard.catalog import Selection, options
-from vllm_wizard.tui.axes import apply_choice, axis_views
-from vllm_wizard.tui.catalog_view import profile_groups, recipe_rows
-from vllm_wizard.tui.fixes import flag_fix
-from vllm_wizard.tui.placeholders import detected_defaults
-from vllm_wizard.tui.plan_view import fill_placeholders
+from vllm_deploy_wizard.catalog import Selection, options
+from vllm_deploy_wizard.tui.axes import apply_choice, axis_views
+from vllm_deploy_wizard.tui.catalog_view import profile_groups, recipe_rows
+from vllm_deploy_wizard.tui.fixes import flag_fix
+from vllm_deploy_wizard.tui.placeholders import detected_defaults
+from vllm_deploy_wizard.tui.plan_view import fill_placeholders
 
 
 def test_recipe_rows_filter_by_query_task_and_architecture(catalog):
@@ -142,7 +142,7 @@ def test_pd_pool_rows_mark_the_resolved_default_modes(catalog):
 def test_feature_mode_rows_mark_the_resolved_default_mode(shared):
     """A recipe feature with modes (snapshot recipe with spec-decoding modes) shows its default
     mode marked before any pick; picking another moves the mark (§2.8)."""
-    from vllm_wizard.catalog import load_catalog
+    from vllm_deploy_wizard.catalog import load_catalog
 
     snap = load_catalog(shared / "recipes-snapshot")
     sel = {"model": "mindlab-research/Macaron-V1-Coding-Venti", "hardware": "h100"}
@@ -168,7 +168,7 @@ def test_dom_ids_are_valid_textual_ids_and_queries(name):
     from textual.css.parse import parse_selectors
     from textual.widgets import Static
 
-    from vllm_wizard.tui.dom_ids import dom_id
+    from vllm_deploy_wizard.tui.dom_ids import dom_id
 
     made = dom_id("axis", name)
     assert Static(id=made).id == made  # raises BadIdentifier when not a valid id

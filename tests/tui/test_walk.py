@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from tui_steps import walk
 
-from vllm_wizard.catalog import Selection, plan_to_json, synthesize
-from vllm_wizard.catalog.render import command_lines, group_by_node, plan_text
-from vllm_wizard.tui.screen_review import ReviewScreen
+from vllm_deploy_wizard.catalog import Selection, plan_to_json, synthesize
+from vllm_deploy_wizard.catalog.render import command_lines, group_by_node, plan_text
+from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 
 CASES = [
     pytest.param("h200", "Qwen/Qwen3-32B", [], dict(model="Qwen/Qwen3-32B", hardware="h200"), id="dense-tp"),

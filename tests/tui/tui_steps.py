@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import DataTable, Input, OptionList
 
-from vllm_wizard.tui.dom_ids import dom_id
+from vllm_deploy_wizard.tui.dom_ids import dom_id
 
 
 async def settle(pilot, rounds: int = 3) -> None:

@@ -11,7 +11,7 @@ stop). A foreground run has a run directory and control socket too, so ``status`
 work on it from another terminal.
 
 The access-log lines of the launcher's own health/metrics polls (``"GET /health HTTP/1.1" 200``)
-are hidden (:mod:`vllm_wizard.launcher.noise`, the same lines the TUI log pane hides; they stay in
+are hidden (:mod:`vllm_deploy_wizard.launcher.noise`, the same lines the TUI log pane hides; they stay in
 the run's log files); ``--all-lines`` shows them. ``attach`` prints with the same :class:`Printer`.
 
 Exit codes: 0 — detached run started (with ``--wait``: everything READY); foreground: the run was
@@ -25,7 +25,7 @@ refused for PD / Mooncake plans where one rank is on several machines (the error
 
 Placeholders: ``--set NAME=VALUE`` fills ``$NAME``; a ``--set`` for a name the plan does not have
 is warned about (stderr, naming the plan's placeholders). ``$HEAD_IP`` (node 0 only) and
-``$IFACE_NAME`` default to what ``vllm_wizard.detect`` finds for this host (contracts §4) when not
+``$IFACE_NAME`` default to what ``vllm_deploy_wizard.detect`` finds for this host (contracts §4) when not
 given; the defaults used are printed on stderr. The launcher package itself never imports detect.
 """
 
@@ -75,7 +75,7 @@ def add_all_lines_flag(p: argparse.ArgumentParser) -> None:
 
 def parse_values(items: list[str]) -> dict[str, str]:
     """``["A=1", "B=x=y"]`` → ``{"A": "1", "B": "x=y"}``; ``LaunchError`` naming a malformed item."""
-    from vllm_wizard.errors import LaunchError
+    from vllm_deploy_wizard.errors import LaunchError
 
     out = {}
     for item in items:
@@ -91,7 +91,7 @@ class Printer:
     """Writes supervisor messages as terminal lines: ``name | line`` for output, ``name ▸ STATE`` for events.
 
     Colours are per process (ANSI) unless ``color`` is False. Output lines that are health/metrics
-    poll noise (:func:`vllm_wizard.launcher.noise.is_poll_noise`) are dropped unless ``all_lines``.
+    poll noise (:func:`vllm_deploy_wizard.launcher.noise.is_poll_noise`) are dropped unless ``all_lines``.
     With ``drop_on_error`` (``launch --foreground``, where the printer is a listener of the
     supervisor in this process) it never raises: once writing fails (``OSError``: EIO from a closed
     terminal, EPIPE from a closed pipe) ``broken`` is set and later messages are dropped — the run's
@@ -128,9 +128,9 @@ class Printer:
                 raise
 
     def _print(self, msg: Any) -> None:
-        from vllm_wizard.launcher import LogLines, ProcessEvent, Progress, RunFinished
-        from vllm_wizard.launcher.noise import is_poll_noise
-        from vllm_wizard.launcher.supervisor import TRANSITION_NOTE_RE
+        from vllm_deploy_wizard.launcher import LogLines, ProcessEvent, Progress, RunFinished
+        from vllm_deploy_wizard.launcher.noise import is_poll_noise
+        from vllm_deploy_wizard.launcher.supervisor import TRANSITION_NOTE_RE
 
         w = self.out.write
         if isinstance(msg, LogLines):
@@ -179,7 +179,7 @@ DETECTED_PLACEHOLDERS: dict[str, tuple[str, bool]] = {
 
 
 def _host_facts() -> Any:
-    from vllm_wizard.detect import detect
+    from vllm_deploy_wizard.detect import detect
 
     return detect().host
 
@@ -214,7 +214,7 @@ def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sy
     it has) and prints every default it used (never applied silently, contracts §2). Raises
     ``LaunchError`` for a malformed item.
     """
-    from vllm_wizard.launcher.spec import plan_placeholders
+    from vllm_deploy_wizard.launcher.spec import plan_placeholders
 
     values = parse_values(items)
     if not (isinstance(data, dict) and isinstance(data.get("plan"), dict)):
@@ -248,8 +248,8 @@ def label_rank(label: str) -> int:
 
 def handle(args: argparse.Namespace) -> int:
     """Run ``launch``; see the module docstring for exit codes."""
-    from vllm_wizard.launcher.preflight import check_or_raise, vllm_probe_needed
-    from vllm_wizard.launcher.spec import parse_plan, read_plan_data
+    from vllm_deploy_wizard.launcher.preflight import check_or_raise, vllm_probe_needed
+    from vllm_deploy_wizard.launcher.spec import parse_plan, read_plan_data
 
     data = read_plan_data(args.plan)
     node = getattr(args, "node", None)
@@ -270,7 +270,7 @@ def handle(args: argparse.Namespace) -> int:
     all_lines = getattr(args, "all_lines", False)
     if args.foreground:
         return _foreground(spec, all_lines)
-    from vllm_wizard.launcher import start_run
+    from vllm_deploy_wizard.launcher import start_run
 
     info = start_run(spec)
     print(f"launched run {info.run_id} (supervisor pid {info.pid}); run dir {info.run_dir}")
@@ -292,7 +292,7 @@ def _foreground(spec, all_lines: bool = False) -> int:
     import asyncio
     import signal
 
-    from vllm_wizard.launcher.daemon import RunServer, prepare_run_dir
+    from vllm_deploy_wizard.launcher.daemon import RunServer, prepare_run_dir
 
     run_dir = prepare_run_dir(spec)
     printer = Printer([p.name for p in spec.processes], all_lines=all_lines, drop_on_error=True)
@@ -337,7 +337,7 @@ def _wait_ready(run_id: str, names: list[str]) -> int:
     ends (1)."""
     import asyncio
 
-    from vllm_wizard.launcher import ProcessEvent, RunClient, RunFinished, Snapshot
+    from vllm_deploy_wizard.launcher import ProcessEvent, RunClient, RunFinished, Snapshot
 
     printer = Printer(names)
 

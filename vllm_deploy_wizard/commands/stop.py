@@ -27,8 +27,8 @@ def handle(args: argparse.Namespace) -> int:
     """Stop the run(s)."""
     import asyncio
 
-    from vllm_wizard.commands.launch import Printer
-    from vllm_wizard.launcher import ProcessEvent, RunClient, RunFinished, find_run, list_runs, stop_stale
+    from vllm_deploy_wizard.commands.launch import Printer
+    from vllm_deploy_wizard.launcher import ProcessEvent, RunClient, RunFinished, find_run, list_runs, stop_stale
 
     runs = [r for r in list_runs() if r.status in ("running", "starting", "stale")] if args.all else [find_run(args.run)]
     if not runs:

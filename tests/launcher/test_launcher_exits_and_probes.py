@@ -15,13 +15,13 @@ import psutil
 import pytest
 
 from children import HEALTH_SERVER, PY, cleanup_runs, until, until_sync
-from vllm_wizard.launcher import ProcessSpec, Probe, RunClient, RunSpec, find_run, start_run
-from vllm_wizard.launcher.daemon import TREE_REFRESH_S
-from vllm_wizard.launcher.ports import free_port
-from vllm_wizard.launcher.process import listening_pids
-from vllm_wizard.launcher.spec import RestartPolicy
-from vllm_wizard.launcher.states import ProcessEvent, State
-from vllm_wizard.launcher.supervisor import Supervisor
+from vllm_deploy_wizard.launcher import ProcessSpec, Probe, RunClient, RunSpec, find_run, start_run
+from vllm_deploy_wizard.launcher.daemon import TREE_REFRESH_S
+from vllm_deploy_wizard.launcher.ports import free_port
+from vllm_deploy_wizard.launcher.process import listening_pids
+from vllm_deploy_wizard.launcher.spec import RestartPolicy
+from vllm_deploy_wizard.launcher.states import ProcessEvent, State
+from vllm_deploy_wizard.launcher.supervisor import Supervisor
 
 
 @pytest.fixture(autouse=True)
@@ -104,7 +104,7 @@ def test_pid_is_recorded_while_starting_so_stop_finds_the_children_of_a_killed_s
     until_sync(lambda: find_run(info.run_id).status == "stale", 10, "run reported stale")
     assert _alive(child) and _alive(grandchild)
     env = dict(os.environ, NO_COLOR="1")
-    out = subprocess.run([sys.executable, "-m", "vllm_wizard", "stop", info.run_id, "--timeout", "5"],
+    out = subprocess.run([sys.executable, "-m", "vllm_deploy_wizard", "stop", info.run_id, "--timeout", "5"],
                          env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "stopped 2 leftover processes" in out.stdout and str(child) in out.stdout, out.stdout
@@ -215,7 +215,7 @@ async def test_a_probe_answered_by_somebody_elses_server_does_not_make_it_ready(
 
 async def test_a_container_client_s_port_is_held_by_the_runtime_and_accepted():
     # `docker run -p P:P …`: docker-proxy (not our tree) listens on P — that is expected
-    from vllm_wizard.launcher.process import foreign_listener, spawn_process
+    from vllm_deploy_wizard.launcher.process import foreign_listener, spawn_process
 
     port = free_port()
     other = _holder(port)
@@ -257,7 +257,7 @@ async def test_a_probe_answered_by_its_own_server_is_ready():
 
 
 async def test_signal_tree_counts_group_members_the_group_signal_already_ended(monkeypatch):
-    from vllm_wizard.launcher.process import spawn_process
+    from vllm_deploy_wizard.launcher.process import spawn_process
 
     mp = await spawn_process(ProcessSpec(name="sh", argv=("bash", "-c", "sleep 1000 & sleep 1000 & wait")))
     try:

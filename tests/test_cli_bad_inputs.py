@@ -1,5 +1,5 @@
 """Tester findings 6, 11, 22c/d: bad input files, plan/script file permissions, unknown ids — as a
-person runs the CLI (``python -m vllm_wizard …``), checking exit status and the one-line message."""
+person runs the CLI (``python -m vllm_deploy_wizard …``), checking exit status and the one-line message."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ BINARY = b"\x7fELF" + b"A" * 20 + b"\xd0\x01\x02 rest of the file"
 def _cli(tmp_path, *args, timeout=120):
     env = dict(os.environ, XDG_STATE_HOME=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "config"),
                XDG_CACHE_HOME=str(tmp_path / "cache"), NO_COLOR="1")
-    return subprocess.run([sys.executable, "-m", "vllm_wizard", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "vllm_deploy_wizard", *args], env=env, capture_output=True, text=True,
                           timeout=timeout, cwd=tmp_path)
 
 
@@ -59,8 +59,8 @@ def test_plan_out_and_script_are_owner_only_and_replace_an_open_file(tmp_path):
 
 def test_unknown_hardware_lists_every_profile_like_unknown_strategy_does(tmp_path):
     """Tester finding 22c: ``--hardware bogus`` named no valid id (the list was cut above 12 ids)."""
-    from vllm_wizard.catalog import load_catalog
-    from vllm_wizard.catalog.sources import resolve_source
+    from vllm_deploy_wizard.catalog import load_catalog
+    from vllm_deploy_wizard.catalog.sources import resolve_source
 
     profiles = list(load_catalog(resolve_source(None).path).taxonomy.hardware_profiles)
     assert len(profiles) > 12

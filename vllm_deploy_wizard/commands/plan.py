@@ -21,7 +21,7 @@ are ``# warning:`` lines of the text output; whenever the text plan is not print
 ``--out``, ``--script``) they go to stderr, so ``--json`` keeps stdout pure JSON.
 
 Errors (unknown model/variant/hardware/strategy/kv offload id, malformed selection, bad flag
-values, an output path that can't be written) are :class:`~vllm_wizard.errors.WizardError` s: one
+values, an output path that can't be written) are :class:`~vllm_deploy_wizard.errors.WizardError` s: one
 message on stderr naming the flag, exit status 2.
 """
 
@@ -89,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _pool(value: str, flag: str) -> dict[str, Any]:
-    from vllm_wizard.errors import SelectionError
+    from vllm_deploy_wizard.errors import SelectionError
 
     nodes, _, mode = value.partition(":")
     try:
@@ -114,12 +114,12 @@ FLAG_OF = {"model": "--model", "variant": "--variant", "hardware": "--hardware",
 def selection_data(args: argparse.Namespace, warnings: list[str] | None = None) -> dict[str, Any]:
     """The selection mapping: the ``--selection`` file's keys overlaid with the flags given.
 
-    ``--arg`` values go through :func:`vllm_wizard.catalog.args.user_args` (its warnings are
+    ``--arg`` values go through :func:`vllm_deploy_wizard.catalog.args.user_args` (its warnings are
     appended to ``warnings``); :func:`flags_given` says which keys came from flags.
     """
-    from vllm_wizard.catalog.args import user_args
-    from vllm_wizard.catalog.selection import load_selection
-    from vllm_wizard.errors import SelectionError
+    from vllm_deploy_wizard.catalog.args import user_args
+    from vllm_deploy_wizard.catalog.selection import load_selection
+    from vllm_deploy_wizard.errors import SelectionError
 
     data: dict[str, Any] = {}
     if args.selection is not None:
@@ -178,11 +178,11 @@ def detect_defaults(args: argparse.Namespace, cat: Any, data: dict[str, Any]) ->
     Returns the hardware snapshot recorded in the plan file's provenance (with ``host_capacity``:
     the node's RAM and CPUs, which :func:`catalog.hostfit.host_fit_warnings` checks the plan against).
     """
-    from vllm_wizard.detect import detect, match_profiles
+    from vllm_deploy_wizard.detect import detect, match_profiles
 
     facts = None
     if args.replay is not None:
-        from vllm_wizard.detect.fixture import FixtureFacts
+        from vllm_deploy_wizard.detect.fixture import FixtureFacts
 
         facts = FixtureFacts.load(args.replay, getattr(args, "scenario", None))
     inv = detect(facts)
@@ -196,7 +196,7 @@ def detect_defaults(args: argparse.Namespace, cat: Any, data: dict[str, Any]) ->
     primary = inv.primary
     from dataclasses import asdict
 
-    from vllm_wizard.catalog.hostfit import HostCapacity
+    from vllm_deploy_wizard.catalog.hostfit import HostCapacity
 
     return {
         "source": inv.source,
@@ -217,7 +217,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
     Raises:
         SelectionError: ``--out`` is a folder or its parent is a file; ``--script`` is a file.
     """
-    from vllm_wizard.errors import SelectionError
+    from vllm_deploy_wizard.errors import SelectionError
 
     if args.out is not None:
         if args.out.is_dir():
@@ -252,7 +252,7 @@ def _write(flag: str, path: Path, text: str, mode: int) -> None:
     import os
     import tempfile
 
-    from vllm_wizard.errors import SelectionError
+    from vllm_deploy_wizard.errors import SelectionError
 
     tmp = None
     try:
@@ -277,7 +277,7 @@ def _check_kv_offload(cat: Any, value: str | None) -> None:
     ids, recipes-synthesis §2.9) with the closest ones."""
     import difflib
 
-    from vllm_wizard.errors import SelectionError
+    from vllm_deploy_wizard.errors import SelectionError
 
     if value is None or value in ("none", "off"):
         return
@@ -295,7 +295,7 @@ def _head_warnings(recipe: Any, plan: Any) -> list[str]:
     (custom models; vLLM refuses such a TP at start-up)."""
     import json
 
-    from vllm_wizard.catalog.custom import find_config
+    from vllm_deploy_wizard.catalog.custom import find_config
 
     try:
         config = json.loads(find_config(recipe.hf_id).read_text(encoding="utf-8"))
@@ -325,12 +325,12 @@ def run(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from vllm_wizard import __version__
-    from vllm_wizard.catalog import load_catalog, plan_to_json, synthesize
-    from vllm_wizard.catalog.render import node_scripts, plan_file, plan_text
-    from vllm_wizard.catalog.selection import selection_from_data
-    from vllm_wizard.catalog.sources import resolve_source
-    from vllm_wizard.errors import SelectionError
+    from vllm_deploy_wizard import __version__
+    from vllm_deploy_wizard.catalog import load_catalog, plan_to_json, synthesize
+    from vllm_deploy_wizard.catalog.render import node_scripts, plan_file, plan_text
+    from vllm_deploy_wizard.catalog.selection import selection_from_data
+    from vllm_deploy_wizard.catalog.sources import resolve_source
+    from vllm_deploy_wizard.errors import SelectionError
 
     if getattr(args, "scenario", None) and args.replay is None:
         raise SelectionError("--scenario needs --replay FILE (a scenario file such as failure_modes.yaml)")
@@ -348,7 +348,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         recipe = cat.recipe(selection.model)
     except SelectionError:
-        from vllm_wizard.catalog.custom import resolve_model
+        from vllm_deploy_wizard.catalog.custom import resolve_model
 
         local = Path(selection.model).expanduser()
         recipe = resolve_model(cat, str(local.resolve()) if local.is_dir() else selection.model)
@@ -358,7 +358,7 @@ def run(args: argparse.Namespace) -> int:
     plan = synthesize(cat, selection)
     plan.notes += ["warning: " + w for w in warnings] + _head_warnings(recipe, plan)
     if snapshot is not None:
-        from vllm_wizard.catalog.hostfit import HostCapacity, host_fit_warnings
+        from vllm_deploy_wizard.catalog.hostfit import HostCapacity, host_fit_warnings
 
         plan.notes += host_fit_warnings(cat, plan, HostCapacity(**snapshot["host_capacity"]))
 

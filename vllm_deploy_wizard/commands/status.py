@@ -31,8 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Print the runs; see module docstring."""
-    from vllm_wizard.launcher import find_run, list_runs, run_survivors
-    from vllm_wizard.launcher.runs import process_survivors
+    from vllm_deploy_wizard.launcher import find_run, list_runs, run_survivors
+    from vllm_deploy_wizard.launcher.runs import process_survivors
 
     runs = [find_run(args.run)] if args.run else list_runs(include_finished=args.all)
     rows = []

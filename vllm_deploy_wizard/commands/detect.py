@@ -100,11 +100,11 @@ def render(inv: Any, candidates: list[Any], profiles: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Handler: detect (or replay), match, print; write a capture when asked."""
-    from vllm_wizard.catalog import load_catalog
-    from vllm_wizard.detect import detect, match_profiles
-    from vllm_wizard.detect.facts import LiveFacts
-    from vllm_wizard.detect.fixture import FixtureFacts, capture
-    from vllm_wizard.errors import DetectionError
+    from vllm_deploy_wizard.catalog import load_catalog
+    from vllm_deploy_wizard.detect import detect, match_profiles
+    from vllm_deploy_wizard.detect.facts import LiveFacts
+    from vllm_deploy_wizard.detect.fixture import FixtureFacts, capture
+    from vllm_deploy_wizard.errors import DetectionError
 
     if args.scenario and not args.replay:
         raise DetectionError("--scenario needs --replay FILE")

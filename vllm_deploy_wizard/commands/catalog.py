@@ -29,8 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_check(args: argparse.Namespace) -> int:
     """Handler of ``catalog check``; returns 0 (no errors) or 1 (errors)."""
-    from vllm_wizard.catalog.diagnostics import check_catalog
-    from vllm_wizard.catalog.sources import resolve_source
+    from vllm_deploy_wizard.catalog.diagnostics import check_catalog
+    from vllm_deploy_wizard.catalog.sources import resolve_source
 
     target = args.dir
     if target is None:

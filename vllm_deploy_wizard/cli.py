@@ -1,12 +1,12 @@
 """Command-line entry point: ``vllm-wizard [COMMAND] …``.
 
 With no command the Textual wizard opens. Each headless command lives in its own module under
-:mod:`vllm_wizard.commands` exposing ``register(subparsers)``; modules import their heavy
+:mod:`vllm_deploy_wizard.commands` exposing ``register(subparsers)``; modules import their heavy
 dependencies inside the handler so ``vllm-wizard --help`` stays fast and the headless commands never
 import Textual (DESIGN.md, boundaries).
 
 Exit codes: 0 success, 1 the command ran and reports a failure (e.g. a launch that ended FATAL),
-2 bad input (a :class:`~vllm_wizard.errors.WizardError`), 130 interrupted.
+2 bad input (a :class:`~vllm_deploy_wizard.errors.WizardError`), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ import importlib
 import os
 import sys
 
-from vllm_wizard import __version__
-from vllm_wizard.errors import WizardError
+from vllm_deploy_wizard import __version__
+from vllm_deploy_wizard.errors import WizardError
 
-#: Command modules under ``vllm_wizard.commands``, in ``--help`` order.
+#: Command modules under ``vllm_deploy_wizard.commands``, in ``--help`` order.
 #: Flags that belong to ``vllm-wizard`` itself, not to the default wizard command.
 TOP_LEVEL_FLAGS = ("-h", "--help", "--version")
 
@@ -38,9 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
-            module = importlib.import_module(f"vllm_wizard.commands.{name}")
+            module = importlib.import_module(f"vllm_deploy_wizard.commands.{name}")
         except ModuleNotFoundError as exc:  # a command not built yet must not break the others
-            if exc.name != f"vllm_wizard.commands.{name}":
+            if exc.name != f"vllm_deploy_wizard.commands.{name}":
                 raise
             continue
         module.register(sub)

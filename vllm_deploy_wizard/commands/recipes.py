@@ -9,7 +9,7 @@
   the commands the "fix it or delete it" message points to, so they must not fail on it.
 * ``show`` prints the source in use, its revision, the config file and the cache folder.
 
-See :mod:`vllm_wizard.catalog.sources` for the resolution order and the sync safety rules.
+See :mod:`vllm_deploy_wizard.catalog.sources` for the resolution order and the sync safety rules.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_sync(args: argparse.Namespace) -> int:
     """Handler of ``recipes sync``."""
-    from vllm_wizard.catalog.sources import (DEFAULT_SYNC_URL, read_revision, remember_recipes_dir,
+    from vllm_deploy_wizard.catalog.sources import (DEFAULT_SYNC_URL, read_revision, remember_recipes_dir,
                                              sync_recipes, synced_checkout)
 
     url = args.url or DEFAULT_SYNC_URL
@@ -58,10 +58,10 @@ def run_sync(args: argparse.Namespace) -> int:
 def run_use(args: argparse.Namespace) -> int:
     """Handler of ``recipes use``: DIR must load and pass ``catalog check`` (no errors) before it is
     remembered; raises :class:`CatalogError` with the problems otherwise."""
-    from vllm_wizard.catalog.diagnostics import check_catalog
-    from vllm_wizard.catalog.loader import load_catalog
-    from vllm_wizard.catalog.sources import check_checkout, config_file, remember_recipes_dir
-    from vllm_wizard.errors import CatalogError
+    from vllm_deploy_wizard.catalog.diagnostics import check_catalog
+    from vllm_deploy_wizard.catalog.loader import load_catalog
+    from vllm_deploy_wizard.catalog.sources import check_checkout, config_file, remember_recipes_dir
+    from vllm_deploy_wizard.errors import CatalogError
 
     if args.bundled:
         _set_aside_broken_config()
@@ -82,7 +82,7 @@ def run_use(args: argparse.Namespace) -> int:
 
 def _set_aside_broken_config() -> None:
     """Move a broken user config aside (see module docstring) and say where the copy went."""
-    from vllm_wizard.catalog.sources import config_file, set_aside_broken_config
+    from vllm_deploy_wizard.catalog.sources import config_file, set_aside_broken_config
 
     backup = set_aside_broken_config()
     if backup is not None:
@@ -91,7 +91,7 @@ def _set_aside_broken_config() -> None:
 
 def run_show(args: argparse.Namespace) -> int:
     """Handler of ``recipes show``."""
-    from vllm_wizard.catalog.sources import cache_root, config_file, resolve_source, synced_checkout
+    from vllm_deploy_wizard.catalog.sources import cache_root, config_file, resolve_source, synced_checkout
 
     src = resolve_source()
     print(f"source:   {src.label} ({src.kind})")

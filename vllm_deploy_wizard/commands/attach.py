@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Follow a launched run's state changes and output. Ctrl-C detaches; the run goes on.")
     p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix (default: the newest running run)")
     p.add_argument("--tail", type=int, default=20, metavar="N", help="log lines per process to show first (default 20)")
-    from vllm_wizard.commands.launch import add_all_lines_flag
+    from vllm_deploy_wizard.commands.launch import add_all_lines_flag
 
     add_all_lines_flag(p)
     p.set_defaults(handler=handle)
@@ -27,8 +27,8 @@ def handle(args: argparse.Namespace) -> int:
     import asyncio
     import signal
 
-    from vllm_wizard.commands.launch import Printer, summary
-    from vllm_wizard.launcher import LogLines, RunClient, RunFinished, Snapshot
+    from vllm_deploy_wizard.commands.launch import Printer, summary
+    from vllm_deploy_wizard.launcher import LogLines, RunClient, RunFinished, Snapshot
 
     client = RunClient(args.run)
 

@@ -20,16 +20,16 @@ from fakes import FakeCandidate, FakeLauncher
 from textual.widgets import RichLog, Static
 from tui_steps import pick_model, settle, walk
 
-from vllm_wizard.catalog import load_catalog
-from vllm_wizard.tui.app import make_app
-from vllm_wizard.tui.constraint_panel import ConstraintPanel
-from vllm_wizard.tui.prompts import ConfirmPrompt, HelpPrompt
-from vllm_wizard.tui.screen_configure import ConfigureScreen
-from vllm_wizard.tui.screen_hardware import HardwareScreen
-from vllm_wizard.tui.screen_monitor import MonitorScreen
-from vllm_wizard.tui.screen_review import ReviewScreen
-from vllm_wizard.tui.services import real_services
-from vllm_wizard.tui.smoke import api_key_of, find_target, smoke_request
+from vllm_deploy_wizard.catalog import load_catalog
+from vllm_deploy_wizard.tui.app import make_app
+from vllm_deploy_wizard.tui.constraint_panel import ConstraintPanel
+from vllm_deploy_wizard.tui.prompts import ConfirmPrompt, HelpPrompt
+from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
+from vllm_deploy_wizard.tui.screen_hardware import HardwareScreen
+from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen
+from vllm_deploy_wizard.tui.screen_review import ReviewScreen
+from vllm_deploy_wizard.tui.services import real_services
+from vllm_deploy_wizard.tui.smoke import api_key_of, find_target, smoke_request
 
 #: A stand-in for ``vllm serve MODEL --port P [--api-key K]``: /health is open; /v1/completions
 #: answers 401 unless ``Authorization: Bearer K`` matches a key from ``--api-key`` or VLLM_API_KEY
@@ -76,7 +76,7 @@ def fake_vllm(tmp_path) -> Path:
 
 
 def free_port() -> int:
-    from vllm_wizard.launcher.ports import free_port as launcher_free_port
+    from vllm_deploy_wizard.launcher.ports import free_port as launcher_free_port
 
     return launcher_free_port()
 
@@ -126,7 +126,7 @@ def state_home(tmp_path, monkeypatch):
 
 
 def serve_spec(vllm: Path, port: int, *extra: str, env: dict | None = None):
-    from vllm_wizard.launcher import Probe, ProcessSpec, RunSpec
+    from vllm_deploy_wizard.launcher import Probe, ProcessSpec, RunSpec
 
     return RunSpec((ProcessSpec(
         name="vllm", role="serve", argv=(str(vllm), "serve", "tiny-model", "--port", str(port), *extra),
@@ -180,8 +180,8 @@ async def test_smoke_sends_the_api_key_the_server_was_started_with(fake_vllm, ho
 async def test_smoke_on_an_attached_run_finds_endpoint_and_masked_key(build_app, state_home, fake_vllm):
     """A run the wizard did not launch (no plan in memory): the endpoint comes from spec.json, the key
     (masked there) from the live process; the answer lands in the log pane."""
-    from vllm_wizard.launcher import start_run
-    from vllm_wizard.tui.launch_port import RealLauncher
+    from vllm_deploy_wizard.launcher import start_run
+    from vllm_deploy_wizard.tui.launch_port import RealLauncher
 
     port = free_port()
     info = start_run(serve_spec(fake_vllm, port, "--api-key", "sk-Attach444"))
@@ -234,8 +234,8 @@ def test_find_target_reads_spec_json_shape_and_live_argv():
 
 
 async def test_stale_run_with_leftovers_is_offered_a_stop(build_app, state_home, fake_vllm):
-    from vllm_wizard.launcher import RunClient, find_run, start_run
-    from vllm_wizard.tui.launch_port import RealLauncher
+    from vllm_deploy_wizard.launcher import RunClient, find_run, start_run
+    from vllm_deploy_wizard.tui.launch_port import RealLauncher
 
     port = free_port()
     info = start_run(serve_spec(fake_vllm, port))
@@ -358,7 +358,7 @@ def cpu_app(catalog):
 
 
 async def test_cpu_node_plans_like_the_cli_and_configure_shows_the_plan_warnings(snapshot_catalog):
-    from vllm_wizard.catalog import Selection, synthesize
+    from vllm_deploy_wizard.catalog import Selection, synthesize
 
     # what `vllm-wizard plan --model Qwen/Qwen3-32B --detect` plans on this node (no --gpus: 0 detected)
     cli_plan = synthesize(snapshot_catalog, Selection(model="Qwen/Qwen3-32B", hardware="xeon6"))
@@ -394,7 +394,7 @@ async def test_cpu_node_plans_like_the_cli_and_configure_shows_the_plan_warnings
 async def test_monitor_table_fits_80_columns_without_a_scrollbar(build_app):
     from canned import ready_run
 
-    from vllm_wizard.tui.screen_monitor import detail_width
+    from vllm_deploy_wizard.tui.screen_monitor import detail_width
 
     assert detail_width(80) == 14 and detail_width(200) == 40 and detail_width(40) == 10
     app = build_app(launcher=FakeLauncher(events=ready_run()), attach="run-1")

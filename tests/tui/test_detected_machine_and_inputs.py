@@ -14,18 +14,18 @@ from textual.widgets import DataTable, Input, Select, Static
 from textual.widgets.data_table import ColumnKey
 from tui_steps import pick_hardware, pick_model, settle, walk
 
-from vllm_wizard.catalog import load_catalog
-from vllm_wizard.tui.app import make_app
-from vllm_wizard.tui.catalog_view import recipe_rows
-from vllm_wizard.tui.dom_ids import dom_id
-from vllm_wizard.tui.help_text import help_lines, help_text
-from vllm_wizard.tui.inventory_view import detected_devices, detected_memory_gb
-from vllm_wizard.tui.plan_view import machine_choices
-from vllm_wizard.tui.screen_configure import AxisList, ConfigureScreen
-from vllm_wizard.tui.screen_model import ModelScreen
-from vllm_wizard.tui.screen_monitor import MonitorScreen
-from vllm_wizard.tui.screen_review import ReviewScreen
-from vllm_wizard.tui.services import real_services
+from vllm_deploy_wizard.catalog import load_catalog
+from vllm_deploy_wizard.tui.app import make_app
+from vllm_deploy_wizard.tui.catalog_view import recipe_rows
+from vllm_deploy_wizard.tui.dom_ids import dom_id
+from vllm_deploy_wizard.tui.help_text import help_lines, help_text
+from vllm_deploy_wizard.tui.inventory_view import detected_devices, detected_memory_gb
+from vllm_deploy_wizard.tui.plan_view import machine_choices
+from vllm_deploy_wizard.tui.screen_configure import AxisList, ConfigureScreen
+from vllm_deploy_wizard.tui.screen_model import ModelScreen
+from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen
+from vllm_deploy_wizard.tui.screen_review import ReviewScreen
+from vllm_deploy_wizard.tui.services import real_services
 
 GIB = 2**30
 
@@ -220,7 +220,7 @@ async def test_review_after_detach_says_the_run_goes_on(build_app):
 
 
 def test_machine_choices_for_one_and_several_machines(catalog):
-    from vllm_wizard.catalog import Selection, plan_to_json, synthesize
+    from vllm_deploy_wizard.catalog import Selection, plan_to_json, synthesize
 
     def plan(**sel):
         return plan_to_json(synthesize(catalog, Selection(**sel)))

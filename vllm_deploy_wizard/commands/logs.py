@@ -26,9 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Print the log tails; see the module docstring."""
-    from vllm_wizard.errors import LaunchError
-    from vllm_wizard.launcher import find_run, list_runs
-    from vllm_wizard.launcher.runs import log_tail, process_logs
+    from vllm_deploy_wizard.errors import LaunchError
+    from vllm_deploy_wizard.launcher import find_run, list_runs
+    from vllm_deploy_wizard.launcher.runs import log_tail, process_logs
 
     if args.lines < 0:
         raise LaunchError(f"-n {args.lines}: the number of lines must be 0 or more")

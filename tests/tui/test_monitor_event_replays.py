@@ -16,11 +16,11 @@ from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.widgets import DataTable, RichLog
 from tui_steps import settle
 
-from vllm_wizard.launcher import LogLines, Metrics, Progress, ProcessEvent, Snapshot, State
-from vllm_wizard.launcher.metrics import MetricsSnapshot
-from vllm_wizard.tui.fixes import flag_fix
-from vllm_wizard.tui.monitor_model import MonitorModel, detail_text, spark_series, uptime_text
-from vllm_wizard.tui.screen_monitor import MonitorScreen, keeps_running_text
+from vllm_deploy_wizard.launcher import LogLines, Metrics, Progress, ProcessEvent, Snapshot, State
+from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot
+from vllm_deploy_wizard.tui.fixes import flag_fix
+from vllm_deploy_wizard.tui.monitor_model import MonitorModel, detail_text, spark_series, uptime_text
+from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen, keeps_running_text
 
 #: vLLM 0.32 CPU worker's refusal (v1/worker/cpu_worker.py) as it lands in the log.
 MEM_UTIL_LINE = (

@@ -17,7 +17,7 @@ def test_xdg_dirs_are_private_to_the_session(private_xdg_dirs, tmp_path_factory)
     # what the project writes: run dirs / saved plans, remembered recipes, preflight cache — and subprocesses
     assert Path(platformdirs.user_state_dir("vllm-wizard")).is_relative_to(base)
     assert Path(platformdirs.user_config_dir("vllm-wizard")).is_relative_to(base)
-    from vllm_wizard.launcher.preflight import cache_dir
+    from vllm_deploy_wizard.launcher.preflight import cache_dir
 
     assert cache_dir().is_relative_to(base)
     out = subprocess.run([sys.executable, "-c", "import platformdirs; print(platformdirs.user_cache_dir('x'))"],

@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def require_terminal(stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
     """Raise WizardError (exit 2) unless both ``stdin`` and ``stdout`` (default: ``sys.stdin`` /
     ``sys.stdout``) are terminals; the message says which one is not and names the headless commands."""
-    from vllm_wizard.errors import WizardError
+    from vllm_deploy_wizard.errors import WizardError
 
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
@@ -64,10 +64,10 @@ def _is_tty(stream: TextIO | None) -> bool:
 def run(args: argparse.Namespace) -> int:
     """Run the app until the person quits; returns 0. Raises WizardError without a terminal
     (:func:`require_terminal`) or for a ``--recipes`` that is not a directory."""
-    from vllm_wizard.errors import WizardError
+    from vllm_deploy_wizard.errors import WizardError
 
     require_terminal()
-    from vllm_wizard.tui.app import make_app
+    from vllm_deploy_wizard.tui.app import make_app
 
     if args.recipes is not None and not args.recipes.is_dir():
         raise WizardError(f"--recipes {args.recipes}: not a directory (expected a recipes checkout with taxonomy.yaml)")

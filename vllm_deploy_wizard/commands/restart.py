@@ -31,9 +31,9 @@ def handle(args: argparse.Namespace) -> int:
     """Restart the process; see the module docstring."""
     import asyncio
 
-    from vllm_wizard.commands.launch import Printer
-    from vllm_wizard.errors import LaunchError
-    from vllm_wizard.launcher import ProcessEvent, RunClient, RunFinished, State, find_run
+    from vllm_deploy_wizard.commands.launch import Printer
+    from vllm_deploy_wizard.errors import LaunchError
+    from vllm_deploy_wizard.launcher import ProcessEvent, RunClient, RunFinished, State, find_run
 
     if len(args.args) > 2:
         raise LaunchError(f"too many arguments {args.args}; usage: vllm-wizard restart [RUN] PROCESS")
