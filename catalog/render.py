@@ -25,6 +25,7 @@ import json
 import re
 from typing import Any
 
+from .node_groups import add_group_supervision
 from .plan import PHASES, LaunchPlan, PlanProcess, node_label, plan_to_json
 
 _BARE = re.compile(r"[A-Za-z0-9_./=:@,+%~-]+")
@@ -246,12 +247,13 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
 
 def plan_file(plan: LaunchPlan, provenance: dict[str, Any], tool_version: str,
               created: _dt.datetime | None = None) -> dict[str, Any]:
-    """The plan file object of ``docs/contracts.md`` §2 (write it as YAML or JSON)."""
+    """The plan file object of ``docs/contracts.md`` §2 (write it as YAML or JSON); multi-node groups
+    get their supervision extras (:func:`.node_groups.add_group_supervision`)."""
     when = created or _dt.datetime.now(_dt.timezone.utc)
     return {
         "plan_version": PLAN_VERSION,
         "tool_version": tool_version,
         "created": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "provenance": provenance,
-        "plan": plan_to_json(plan),
+        "plan": add_group_supervision(plan_to_json(plan)),
     }

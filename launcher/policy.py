@@ -11,7 +11,9 @@ Rules (issue 4, supervisor):
 * Start in phase order; a process starts when every name in its ``depends_on`` is READY (or
   EXITED with status 0 — a finished one-shot job). READY = the probe passed (or, without a probe,
   the process is running). A process still STARTING after ``ready_timeout_s`` is stopped and
-  counted as a failure.
+  counted as a failure. A READY process whose liveness probe failed its threshold in a row
+  (:class:`Unhealthy`; docs/multi-node.md §2) is stopped the same way, a failure with the cause
+  ``unhealthy``.
 * An exit that is not asked for is a failure (``on-failure``: non-zero status only; ``always``:
   any exit) — except for a server (a process with a readiness probe: vLLM, router, LMCache
   server), whose every unrequested exit is a failure, status 0 included: vLLM's API server exits 0
@@ -69,6 +71,14 @@ class ProbePassed:
 
 
 @dataclass(frozen=True)
+class Unhealthy:
+    """The liveness probe of READY ``name`` failed its threshold in a row; ``detail`` says how."""
+
+    name: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class TimerFired:
     """A timer set by :class:`StartTimer` elapsed; ``kind`` is ``ready``, ``backoff`` or ``kill``."""
 
@@ -90,7 +100,7 @@ class RestartRequested:
     name: str
 
 
-Event = Started | Exited | ProbePassed | TimerFired | StopRequested | RestartRequested
+Event = Started | Exited | ProbePassed | Unhealthy | TimerFired | StopRequested | RestartRequested
 
 # ---------------------------------------------------------------- actions
 
@@ -147,6 +157,7 @@ class Finished(Action):
 @dataclass
 class _Extra:
     timed_out: bool = False
+    unhealthy: str = ""
     restart_after_stop: bool = False
     killed: bool = False
 
@@ -196,6 +207,12 @@ class Policy:
             if ps.state is State.STARTING:
                 self._go(ps, State.READY, now, "probe passed")
                 return [CancelTimer(ps.name, "ready"), *self._start_eligible(now)]
+            return []
+        if isinstance(ev, Unhealthy):
+            if ps.state is State.READY and not self.stopping:
+                p = self.spec.get(ps.name)
+                self._extra[ps.name].unhealthy = ev.detail or "liveness probe failing"
+                return [Signal(ps.name, p.stop_signal), StartTimer(ps.name, "kill", p.stop_timeout_s)]
             return []
         if isinstance(ev, Exited):
             return self._exited(ps, ev, now)
@@ -267,13 +284,22 @@ class Policy:
                 "fix": f"raise ready_timeout_s for {ps.name!r} or check its log for a stall",
                 "line": None,
             }
+        if ex.unhealthy and (cause is None or cause.get("kind") in ("unclassified", "killed")):
+            cause = {
+                "kind": "unhealthy",
+                "summary": f"stopped while READY: {ex.unhealthy}",
+                "fix": f"check what {ps.name!r} depends on (for a multi-node group: every node's run, "
+                       "docs/multi-node.md §2); it is restarted under its restart policy",
+                "line": None,
+            }
         server = p.probe is not None
-        what = "not ready in time" if ex.timed_out else f"exited with status {ev.rc}"
+        what = ("not ready in time" if ex.timed_out else "stopped: liveness failing" if ex.unhealthy
+                else f"exited with status {ev.rc}")
         if server and ev.rc == 0 and not ex.timed_out:
             what += " (a server must keep running)"
         # a server (a process with a readiness probe: vLLM, router, LMCache server) that exits without
         # being asked to has failed whatever its status — vLLM's API server exits 0 after EngineDeadError
-        failed = ev.rc != 0 or ex.timed_out or server
+        failed = ev.rc != 0 or ex.timed_out or server or bool(ex.unhealthy)
         mode = p.restart.mode
         if mode == "never" or (mode == "on-failure" and not failed):
             if failed:
@@ -308,7 +334,8 @@ class Policy:
         if kind == "ready" and ps.state is State.STARTING:
             ex.timed_out = True
             return [Signal(ps.name, p.stop_signal), StartTimer(ps.name, "kill", p.stop_timeout_s)]
-        if kind == "kill" and (ps.state is State.STOPPING or (ps.state is State.STARTING and ex.timed_out)):
+        if kind == "kill" and (ps.state is State.STOPPING or (ps.state is State.STARTING and ex.timed_out)
+                               or (ps.state is State.READY and ex.unhealthy)):
             ex.killed = True
             return [KillTree(ps.name)]
         return []

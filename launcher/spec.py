@@ -29,7 +29,8 @@ Decisions:
 * Optional per-process extras beyond contracts §2 (all have defaults): ``restart`` (policy,
   backoff, crash-loop window), ``stop`` (signal, timeout), ``ready_timeout_s``, ``cwd``, and in
   ``health``: ``interval_s`` (poll cadence until READY, default 1 s), ``ready_interval_s`` (cadence
-  while READY, default 5 s — see :class:`Probe`), ``timeout_s``.
+  while READY, default 5 s — see :class:`Probe`), ``timeout_s``, ``liveness`` (what a READY process
+  must keep answering, :class:`Liveness`) and ``remote`` (answered by another machine by design).
 * Refused at load, every problem at once (contracts §3), each naming process and field: a
   ``health.url`` that is not an http(s) URL, a process name used twice, ``depends_on`` naming an
   unknown process (with did-you-mean), a process depending on itself, a dependency cycle (these
@@ -79,6 +80,21 @@ READY_INTERVAL_S = 5.0
 
 
 @dataclass(frozen=True)
+class Liveness:
+    """What a READY process must keep answering (docs/multi-node.md §2): ``url`` (``GET``, or
+    ``POST`` of the JSON ``body`` when one is given) with ``expect_status``; ``failure_threshold``
+    failed polls in a row (each with ``timeout_s``) stop the process as a failure, restarted under
+    its restart policy with the cause ``unhealthy``. Polled at the READY cadence of its probe.
+    """
+
+    url: str
+    expect_status: int = 200
+    body: Mapping[str, Any] | None = None
+    timeout_s: float = 10.0
+    failure_threshold: int = 3
+
+
+@dataclass(frozen=True)
 class Probe:
     """Readiness/health probe: ``GET url`` must answer ``expect_status``.
 
@@ -89,6 +105,12 @@ class Probe:
     default is the slower of ``interval_s`` and :data:`READY_INTERVAL_S` (5 s). Set
     ``ready_interval_s`` (plan file: ``health.ready_interval_s``) to poll faster or slower while
     READY. ``timeout_s`` is the per-request timeout.
+
+    ``liveness`` (plan file: ``health.liveness``) replaces the readiness poll while READY and acts
+    on failures (:class:`Liveness`); without it a failing poll while READY is only noted.
+    ``remote`` (plan file: ``health.remote``): the URL is answered by another machine's server by
+    design (a multi-node worker probes its head), so the answer counts without the listening
+    socket belonging to this process.
     """
 
     url: str
@@ -96,6 +118,8 @@ class Probe:
     interval_s: float = 1.0
     timeout_s: float = 2.0
     ready_interval_s: float | None = None
+    liveness: Liveness | None = None
+    remote: bool = False
 
     @property
     def ready_cadence_s(self) -> float:
@@ -170,7 +194,12 @@ class ProcessSpec:
         d["argv"] = tuple(d["argv"])
         d["depends_on"] = tuple(d.get("depends_on", ()))
         d["ports"] = tuple(d.get("ports", ()))
-        d["probe"] = Probe(**d["probe"]) if d.get("probe") else None
+        if d.get("probe"):
+            pr = dict(d["probe"])
+            pr["liveness"] = Liveness(**pr["liveness"]) if pr.get("liveness") else None
+            d["probe"] = Probe(**pr)
+        else:
+            d["probe"] = None
         d["restart"] = RestartPolicy(**d.get("restart", {}))
         return cls(**d)
 
@@ -415,6 +444,31 @@ def _num(where: str, value: Any, problems: list[str], kind: type = float) -> Any
         return None
 
 
+def _liveness(where: str, name: str, raw: Any, filled: Any, problems: list[str]) -> Liveness | None:
+    """``health.liveness`` of a plan process as a :class:`Liveness` (problems appended, None if absent)."""
+    if not raw:
+        return None
+    if not isinstance(raw, dict) or "url" not in raw:
+        problems.append(f"{where}: health.liveness must be null or {{url, body, expect_status, "
+                        "timeout_s, failure_threshold}")
+        return None
+    url = filled(f"{name} health.liveness.url", raw["url"])
+    bad = _health_url_problem(where, url)
+    if bad:
+        problems.append(bad.replace("health.url", "health.liveness.url"))
+    body = raw.get("body")
+    if body is not None and not isinstance(body, dict):
+        problems.append(f"{where}: health.liveness.body must be a mapping (sent as JSON), got {body!r}")
+        body = None
+    threshold = _num(f"{where}: health.liveness.failure_threshold", raw.get("failure_threshold", 3), problems, int)
+    return Liveness(
+        url=url, body=body,
+        expect_status=_num(f"{where}: health.liveness.expect_status", raw.get("expect_status", 200), problems, int) or 200,
+        timeout_s=_num(f"{where}: health.liveness.timeout_s", raw.get("timeout_s", 10.0), problems) or 10.0,
+        failure_threshold=max(1, threshold or 3),
+    )
+
+
 def _deps_or_default(s: Mapping[str, Any], specs: list[dict[str, Any]]) -> tuple[str, ...]:
     """A parsed process's ``depends_on``; when absent, every process of earlier phases (contracts §2)."""
     if s["depends_on"] is not None:
@@ -518,6 +572,8 @@ def parse_plan(
                     timeout_s=_num(f"{where}: health.timeout_s", health.get("timeout_s", 2.0), problems) or 2.0,
                     ready_interval_s=None if ready_iv is None else
                     (_num(f"{where}: health.ready_interval_s", ready_iv, problems) or None),
+                    liveness=_liveness(where, name, health.get("liveness"), filled, problems),
+                    remote=bool(health.get("remote", False)),
                 )
         ports: list[int] = []
         for port in proc.get("ports") or []:

@@ -402,8 +402,10 @@ class Supervisor:
         p = self.spec.get(name)
         pr = p.probe
         assert pr is not None and self._probe_fn is not None
-        murl = metrics_url(pr.url) if (self.metrics_enabled and is_vllm_serve(p.argv)) else None
+        # a remote probe is another machine's server (a multi-node worker's head): its metrics are not ours
+        murl = metrics_url(pr.url) if (self.metrics_enabled and is_vllm_serve(p.argv) and not pr.remote) else None
         last_ok: bool | None = None
+        lost = 0  # liveness polls failed in a row while READY
         warned: str | None = None
         prev: MetricsSnapshot | None = None
         while self.handles.get(name) is mp and mp.proc.returncode is None:
@@ -411,8 +413,16 @@ class Supervisor:
             if state not in (State.STARTING, State.READY):
                 break
             t0 = self.clock()
-            res = await self._probe_fn(pr.url, pr.expect_status, pr.timeout_s)
-            if res.ok and state is State.STARTING:
+            lv = pr.liveness if state is State.READY else None
+            if lv is None:
+                res = await self._probe_fn(pr.url, pr.expect_status, pr.timeout_s)
+            elif lv.body is not None:
+                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, post=dict(lv.body))
+            else:
+                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s)
+            if res.ok and state is State.STARTING and pr.remote:
+                self._queue.put_nowait(P.ProbePassed(name))
+            elif res.ok and state is State.STARTING:
                 # the answer counts only if the listening socket is this process's (finding 9:
                 # another run's server on the same port made a run that could not bind look READY)
                 try:
@@ -428,6 +438,10 @@ class Supervisor:
                 if res.ok != last_ok and last_ok is not None:
                     self.logs[name].note(f"health {'ok again' if res.ok else 'failing'}: {res.detail}")
                 last_ok = res.ok
+                lost = 0 if res.ok else lost + 1
+                if lv is not None and lost >= lv.failure_threshold:
+                    self._queue.put_nowait(P.Unhealthy(name, f"{lv.url} failed {lost} polls in a row: {res.detail}"))
+                    break
                 if murl:
                     m = await self._probe_fn(murl, 200, pr.timeout_s, body=True)
                     if m.ok and m.body:

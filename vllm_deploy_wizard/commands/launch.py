@@ -171,10 +171,12 @@ def summary(processes: list[dict[str, Any]], out: TextIO = sys.stdout) -> None:
 
 #: Placeholders detection can default: name → (``HostFacts`` attribute, only on node 0). ``$HEAD_IP``
 #: is the head node's address, which is this host only when launching node 0; ``$IFACE_NAME`` is
-#: always this host's network interface.
+#: always this host's network interface; ``$NODE_IP`` (a multi-node worker's ``VLLM_HOST_IP``,
+#: docs/multi-node.md §1) is this host's own address on every node.
 DETECTED_PLACEHOLDERS: dict[str, tuple[str, bool]] = {
     "HEAD_IP": ("primary_ip", True),
     "IFACE_NAME": ("default_iface", False),
+    "NODE_IP": ("primary_ip", False),
 }
 
 

@@ -1,0 +1,104 @@
+"""How the plan file supervises a multi-node vLLM group (docs/multi-node.md §1–§2).
+
+A multi-node engine (``--nnodes`` TP/PP, ``--data-parallel-address`` DP) is one collective spread
+over machines: a head (``…head``, serves the API) and headless workers (``…worker-<k>``), each run
+by the supervisor of its own machine. Measured with the real vLLM (docs/multi-node.md §2): a
+worker whose engine died leaves the head's ``/health`` at 200 for tens of seconds — only the next
+request fails (HTTP 500) and ends the head — and a worker only knows the group serves when the
+head answers. So the plan file adds, per group:
+
+* ``VLLM_HOST_IP`` on every member: the head advertises its master address, a worker ``$NODE_IP``
+  (its own address; ``launch`` fills it from detection) — without it vLLM falls back to 0.0.0.0
+  on hosts whose default route it cannot find, and the head waits forever;
+* the head's ``health.liveness``: a one-token completion on its own API while READY (a dead
+  worker fails it, vLLM then exits, and the supervisor restarts the head);
+* each worker's ``health``: the head's ``/health`` at the master address (``remote``: the answer
+  comes from another machine), with a liveness of the same URL — a worker is READY once its group
+  serves and is restarted when the group is gone, so it rejoins the restarted head (the same
+  effect as LeaderWorkerSet's RecreateGroupOnPodRestart);
+* ``restart``: enough failures in the window for a group recovery (each member may fail twice).
+
+These are plan-file extras only: ``plan --json`` (plan-json §3, the goldens) is unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+#: The flags whose value is a group's master address.
+MASTER_FLAGS = ("--master-addr", "--data-parallel-address")
+#: Placeholder for a machine's own address (``launch`` fills it from detection on every node).
+NODE_IP = "NODE_IP"
+#: Restart policy of a group member: a recovery costs each member up to two failures.
+GROUP_RESTART = {"max_failures": 6, "window_s": 900}
+#: The head's liveness request: one token, any served model (vLLM's ``model`` field is optional).
+LIVENESS_BODY = {"prompt": "ping", "max_tokens": 1}
+_MEMBER = re.compile(r"^(?P<group>.*?)(?P<kind>head|worker-\d+)$")
+
+
+def master_address(argv: list[str]) -> str | None:
+    """The value of the first master-address flag in ``argv`` (``--master-addr X`` or ``=X``), or None."""
+    for i, tok in enumerate(argv):
+        for flag in MASTER_FLAGS:
+            if tok == flag and i + 1 < len(argv):
+                return argv[i + 1]
+            if tok.startswith(flag + "="):
+                return tok.split("=", 1)[1]
+    return None
+
+
+def groups(processes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{group prefix: {"head": proc, "workers": [proc, …]}}`` for the multi-node groups of a plan's
+    processes (plan-file dicts); a group has a master-address flag on its head and its workers."""
+    out: dict[str, dict[str, Any]] = {}
+    for proc in processes:
+        m = _MEMBER.match(str(proc.get("name", "")))
+        if not m or proc.get("role") not in ("head", "worker") or master_address(proc.get("argv") or []) is None:
+            continue
+        g = out.setdefault(m.group("group"), {"head": None, "workers": []})
+        if m.group("kind") == "head":
+            g["head"] = proc
+        else:
+            g["workers"].append(proc)
+    return {k: v for k, v in out.items() if v["head"] is not None and v["workers"]}
+
+
+def _with_path(url: str, path: str, host: str | None = None) -> str:
+    u = urlsplit(url)
+    netloc = u.netloc if host is None else f"{host}:{u.port}" if u.port else host
+    return urlunsplit((u.scheme, netloc, path, "", ""))
+
+
+def add_group_supervision(plan: dict[str, Any]) -> dict[str, Any]:
+    """Add the group extras of the module docstring to a plan-file ``plan`` mapping (in place).
+
+    Processes of no group are untouched; ``$NODE_IP`` joins ``plan.placeholders`` when used.
+    Returns ``plan``.
+    """
+    procs = plan.get("processes") or []
+    used_node_ip = False
+    for g in groups(procs).values():
+        head = g["head"]
+        addr = master_address(head["argv"])
+        head["env"] = {**(head.get("env") or {}), "VLLM_HOST_IP": addr}
+        head["restart"] = dict(GROUP_RESTART)
+        health = head.get("health")
+        if health and health.get("url"):
+            head["health"] = {**health, "liveness": {
+                "url": _with_path(health["url"], "/v1/completions"), "body": dict(LIVENESS_BODY),
+                "timeout_s": 30.0, "failure_threshold": 2}}
+        for w in g["workers"]:
+            w["env"] = {**(w.get("env") or {}), "VLLM_HOST_IP": f"${NODE_IP}"}
+            used_node_ip = True
+            w["restart"] = dict(GROUP_RESTART)
+            if health and health.get("url"):
+                url = _with_path(health["url"], urlsplit(health["url"]).path, host=master_address(w["argv"]))
+                w["health"] = {"url": url, "expect_status": health.get("expect_status", 200), "remote": True,
+                               "liveness": {"url": url, "failure_threshold": 3, "timeout_s": 5.0}}
+    if used_node_ip:
+        names = list(plan.get("placeholders") or [])
+        if NODE_IP not in names:
+            plan["placeholders"] = [*names, NODE_IP]
+    return plan
