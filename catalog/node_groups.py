@@ -16,7 +16,9 @@ head answers. So the plan file adds, per group:
   comes from another machine), with a liveness of the same URL — a worker is READY once its group
   serves and is restarted when the group is gone, so it rejoins the restarted head (the same
   effect as LeaderWorkerSet's RecreateGroupOnPodRestart);
-* ``restart``: enough failures in the window for a group recovery (each member may fail twice).
+* ``restart``: enough failures in the window for a group recovery (each member may fail twice);
+* ``group``: ``{id, leader, size, rank}`` on every member, so engines that run groups themselves
+  (Kubernetes LeaderWorkerSet, Slurm) read the group from the plan file.
 
 These are plan-file extras only: ``plan --json`` (plan-json §3, the goldens) is unchanged.
 """
@@ -35,7 +37,6 @@ NODE_IP = "NODE_IP"
 GROUP_RESTART = {"max_failures": 6, "window_s": 900}
 #: The head's liveness request: one token, any served model (vLLM's ``model`` field is optional).
 LIVENESS_BODY = {"prompt": "ping", "max_tokens": 1}
-_MEMBER = re.compile(r"^(?P<group>.*?)(?P<kind>head|worker-\d+)$")
 
 
 def master_address(argv: list[str]) -> str | None:
@@ -49,20 +50,36 @@ def master_address(argv: list[str]) -> str | None:
     return None
 
 
+#: Role → the pool its group belongs to (a PD plan has one group per pool).
+_FAMILY = {"head": "engine", "worker": "engine", "serve": "engine", "prefill": "prefill", "decode": "decode"}
+
+
 def groups(processes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``{group prefix: {"head": proc, "workers": [proc, …]}}`` for the multi-node groups of a plan's
-    processes (plan-file dicts); a group has a master-address flag on its head and its workers."""
-    out: dict[str, dict[str, Any]] = {}
+    """``{group id: {"head": proc, "workers": [proc, …]}}`` for the multi-node groups of a plan's
+    processes (plan-file dicts).
+
+    A group is the processes of one pool (engine, prefill or decode) naming the same master
+    address (``--master-addr`` / ``--data-parallel-address`` value); its head is the member with
+    role ``head``, else the one of node rank 0. The id is the head's name without a trailing
+    ``-head`` / ``-0`` (``vllm``, ``instance-1``, ``prefill``). Groups of one process are none.
+    """
+    found: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for proc in processes:
-        m = _MEMBER.match(str(proc.get("name", "")))
-        if not m or proc.get("role") not in ("head", "worker") or master_address(proc.get("argv") or []) is None:
+        family = _FAMILY.get(str(proc.get("role")))
+        addr = master_address(proc.get("argv") or [])
+        if family and addr is not None:
+            found.setdefault((family, addr), []).append(proc)
+    out: dict[str, dict[str, Any]] = {}
+    for members in found.values():
+        if len(members) < 2:
             continue
-        g = out.setdefault(m.group("group"), {"head": None, "workers": []})
-        if m.group("kind") == "head":
-            g["head"] = proc
-        else:
-            g["workers"].append(proc)
-    return {k: v for k, v in out.items() if v["head"] is not None and v["workers"]}
+        head = next((m for m in members if m.get("role") == "head"), None) or \
+            next((m for m in members if m.get("node_rank") == 0), None)
+        if head is None:
+            continue
+        gid = re.sub(r"(-head|-0)$", "", str(head["name"])) or str(head["name"])
+        out[gid] = {"head": head, "workers": [m for m in members if m is not head]}
+    return out
 
 
 def _with_path(url: str, path: str, host: str | None = None) -> str:
@@ -79,8 +96,11 @@ def add_group_supervision(plan: dict[str, Any]) -> dict[str, Any]:
     """
     procs = plan.get("processes") or []
     used_node_ip = False
-    for g in groups(procs).values():
+    for gid, g in groups(procs).items():
         head = g["head"]
+        members = [head, *g["workers"]]
+        for rank, m in enumerate(members):
+            m["group"] = {"id": gid, "leader": head["name"], "size": len(members), "rank": rank}
         addr = master_address(head["argv"])
         head["env"] = {**(head.get("env") or {}), "VLLM_HOST_IP": addr}
         head["restart"] = dict(GROUP_RESTART)
@@ -93,7 +113,7 @@ def add_group_supervision(plan: dict[str, Any]) -> dict[str, Any]:
             w["env"] = {**(w.get("env") or {}), "VLLM_HOST_IP": f"${NODE_IP}"}
             used_node_ip = True
             w["restart"] = dict(GROUP_RESTART)
-            if health and health.get("url"):
+            if health and health.get("url") and not w.get("health"):  # headless: the group's health
                 url = _with_path(health["url"], urlsplit(health["url"]).path, host=master_address(w["argv"]))
                 w["health"] = {"url": url, "expect_status": health.get("expect_status", 200), "remote": True,
                                "liveness": {"url": url, "failure_threshold": 3, "timeout_s": 5.0}}

@@ -91,6 +91,10 @@ RULES: tuple[tuple[str, re.Pattern[str], str, str], ...] = tuple(
         ("vllm_too_old", r"is not supported by this version|requires vllm\s*>=|model architectures? .* (?:are|is) not supported|not supported for now\. Supported architectures",
          "this vLLM is too old for the model or recipe",
          "upgrade vLLM (pip install -U vllm) to at least the recipe's min_vllm_version"),
+        ("master_unreachable", r"failed to connect/validate to host \S+:\d+|failed to connect to any network address of \(",
+         "cannot reach the group's master address {addr} ({why})",
+         "check $HEAD_IP (launch --set HEAD_IP=<the head's address>) and that the head node's run is up "
+         "(`vllm-wizard status` there); the master port must be reachable from this node (docs/multi-node.md §2)"),
         ("nccl", r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|NCCL WARN|ProcessGroupNCCL|Gloo connectFullMesh failed|Connection refused.*(?:master|rendezvous)|TCPStore",
          "NCCL / network communication between ranks failed",
          "check NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME, firewall and that every node runs the same versions"),
@@ -126,6 +130,8 @@ _MODEL_ID = (
     re.compile(r"(?:OSError: |^)(\S+) does not appear to have a file named"),
 )
 
+_MASTER = re.compile(r"to host (\S+):(\d+)|network address of \(([^,]+), (\d+)\)")
+_ERRNO = re.compile(r"errno: \d+ - ([^)]+)\)")
 _SUGGEST = re.compile(r"--gpu-memory-utilization[ =]([0-9]*\.?[0-9]+)")
 _ALLOC = re.compile(r"you tried to allocate (\d+) bytes")
 _LMCACHE = re.compile(r"lmcache", re.I)
@@ -158,6 +164,11 @@ def _specialise(kind: str, summary: str, fix: str, line: str, lines: Sequence[st
         size = _gib(int(m.group(1))) if m else "its memory"
         return Cause(kind, f"LMCache could not allocate {size} for its L1 (CPU) cache",
                      fix.format(free=_free_ram()), line.strip()[:500])
+    if kind == "master_unreachable":
+        m = _MASTER.search(line)
+        addr = (f"{m.group(1)}:{m.group(2)}" if m.group(1) else f"{m.group(3)}:{m.group(4)}") if m else "?"
+        why = _ERRNO.findall(line)
+        return Cause(kind, summary.format(addr=addr, why=why[-1] if why else "no answer"), fix, line.strip()[:500])
     if kind == "model_not_found":
         for pat in _MODEL_ID:
             m = pat.search(line)

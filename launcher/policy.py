@@ -277,13 +277,20 @@ class Policy:
             return []  # a stale report (already settled)
         cause = ev.cause
         tail = list(ev.tail)
-        if ex.timed_out and (cause is None or cause.get("kind") == "unclassified"):
+        # our own SIGKILL after the timeout is no out-of-memory kill
+        if ex.timed_out and (cause is None or cause.get("kind") in ("unclassified", "killed")):
             cause = {
                 "kind": "ready_timeout",
                 "summary": f"not ready within {p.ready_timeout_s:g} s",
                 "fix": f"raise ready_timeout_s for {ps.name!r} or check its log for a stall",
                 "line": None,
             }
+            if p.role == "head":  # a multi-node head serves only once every worker node joined
+                cause["summary"] += ("; a multi-node head is ready only once every worker node has joined its "
+                                     "group — a worker did not (wrong $HEAD_IP or interface, master port blocked, "
+                                     "or its run is not started)")
+                cause["fix"] = ("run `vllm-wizard status` on each worker node for its cause; check $HEAD_IP, "
+                                "$IFACE_NAME and that the master port is free and reachable (docs/multi-node.md §2)")
         if ex.unhealthy and (cause is None or cause.get("kind") in ("unclassified", "killed")):
             cause = {
                 "kind": "unhealthy",

@@ -10,7 +10,8 @@ Outputs (combinable, except that ``--json`` owns stdout):
 * ``--json``: exactly one JSON object, plan-json §3 (+ the contract extras), nothing else on stdout;
 * ``--out FILE``: the plan file of ``docs/contracts.md`` §2 (YAML, or JSON for ``*.json``) with
   provenance (catalog source and revision, hardware profile, device count, tool version, selection);
-* ``--script DIR``: one executable bash script per node.
+* ``--script DIR``: one executable bash script per node;
+* ``--k8s DIR`` / ``--slurm FILE``: the plan for Kubernetes or Slurm (:mod:`.plan_engines`).
 
 Both are written atomically (temporary file + rename) with owner-only permissions — plan files 0600,
 scripts 0700 — because they carry the argv/env to run, secrets such as ``--api-key`` or
@@ -85,6 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--script", type=Path, metavar="DIR",
                    help="write one executable bash script per node into DIR (created when missing); each "
                    "written atomically, for you only (mode 0700: it may hold API keys)")
+    from vllm_deploy_wizard.commands.plan_engines import add_flags
+
+    add_flags(p)
     p.set_defaults(handler=run)
 
 
@@ -362,7 +366,8 @@ def run(args: argparse.Namespace) -> int:
 
         plan.notes += host_fit_warnings(cat, plan, HostCapacity(**snapshot["host_capacity"]))
 
-    if args.out is not None:
+    engines = getattr(args, "k8s", None) is not None or getattr(args, "slurm", None) is not None
+    if args.out is not None or engines:
         provenance = {
             "catalog_source": source.label,
             "catalog_revision": source.revision or cat.revision,
@@ -372,17 +377,22 @@ def run(args: argparse.Namespace) -> int:
             "selection": selection.model_dump(exclude_none=True, exclude_defaults=True),
         }
         doc = plan_file(plan, provenance, __version__)
+    if args.out is not None:
         text = (json.dumps(doc, indent=2) + "\n" if args.out.suffix == ".json"
                 else yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
         _write("--out", args.out, text, PLAN_FILE_MODE)
+    if engines:
+        from vllm_deploy_wizard.commands.plan_engines import export
+
+        export(args, cat, selection, doc)
     if args.script is not None:
         for name, text in node_scripts(plan).items():
             _write("--script", args.script / name, text, SCRIPT_MODE)
     if args.json:
         sys.stdout.write(json.dumps(plan_to_json(plan), ensure_ascii=False) + "\n")
-    elif args.out is None and args.script is None:
+    elif args.out is None and args.script is None and not engines:
         sys.stdout.write(plan_text(plan))
-    if args.json or args.out is not None or args.script is not None:
+    if args.json or args.out is not None or args.script is not None or engines:
         for note in plan.notes:  # the text plan shows them inline; elsewhere stderr
             if note.startswith("warning:"):
                 print(note, file=sys.stderr)
