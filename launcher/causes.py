@@ -91,11 +91,16 @@ RULES: tuple[tuple[str, re.Pattern[str], str, str], ...] = tuple(
         ("vllm_too_old", r"is not supported by this version|requires vllm\s*>=|model architectures? .* (?:are|is) not supported|not supported for now\. Supported architectures",
          "this vLLM is too old for the model or recipe",
          "upgrade vLLM (pip install -U vllm) to at least the recipe's min_vllm_version"),
+        ("socket_iface", r"Unable to find address for: \S+|no socket interface found|NCCL_SOCKET_IFNAME.*(?:not found|no interface)",
+         "the network interface {iface} named for the group's traffic (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME) "
+         "is not on this node",
+         "set $IFACE_NAME to this node's interface (`ip -br addr`; launch --set IFACE_NAME=…), or leave it to "
+         "detection (docs/multi-node.md §2)"),
         ("master_unreachable", r"failed to connect/validate to host \S+:\d+|failed to connect to any network address of \(",
          "cannot reach the group's master address {addr} ({why})",
          "check $HEAD_IP (launch --set HEAD_IP=<the head's address>) and that the head node's run is up "
          "(`vllm-wizard status` there); the master port must be reachable from this node (docs/multi-node.md §2)"),
-        ("nccl", r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|NCCL WARN|ProcessGroupNCCL|Gloo connectFullMesh failed|Connection refused.*(?:master|rendezvous)|TCPStore",
+        ("nccl", r"NCCL error|ncclInternalError|ncclSystemError|ncclUnhandledCudaError|NCCL WARN|ProcessGroupNCCL|Gloo connectFullMesh failed|Connection refused.*(?:master|rendezvous)|(?<!::)TCPStore(?!::)",
          "NCCL / network communication between ranks failed",
          "check NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME, firewall and that every node runs the same versions"),
         ("missing_executable", r"command not found|No such file or directory: '[^']+'$|executable file not found",
@@ -164,11 +169,15 @@ def _specialise(kind: str, summary: str, fix: str, line: str, lines: Sequence[st
         size = _gib(int(m.group(1))) if m else "its memory"
         return Cause(kind, f"LMCache could not allocate {size} for its L1 (CPU) cache",
                      fix.format(free=_free_ram()), line.strip()[:500])
+    if kind == "socket_iface":
+        m = re.search(r"Unable to find address for: (\S+)", line)
+        return Cause(kind, summary.format(iface=repr(m.group(1)) if m else ""), fix, line.strip()[:500])
     if kind == "master_unreachable":
         m = _MASTER.search(line)
         addr = (f"{m.group(1)}:{m.group(2)}" if m.group(1) else f"{m.group(3)}:{m.group(4)}") if m else "?"
-        why = _ERRNO.findall(line)
-        return Cause(kind, summary.format(addr=addr, why=why[-1] if why else "no answer"), fix, line.strip()[:500])
+        # the socket error of the newest attempt (a retry line may end with "Interrupted system call")
+        why = next((m[-1] for x in reversed([*lines, line]) if (m := _ERRNO.findall(x))), "no answer")
+        return Cause(kind, summary.format(addr=addr, why=why), fix, line.strip()[:500])
     if kind == "model_not_found":
         for pat in _MODEL_ID:
             m = pat.search(line)

@@ -68,6 +68,24 @@ def processes(run_dir: Path) -> dict[str, dict]:
         return {}
 
 
+def causes(run_dir: Path) -> dict[str, dict]:
+    """``{process: its newest cause}`` from a run's events.jsonl (a cause shows in state.json only
+    while the process is in BACKOFF/FATAL, which may last a second)."""
+    out: dict[str, dict] = {}
+    try:
+        text = (run_dir / "events.jsonl").read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(ev, dict) and ev.get("cause"):
+            out[ev["name"]] = ev["cause"]
+    return out
+
+
 def wait_for(cond: Callable[[], bool], timeout: float, what: str, runs: list[Path] = ()) -> float:
     """Poll ``cond`` every 0.5 s; seconds it took, or AssertionError naming ``what`` with the runs' states."""
     t0 = time.monotonic()

@@ -20,7 +20,7 @@ import pytest
 
 import netns_hosts
 from multinode_e2e_support import (
-    READY_S, all_ready, host_env, kill_namespace, launch_on, netns_pids, processes, real_env, stop_on,
+    READY_S, all_ready, causes, host_env, kill_namespace, launch_on, netns_pids, processes, real_env, stop_on,
     wait_for, write_plan,
 )
 
@@ -89,3 +89,39 @@ def test_two_hosts_serve_recover_from_a_dead_worker_and_stop_clean(hosts, tmp_pa
     t_stop = time.monotonic() - t_stop0
     print(f"\nmulti-node figures: READY across two hosts {t_ready:.1f} s; group recovery after the worker's "
           f"engine was killed {t_recover:.1f} s; stop on both hosts {t_stop:.1f} s")
+
+
+def test_a_worker_that_cannot_reach_the_head_is_diagnosed_on_both_hosts(hosts, tmp_path):
+    """Wrong ``$HEAD_IP`` on the worker: within one readiness timeout the worker names the master
+    address it cannot reach and the head says its group never formed."""
+    import yaml
+
+    real = real_env()
+    plan = write_plan(tmp_path / "plan.yaml", real["model"])
+    data = yaml.safe_load(plan.read_text())
+    timeout_s = 150
+    for proc in data["plan"]["processes"]:
+        proc["ready_timeout_s"] = timeout_s
+    plan.write_text(yaml.safe_dump(data))
+    head, worker = hosts
+    wrong = head.ip.rsplit(".", 1)[0] + ".99"  # on the hosts' network, nobody there
+    envs = [host_env(real, tmp_path / h.name / "state") for h in hosts]
+    t0 = time.monotonic()
+    runs = [launch_on(head, envs[0], plan, "node-0"),
+            launch_on(worker, envs[1], plan, "node-1", "--set", f"HEAD_IP={wrong}")]
+
+    def found_causes() -> dict[str, dict]:
+        return {n: c for r in runs for n, c in causes(r).items()}
+
+    wait_for(lambda: {"vllm-head", "vllm-worker-1"} <= set(found_causes()), timeout_s + 120,
+             "a cause on the head and on the worker", runs)
+    took = time.monotonic() - t0
+    found = found_causes()
+    w, h = found["vllm-worker-1"], found["vllm-head"]
+    assert w["kind"] == "master_unreachable" and f"{wrong}:" in w["summary"], w
+    assert h["kind"] == "ready_timeout" and "every worker node" in h["summary"], h
+    for host, env in zip(hosts, envs):
+        assert stop_on(host, env).returncode == 0
+    wait_for(lambda: not any(netns_pids(x) for x in hosts), 30, "no process left in either host")
+    print(f"\nmulti-node figures: unreachable head diagnosed on both hosts after {took:.1f} s "
+          f"(readiness timeout {timeout_s} s)")

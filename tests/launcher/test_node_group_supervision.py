@@ -192,3 +192,57 @@ async def test_a_failing_liveness_restarts_the_process_and_a_remote_probe_counts
     finally:
         sup.stop("test over")
         await asyncio.wait_for(task, 30)
+
+
+# ---------------------------------------------------------------- causes of a group that does not form
+
+#: Lines a real worker printed (vLLM 0.32 CPU, torch gloo) with a wrong $HEAD_IP, then a stack frame
+#: and the retry line our SIGTERM interrupted.
+UNREACHABLE = [
+    "(Worker pid=20102) INFO 12-01 09:25:28 [parallel_state.py:1906] world_size=2 rank=1 local_rank=0 "
+    "distributed_init_method=tcp://198.18.60.99:29501 backend=gloo",
+    "[W1201 09:25:41.064175760 socket.cpp:764] [c10d] The client socket has failed to connect to "
+    "149.85.0.0:24672 (errno: 113 - No route to host).",
+    "[W1201 09:25:41.066325181 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate to host "
+    "198.18.60.99:29501 - retrying (try=0, timeout=1800000ms, delay=365ms): The client socket has failed to "
+    "connect to any network address of (198.18.60.99, 29501).",
+    "frame #7: c10d::TCPStore::TCPStore(std::__cxx11::basic_string<char>, c10d::TCPStoreOptions const&) + 0x41d",
+    "[W1201 09:27:07.457769240 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate to host "
+    "198.18.60.99:29501 - retrying (try=10, timeout=1800000ms, delay=29409ms): Interrupted system call",
+]
+#: What a real worker printed with IFACE_NAME=eth9 (no such interface on that host).
+NO_IFACE = [
+    "(Worker pid=25006) ERROR 12-01 09:30:25 [multiproc_executor.py:953]     backend_class = ProcessGroupGloo(",
+    "(Worker pid=25006) ERROR 12-01 09:30:25 [multiproc_executor.py:953] RuntimeError: [enforce fail at "
+    "/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/device.cc:84] ifa != nullptr. Unable to find "
+    "address for: eth9",
+    "(EngineCore pid=1) ERROR Engine core proc EngineCore died unexpectedly",
+]
+
+
+def test_worker_causes_name_the_master_address_and_the_interface() -> None:
+    from vllm_deploy_wizard.launcher.causes import classify
+
+    c = classify(UNREACHABLE)
+    assert c.kind == "master_unreachable"
+    assert c.summary == "cannot reach the group's master address 198.18.60.99:29501 (No route to host)"
+    assert "$HEAD_IP" in c.fix
+    c = classify(NO_IFACE, rc=1)
+    assert c.kind == "socket_iface" and "'eth9'" in c.summary and "IFACE_NAME" in c.fix
+
+
+def test_a_head_not_ready_in_time_says_its_group_never_formed() -> None:
+    spec = RunSpec((ProcessSpec(name="vllm-head", argv=("vllm", "serve"), role="head", ready_timeout_s=150,
+                                stop_timeout_s=5, probe=Probe("http://127.0.0.1:8000/health")),))
+    events: list[ProcessEvent] = []
+    pol = Policy(spec, emit=events.append)
+    pol.start(0)
+    pol.handle(Started("vllm-head", 10), 1)
+    from vllm_deploy_wizard.launcher.policy import TimerFired
+
+    pol.handle(TimerFired("vllm-head", "ready"), 151)
+    pol.handle(TimerFired("vllm-head", "kill"), 156)
+    pol.handle(Exited("vllm-head", -9, cause={"kind": "killed", "summary": "killed by SIGKILL", "fix": "", "line": None}), 157)
+    cause = events[-1].cause
+    assert cause["kind"] == "ready_timeout"  # our own SIGKILL after the timeout is no OOM kill
+    assert "every worker node has joined" in cause["summary"] and "status" in cause["fix"]
