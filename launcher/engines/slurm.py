@@ -65,22 +65,22 @@ def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vll
     lines += [
         "# vllm-wizard: one task per node, each supervising that node's processes of the plan file.",
         "set -euo pipefail",
-        f"export VLLM_WIZARD_PLAN={shlex.quote(str(plan_path))}",
-        'export VLLM_WIZARD="${VLLM_WIZARD:-vllm-wizard}"',
-        f"export VLLM_WIZARD_NODES={shlex.quote(' '.join(labels))}",
+        f"export WIZARD_PLAN={shlex.quote(str(plan_path))}",
+        'export WIZARD_BIN="${WIZARD_BIN:-vllm-wizard}"',
+        f"export WIZARD_NODES={shlex.quote(' '.join(labels))}",
         'head_host=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
         'if [ -z "${HEAD_IP:-}" ]; then',
         '  head_addr=$(scontrol show node "$head_host" | tr " " "\\n" | sed -n "s/^NodeAddr=//p" | head -n 1)',
         '  HEAD_IP=$(getent ahostsv4 "${head_addr:-$head_host}" | awk \'NR==1 {print $1}\')',
         "fi",
         'export HEAD_IP="${HEAD_IP:?could not find the address of the first node $head_host}"',
-        'echo "vllm-wizard: $SLURM_JOB_NUM_NODES nodes, head $head_host ($HEAD_IP), plan $VLLM_WIZARD_PLAN"',
+        'echo "vllm-wizard: $SLURM_JOB_NUM_NODES nodes, head $head_host ($HEAD_IP), plan $WIZARD_PLAN"',
     ]
     if sequential:
-        task = 'exec "$VLLM_WIZARD" launch "$VLLM_WIZARD_PLAN" --node "node-$SLURM_NODEID" --foreground'
+        task = 'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node "node-$SLURM_NODEID" --foreground'
     else:
-        task = ('set -- $VLLM_WIZARD_NODES; shift "$SLURM_NODEID"; '
-                'exec "$VLLM_WIZARD" launch "$VLLM_WIZARD_PLAN" --node "$1" --foreground')
+        task = ('set -- $WIZARD_NODES; shift "$SLURM_NODEID"; '
+                'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node "$1" --foreground')
     task += ' --set "HEAD_IP=$HEAD_IP"'  # every node, the head too: the address the others use
     lines += [
         f"srun --nodes={n} --ntasks={n} --ntasks-per-node=1 --kill-on-bad-exit=1 --label \\",

@@ -109,6 +109,24 @@ def netns_pids(host: Host) -> list[int]:
     return [int(x) for x in out.split()]
 
 
+def wizard_left(hosts: list[Host], daemons: tuple[str, ...] = ("slurmd", "sshd")) -> list[str]:
+    """vLLM / wizard processes still running in ``hosts`` (the test's own ``daemons`` excluded)."""
+    import psutil
+
+    out = []
+    for h in hosts:
+        for pid in netns_pids(h):
+            try:
+                proc = psutil.Process(pid)
+                cmd = " ".join(proc.cmdline())
+                name = proc.name()
+            except psutil.Error:
+                continue
+            if not any(d in cmd for d in daemons) and ("vllm" in cmd.lower() or "VLLM" in name):
+                out.append(f"{h.name}: {pid} {cmd[:120]}")
+    return out
+
+
 def stop_on(host: Host, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
     """``vllm-wizard stop --all`` on ``host``."""
     return subprocess.run(host.argv(*WIZARD, "stop", "--all", "--timeout", "30"), env=env, capture_output=True,

@@ -10,28 +10,13 @@ import time
 from pathlib import Path
 
 import httpx
-import psutil
 import pytest
 
 import netns_hosts
 import slurm_cluster
-from multinode_e2e_support import CPU_ARGS, READY_S, WIZARD, host_env, kill_namespace, netns_pids, real_env, wait_for
+from multinode_e2e_support import CPU_ARGS, READY_S, WIZARD, host_env, kill_namespace, real_env, wait_for, wizard_left
 
 pytestmark = pytest.mark.e2e
-
-
-def _vllm_left(hosts) -> list[str]:
-    """Command lines of vLLM / wizard processes still running in the hosts (slurmd itself excluded)."""
-    out = []
-    for h in hosts:
-        for pid in netns_pids(h):
-            try:
-                cmd = " ".join(psutil.Process(pid).cmdline())
-            except psutil.Error:
-                continue
-            if "slurmd" not in cmd and ("vllm" in cmd.lower() or "VLLM" in psutil.Process(pid).name()):
-                out.append(f"{h.name}: {pid} {cmd[:120]}")
-    return out
 
 
 def test_sbatch_script_serves_on_two_slurm_nodes_and_scancel_stops_clean(tmp_path) -> None:
@@ -51,7 +36,7 @@ def test_sbatch_script_serves_on_two_slurm_nodes_and_scancel_stops_clean(tmp_pat
             bridge = hosts[0].ip.rsplit(".", 1)[0] + ".1"
             with slurm_cluster.slurm_cluster(hosts, bridge, tmp_path / "slurm") as cluster:
                 env = {**host_env(real, tmp_path / "state"), "SLURM_CONF": cluster.env["SLURM_CONF"],
-                       "VLLM_WIZARD": str(Path(sys.executable).parent / "vllm-wizard")}
+                       "WIZARD_BIN": str(Path(sys.executable).parent / "vllm-wizard")}
                 out = tmp_path / "job.out"
                 t0 = time.monotonic()
                 sub = subprocess.run(["sbatch", "--parsable", f"--output={out}", str(script)], env=env,
@@ -78,7 +63,7 @@ def test_sbatch_script_serves_on_two_slurm_nodes_and_scancel_stops_clean(tmp_pat
                 t1 = time.monotonic()
                 assert cluster.run("scancel", job).returncode == 0
                 wait_for(lambda: not cluster.run("squeue", "-h", "-j", job).stdout.strip(), 120, "the job to end")
-                wait_for(lambda: not _vllm_left(hosts), 30, "no vLLM process left on either node")
+                wait_for(lambda: not wizard_left(hosts), 30, "no vLLM process left on either node")
                 t_cancel = time.monotonic() - t1
                 log = out.read_text(errors="replace")
                 assert log.count("run finished: stopped") == 2, log[-3000:]  # each node's supervisor stopped its run

@@ -63,6 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--skip-flag-check", action="store_true",
                    help="skip the vLLM version/flag preflight (`vllm serve --help=all`, ~12 s when not cached)")
     add_all_lines_flag(p)
+    from vllm_deploy_wizard.commands.nodes import add_launch_flags
+
+    add_launch_flags(p)
     p.set_defaults(handler=handle)
 
 
@@ -254,6 +257,10 @@ def handle(args: argparse.Namespace) -> int:
     from vllm_deploy_wizard.launcher.spec import parse_plan, read_plan_data
 
     data = read_plan_data(args.plan)
+    if getattr(args, "all_nodes", False):  # every machine, over ssh (docs/multi-node.md §6)
+        from vllm_deploy_wizard.commands import nodes
+
+        return nodes.launch(args, data)
     node = getattr(args, "node", None)
     rank = args.node_rank if node is None else label_rank(node)
     values = resolve_values(data, args.values, rank)

@@ -26,11 +26,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix (default: all runs)")
     p.add_argument("--all", action="store_true", help="include finished runs")
     p.add_argument("--json", action="store_true", help="print JSON")
+    from vllm_deploy_wizard.commands.nodes import add_all_nodes_flag
+
+    add_all_nodes_flag(p, "show")
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     """Print the runs; see module docstring."""
+    if getattr(args, "all_nodes", False):
+        from vllm_deploy_wizard.commands import nodes
+
+        return nodes.status(args)
     from vllm_deploy_wizard.launcher import find_run, list_runs, run_survivors
     from vllm_deploy_wizard.launcher.runs import process_survivors
 
