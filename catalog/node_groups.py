@@ -108,7 +108,8 @@ def add_group_supervision(plan: dict[str, Any]) -> dict[str, Any]:
         if health and health.get("url"):
             head["health"] = {**health, "liveness": {
                 "url": _with_path(health["url"], "/v1/completions"), "body": dict(LIVENESS_BODY),
-                "timeout_s": 30.0, "failure_threshold": 2}}
+                # a busy head answers late, a dead group at once (HTTP 500 in ~20 ms): be patient
+                "timeout_s": 120.0, "failure_threshold": 3}}
         for w in g["workers"]:
             w["env"] = {**(w.get("env") or {}), "VLLM_HOST_IP": f"${NODE_IP}"}
             used_node_ip = True
@@ -116,7 +117,7 @@ def add_group_supervision(plan: dict[str, Any]) -> dict[str, Any]:
             if health and health.get("url") and not w.get("health"):  # headless: the group's health
                 url = _with_path(health["url"], urlsplit(health["url"]).path, host=master_address(w["argv"]))
                 w["health"] = {"url": url, "expect_status": health.get("expect_status", 200), "remote": True,
-                               "liveness": {"url": url, "failure_threshold": 3, "timeout_s": 5.0}}
+                               "liveness": {"url": url, "failure_threshold": 3, "timeout_s": 30.0}}
     if used_node_ip:
         names = list(plan.get("placeholders") or [])
         if NODE_IP not in names:

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping
 SELF_ADDRESS = frozenset({
     "HEAD_IP", "HEAD_NODE_IP", "ROUTER_HOST", "MASTER_ADDR", "MOONCAKE_MASTER_IP", "DYN_CONTROL_IP",
     "PREFILL_NODE_1", "DECODE_NODE_1", "VLLM_INSTANCE_1",
+    "NODE_IP",  # a multi-node member's own address (docs/multi-node.md §1)
 })
 #: Placeholders that name the network interface of that address.
 SELF_IFACE = frozenset({"IFACE_NAME", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"})

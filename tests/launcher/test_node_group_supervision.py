@@ -41,7 +41,7 @@ def test_a_multi_node_plan_file_supervises_its_group(tmp_path, recipes) -> None:
     assert head["env"]["VLLM_HOST_IP"] == "$HEAD_IP"  # the head advertises its master address
     assert head["health"]["liveness"] == {"url": "http://127.0.0.1:8000/v1/completions",
                                           "body": {"prompt": "ping", "max_tokens": 1},
-                                          "timeout_s": 30.0, "failure_threshold": 2}
+                                          "timeout_s": 120.0, "failure_threshold": 3}
     for w in ("vllm-worker-1", "vllm-worker-2"):
         worker = procs[w]
         assert worker["env"]["VLLM_HOST_IP"] == "$NODE_IP"
@@ -53,7 +53,7 @@ def test_a_multi_node_plan_file_supervises_its_group(tmp_path, recipes) -> None:
     spec = parse_plan(data, node="node-2", values={"HEAD_IP": "10.0.0.1", "IFACE_NAME": "eth0", "NODE_IP": "10.0.0.3"})
     probe = spec.processes[0].probe
     assert probe.remote and probe.url == "http://10.0.0.1:8000/health"
-    assert probe.liveness == Liveness(url="http://10.0.0.1:8000/health", timeout_s=5.0, failure_threshold=3)
+    assert probe.liveness == Liveness(url="http://10.0.0.1:8000/health", timeout_s=30.0, failure_threshold=3)
     assert spec.processes[0].env["VLLM_HOST_IP"] == "10.0.0.3"
     assert spec.processes[0].restart.max_failures == 6
 
