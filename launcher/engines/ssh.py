@@ -154,10 +154,11 @@ def node_command(c: Cluster, node: NodeRun, args: Sequence[str]) -> list[str]:
 
 def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str, hosts: Mapping[str, str],
                      values: Mapping[str, str], ssh: Sequence[str] = (), wizard: Sequence[str] = ("vllm-wizard",),
-                     extra: Sequence[str] = (), out=sys.stdout) -> Cluster:
+                     extra: Sequence[str] = (), out=sys.stdout, run=None) -> Cluster:
     """Start every machine of plan-file ``data`` (read from ``plan_path``): ``local_label`` here,
     the others on ``hosts[label]`` over ssh; ``values`` are passed as ``--set`` to every node
-    (``HEAD_IP`` among them), ``extra`` are more ``launch`` flags. Returns the recorded cluster.
+    (``HEAD_IP`` among them), ``extra`` are more ``launch`` flags; ``run(argv, timeout, stdin)``
+    runs each command (default: a subprocess). Returns the recorded cluster.
 
     Raises LaunchError: a machine with no ``--host``, unreachable nodes (each named with ssh's
     error; nothing started), a node that failed to start (the others stopped again).
@@ -177,9 +178,10 @@ def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str,
         raise LaunchError(f"--host {unknown[0]}=…: not a machine of the plan; its machines: {', '.join(labels)}")
     c = Cluster(plan=str(plan_path), nodes=[NodeRun(x, None if x == local_label else hosts[x]) for x in labels],
                 ssh=list(ssh), wizard=list(wizard), started=time.time())
+    run = run or _run
     remote = [n for n in c.nodes if n.dest is not None]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(remote))) as pool:
-        checks = list(pool.map(lambda n: _run(ssh_argv(c.ssh, n.dest, ["true"]), SSH_TIMEOUT_S), remote))
+        checks = list(pool.map(lambda n: run(ssh_argv(c.ssh, n.dest, ["true"]), SSH_TIMEOUT_S), remote))
     down = [f"{n.label} ({n.dest}): {_err(r)}" for n, r in zip(remote, checks) if r.returncode != 0]
     if down:
         raise LaunchError("unreachable over ssh, nothing started:\n  " + "\n  ".join(down))
@@ -188,7 +190,7 @@ def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str,
     remote_plan = f"{REMOTE_PLAN_DIR}/{digest}.yaml"
     copy = f"umask 077 && mkdir -p {REMOTE_PLAN_DIR} && cat > {remote_plan}"  # constants only
     for n in remote:
-        r = _run(["ssh", "-o", "BatchMode=yes", *c.ssh, n.dest, copy], SSH_TIMEOUT_S, stdin=blob)
+        r = run(["ssh", "-o", "BatchMode=yes", *c.ssh, n.dest, copy], SSH_TIMEOUT_S, stdin=blob)
         if r.returncode != 0:
             raise LaunchError(f"{n.label} ({n.dest}): copying the plan failed, nothing started: {_err(r)}")
     sets = [a for k, v in values.items() for a in ("--set", f"{k}={v}")]
@@ -196,7 +198,7 @@ def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str,
     try:
         for n in [c.head, *remote]:
             path = str(plan_path) if n.dest is None else remote_plan
-            r = _run(node_command(c, n, ["launch", path, "--node", n.label, *sets, *extra]), LAUNCH_TIMEOUT_S)
+            r = run(node_command(c, n, ["launch", path, "--node", n.label, *sets, *extra]), LAUNCH_TIMEOUT_S)
             m = _RUN_LINE.search((r.stdout or b"").decode(errors="replace"))
             if r.returncode != 0 or not m:
                 where = "this machine" if n.dest is None else n.dest
@@ -207,7 +209,7 @@ def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str,
             out.flush()
     except LaunchError:
         for n in reversed(started):
-            _run(node_command(c, n, ["stop", n.run_id]), SSH_TIMEOUT_S + 60)
+            run(node_command(c, n, ["stop", n.run_id]), SSH_TIMEOUT_S + 60)
         if started:
             out.write("stopped the nodes already started: " + ", ".join(n.label for n in started) + "\n")
         raise

@@ -58,3 +58,42 @@ def test_unreachable_nodes_are_named_and_nothing_starts(tmp_path, capsys) -> Non
     assert "node-1 (host-a):" in err and "node-2 (host-b):" in err
     runs = tmp_path / "state" / "vllm-wizard" / "runs"
     assert not runs.exists() or not any(runs.iterdir())  # not even this machine's node
+
+
+class FakeSsh:
+    """Answers the commands of a cluster launch: every node reachable, ``fail`` fails its launch."""
+
+    def __init__(self, fail: str):
+        self.fail = fail
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv, timeout, stdin=None):
+        import subprocess
+
+        self.calls.append(list(argv))
+        words = shlex.split(argv[-1]) if argv[0] == "ssh" else argv
+        if "launch" in words:
+            label = words[words.index("--node") + 1]
+            if label == self.fail:
+                return subprocess.CompletedProcess(argv, 2, b"", b"preflight: port 8000 is in use")
+            return subprocess.CompletedProcess(argv, 0, f"launched run run-{label} (supervisor pid 1)".encode(), b"")
+        return subprocess.CompletedProcess(argv, 0, b"", b"")
+
+
+def test_a_node_that_fails_to_start_stops_the_ones_already_started(tmp_path) -> None:
+    import io
+
+    plan = _plan(tmp_path)
+    data = yaml.safe_load(plan.read_text())
+    fake = FakeSsh(fail="node-2")
+    out = io.StringIO()
+    with pytest.raises(LaunchError, match=r"node-2 \(host-b\): launch failed: preflight: port 8000 is in use"):
+        launch_all_nodes(plan, data, "node-0", {"node-1": "host-a", "node-2": "host-b"}, {"HEAD_IP": "10.0.0.1"},
+                         out=out, run=fake)
+    launches = [c for c in fake.calls if "launch" in " ".join(c)]
+    assert [shlex.split(c[-1])[shlex.split(c[-1]).index("--node") + 1] if c[0] == "ssh" else c[c.index("--node") + 1]
+            for c in launches] == ["node-0", "node-1", "node-2"]  # this machine first
+    assert all("HEAD_IP=10.0.0.1" in " ".join(c) for c in launches)
+    stops = [" ".join(c) for c in fake.calls if " stop " in f" {' '.join(c)} "]
+    assert len(stops) == 2 and "run-node-1" in stops[0] and "run-node-0" in stops[1]  # newest first
+    assert "stopped the nodes already started: node-0, node-1" in out.getvalue()
