@@ -77,6 +77,8 @@ def test_all_nodes_from_the_head_over_ssh(tmp_path) -> None:
                 assert c.status_code == 200, c.text
                 text = wizard("status", "--all-nodes", timeout=60).stdout
                 assert "node-1" in text and worker.ip in text and "vllm-worker-1" in text and "READY" in text
+                plain = wizard("status", timeout=60).stdout  # the head's own run points at the others
+                assert f"other nodes: node-1 ({worker.ip})" in plain, plain
                 logs = wizard("logs", "--node", "node-1", "vllm-worker-1", "-n", "5", timeout=60)
                 assert logs.returncode == 0 and "vllm-worker-1" in logs.stdout, logs.stdout + logs.stderr
 

@@ -69,6 +69,23 @@ def launch(args: argparse.Namespace, data: Any) -> int:
     return 0
 
 
+def cluster_hint(run_id: str) -> str | None:
+    """For a run that is the head of a cluster launch: a line pointing at ``status --all-nodes``."""
+    from vllm_deploy_wizard.launcher.engines.ssh import clusters_root
+
+    try:
+        path = clusters_root() / f"{run_id}.json"
+        if not path.exists():
+            return None
+        import json
+
+        nodes = json.loads(path.read_text())["nodes"]
+    except (OSError, ValueError, KeyError, Exception):  # noqa: BLE001 - a hint only
+        return None
+    others = ", ".join(f"{n['label']} ({n['dest']})" for n in nodes if n.get("dest"))
+    return f"head of a cluster launch; other nodes: {others} — `vllm-wizard status --all-nodes` shows them"
+
+
 def status(args: argparse.Namespace) -> int:
     """``status --all-nodes``: every node's processes; 1 when a node cannot be asked."""
     import json

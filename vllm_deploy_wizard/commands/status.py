@@ -61,6 +61,11 @@ def handle(args: argparse.Namespace) -> int:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["started"])) if row["started"] else "?"
         out = f" ({row['outcome']})" if row["outcome"] else ""
         print(f"{row['run_id']}  {row['status']}{out}  started {started}  supervisor pid {row['supervisor_pid']}")
+        from vllm_deploy_wizard.commands.nodes import cluster_hint
+
+        hint = cluster_hint(row["run_id"])
+        if hint:
+            print(f"  {hint}")
         for p in row["processes"]:
             ports = ",".join(str(x) for x in p.get("ports") or [])
             state = p["state"]
