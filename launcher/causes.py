@@ -135,6 +135,7 @@ _MODEL_ID = (
     re.compile(r"(?:OSError: |^)(\S+) does not appear to have a file named"),
 )
 
+_MASTER_PORT = re.compile(r"server socket has failed to listen on any local network address\. port: (\d+)")
 _MASTER = re.compile(r"to host (\S+):(\d+)|network address of \(([^,]+), (\d+)\)")
 _ERRNO = re.compile(r"errno: \d+ - ([^)]+)\)")
 _SUGGEST = re.compile(r"--gpu-memory-utilization[ =]([0-9]*\.?[0-9]+)")
@@ -169,6 +170,14 @@ def _specialise(kind: str, summary: str, fix: str, line: str, lines: Sequence[st
         size = _gib(int(m.group(1))) if m else "its memory"
         return Cause(kind, f"LMCache could not allocate {size} for its L1 (CPU) cache",
                      fix.format(free=_free_ram()), line.strip()[:500])
+    if kind == "port_in_use":
+        m = _MASTER_PORT.search(line)
+        if m:  # torch's TCPStore of a multi-node head: the group's master port
+            port = m.group(1)
+            return Cause(kind, f"the group's master port {port} is already in use on this node",
+                         f"stop what holds port {port} (`ss -ltnp 'sport = :{port}'`), or give every node of the "
+                         f"plan another master port (`vllm-wizard plan … --arg=--master-port=NNNNN`)",
+                         line.strip()[:500])
     if kind == "socket_iface":
         m = re.search(r"Unable to find address for: (\S+)", line)
         return Cause(kind, summary.format(iface=repr(m.group(1)) if m else ""), fix, line.strip()[:500])

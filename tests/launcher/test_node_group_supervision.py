@@ -231,6 +231,17 @@ def test_worker_causes_name_the_master_address_and_the_interface() -> None:
     assert c.kind == "socket_iface" and "'eth9'" in c.summary and "IFACE_NAME" in c.fix
 
 
+def test_a_busy_master_port_is_named_on_the_head() -> None:
+    from vllm_deploy_wizard.launcher.causes import classify
+
+    line = ("(Worker pid=28908) ERROR 12-01 09:35:09 [multiproc_executor.py:953] torch.distributed.DistNetworkError: "
+            "The server socket has failed to listen on any local network address. port: 29501, useIpv6: false, "
+            "code: -98, name: EADDRINUSE, message: address already in use")
+    c = classify([line], rc=1)
+    assert c.kind == "port_in_use" and c.summary == "the group's master port 29501 is already in use on this node"
+    assert "--master-port" in c.fix
+
+
 def test_a_head_not_ready_in_time_says_its_group_never_formed() -> None:
     spec = RunSpec((ProcessSpec(name="vllm-head", argv=("vllm", "serve"), role="head", ready_timeout_s=150,
                                 stop_timeout_s=5, probe=Probe("http://127.0.0.1:8000/health")),))
