@@ -460,9 +460,6 @@ class _Exporter:
         owner = {str(p["name"]): self._workload(p["group"]["id"] if p.get("group") else str(p["name"]))
                  for p in self.procs}
 
-        def leader_argv(argv: list[str]) -> list[str]:
-            return argv
-
         def worker_argv(argv: list[str]) -> list[str]:
             out = _replace_flag(argv, "--node-rank", "$(LWS_WORKER_INDEX)")
             start = _flag_value(argv, "--data-parallel-start-rank")
@@ -470,11 +467,12 @@ class _Exporter:
                 step = int(start)  # worker k starts at k * (local DP size)
                 rest = [a for i, a in enumerate(out) if not (a == "--data-parallel-start-rank"
                         or (i and out[i - 1] == "--data-parallel-start-rank") or a.startswith("--data-parallel-start-rank="))]
-                return ["/bin/sh", "-c", f'exec "$0" "$@" --data-parallel-start-rank $((LWS_WORKER_INDEX * {step}))',
+                # $$ is Kubernetes' escape for a literal $ (it expands $(VAR) in args itself)
+                return ["/bin/sh", "-c", f'exec "$0" "$@" --data-parallel-start-rank $$((LWS_WORKER_INDEX * {step}))',
                         *rest]
             return out
 
-        leader_c = self._container(head, inside, leader_argv)
+        leader_c = self._container(head, inside)
         worker_c = self._container(workers[0], inside, worker_argv)
         leader_labels = {**labels, "vllm-wizard/group-role": "leader"}
         worker_labels = {**labels, "vllm-wizard/group-role": "worker"}

@@ -213,3 +213,16 @@ def test_device_resource_per_vendor(hardware, resource, tmp_path) -> None:
     assert device_resource(profile.brand, profile.compute_arch or profile.generation) == resource
     if resource is not None:
         assert resource in DEVICE_RESOURCES.values()
+
+
+def test_data_parallel_workers_start_at_their_own_rank(tmp_path) -> None:
+    files = export(tmp_path, "--model", "Google/gemma-4-26B-A4B-it", "--hardware", "gb300",
+                   "--strategy", "multi_node_dep", "--nodes", "3")
+    lws = next(d for ds in files.values() for d in ds if d["kind"] == "LeaderWorkerSet")
+    validate(lws)
+    t = lws["spec"]["leaderWorkerTemplate"]
+    c = t["workerTemplate"]["spec"]["containers"][0]
+    assert t["size"] == 3 and c["command"] == ["/bin/sh"]
+    # worker k of 3 starts at DP rank 4·k (4 local ranks each); $$ is Kubernetes' escape for a literal $
+    assert c["args"][:2] == ["-c", 'exec "$0" "$@" --data-parallel-start-rank $$((LWS_WORKER_INDEX * 4))']
+    assert c["args"][2:4] == ["vllm", "serve"] and "--data-parallel-start-rank" not in c["args"][2:]
