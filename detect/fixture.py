@@ -555,6 +555,10 @@ class FixtureFacts:
         extra = (self.data.get("idxd_sysfs") or {}).get("dev_nodes") or []
         return sorted(set(self.host.get("dev_nodes") or []) | set(extra))
 
+    def existing_paths(self, paths: Sequence[str]) -> list[str]:
+        present = set(self.host.get("existing_paths") or [])
+        return [p for p in paths if p in present]
+
     def access(self, path: str) -> bool:
         if path == "/dev/kfd" and "dev_kfd_access" in self.host:
             acc = self.host["dev_kfd_access"] or {}
@@ -720,6 +724,7 @@ def capture(facts: Facts) -> dict[str, Any]:
         "meminfo_kb": {k: v for k, v in facts.meminfo_kb().items() if k in ("MemTotal", "MemAvailable",
                                                                            "HugePages_Total", "Hugepagesize")},
         "numa": facts.numa(), "cgroup_memory_limit": facts.cgroup_memory_limit(),
+        "existing_paths": facts.existing_paths(host_mod.PRELOAD_CANDIDATES),
         "dev_nodes": dev_nodes, "dev_access": {p: facts.access(p) for p in dev_nodes},
         "infiniband": facts.infiniband(), "net": facts.net(),
         "disks": facts.disks(host_mod.kv_candidate_paths(env)),

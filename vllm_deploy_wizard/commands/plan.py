@@ -358,9 +358,12 @@ def run(args: argparse.Namespace) -> int:
     plan = synthesize(cat, selection)
     plan.notes += ["warning: " + w for w in warnings] + _head_warnings(recipe, plan)
     if snapshot is not None:
+        from vllm_deploy_wizard.catalog.backends import apply_host_settings
         from vllm_deploy_wizard.catalog.hostfit import HostCapacity, host_fit_warnings
 
-        plan.notes += host_fit_warnings(cat, plan, HostCapacity(**snapshot["host_capacity"]))
+        host = HostCapacity(**snapshot["host_capacity"])
+        plan.notes += apply_host_settings(cat.taxonomy.hardware_profiles, plan, host)
+        plan.notes += host_fit_warnings(cat, plan, host)
 
     if args.out is not None:
         provenance = {
