@@ -332,8 +332,33 @@ class _Ctx:
             if role is None:
                 toks += self.kv_store.vllm.vllm_args
             elif self.kv_store.pd is not None:
-                toks += getattr(self.kv_store.pd, role).args
+                toks += self._store_role_args(role)
         return toks
+
+    def _store_role_args(self, role: str) -> list[str]:
+        """A Mooncake kv_store's PD role args with the selected connector as its transfer leg: the
+        store's MultiConnector names NixlConnector for the prefill→decode transfer, so with another
+        connector (Mooncake, MoRI-IO) that entry becomes the connector's own role config — the one
+        the router is told about (``--kv-connector``)."""
+        args = list(getattr(self.kv_store.pd, role).args)
+        transfer = self._connector_args(role)
+        if not transfer:
+            return args
+        own = json.loads(transfer[1])
+        flag = "--kv-transfer-config"
+        for i, tok in enumerate(args[:-1]):
+            if tok != flag:
+                continue
+            try:
+                multi = json.loads(args[i + 1])
+            except ValueError:
+                continue
+            legs = (multi.get("kv_connector_extra_config") or {}).get("connectors")
+            if multi.get("kv_connector") != "MultiConnector" or not isinstance(legs, list):
+                continue
+            legs[:] = [own if leg.get("kv_connector") == "NixlConnector" else leg for leg in legs]
+            args[i + 1] = json.dumps(multi, separators=(",", ":"))
+        return args
 
     @staticmethod
     def _compose_role_kv(toks: list[str], opt_args: list[str]) -> list[str]:

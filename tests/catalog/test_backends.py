@@ -269,3 +269,36 @@ def test_host_capacity_reads_numa_and_libraries_from_an_inventory() -> None:
     assert host.numa_cpus == ((0, 1, 2, 3),)  # the memory-only HBM node is left out
     assert host.numa_free_bytes == (30 * GIB,)
     assert host.preload_libraries == ("/usr/lib64/libtcmalloc.so.4",)
+
+
+# ------------------------------------------------------------------------------- PD + Mooncake store
+
+PD_TP = {"prefill": {"nodes": 1, "mode": "tp"}, "decode": {"nodes": 1, "mode": "tp"}}
+
+
+def _legs(argv: list[str]) -> list[str]:
+    import json
+
+    config = json.loads(argv[len(argv) - 1 - argv[::-1].index("--kv-transfer-config") + 1])
+    return [leg["kv_connector"] for leg in config["kv_connector_extra_config"]["connectors"]]
+
+
+@pytest.mark.parametrize(("connector", "hw", "engine_connector", "router_flag"), [
+    ("mooncake", "h200", "MooncakeConnector", "mooncake"),
+    ("moriio", "mi300x", "MoRIIOConnector", "moriio"),
+])
+def test_mooncake_store_with_a_pd_connector_gives_engines_that_connector(cat, connector, hw, engine_connector,
+                                                                         router_flag) -> None:
+    p = plan(cat, hardware=hw, strategy="pd_cluster", pd=PD_TP, connector=connector,
+             kv_offload="kv_store_centralized_mooncake")
+    router = proc(p, "router")["argv"]
+    assert router[router.index("--kv-connector") + 1] == router_flag
+    for name in ("prefill-0", "decode-0"):
+        argv = proc(p, name)["argv"]
+        assert argv.count("--kv-transfer-config") == 1
+        assert _legs(argv) == [engine_connector, "MooncakeStoreConnector"], name
+
+
+def test_mooncake_store_with_nixl_keeps_the_store_text(cat) -> None:
+    p = plan(cat, hardware="h200", strategy="pd_cluster", pd=PD_TP, kv_offload="kv_store_centralized_mooncake")
+    assert _legs(proc(p, "prefill-0")["argv"]) == ["NixlConnector", "MooncakeStoreConnector"]
