@@ -540,3 +540,41 @@ def apply_host_settings(profiles: Mapping[str, HardwareProfile], plan: Any, host
                 head += ["-e", f"{key}={value}"]
             proc.argv = head + proc.argv[at:]
     return notes
+
+
+# ---------------------------------------------------------------------------------------------
+# companions in docker mode
+
+#: NVIDIA's Dynamo runtime image with vLLM inside (Dynamo docs, "Container"); ``{version}`` = Dynamo's.
+DYNAMO_VLLM_IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:{version}"
+
+
+def dynamo_image(version: str) -> str:
+    """The Dynamo vLLM runtime image for a Dynamo release (``latest`` when the catalog names none)."""
+    return DYNAMO_VLLM_IMAGE.format(version=version or "latest")
+
+
+def docker_command_argv(command: list[str], env: dict[str, str], image: str, profile: HardwareProfile) -> list[str]:
+    """``docker run`` of an arbitrary ``command`` inside ``image`` (an image without a ``vllm serve``
+    entrypoint, e.g. the Dynamo runtime): the backend's device flags, ``--network host`` (Dynamo
+    workers and frontend meet over etcd and the NIXL side channel on host addresses), ``--ipc=host``,
+    the HF cache, one ``-e`` per env entry, the image, then ``command`` unchanged."""
+    backend = backend_for(profile)
+    flags = list(backend.docker_flags)
+    if "host" not in _network_values(flags):
+        flags += ["--network", "host"]
+    out = ["docker", "run", "--rm", *flags, "--ipc=host", "-v", HF_CACHE_MOUNT]
+    for key, value in env.items():
+        out += ["-e", f"{key}={value}"]
+    return [*out, image, *command]
+
+
+def foreground(argv: list[str]) -> list[str]:
+    """A ``docker run`` the supervisor can own: ``-d``/``--detach`` removed (a detached run exits 0
+    at once and its container is never stopped) and ``--rm`` added; any other argv unchanged."""
+    if argv[:2] != ["docker", "run"]:
+        return argv
+    rest = [t for t in argv[2:] if t not in ("-d", "--detach", "--detach=true")]
+    if "--rm" not in rest:
+        rest.insert(0, "--rm")
+    return ["docker", "run", *rest]

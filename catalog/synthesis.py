@@ -907,8 +907,8 @@ def _install(ctx: _Ctx, has_router: bool, extra_router: str | None = None) -> li
         for step in ctx.connector.install:
             items.append((step.command, step.optional, None))
     if ctx.is_pd and ctx.router == "dynamo":  # seed §4.8: runtime on every worker and the frontend
-        for step in ctx.strategy.dynamo.install:
-            items.append((step.command, step.optional, ["pip", "docker"]))
+        for step in ctx.strategy.dynamo.install:  # docker mode: the Dynamo runtime image has it
+            items.append((step.command, step.optional, ["pip"]))
     out: list[str] = []
     for cmd, optional, modes in items:
         if optional:
@@ -964,7 +964,9 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
             headless = "--headless" in p.argv or p.argv[:2] != ["vllm", "serve"]
             p.ports = [] if headless else [port]
             p.health = None if headless else Health(url=f"http://127.0.0.1:{port}/health")
-            if ctx.install_mode == "docker" and image and p.argv[:2] == ["vllm", "serve"]:
+            if ctx.install_mode == "docker" and image and p.argv[:3] == ["python3", "-m", "dynamo.vllm"]:
+                p.argv = B.docker_command_argv(p.argv, p.env, image, ctx.profile)
+            elif ctx.install_mode == "docker" and image and p.argv[:2] == ["vllm", "serve"]:
                 p.argv = B.docker_argv(p.argv, p.env, image, ctx.profile, extra_flags, device_count=ctx.gpu_count,
                                        multi_node=ctx.nodes > 1 or (ctx.is_pd and any(q.nodes >= 2 for q in ctx.pools.values())))
             if setup and p.argv[:2] == ["vllm", "serve"]:
@@ -972,6 +974,7 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
             p.phase = "engine"
         elif p.role in ("mooncake_master", "mooncake_store", "infra"):
             p.phase = "infra"
+            p.argv = B.foreground(p.argv)  # supervised: no detached container
             p.ports = _port_values(p.argv)
         elif p.role == "companion":
             if p.phase == "engine":
@@ -983,6 +986,8 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
                     p.health = Health(url=f"http://127.0.0.1:{http}/healthcheck")
         elif p.role == "router":
             p.phase = "after"
+            if ctx.install_mode == "docker" and image and p.argv[:3] == ["python3", "-m", "dynamo.frontend"]:
+                p.argv = B.docker_command_argv(p.argv, p.env, image, ctx.profile)
             p.ports = _port_values(p.argv)
             http = next((int(p.argv[i + 1]) for i, t in enumerate(p.argv[:-1])
                          if t in ("--port", "--http-port") and p.argv[i + 1].isdigit()), None)
@@ -1040,6 +1045,8 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
     install = _install(ctx, install_router, router_install)
     if ctx.install_mode == "docker":
         ctx.image = B.docker_image(ctx.profile, ctx.hw, ctx.recipe.model, ctx.variant)
+        if ctx.is_pd and ctx.router == "dynamo":  # workers and frontend run where Dynamo is installed
+            ctx.image = B.dynamo_image(ctx.strategy.dynamo.version)
     image = ctx.image
     _finish(ctx, procs)
     versions = [x for x in (ctx.recipe.model.min_vllm_version, ctx.variant.min_vllm_version,

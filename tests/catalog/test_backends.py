@@ -302,3 +302,32 @@ def test_mooncake_store_with_a_pd_connector_gives_engines_that_connector(cat, co
 def test_mooncake_store_with_nixl_keeps_the_store_text(cat) -> None:
     p = plan(cat, hardware="h200", strategy="pd_cluster", pd=PD_TP, kv_offload="kv_store_centralized_mooncake")
     assert _legs(proc(p, "prefill-0")["argv"]) == ["NixlConnector", "MooncakeStoreConnector"]
+
+
+# ------------------------------------------------------------------------------- Dynamo, infra
+
+def test_dynamo_with_docker_runs_workers_and_frontend_in_the_dynamo_image(cat) -> None:
+    p = plan(cat, hardware="h200", strategy="pd_cluster", pd=PD_TP, router="dynamo", install_mode="docker")
+    image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0"
+    assert p["base_install"] == [f"docker pull {image}"]
+    assert not any("ai-dynamo" in line for line in p["install"])  # the image has it; nothing on the host
+    prefill = proc(p, "prefill-0")["argv"]
+    assert prefill[:9] == ["docker", "run", "--rm", "--gpus", "all", "--network", "host", "--ipc=host", "-v"]
+    at = prefill.index(image)
+    assert prefill[at + 1:at + 4] == ["python3", "-m", "dynamo.vllm"]
+    assert "ETCD_ENDPOINTS=http://$DYN_CONTROL_IP:2379" in prefill[:at]
+    router = proc(p, "router")["argv"]
+    assert router[:3] == ["docker", "run", "--rm"] and router[router.index(image) + 1:][:3] == [
+        "python3", "-m", "dynamo.frontend"]
+    # pip mode keeps the host install and the bare commands
+    pip = plan(cat, hardware="h200", strategy="pd_cluster", pd=PD_TP, router="dynamo")
+    assert proc(pip, "prefill-0")["argv"][:3] == ["python3", "-m", "dynamo.vllm"]
+    assert any("ai-dynamo" in line for line in pip["install"])
+
+
+def test_infra_docker_runs_in_the_foreground(cat) -> None:
+    p = plan(cat, hardware="h200", strategy="pd_cluster", pd=PD_TP, router="dynamo")
+    etcd = proc(p, "etcd")["argv"]
+    assert etcd[:3] == ["docker", "run", "--rm"] and "-d" not in etcd and "--detach" not in etcd
+    assert B.foreground(["docker", "run", "--detach", "--rm", "img"]) == ["docker", "run", "--rm", "img"]
+    assert B.foreground(["etcd", "-d"]) == ["etcd", "-d"]
