@@ -578,3 +578,28 @@ def foreground(argv: list[str]) -> list[str]:
     if "--rm" not in rest:
         rest.insert(0, "--rm")
     return ["docker", "run", *rest]
+
+
+# ---------------------------------------------------------------------------------------------
+# what a backend has not validated (recipes-synthesis §3.1 K1, M1, N3)
+
+
+def xpu_unvalidated(name: str) -> str:
+    """Reason a KV offload option ``name`` (or Mooncake) is off on Intel XPU (docs/constraints.md §3.1 K1/M1)."""
+    return f"{name} isn't validated on Intel XPU — serve directly with the Docker image."
+
+
+XPU_MULTI_NODE = ("Multi-node clustering isn't validated on Intel XPU — serve single-node with the Docker image.")
+
+
+def plan_warnings(profile: HardwareProfile, kv_name: str | None, kv_is_store: bool, nodes: int) -> list[str]:
+    """Backend warnings a plan carries (the wizard's disabled-choice reasons, for a plan made anyway):
+    on Intel XPU a KV offload option (K1) or Mooncake store (M1), and more than one node (N3)."""
+    if backend_for(profile).key != "xpu":
+        return []
+    out = []
+    if kv_name:
+        out.append(f"{xpu_unvalidated(kv_name)} (rule {'M1' if kv_is_store else 'K1'})")
+    if nodes > 1:
+        out.append(f"{XPU_MULTI_NODE} (rule N3)")
+    return out

@@ -40,7 +40,7 @@ from typing import Any, Iterable
 
 from vllm_deploy_wizard.errors import SelectionError
 
-from . import gates
+from . import backends, gates
 from .models import HardwareProfile, KvOffloadOption, Recipe, Strategy, Variant
 
 AVAILABLE = "available"
@@ -670,9 +670,7 @@ def _nodes_row(ctx: _Ctx) -> list[Choice]:
                 out.append(Choice(str(n), str(n), DISABLED,
                                   f"{name} is a single-GPU workstation and can't be clustered into multiple nodes."))
             elif p.gen == "xpu":  # N3
-                out.append(Choice(str(n), str(n), DISABLED,
-                                  "Multi-node clustering isn't validated on Intel XPU — serve single-node "
-                                  "with the Docker image."))
+                out.append(Choice(str(n), str(n), DISABLED, backends.XPU_MULTI_NODE))
             else:
                 out.append(Choice(str(n), str(n)))
         elif need is not None and ctx.node_vram is not None and need > ctx.node_vram:  # N4
@@ -756,7 +754,7 @@ def _kv_option_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:
     s = ctx.strategy
     is_pd = s is not None and s.deploy_type == "pd_cluster"
     if p.gen == "xpu":  # K1
-        return f"{name} isn't validated on Intel XPU — serve directly with the Docker image."
+        return backends.xpu_unvalidated(name)
     if s is not None and s.kv_offload is False:  # seed §4.6
         return f"{name} can't compose with {_short(s, ctx.strategy_id)}, which takes no KV offload option."
     if is_pd and ctx.router == "smg":  # seed §4.8
@@ -788,7 +786,7 @@ def _mooncake_reason(ctx: _Ctx) -> str | None:
     p, name = ctx.profile, ctx.profile.display_name or ctx.hw_id
     s = ctx.strategy
     if p.gen == "xpu":  # M1
-        return "Mooncake isn't validated on Intel XPU — serve directly with the Docker image."
+        return backends.xpu_unvalidated("Mooncake")
     if p.brand not in ("NVIDIA", "AMD"):  # M2
         return (f"Mooncake's transfer engine ships CUDA and ROCm builds only — not available on "
                 f"{p.brand} {name} backends.")

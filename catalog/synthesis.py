@@ -1196,6 +1196,10 @@ def _gate_warnings(ctx: _Ctx) -> list[str]:
         close = difflib.get_close_matches(ctx.kv_key or "", valid, n=3, cutoff=0.5)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         out.append(f"unknown kv_offload {ctx.kv_key!r} ignored{hint}; valid: {', '.join(valid) or 'none'}")
+    kv_opt = ctx.cat.taxonomy.kv_offload.get(ctx.kv_key or "")
+    kv_name = (kv_opt.display_name or ctx.kv_key) if kv_opt is not None else (
+        "Mooncake" if ctx.kv_key in ctx.cat.kv_stores else None)
+    out += B.plan_warnings(ctx.profile, kv_name, ctx.kv_key in ctx.cat.kv_stores, ctx.nodes)
     out += _ignored_selection(ctx)
     return ["warning: " + line for line in out]
 

@@ -331,3 +331,20 @@ def test_infra_docker_runs_in_the_foreground(cat) -> None:
     assert etcd[:3] == ["docker", "run", "--rm"] and "-d" not in etcd and "--detach" not in etcd
     assert B.foreground(["docker", "run", "--detach", "--rm", "img"]) == ["docker", "run", "--rm", "img"]
     assert B.foreground(["etcd", "-d"]) == ["etcd", "-d"]
+
+
+def test_xpu_plan_warns_what_the_wizard_disables(cat) -> None:
+    """An XPU plan made with KV offload or several nodes says what the wizard's rows say (K1, M1, N3)."""
+    from vllm_deploy_wizard.catalog import options
+
+    for kv, rule in (("simple", "K1"), ("lmcache", "K1"), ("kv_store_centralized_mooncake", "M1")):
+        p = plan(cat, hardware="arc_pro_b60", kv_offload=kv)
+        warned = [n for n in p["notes"] if "isn't validated on Intel XPU" in n]
+        assert len(warned) == 1 and warned[0].endswith(f"(rule {rule})"), (kv, p["notes"])
+    sel = Selection(model=MOE_ID, hardware="arc_pro_b60")
+    row = {c.id: c for c in options(cat, sel).kv_offload}
+    simple = next(n for n in plan(cat, hardware="arc_pro_b60", kv_offload="simple")["notes"] if "XPU" in n)
+    assert simple == f"warning: {row['simple'].reason} (rule K1)"
+    multi = plan(cat, hardware="arc_pro_b60", strategy="multi_node_tp", nodes=2)
+    assert f"warning: {B.XPU_MULTI_NODE} (rule N3)" in multi["notes"]
+    assert not [n for n in plan(cat, hardware="arc_pro_b60")["notes"] if "isn't validated" in n]
