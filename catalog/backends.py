@@ -306,11 +306,13 @@ def docker_image(profile: HardwareProfile, hw_id: str, model: ModelSpec, variant
 
 
 def last_port(argv: list[str], default: int = 8000) -> int:
-    """Value of the last ``--port`` in ``argv`` (plan-json §3.4), else ``default``."""
+    """Value of the last ``--port N`` or ``--port=N`` in ``argv`` (plan-json §3.4), else ``default``."""
     port = default
-    for i, tok in enumerate(argv[:-1]):
-        if tok == "--port" and argv[i + 1].isdigit():
+    for i, tok in enumerate(argv):
+        if tok == "--port" and i + 1 < len(argv) and argv[i + 1].isdigit():
             port = int(argv[i + 1])
+        elif tok.startswith("--port=") and tok[7:].isdigit():
+            port = int(tok[7:])
     return port
 
 
