@@ -10,7 +10,7 @@ vendor facades).
 Decision: the methods return *raw facts in the fixture schema's shapes* (a PCI entry is the dict a
 fixture's ``pci:`` list holds, NUMA is ``{online, nodes: {id: {cpulist, mem_total_kb}}}``) rather
 than a virtual filesystem. A capture is then just "call every method and write the answers"
-(:func:`vllm_deploy_wizard.detect.fixture.capture`), and the fixture source answers them by reading keys.
+(:func:`vllm_deploy_wizard.detect.fixture_capture.capture`), and the fixture source answers them by reading keys.
 Vendor libraries are returned as modules by :meth:`Facts.module`: the live source imports the real
 ``pynvml``/``amdsmi`` lazily; the fixture source returns fake modules with the same call surface.
 

@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
     from vllm_deploy_wizard.catalog import load_catalog
     from vllm_deploy_wizard.detect import detect, match_profiles
     from vllm_deploy_wizard.detect.facts import LiveFacts
-    from vllm_deploy_wizard.detect.fixture import FixtureFacts, capture
+    from vllm_deploy_wizard.detect.fixture import FixtureFacts
+    from vllm_deploy_wizard.detect.fixture_capture import capture
     from vllm_deploy_wizard.errors import DetectionError
 
     if args.scenario and not args.replay:
