@@ -127,6 +127,10 @@ class FixtureFacts:
         except ValueError:
             return None
 
+    def xe_tiles(self, bdf: str) -> int | None:
+        value = (self.data.get("xe_tiles") or {}).get(bdf)
+        return int(value) if value is not None else None
+
     def amd_sysfs(self) -> dict[str, list[int]]:
         sysfs = dict(self.data.get("amd_sysfs") or {})
         kfd = (self.data.get("kfd_topology") or {}).get("gfx_target_version")

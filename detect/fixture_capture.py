@@ -123,6 +123,8 @@ def capture(facts: Facts) -> dict[str, Any]:
     data["pci"] = pci
     data["xe_sysfs"] = {e["bdf"]: hex(v) for e in pci or [] if e.get("vendor") == "0x8086"
                         for v in [facts.xe_vram_bytes(e["bdf"])] if v}
+    data["xe_tiles"] = {e["bdf"]: v for e in pci or [] if e.get("vendor") == "0x8086"
+                        for v in [facts.xe_tiles(e["bdf"])] if v}
     data["amd_sysfs"] = facts.amd_sysfs()
     data["idxd_sysfs"] = facts.idxd()
     try:

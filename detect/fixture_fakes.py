@@ -64,7 +64,11 @@ class FakeNvml:
         return SimpleNamespace(busId=info.get("busId", ""), pciDeviceId=int(str(info.get("pciDeviceId", "0")), 16),
                                pciSubSystemId=int(str(info.get("pciSubSystemId", "0")), 16))
 
-    def nvmlDeviceGetMemoryInfo(self, h: int, version: Any = None) -> SimpleNamespace:
+    def nvmlDeviceGetMemoryInfo(self, h: Any, version: Any = None) -> SimpleNamespace:
+        if isinstance(h, tuple):  # a MIG device handle (parent, index): the instance's own memory
+            mig = self._devices[h[0]]["mig_devices"][h[1]]
+            total = int(mig.get("memory_mib", 0)) << 20
+            return SimpleNamespace(total=total, free=total, used=0)
         return SimpleNamespace(**self._dev(h, "nvmlDeviceGetMemoryInfo"))
 
     def nvmlDeviceGetCudaComputeCapability(self, h: int) -> tuple[int, int]:
