@@ -878,19 +878,8 @@ def _feature_rows(ctx: _Ctx, opts: Options) -> None:
 
 
 def _effective_install(recipe: Recipe, profile: HardwareProfile, requested: str | None) -> str:
-    """Effective install mode (plan-json §2 ``install_mode``, §2.10 I1): the recipe's default tab
-    when nothing is requested; pip forced to docker on TPU/XPU or ``pip: false`` (recipe or seed
-    hardware ``install``); docker forced to pip on ``docker: false``."""
-    inst = recipe.model.install or {}
-    if requested is None:
-        keys = [k for k in inst if k in ("pip", "docker")]
-        pip_off = inst.get("pip") is False or (profile.install or {}).get("pip") is False
-        requested = "docker" if pip_off or (keys and keys[0] == "docker") else "pip"
-    if requested == "pip" and not _pip_allowed(recipe, profile):
-        return "docker"
-    if requested == "docker" and inst.get("docker") is False:
-        return "pip"
-    return requested
+    """Effective install mode (plan-json §2 ``install_mode``, §2.10 I1): the one rule synthesis uses."""
+    return backends.resolve_install_mode(recipe, profile, requested)
 
 
 def _pip_allowed(recipe: Recipe, profile: HardwareProfile) -> bool:
