@@ -13,10 +13,13 @@ than :data:`BASELINE_SLACK_BYTES`; such memory is reported under pid ``0`` (not 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -25,6 +28,8 @@ MIB = 2**20
 #: another tenant's small context).
 BASELINE_SLACK_BYTES = 256 * MIB
 NPU_SMI_TIMEOUT_S = 10.0
+#: The ROCm compute driver's node: amdsmi is only tried where it exists.
+KFD = "/dev/kfd"
 
 
 @dataclass
@@ -69,8 +74,11 @@ def read_nvml() -> Reading | None:
 def read_amdsmi() -> Reading | None:
     """amdsmi process list (``pid`` + ``memory_usage.vram_mem``, else ``mem``) and VRAM used per
     GPU; None without amdsmi."""
+    if not os.path.exists(KFD) and "amdsmi" not in sys.modules:
+        return None  # no AMD GPU driver here: importing amdsmi would only print its library warning
     try:
-        import amdsmi  # type: ignore
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            import amdsmi  # type: ignore
 
         amdsmi.amdsmi_init()
     except Exception:  # noqa: BLE001
