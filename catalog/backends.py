@@ -19,7 +19,7 @@ runs, and the difference is listed in ``tests/catalog/golden_differences.json``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from .models import HardwareProfile, ModelSpec, Recipe, Variant
@@ -36,9 +36,8 @@ class Backend:
 
     ``image_key``: key of recipe ``docker_image`` brand maps (``nvidia``/``amd``/``tpu``/``intel``);
     ``visibility_vars``: variables set (all to the same comma list of device ids) to pin a process;
-    ``docker_flags``: device / mount / shm flags after ``docker run``; ``host_network``: the docker
-    form always runs with ``--network host`` (already in ``docker_flags``); ``pip``: vLLM has a
-    pip install for this backend.
+    ``docker_flags``: device / mount / shm / network flags after ``docker run``; ``pip``: a pip
+    install of vLLM is known for this backend (else plans use the docker form).
     """
 
     key: str
@@ -49,8 +48,6 @@ class Backend:
     docker_flags: tuple[str, ...]
     visibility_vars: tuple[str, ...]
     pip: bool = True
-    host_network: bool = False
-    env: Mapping[str, str] = field(default_factory=dict)
 
 
 #: Ascend device nodes and driver mounts of the vllm-ascend quick start (docs/backends.md §3).
@@ -77,8 +74,7 @@ BACKENDS: dict[str, Backend] = {
     "ppu": Backend("ppu", "Zhenwu PPU", "ppu", PPU_IMAGE_PLACEHOLDER, None, (), ("CUDA_VISIBLE_DEVICES",),
                    pip=False),
     "tpu": Backend("tpu", "Google TPU (vllm-tpu)", "tpu", "vllm/vllm-tpu:latest", "vllm/vllm-tpu:nightly",
-                   ("--privileged", "--network", "host", "-v", "/dev/shm:/dev/shm"), ("TPU_VISIBLE_CHIPS",),
-                   pip=True, host_network=True),
+                   ("--privileged", "--network", "host", "-v", "/dev/shm:/dev/shm"), ("TPU_VISIBLE_CHIPS",)),
     "xpu": Backend("xpu", "Intel XPU (Level Zero)", "intel", "vllm/vllm-openai-xpu:latest", None,
                    ("--device", "/dev/dri", "-v", "/dev/dri/by-path:/dev/dri/by-path", "--shm-size", "16g"),
                    ("ZE_AFFINITY_MASK",)),
@@ -125,7 +121,7 @@ def resolve_install_mode(recipe: Recipe, profile: HardwareProfile, requested: st
             requested = "docker"
         else:
             requested = "pip"
-    if requested == "pip" and (profile.gen in ("tpu", "xpu") or pip_off):
+    if requested == "pip" and (profile.gen in ("tpu", "xpu") or pip_off or not backend_for(profile).pip):
         return "docker"
     if requested == "docker" and docker_off:
         return "pip"
@@ -213,7 +209,7 @@ def base_install(profile: HardwareProfile, recipe: Recipe, variant: Variant, mod
     return ["uv venv", "source .venv/bin/activate", "uv pip install -U vllm --torch-backend auto"]
 
 
-def install_notes(profile: HardwareProfile, mode: str, image: str | None) -> list[str]:
+def install_notes(profile: HardwareProfile, mode: str) -> list[str]:
     """Plan notes the backend adds (docs/backends.md): CPU pip caveats, the PPU image placeholder,
     the XPU distributed runtime, the TPU chips-vs-TensorCores count."""
     key = backend_for(profile).key

@@ -1114,7 +1114,7 @@ def _notes(ctx: _Ctx) -> list[str]:
         mode_block = (source or {}).get(ctx.install_mode)
         if isinstance(mode_block, dict) and mode_block.get("note"):
             notes.append(str(mode_block["note"]))
-    notes += B.install_notes(ctx.profile, ctx.install_mode, ctx.image)
+    notes += B.install_notes(ctx.profile, ctx.install_mode)
     if ctx.profile.slice_topology:  # seed §4.1: TPU slice shape, {n} = node count
         topo = ctx.profile.slice_topology.replace("{n}", str(ctx.nodes))
         notes.append(f"TPU slice topology {topo} ({ctx.profile.chips_per_node or ctx.gpu_count} chips per node)")
