@@ -80,3 +80,21 @@ def test_detect_shows_and_plan_uses_what_vllm_sees(fixture_dir) -> None:
 @pytest.fixture()
 def fixture_dir(shared: Path) -> Path:
     return shared / "fixtures" / "detect"
+
+
+MAPPING_950 = """\
+NPU ID    Slot ID    Chip ID    Chip Logic ID    Chip Phy-ID    Chip Name
+0         3          0          1                6              Ascend950DT
+0         3          1          -                -              Mcu
+1         1          0          0                2              Ascend950DT
+"""
+
+
+def test_ascend_logic_and_slot_ids(fixture_dir) -> None:
+    from vllm_deploy_wizard.detect.ascend import parse_npu_smi_mapping
+
+    assert parse_npu_smi_mapping(MAPPING_950) == {(0, 0): {"logic_id": 1, "slot_id": 3, "phy_id": 6},
+                                                  (1, 0): {"logic_id": 0, "slot_id": 1, "phy_id": 2}}
+    group, _ = _view(fixture_dir / "ascend_910c_16x.yaml")  # its `-m` output lists the first two modules
+    assert [d.details.get("logic_id") for d in group.devices[:5]] == [0, 1, 2, 3, None]
+    assert not any("logic ids" in n for n in group.notes)  # in order: nothing to say
