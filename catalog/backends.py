@@ -60,6 +60,21 @@ ASCEND_DOCKER = (
     "--shm-size", "16g",
 )
 ASCEND_IMAGE = "quay.io/ascend/vllm-ascend:latest"
+#: Extra docker flags of a multi-node process, per family: Ascend's HCCS/RoCE fabric tool
+#: (vllm-ascend multi-node tutorials mount it beside the quick start's list).
+MULTI_NODE_DOCKER = {
+    "ascend": ("-v", "/usr/local/Ascend/driver/tools/hccn_tool:/usr/local/Ascend/driver/tools/hccn_tool"),
+}
+#: Env of a multi-node process, per family: the interface HCCL and vLLM-Ascend's TP group bind
+#: (vllm-ascend multi-node tutorials). NVIDIA/AMD get theirs from the recipes (golden text).
+MULTI_NODE_ENV = {
+    "ascend": {"HCCL_SOCKET_IFNAME": "$IFACE_NAME", "TP_SOCKET_IFNAME": "$IFACE_NAME"},
+}
+
+
+def multi_node_env(profile: HardwareProfile) -> dict[str, str]:
+    """Env a process of a multi-node plan needs for its backend's fabric (docs/backends.md §8)."""
+    return dict(MULTI_NODE_ENV.get(backend_for(profile).key, {}))
 
 BACKENDS: dict[str, Backend] = {
     "cuda": Backend("cuda", "NVIDIA CUDA", "nvidia", "vllm/vllm-openai:latest", "vllm/vllm-openai:nightly",
@@ -342,6 +357,8 @@ def docker_argv(serve_argv: list[str], env: dict[str, str], image: str, profile:
     flags += extra_flags or []
     if multi_node and backend.key not in ("cuda", "rocm") and "host" not in _network_values(flags):
         flags += ["--network", "host"]
+    if multi_node:
+        flags += list(MULTI_NODE_DOCKER.get(backend.key, ()))
     out = ["docker", "run", *flags, "--privileged", "--ipc=host", "-p", f"{port}:{port}", "-v", HF_CACHE_MOUNT]
     if model_id.startswith("/"):
         out += ["-v", f"{model_id}:{model_id}:ro"]

@@ -957,6 +957,7 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
             extra_flags += ["--network", "host"]
         extra_flags += ctx.connector.docker.flags
     setup = ctx.kv_option.setup if ctx.kv_option is not None and ctx.kv_option.setup else None
+    multi_node = (ctx.deploy == "multi_node" and ctx.nodes > 1) or (ctx.is_pd and any(q.nodes >= 2 for q in ctx.pools.values()))
     for p in procs:
         if p.role in _SERVE_ROLES:
             port = last_port(p.argv)
@@ -964,11 +965,13 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
             headless = "--headless" in p.argv or p.argv[:2] != ["vllm", "serve"]
             p.ports = [] if headless else [port]
             p.health = None if headless else Health(url=f"http://127.0.0.1:{port}/health")
+            if multi_node and p.argv[:2] == ["vllm", "serve"]:
+                p.env.update({k: v for k, v in B.multi_node_env(ctx.profile).items() if k not in p.env})
             if ctx.install_mode == "docker" and image and p.argv[:3] == ["python3", "-m", "dynamo.vllm"]:
                 p.argv = B.docker_command_argv(p.argv, p.env, image, ctx.profile)
             elif ctx.install_mode == "docker" and image and p.argv[:2] == ["vllm", "serve"]:
                 p.argv = B.docker_argv(p.argv, p.env, image, ctx.profile, extra_flags, device_count=ctx.gpu_count,
-                                       multi_node=ctx.nodes > 1 or (ctx.is_pd and any(q.nodes >= 2 for q in ctx.pools.values())))
+                                       multi_node=multi_node)
             if setup and p.argv[:2] == ["vllm", "serve"]:
                 p.setup = setup
             p.phase = "engine"

@@ -348,3 +348,14 @@ def test_xpu_plan_warns_what_the_wizard_disables(cat) -> None:
     multi = plan(cat, hardware="arc_pro_b60", strategy="multi_node_tp", nodes=2)
     assert f"warning: {B.XPU_MULTI_NODE} (rule N3)" in multi["notes"]
     assert not [n for n in plan(cat, hardware="arc_pro_b60")["notes"] if "isn't validated" in n]
+
+
+def test_ascend_multi_node_gets_its_fabric_env_and_host_network(cat) -> None:
+    p = plan(cat, hardware="ascend_910c", install_mode="docker", strategy="multi_node_tp", nodes=2)
+    head = proc(p, "vllm-head")
+    assert head["env"]["HCCL_SOCKET_IFNAME"] == head["env"]["TP_SOCKET_IFNAME"] == "$IFACE_NAME"
+    argv = head["argv"]
+    assert argv[argv.index("--network") + 1] == "host"
+    assert "/usr/local/Ascend/driver/tools/hccn_tool:/usr/local/Ascend/driver/tools/hccn_tool" in argv
+    single = proc(plan(cat, hardware="ascend_910c", install_mode="docker"), "vllm")
+    assert "HCCL_SOCKET_IFNAME" not in single["env"] and "--network" not in single["argv"]
