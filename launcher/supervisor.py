@@ -146,6 +146,8 @@ class Supervisor:
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.listeners = list(listeners or [])
         self.port_wait_s = port_wait_s
+        #: per-device accelerator memory at launch, in a container only (pids there do not match)
+        self.gpu_baseline: dict[str, int] | None = None
         self.metrics_enabled = metrics
         self.on_spawned = on_spawned
         self._foreign_fn = foreign_listener  # (probe url, ManagedProcess, argv) -> note or None
@@ -224,6 +226,10 @@ class Supervisor:
 
             self._own_prober = HttpProber()
             self._probe_fn = self._own_prober
+        from vllm_deploy_wizard.launcher import devmem
+
+        if devmem.in_container():
+            self.gpu_baseline = await asyncio.to_thread(devmem.baseline)
         try:
             self._execute(self.policy.start(self.clock()))
             while self.policy.outcome is None:
@@ -394,6 +400,7 @@ class Supervisor:
         # still shows any of its pids holding memory (no NVML → None → no wait)
         pids = set(mp.known) | {mp.pid}
         deadline = self.clock() + self.port_wait_s
+        # (pid match only: the run's other engines still hold memory above the launch baseline)
         while (held := gpu_memory_held(pids)) and self.clock() < deadline:
             self.logs[name].note(f"waiting for GPU memory to be released: {held}")
             await asyncio.sleep(1.0)
@@ -486,7 +493,7 @@ class Supervisor:
                 t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         pids = {pid for mp in self.handles.values() for pid in mp.known} | {mp.pid for mp in self.handles.values()}
-        held = gpu_memory_held(pids)
+        held = gpu_memory_held(pids, self.gpu_baseline)
         if held:
             for log in self.logs.values():
                 log.note(f"GPU memory still held by stopped pids: {held}")

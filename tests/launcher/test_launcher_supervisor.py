@@ -279,7 +279,7 @@ async def test_a_restart_waits_until_the_old_tree_released_its_gpu_memory(tmp_pa
 
     polls: list[tuple[float, set[int]]] = []
 
-    def fake_held(pids: set[int]) -> dict[int, int]:
+    def fake_held(pids: set[int], baseline=None) -> dict[int, int]:
         polls.append((asyncio.get_running_loop().time(), set(pids)))
         crashed = [pid for pid in pids if pid == first_pid[0]]
         return {crashed[0]: 2 << 30} if crashed and len(polls) <= 2 else {}

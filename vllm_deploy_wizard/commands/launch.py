@@ -62,6 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "$IFACE_NAME default to this host's detected address and interface")
     p.add_argument("--skip-flag-check", action="store_true",
                    help="skip the vLLM version/flag preflight (`vllm serve --help=all`, ~12 s when not cached)")
+    p.add_argument("--skip-host-check", action="store_true",
+                   help="skip the host readiness check of backends that need host setup (IAXL KVShrink: "
+                   "IOMMU kernel options, QAT devices and service, the intel-accel-for-llm checkout)")
     add_all_lines_flag(p)
     from vllm_deploy_wizard.commands.nodes import add_launch_flags
 
@@ -265,6 +268,8 @@ def handle(args: argparse.Namespace) -> int:
     rank = args.node_rank if node is None else label_rank(node)
     values = resolve_values(data, args.values, rank)
     spec = parse_plan(data, source=str(args.plan), node_rank=args.node_rank, values=values, node=node)
+    if not getattr(args, "skip_host_check", False):
+        host_ready_or_raise(spec)
     probe = None if args.skip_flag_check else vllm_probe_needed(spec)
     print("preflight: ports, executables" + {
         None: "", False: ", vLLM version and flags (cached)",
@@ -287,6 +292,21 @@ def handle(args: argparse.Namespace) -> int:
     if args.wait:
         return _wait_ready(info.run_id, [p.name for p in spec.processes])
     return 0
+
+
+def host_ready_or_raise(spec: Any) -> None:
+    """IAXL KVShrink plans: check this host first and raise :class:`LaunchError` listing every gap
+    with the host step that closes it (docs/backends.md §11); the wizard never runs those steps."""
+    from vllm_deploy_wizard.detect.iaxl import readiness, uses_iaxl
+    from vllm_deploy_wizard.errors import LaunchError
+
+    tp_size = uses_iaxl([{"argv": p.argv, "env": p.env, "setup": p.setup} for p in spec.processes])
+    if tp_size is None:
+        return
+    gaps = readiness(tp_size)
+    if gaps:
+        raise LaunchError(f"this host is not ready for IAXL KVShrink ({len(gaps)} gap(s); fix them, or pass "
+                          "--skip-host-check):\n" + "\n".join(f"  - {g.text()}" for g in gaps))
 
 
 def _foreground(spec, all_lines: bool = False) -> int:
