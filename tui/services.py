@@ -89,7 +89,9 @@ def real_services() -> Services:
 
         source = resolve_source(recipes)
         extras["source"] = source
-        return cat_mod.load_catalog(source.path) if source.path else cat_mod.load_catalog()
+        from vllm_deploy_wizard.catalog.loader import load_for_source
+
+        return load_for_source(source)
 
     def custom(catalog, ident: str):
         from vllm_deploy_wizard.catalog.custom import resolve_model

@@ -326,7 +326,8 @@ def run(args: argparse.Namespace) -> int:
     import yaml
 
     from vllm_deploy_wizard import __version__
-    from vllm_deploy_wizard.catalog import load_catalog, plan_to_json, synthesize
+    from vllm_deploy_wizard.catalog import plan_to_json, synthesize
+    from vllm_deploy_wizard.catalog.loader import load_for_source
     from vllm_deploy_wizard.catalog.render import node_scripts, plan_file, plan_text
     from vllm_deploy_wizard.catalog.selection import selection_from_data
     from vllm_deploy_wizard.catalog.sources import resolve_source
@@ -336,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
         raise SelectionError("--scenario needs --replay FILE (a scenario file such as failure_modes.yaml)")
     _check_outputs(args)
     source = resolve_source(args.recipes)
-    cat = load_catalog(source.path)
+    cat = load_for_source(source)
     warnings: list[str] = []
     data = selection_data(args, warnings)
     snapshot = detect_defaults(args, cat, data) if (args.detect or args.replay) else None
@@ -366,6 +367,7 @@ def run(args: argparse.Namespace) -> int:
         provenance = {
             "catalog_source": source.label,
             "catalog_revision": source.revision or cat.revision,
+            "recipes_revision": cat.recipes_revision or None,
             "hardware_profile": plan.resolved["hardware"],
             "device_count": plan.device_count,
             "hardware_snapshot": snapshot,
