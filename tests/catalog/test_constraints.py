@@ -449,7 +449,7 @@ def test_b1_verified_badge(snap):
 # ----------------------------------------------------------------------------------- seed gates (bundled catalog)
 
 
-PD_MOE = "Qwen/Qwen3-235B-A22B"
+PD_MOE = "Qwen/Qwen3-235B-A22B-Instruct-2507"
 
 
 def test_seed_connector_brands(bundled):
@@ -490,7 +490,7 @@ def test_seed_simple_composes_with_pd_roles(bundled):
 
 
 def test_seed_iaxl_gates(bundled):
-    qwen = "Qwen/Qwen3-30B-A3B-Instruct-2507"  # bundled recipe without iaxl verification
+    qwen = "Qwen/Qwen3-Next-80B-A3B-Instruct"  # bundled recipe without iaxl verification
     gb = options(bundled, {"model": qwen, "hardware": "gb200"})
     assert state(gb.choice("kv_offload", "iaxl")) == (DISABLED, "IAXL KVShrink is not supported on GB200 NVL4.")
     h200 = options(bundled, {"model": qwen, "hardware": "h200"})

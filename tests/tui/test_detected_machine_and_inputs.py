@@ -228,7 +228,7 @@ def test_machine_choices_for_one_and_several_machines(catalog):
     assert machine_choices(plan(model="Qwen/Qwen3-32B", hardware="h200")) == []
     tp2 = machine_choices(plan(model="Qwen/Qwen3-32B", hardware="h200", strategy="multi_node_tp", nodes=2))
     assert tp2[0][1] is None and [v for _, v in tp2[1:]] == ["node-0", "node-1"]
-    pd = machine_choices(plan(model="Qwen/Qwen3-235B-A22B", hardware="h200", strategy="pd_cluster",
+    pd = machine_choices(plan(model="Qwen/Qwen3-235B-A22B-Instruct-2507", hardware="h200", strategy="pd_cluster",
                               pd={"prefill": {"nodes": 1}, "decode": {"nodes": 1}}))
     assert [v for _, v in pd] == ["prefill-node-0", "decode-node-0", "router"]
 
@@ -238,7 +238,7 @@ async def test_review_machine_picker_passes_the_node_label_to_the_launcher(build
     app = build_app(launcher=launcher)
     async with app.run_test(size=(120, 40)) as pilot:
         await pick_hardware(pilot, "h200")
-        await pick_model(pilot, "Qwen/Qwen3-235B-A22B")
+        await pick_model(pilot, "Qwen/Qwen3-235B-A22B-Instruct-2507")
         app.set_selection({**app.selection, "strategy": "pd_cluster",
                            "pd": {"prefill": {"nodes": 1}, "decode": {"nodes": 1}}})
         await settle(pilot)
