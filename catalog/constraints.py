@@ -35,7 +35,7 @@ Decisions:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from vllm_deploy_wizard.errors import SelectionError
@@ -79,6 +79,9 @@ class Choice:
         warning: a caveat on an available choice (H4/V2 switches, §3.2 max_gpus, …).
         description: longer help (pool-mode tips, KV option description, preset description).
         args: vLLM args the choice adds (Advanced presets only), else ``()``.
+        unverified: the choice's only gate is a missing verified run (K3 opt-in KV option, H1
+            restricted profile the recipe does not list). Disabled/hidden: ``allow_unverified``
+            would lift it; available: it was lifted and the plan marks it unverified.
     """
 
     id: str
@@ -88,6 +91,7 @@ class Choice:
     warning: str | None = None
     description: str | None = None
     args: tuple[str, ...] = ()
+    unverified: bool = False
 
     @property
     def available(self) -> bool:
@@ -404,6 +408,7 @@ class _Ctx:
     detected: str | None
     pd: dict[str, Any]
     features: list[str]
+    allow_unverified: bool = False
 
 
 def options(catalog: Any, selection: Any, *, detected_profile: str | None = None) -> Options:
@@ -503,6 +508,7 @@ def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx
         connector=connector, install_mode=_effective_install(recipe, profile, _sel(selection, "install_mode")),
         detected=detected, pd=pd,
         features=_feature_list(_sel(selection, "features")),
+        allow_unverified=bool(_sel(selection, "allow_unverified")),
     )
 
 
@@ -516,28 +522,35 @@ def _hardware_row(ctx: _Ctx) -> list[Choice]:
     recipe, out = ctx.recipe, []
     for hw_id, p in ctx.catalog.taxonomy.hardware_profiles.items():
         label = p.display_name or hw_id
-        if not _hw_visible(recipe, hw_id, p, ctx.detected):  # H1
-            out.append(Choice(hw_id, label, HIDDEN))
-            continue
-        if recipe.meta.hardware.get(hw_id) == "unsupported":  # H2
-            out.append(Choice(hw_id, label, DISABLED, _h2(p, hw_id)))
-            continue
-        if recipe.is_omni:  # H5: the current variant decides
-            reason = _omni_variant_reason(ctx.catalog, ctx.variant, hw_id, p)
-            out.append(Choice(hw_id, label, DISABLED, reason) if reason else Choice(hw_id, label))
-            continue
-        runnable = [k for k, v in recipe.variants.items() if variant_runs_on(recipe, v, hw_id, p)]
-        if not runnable:  # H3
-            out.append(Choice(hw_id, label, DISABLED,
-                              f"No variant of this model currently runs on {label}"))
-        elif ctx.variant_key not in runnable and ctx.variant_key in recipe.variants:  # H4
-            best = max(runnable, key=lambda k: recipe.variants[k].vram_minimum_gb or 0)
-            note = (f"{p.description}\n\nSelecting {label} also switches Variant to "
-                    f"{recipe.variants[best].pill_label}.")
-            out.append(Choice(hw_id, label, warning=note))
-        else:
-            out.append(Choice(hw_id, label))
+        choice = _hardware_choice(ctx, hw_id, p, label)
+        if not _hw_visible(recipe, hw_id, p, ctx.detected):  # H1: only a missing listing
+            text = gates.unlisted_restricted_text(recipe, label)
+            if ctx.allow_unverified and choice.state == AVAILABLE:
+                choice = replace(choice, unverified=True, warning=text)
+            else:
+                choice = Choice(hw_id, label, HIDDEN, text if choice.state == AVAILABLE else choice.reason,
+                                unverified=choice.state == AVAILABLE)
+        out.append(choice)
     return out
+
+
+def _hardware_choice(ctx: _Ctx, hw_id: str, p: HardwareProfile, label: str) -> Choice:
+    """H2–H5 for one visible profile (§3.1)."""
+    recipe = ctx.recipe
+    if recipe.meta.hardware.get(hw_id) == "unsupported":  # H2
+        return Choice(hw_id, label, DISABLED, _h2(p, hw_id))
+    if recipe.is_omni:  # H5: the current variant decides
+        reason = _omni_variant_reason(ctx.catalog, ctx.variant, hw_id, p)
+        return Choice(hw_id, label, DISABLED, reason) if reason else Choice(hw_id, label)
+    runnable = [k for k, v in recipe.variants.items() if variant_runs_on(recipe, v, hw_id, p)]
+    if not runnable:  # H3
+        return Choice(hw_id, label, DISABLED, f"No variant of this model currently runs on {label}")
+    if ctx.variant_key not in runnable and ctx.variant_key in recipe.variants:  # H4
+        best = max(runnable, key=lambda k: recipe.variants[k].vram_minimum_gb or 0)
+        note = (f"{p.description}\n\nSelecting {label} also switches Variant to "
+                f"{recipe.variants[best].pill_label}.")
+        return Choice(hw_id, label, warning=note)
+    return Choice(hw_id, label)
 
 
 def _h2(p: HardwareProfile, hw_id: str) -> str:
@@ -772,14 +785,21 @@ def _kv_option_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:
         return f"{name} needs a CUDA, ROCm or XPU device — not available on {p.brand} {hw_name} backends."
     if gates.gated_off(opt.hardware, ctx.hw_id, p):  # seed §4.3 hardware gate
         return f"{name} is not supported on {hw_name}."
-    support = ctx.recipe.kv_offload_support.get(key)
-    if support == "unsupported":  # K2
+    if ctx.recipe.kv_offload_support.get(key) == "unsupported":  # K2
         return f"{name} is marked unsupported for this recipe."
-    if opt.requires_opt_in and support != "verified":  # K3
-        return (f"{name} is not enabled for this recipe yet. It stays off until the recipe records a "
-                "verified run under kv_offload_support.")
     if opt.docker is False and ctx.install_mode == "docker":  # seed §4.3
         return f"{name} can't run inside the Docker image — switch the install mode to pip."
+    return None
+
+
+def _kv_unverified_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:
+    """K3: an opt-in option the recipe has not recorded a verified run for (the one KV gate
+    ``allow_unverified`` lifts), or None."""
+    support = ctx.recipe.kv_offload_support.get(key)
+    if opt.requires_opt_in and support not in ("verified", "unsupported"):
+        name = opt.display_name or key
+        return (f"{name} is not enabled for this recipe yet. It stays off until the recipe records a "
+                "verified run under kv_offload_support.")
     return None
 
 
@@ -813,8 +833,15 @@ def _kv_rows(ctx: _Ctx, opts: Options) -> None:
     groups: dict[str, list[Choice]] = {}
     for key, opt in sorted(tax.kv_offload.items(), key=lambda kv: kv[1].order):
         reason = _kv_option_reason(ctx, key, opt)
-        c = Choice(key, opt.label or opt.display_name or key, DISABLED if reason else AVAILABLE, reason,
-                   description=opt.description)
+        soft = None if reason else _kv_unverified_reason(ctx, key, opt)
+        label = opt.label or opt.display_name or key
+        if soft and ctx.allow_unverified:
+            c = Choice(key, label, AVAILABLE, warning=soft, description=opt.description, unverified=True)
+        elif soft:
+            c = Choice(key, label, DISABLED, soft, description=opt.description, unverified=True)
+            reason = soft
+        else:
+            c = Choice(key, label, DISABLED if reason else AVAILABLE, reason, description=opt.description)
         if opt.group:
             groups.setdefault(opt.group, []).append(c)
         else:

@@ -56,13 +56,18 @@ class HostCapacity:
 
     ``ram_bytes``: host RAM for KV offload (detection.md §5.1: NUMA nodes with CPUs, else MemTotal);
     ``available_bytes``: MemAvailable now; ``cgroup_limit_bytes``: container memory limit;
-    ``cpus``: CPUs this process may run on (affinity), else logical CPUs.
+    ``cpus``: CPUs this process may run on (affinity), else logical CPUs;
+    ``numa_nodes``: NUMA nodes that have CPUs — the device count of a CPU backend (vLLM CPU binds
+    one engine rank per NUMA node); ``numa_node_bytes``: memory of the smallest such node, what
+    one rank can use for weights and KV cache (docs/catalog.md §5).
     """
 
     ram_bytes: int | None = None
     available_bytes: int | None = None
     cgroup_limit_bytes: int | None = None
     cpus: int | None = None
+    numa_nodes: int | None = None
+    numa_node_bytes: int | None = None
 
     @property
     def usable_bytes(self) -> int | None:
@@ -77,11 +82,15 @@ class HostCapacity:
         ``cpu.usable_cpus`` else ``cpu.logical_cpus``). Missing attributes read as unknown."""
         host = getattr(inventory, "host", None)
         cpu = getattr(inventory, "cpu", None)
+        with_cpus = [n for n in (getattr(host, "numa_nodes", None) or []) if getattr(n, "cpus", 0) > 0]
+        sizes = [n.mem_bytes for n in with_cpus if getattr(n, "mem_bytes", None)]
         return cls(
             ram_bytes=getattr(host, "ram_bytes", None) or getattr(host, "mem_total_bytes", None),
             available_bytes=getattr(host, "mem_available_bytes", None),
             cgroup_limit_bytes=getattr(host, "cgroup_limit_bytes", None),
             cpus=getattr(cpu, "usable_cpus", None) or getattr(cpu, "logical_cpus", None),
+            numa_nodes=len(with_cpus) or None,
+            numa_node_bytes=min(sizes) if sizes else None,
         )
 
 

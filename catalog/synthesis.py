@@ -125,6 +125,8 @@ class _Ctx:
     """Docker image of serve processes (docker mode only)."""
     pools: dict[str, _Pool] = field(default_factory=dict)
     checks: dict[str, Any] = field(default_factory=dict)
+    unverified: list[str] = field(default_factory=list)
+    """Gates lifted by ``sel.allow_unverified`` (LaunchPlan.unverified)."""
 
     # -----------------------------------------------------------------------------------------
     @property
@@ -500,7 +502,9 @@ def _kv_option_gates(ctx: _Ctx, key: str, opt: KvOffloadOption) -> dict[str, boo
     if st is not None and st.kv_offload is False:
         allowed = False
     support = ctx.recipe.kv_offload_support.get(key)
-    supported = support != "unsupported" and (not opt.requires_opt_in or support == "verified")
+    unverified = opt.requires_opt_in and support not in ("verified", "unsupported")
+    supported = support != "unsupported" and (not opt.requires_opt_in or support == "verified"
+                                              or (unverified and ctx.sel.allow_unverified))
     brand_ok = opt.brands is None or ctx.brand in opt.brands
     return {"kv_allowed_for_strategy": allowed, "kv_supported_for_recipe": supported, "kv_brand_ok": brand_ok}
 
@@ -547,6 +551,9 @@ def _resolve(cat: Catalog, sel: Selection) -> _Ctx:
                profile=profile, gpu_count=gpu_count, nodes=nodes, strategy_id=strategy_id,
                strategy=strategy, so=so, features=features, install_mode=install_mode, kv_key=kv_key)
     ctx.checks = _checks(ctx, omni)
+    if sel.allow_unverified and ctx.checks.get("restricted_hidden"):
+        ctx.unverified.append(f"hardware {profile.display_name or hw} ({hw}): restricted profile "
+                              f"{recipe.hf_id} does not list (rule H1)")
     if not omni and kv_key is not None:
         if kv_key in cat.taxonomy.kv_offload:
             opt = cat.taxonomy.kv_offload[kv_key]
@@ -559,6 +566,9 @@ def _resolve(cat: Catalog, sel: Selection) -> _Ctx:
             usable = all(facts.values()) and ctx.checks.get("kv_hardware_ok", True) and ctx.checks.get("kv_docker_ok", True)
             if usable:
                 ctx.kv_option = opt
+                if opt.requires_opt_in and recipe.kv_offload_support.get(kv_key) != "verified":
+                    ctx.unverified.append(f"KV offload {opt.display_name or kv_key}: no verified run recorded "
+                                          f"for {recipe.hf_id} (kv_offload_support.{kv_key}, rule K3)")
         elif kv_key in cat.kv_stores:
             store = cat.kv_stores[kv_key]
             ctx.checks["kv_store_brand_ok"] = profile.brand in ("NVIDIA", "AMD")
@@ -1078,6 +1088,7 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         notes=_notes(ctx),
         device_count=ctx.gpu_count,
         min_vllm_version=_max_version(versions),
+        unverified=list(ctx.unverified),
     )
 
 

@@ -218,11 +218,13 @@ def test_gated_selection_is_planned_with_warnings(capsys, snapshot: Path) -> Non
     assert "warning" not in out
 
 
-def test_unknown_feature_is_ignored_with_a_warning(capsys, snapshot: Path) -> None:
-    code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--feature", "reasonin")
-    assert code == 0
-    assert "# warning: unknown feature 'reasonin' ignored (did you mean reasoning?)" in out
-    assert "--reasoning-parser" not in out
+def test_misspelled_feature_is_an_error_with_did_you_mean(capsys, snapshot: Path) -> None:
+    code, out, err = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--feature", "reasonin")
+    assert code == 2 and out == ""
+    assert "--feature 'reasonin': unknown feature of Qwen/Qwen3-32B. Did you mean: reasoning?" in err
+    assert "Valid: tool_calling, reasoning" in err
+    code, _, err = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--feature", "reasoning=fast")
+    assert code == 2 and "--feature reasoning=fast: unknown mode of reasoning" in err
 
 
 def test_feature_none_cannot_be_mixed_with_names(capsys, snapshot: Path) -> None:
@@ -466,8 +468,6 @@ def test_script_wait_times_out(capsys, snapshot: Path, tmp_path: Path) -> None:
     (["--recipes", "SNAP", "--strategy", "multi_node_tp", "--nodes", "2", "--kv-offload", "lmcache"],
      "KV offload 'lmcache' dropped: it works with single_node_tp, single_node_tep, single_node_dep only, not "
      "multi_node_tp (rule K6)"),
-    (["--strategy", "single_node_dpa_tp", "--kv-offload", "simple"],  # bundled seed catalog
-     "KV offload 'simple' dropped: strategy single_node_dpa_tp does not compose with KV offload (seed §4.6)"),
 ])
 def test_kv_drop_warnings_say_why_in_plain_words(capsys, monkeypatch, tmp_path: Path, snapshot: Path,
                                                 flags: list[str], reason: str) -> None:

@@ -1,0 +1,309 @@
+"""The planner: one entry point from (catalog, selection, node facts) to everything a selection
+implies — resolved defaults, every option with its state and reason, the plan, and its warnings.
+
+``vllm-wizard plan`` and the wizard call only :func:`plan_selection`; ``options()``
+(:mod:`.constraints`, the option rows) and ``synthesize()`` (:mod:`.synthesis`, the processes) are
+its two halves. Rules (docs/catalog.md §3–§5, docs/constraints.md §3):
+
+* **Custom models**: a model id that is no recipe is resolved as a custom model
+  (:func:`.custom.resolve_model`) and added to the catalog for this plan.
+* **Node facts** (:class:`.hostfit.HostCapacity`, only when the plan is for the node they were read
+  on): on a CPU backend (``generation: cpu``) the device count is the detected NUMA node count
+  (vLLM CPU runs one rank per NUMA node; a 1-NUMA box never gets the profile's 4), and the memory a
+  device offers is one NUMA node's — the profile is adjusted for this plan only. Host-fit warnings
+  (LMCache L1 size, CPU workers, CPU KV tier) are added.
+* **Ids**: an unknown ``kv_offload`` or feature is an error with did-you-mean (like every other id).
+* **Gates** (``strict``): a value the person gave that the wizard disables or hides — a dense model
+  with DEP, a strategy the hardware can't run, a connector of another brand — is refused with the
+  reason (:class:`PlanRefused`). A gate that is only a missing verified run (K3 opt-in KV option,
+  H1 restricted profile the recipe does not list) is lifted by ``allow_unverified`` and the plan
+  lists it under ``unverified``; hard incompatibilities can't be lifted. ``strict=False`` (an exact
+  ``--recipes`` checkout, the reference builder's view) plans such selections with warnings, as the
+  reference does.
+* **Warnings**: synthesis's gate warnings, TP that does not divide the attention heads (custom
+  models, from their ``config.json``), host-fit warnings.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from vllm_deploy_wizard.errors import SelectionError
+
+from .hostfit import HostCapacity
+from .selection import Selection
+
+#: What a refusal tells the person to do when allow_unverified would lift every gate.
+FORCE_HINT = "pass --allow-unverified to plan it anyway (the plan marks it unverified)"
+
+#: Selection key → (options axis, flag) checked for refusals, in the order they are reported.
+_AXES = (
+    ("hardware", "hardware", "--hardware"),
+    ("variant", "variant", "--variant"),
+    ("strategy", "strategy", "--strategy"),
+    ("connector", "pd_connector", "--connector"),
+    ("router", "pd_router", "--router"),
+    ("frontend", "frontend", "--frontend"),
+    ("install_mode", "install_mode", "--install-mode"),
+)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A value the person gave that the wizard would not offer.
+
+    ``key``: selection key (``strategy``, ``kv_offload``, ``features``, …); ``flag``: the CLI flag;
+    ``value``: the id given; ``reason``: the one-line reason of docs/constraints.md §3;
+    ``unverified``: True when the only gate is a missing verified run (lifted by allow_unverified).
+    """
+
+    key: str
+    flag: str
+    value: str
+    reason: str
+    unverified: bool = False
+
+    def line(self) -> str:
+        """``--strategy single_node_dep: <reason>``."""
+        return f"{self.flag} {self.value}: {self.reason}"
+
+
+class PlanRefused(SelectionError):
+    """The selection asks for what the wizard disables; ``refusals`` lists each value and why."""
+
+    def __init__(self, refusals: list[Refusal]):
+        self.refusals = refusals
+        lines = [r.line() for r in refusals]
+        if all(r.unverified for r in refusals):
+            tail = FORCE_HINT
+        elif any(r.unverified for r in refusals):
+            tail = ("pick another value for the others (see `vllm-wizard plan --help`); --allow-unverified "
+                    "lifts only the ones without a verified run")
+        else:
+            tail = "pick a value the recipe offers on this hardware; these gates can't be forced"
+        super().__init__("refused: the wizard does not offer this selection:\n  " + "\n  ".join(lines)
+                         + f"\n{tail}")
+
+
+@dataclass
+class Planned:
+    """Everything :func:`plan_selection` built.
+
+    ``catalog``: the catalog planned against (with a custom model or node-adjusted profile added);
+    ``selection``: the selection planned (model id normalised, node facts applied);
+    ``options``: :class:`.constraints.Options` of that selection (rows, states, reasons, resolved);
+    ``plan``: the :class:`.plan.LaunchPlan` (``plan.notes`` holds every ``warning:`` line);
+    ``refusals``: values the wizard would not offer (empty when planned strictly);
+    ``warnings``: the ``warning:`` notes added here (heads, host fit), also in ``plan.notes``.
+    """
+
+    catalog: Any
+    selection: Selection
+    options: Any
+    plan: Any
+    refusals: list[Refusal] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None = None, *,
+                   detected_profile: str | None = None, strict: bool = True) -> Planned:
+    """Plan ``selection`` on ``catalog`` (see the module docstring for every rule).
+
+    Args:
+        catalog: a loaded catalog.
+        selection: the :class:`Selection` (values not given take the §2.14 defaults).
+        host: the node's facts, when the plan is for the node they were read on; None = off-node.
+        detected_profile: the detected profile id (H1 exception of the hardware row).
+        strict: refuse values the wizard disables (True), or plan them with warnings (False).
+
+    Raises:
+        SelectionError: unknown model/variant/hardware/strategy/KV offload/feature id (with
+            did-you-mean) or a malformed selection.
+        PlanRefused: ``strict`` and a given value is disabled or hidden (lists each with its reason).
+    """
+    from .constraints import options
+    from .synthesis import synthesize
+
+    catalog, selection = _resolve_model(catalog, selection)
+    selection = _canonical_ids(catalog, selection)
+    check_ids(catalog, selection)
+    catalog, selection = apply_node_facts(catalog, selection, host)
+    plan = synthesize(catalog, selection)  # first: it names unknown ids with did-you-mean
+    opts = options(catalog, selection, detected_profile=detected_profile)
+    refusals = refusals_for(opts, selection)
+    blocking = [r for r in refusals if not (r.unverified and selection.allow_unverified)]
+    if strict and blocking:
+        raise PlanRefused(blocking)
+    warnings = head_warnings(catalog.recipe(selection.model), plan)
+    if host is not None:
+        from .hostfit import host_fit_warnings
+
+        warnings += host_fit_warnings(catalog, plan, host)
+    plan.notes += [w for w in warnings if w not in plan.notes]
+    plan.notes += [f"warning: unverified: {line}" for line in plan.unverified]
+    return Planned(catalog, selection, opts, plan, refusals, warnings)
+
+
+# ---------------------------------------------------------------------------------------------
+# the steps
+
+
+def _resolve_model(catalog: Any, selection: Selection) -> tuple[Any, Selection]:
+    """A recipe id stays as given; anything else is a custom model added to the catalog (one id
+    from here on: a local folder given as ./m1, m1 or m1/ is its absolute path)."""
+    from pathlib import Path
+
+    try:
+        catalog.recipe(selection.model)
+        return catalog, selection
+    except SelectionError:
+        from .custom import resolve_model
+
+        local = Path(selection.model).expanduser()
+        recipe = resolve_model(catalog, str(local.resolve()) if local.is_dir() else selection.model)
+        return catalog.with_recipe(recipe), selection.model_copy(update={"model": recipe.hf_id})
+
+
+def _canonical_ids(catalog: Any, selection: Selection) -> Selection:
+    """Hardware and variant ids as the catalog spells them (they are matched case-insensitively)."""
+    from .synthesis import _casefold_key
+
+    update: dict[str, Any] = {}
+    hw = _casefold_key(selection.hardware, catalog.taxonomy.hardware_profiles)
+    if hw is not None and hw != selection.hardware:
+        update["hardware"] = hw
+    variant = _casefold_key(selection.variant, catalog.recipe(selection.model).variants)
+    if variant is not None and variant != selection.variant:
+        update["variant"] = variant
+    return selection.model_copy(update=update) if update else selection
+
+
+def check_ids(catalog: Any, selection: Selection) -> None:
+    """Unknown ``kv_offload`` ids and feature keys are errors listing the valid ones with the closest.
+
+    Raises:
+        SelectionError: ``--kv-offload X: unknown KV offload id. Did you mean …? Valid: …`` or
+            ``--feature X: unknown feature of RECIPE. Did you mean …? Valid: …``.
+    """
+    value = selection.kv_offload
+    if value is not None and value not in ("none", "off"):
+        valid = sorted([*catalog.taxonomy.kv_offload, *catalog.kv_stores])
+        if value not in valid:
+            close = [v for v in valid if value.lower() in v.lower()]  # 'mooncake' → the kv_store ids
+            close += [v for v in difflib.get_close_matches(value, valid, n=3, cutoff=0.5) if v not in close]
+            hint = f" Did you mean: {', '.join(close[:3])}?" if close else ""
+            raise SelectionError(f"--kv-offload {value!r}: unknown KV offload id.{hint} "
+                                 f"Valid: none, {', '.join(valid)}")
+    if isinstance(selection.features, list):
+        recipe = catalog.recipe(selection.model)
+        known = list(recipe.features)
+        for key in [*selection.features, *selection.feature_modes]:
+            if key not in recipe.features:
+                close = difflib.get_close_matches(key, known, n=3, cutoff=0.5)
+                hint = f" Did you mean: {', '.join(close)}?" if close else ""
+                raise SelectionError(f"--feature {key!r}: unknown feature of {recipe.hf_id}.{hint} "
+                                     f"Valid: {', '.join(known) or '(this recipe has none)'}")
+        for key, mode in selection.feature_modes.items():
+            modes = recipe.features[key].modes or {}
+            if mode not in modes:
+                close = difflib.get_close_matches(mode, list(modes), n=3, cutoff=0.5)
+                hint = f" Did you mean: {', '.join(close)}?" if close else ""
+                raise SelectionError(f"--feature {key}={mode}: unknown mode of {key}.{hint} "
+                                     f"Valid: {', '.join(modes) or '(this feature has no modes)'}")
+
+
+def apply_node_facts(catalog: Any, selection: Selection, host: HostCapacity | None) -> tuple[Any, Selection]:
+    """Node facts on a CPU backend: devices = NUMA nodes with CPUs, per-device memory = one NUMA
+    node's memory (the profile is replaced in a copy of the catalog; GPU profiles are unchanged).
+
+    ``selection.gpus`` given by the person wins. No-op without ``host``, NUMA facts or a hardware
+    id (the plan is then not known to be for this node).
+    """
+    if host is None or not host.numa_nodes:
+        return catalog, selection
+    hw = selection.hardware  # no hardware given: the plan is not known to be for this node
+    profile = catalog.taxonomy.hardware_profiles.get(hw or "")
+    if profile is None or profile.gen != "cpu":
+        return catalog, selection
+    devices = selection.gpus or host.numa_nodes
+    update: dict[str, Any] = {}
+    if host.numa_node_bytes:
+        update["vram_gb"] = round(host.numa_node_bytes / 1e9 * profile.gpu_count, 1)
+    if update:
+        from .loader import Catalog
+
+        tax = catalog.taxonomy.model_copy(update={"hardware_profiles": {
+            **catalog.taxonomy.hardware_profiles, hw: profile.model_copy(update=update)}})
+        catalog = Catalog(tax, catalog.strategies, catalog.kv_stores, catalog.recipes, catalog.source,
+                          catalog.revision, catalog.recipes_revision)
+    if selection.gpus is None and devices != profile.gpu_count:
+        selection = selection.model_copy(update={"gpus": devices})
+    return catalog, selection
+
+
+def refusals_for(opts: Any, selection: Selection) -> list[Refusal]:
+    """Each value given in ``selection`` whose choice ``opts`` disables or hides, with the reason.
+
+    Checked: hardware, variant, strategy, nodes, KV offload (options, group members and Mooncake
+    topologies), PD connector and router, PD pool modes, frontend, install mode, features and
+    feature modes. Values the rows do not list (an omni recipe has no strategy row) are not checked.
+    """
+    out: list[Refusal] = []
+
+    def check(key: str, flag: str, value: Any, choices: list, shown: str | None = None) -> None:
+        if value is None:
+            return
+        hit = next((c for c in choices if c.id == str(value)), None)
+        if hit is None or hit.state == "available":
+            return
+        reason = hit.reason or ("not offered for this selection" if hit.state == "hidden" else "not available")
+        out.append(Refusal(key, flag, shown or str(value), reason, hit.unverified))
+
+    for key, axis, flag in _AXES:
+        check(key, flag, getattr(selection, key, None), opts.axis(axis))
+    if selection.nodes is not None and opts.strategy:
+        check("nodes", "--nodes", selection.nodes, opts.nodes)
+    kv = selection.kv_offload
+    if kv not in (None, "none", "off"):
+        rows = [*opts.kv_offload, *(m for ms in opts.kv_offload_members.values() for m in ms),
+                *opts.mooncake_topology]
+        check("kv_offload", "--kv-offload", kv, rows)
+    if selection.pd is not None:
+        for role in ("prefill", "decode"):
+            pool = getattr(selection.pd, role, None)
+            if pool is not None and getattr(pool, "mode", None):
+                check(f"pd.{role}", f"--pd-{role}", pool.mode, opts.pd_modes.get(role, []))
+    if isinstance(selection.features, list):
+        for key in selection.features:
+            check("features", "--feature", key, opts.features)
+        for key, mode in selection.feature_modes.items():
+            check("feature_modes", "--feature", mode, opts.feature_modes.get(key, []), f"{key}={mode}")
+    return out
+
+
+def head_warnings(recipe: Any, plan: Any) -> list[str]:
+    """TP that does not divide the attention heads, when the model's config.json says how many
+    (custom models; vLLM refuses such a TP at start-up)."""
+    from .custom import find_config
+
+    try:
+        config = json.loads(find_config(recipe.hf_id).read_text(encoding="utf-8"))
+    except Exception:  # not a custom model, or no readable config: heads unknown
+        return []
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    heads = text.get("num_attention_heads") or text.get("n_head")
+    if not isinstance(heads, int) or heads <= 0:
+        return []
+    for proc in plan.processes:
+        argv = proc.argv
+        for i, tok in enumerate(argv[:-1]):
+            if tok in ("--tensor-parallel-size", "-tp") and argv[i + 1].isdigit():
+                tp = int(argv[i + 1])
+                if heads % tp:
+                    return [f"warning: tensor parallel size {tp} ({proc.name}) does not divide the "
+                            f"model's {heads} attention heads; vLLM will refuse to start — pick a TP "
+                            f"that divides {heads} (--gpus or --arg=--tensor-parallel-size)"]
+    return []
