@@ -473,12 +473,14 @@ def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx
 
     recipe = resolve_model(catalog, str(model))
     variant_key = _sel(selection, "variant")
+    landing_variant = False
     if variant_key is None:
         try:
             alias = catalog.resolve_model(str(model))[1]
         except Exception:  # custom models are not in the index
             alias = None
         variant_key = alias or "default"
+        landing_variant = alias is None
     variant = recipe.variant(variant_key)
     detected = detected_profile or _sel(selection, "detected_profile")
     profiles = catalog.taxonomy.hardware_profiles
@@ -490,8 +492,15 @@ def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx
         close = difflib.get_close_matches(str(hw_id), list(profiles), n=3)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise SelectionError(f"selection: hardware {hw_id!r} is not a profile of the catalog.{hint}")
+    if landing_variant and not recipe.is_omni and not variant_runs_on(recipe, variant, hw_id, profile):
+        # landing on hardware the default variant can't run on: the variant a hardware pick
+        # switches to (H4), the largest one that runs there
+        runnable = [k for k, v in recipe.variants.items() if variant_runs_on(recipe, v, hw_id, profile)]
+        if runnable:
+            variant_key = max(runnable, key=lambda k: recipe.variants[k].vram_minimum_gb or 0)
+            variant = recipe.variants[variant_key]
     gpus = int(_sel(selection, "gpus") or profile.gpu_count or 1)
-    nodes = int(_sel(selection, "nodes") or 1)
+    nodes = int(_sel(selection, "nodes") or default_nodes(catalog, recipe, variant_key, hw_id, gpus))
     sid = _sel(selection, "strategy") or recommend_strategy(catalog, recipe, hw_id, nodes, gpus)
     kv = _sel(selection, "kv_offload") or KV_OFF
     pd = _sel(selection, "pd") or {}

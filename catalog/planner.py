@@ -147,6 +147,22 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
     return Planned(catalog, selection, opts, plan, refusals, warnings)
 
 
+def options_for(catalog: Any, selection: Any, *, detected_profile: str | None = None,
+                host: HostCapacity | None = None) -> Any:
+    """The option rows (:func:`.constraints.options`) of ``selection`` with node facts applied the
+    way :func:`plan_selection` applies them (so the rows and the plan see the same devices).
+
+    ``selection``: a :class:`Selection` or a mapping of its keys. Raises what ``options()`` raises.
+    """
+    from .constraints import options
+
+    if host is not None and host.numa_nodes:
+        sel = selection if isinstance(selection, Selection) else Selection(**{
+            k: v for k, v in dict(selection).items() if v is not None})
+        catalog, selection = apply_node_facts(catalog, sel, host)
+    return options(catalog, selection, detected_profile=detected_profile)
+
+
 # ---------------------------------------------------------------------------------------------
 # the steps
 

@@ -359,15 +359,16 @@ class WizardApp(App):
             return
         try:
             sel = self.services.make_selection(self.selection)
-            self.options = self.services.options(self.catalog, sel, **self._detected_kw())
+            host = self._host()
+            self.options = self.services.options(self.catalog, sel, **self._detected_kw(),
+                                                 **({"host": host} if host is not None else {}))
         except Exception as exc:  # noqa: BLE001 — a SelectionError the person must see
             self.options = None
             self.plan_warnings = []
             self.errors["options"] = str(exc)
             return
         try:  # the resolved feature list (defaults) marks the feature row; a plan error shows on review
-            plan = self.services.synthesize(self.catalog, self.services.make_selection(self.planned_selection()))
-            self._add_host_fit(plan)
+            plan = self._plan(self.services.make_selection(self.planned_selection()))
             self.resolved_features = list(getattr(plan, "resolved", {}).get("features") or [])
             # the plan's own "warning: …" notes (gate rules H1, N5, S3…, recipes-synthesis §3.1), shown
             # by the configure pane as review and `vllm-wizard plan` show them
@@ -396,25 +397,30 @@ class WizardApp(App):
     def build_plan(self) -> dict:
         """Synthesize :meth:`planned_selection`; returns plan-json §3 dict. Raises WizardError."""
         sel = self.services.make_selection(self.planned_selection())
-        self.plan = self.services.synthesize(self.catalog, sel)
-        self._add_host_fit(self.plan)
+        self.plan = self._plan(sel)
         self.plan_json = self.services.plan_to_json(self.plan)
         return self.plan_json
 
-    def _add_host_fit(self, plan: Any) -> None:
-        """Append catalog.hostfit's warnings (LMCache L1 / CPU KV tier vs this node's RAM and CPUs,
-        detection.md §5.1) to ``plan.notes`` — only when the plan is for this node: the hardware
-        picked is the detected profile (another profile means planning for another machine)."""
+    def _host(self) -> Any:
+        """This node's facts (catalog.hostfit.HostCapacity) when the plan is for this node — the
+        hardware picked is the detected profile (another profile means planning for another
+        machine) — else None."""
         hw = self.selection.get("hardware")
         if self.inventory is None or hw is None or hw != self.detected_profile:
-            return
-        from vllm_deploy_wizard.catalog.hostfit import HostCapacity, host_fit_warnings
+            return None
+        from vllm_deploy_wizard.catalog.hostfit import HostCapacity
 
         try:
-            notes = host_fit_warnings(self.catalog, plan, HostCapacity.from_inventory(self.inventory))
-        except Exception:  # noqa: BLE001 — advice only; a plan that can't be checked is still shown
-            return
-        plan.notes = [*plan.notes, *(n for n in notes if n not in plan.notes)]
+            return HostCapacity.from_inventory(self.inventory)
+        except Exception:  # noqa: BLE001 — facts are advice; a node that can't be read plans off-node
+            return None
+
+    def _plan(self, sel: Any) -> Any:
+        """The plan of ``sel`` from the one planner (catalog.planner.plan_selection): node facts,
+        gate and host-fit warnings, unverified marks — exactly what `vllm-wizard plan` prints."""
+        if self.services.plan is None:
+            return self.services.synthesize(self.catalog, sel)
+        return self.services.plan(self.catalog, sel, self._host(), **self._detected_kw()).plan
 
     @property
     def launcher(self) -> LauncherPort | None:

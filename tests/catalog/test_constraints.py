@@ -186,7 +186,7 @@ def test_s6_dense_model_gets_no_expert_parallel_strategies(snap):
 
 
 def test_hardware_match_min_gpus_disables_tep_dep(snap):
-    opts = options(snap, {"model": DSV4, "hardware": "h200", "gpus": 1})
+    opts = options(snap, {"model": DSV4, "hardware": "h200", "gpus": 1, "nodes": 1})
     assert state(opts.choice("strategy", "single_node_dep")) == (
         DISABLED, "Data + Expert Parallel needs at least 2 GPUs; H200 has 1")
     assert opts.choice("strategy", "single_node_tp").state == AVAILABLE
@@ -226,7 +226,7 @@ def test_n3_intel_xpu(snap):
 
 
 def test_n4_and_n5_variant_too_big_for_one_node(snap):
-    opts = options(snap, {"model": KIMI, "hardware": "h100", "strategy": "multi_node_tp"})
+    opts = options(snap, {"model": KIMI, "hardware": "h100", "strategy": "multi_node_tp", "nodes": 1})
     assert state(opts.choice("nodes", "1")) == (
         DISABLED, "Single-node can't fit this variant on H100 (1680GB > 640GB) — use multi-node")
     assert [c.id for c in opts.nodes] == ["1", "2", "4"]  # 1, 2 and the floor 32/8 = 4 (§2.14)
