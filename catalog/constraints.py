@@ -634,7 +634,8 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
         hm = s.hardware_match
         short = _short(s, sid)
         if _hidden_by_nodes(s, ctx.nodes):  # S2
-            out.append(Choice(sid, label, HIDDEN))
+            why = "a single node" if s.deploy_type != "single_node" else f"{ctx.nodes} nodes"
+            out.append(Choice(sid, label, HIDDEN, f"{label} is not offered for {why} — change the node count."))
             continue
         moe_only = hm is not None and (hm.architecture or "").lower() == "moe"
         if moe_only and not is_moe:  # §3.2, shown (not hidden) so a dense model says why there is no EP
@@ -642,10 +643,11 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
             continue
         listed = sid in effective or sid in recipe.strategy_hardware  # S3 (S5 below disables)
         if not listed:  # S3
-            out.append(Choice(sid, label, HIDDEN))
+            out.append(Choice(sid, label, HIDDEN, f"{recipe.hf_id} does not list {label} under "
+                              "compatible_strategies."))
             continue
         if not gates.reachable(recipe, sid, hw, ctx.gpus, _scales_out(s)):  # S4
-            out.append(Choice(sid, label, HIDDEN))
+            out.append(Choice(sid, label, HIDDEN, f"{label} can't reach this recipe's GPU floor on {hw_name}."))
             continue
         if not gates.strategy_supported_on_hw(recipe, sid, hw, p):  # S5
             out.append(Choice(sid, label, DISABLED, f"{label} isn't supported on {hw_name} for this model."))
@@ -768,7 +770,11 @@ def _pd_mode(ctx: _Ctx, role: str) -> str:
     """Effective pool mode of ``role``: the selected ``pd.<role>.mode`` or the default, snapped (§2.6)."""
     block = ctx.pd.get(role) if isinstance(ctx.pd, dict) else None
     requested = str(block["mode"]) if isinstance(block, dict) and block.get("mode") else None
-    return default_pool_mode(ctx.recipe, role, ctx.strategy, ctx.hw_id, ctx.profile, ctx.gpus, requested)
+    mode = default_pool_mode(ctx.recipe, role, ctx.strategy, ctx.hw_id, ctx.profile, ctx.gpus, requested)
+    if mode == "dep" and requested is None and ctx.router == "smg":  # seed §4.8: SMG turns DEP pools off
+        allowed = gates.pool_modes(ctx.recipe, ctx.hw_id, ctx.profile, ctx.gpus)
+        mode = next((m for m in ("tep", "tp") if m in allowed), mode)
+    return mode
 
 
 def _kv_option_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:
