@@ -29,6 +29,7 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from vllm_deploy_wizard.errors import SelectionError
@@ -161,6 +162,59 @@ def options_for(catalog: Any, selection: Any, *, detected_profile: str | None = 
             k: v for k, v in dict(selection).items() if v is not None})
         catalog, selection = apply_node_facts(catalog, sel, host)
     return options(catalog, selection, detected_profile=detected_profile)
+
+
+# ---------------------------------------------------------------------------------------------
+# the wizard's landing values
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+#: Selection keys filled from ``Options.resolved`` when the person has not picked them (see
+#: :func:`planned_selection`). ``gpus`` is left out: unset means the profile's count in both cores.
+RESOLVED_KEYS = ("hardware", "variant", "strategy", "nodes", "install_mode")
+
+
+def landing_selection(selection: Mapping[str, Any], opts: Any) -> dict[str, Any]:
+    """The selection the wizard plans: ``selection`` with every value the configure screen *shows*
+    but the person did not pick filled from ``opts.resolved`` (docs/synthesis.md §2.14 UI rule).
+
+    Why: with no strategy picked, ``options()`` resolves a *usable* strategy (the one the rows are
+    computed against and the screen marks) while ``synthesize`` alone would take the reference pick
+    (e.g. Kimi-K3 on Xeon 6: PD vs single_node_tp). Sending the displayed values makes the two
+    screens agree. Filled: hardware, variant, strategy (not for omni recipes, which have no strategy
+    row, §2.12), nodes (not for omni either), install_mode; under ``pd_cluster`` the pool modes
+    (``pd.{prefill,decode}.mode`` from ``resolved["pd_modes"]``), router and connector; a KV offload
+    other than ``none``. ``opts`` None (no model yet) returns a copy of ``selection``. Never raises.
+    """
+    new = dict(selection)
+    resolved = _get(opts, "resolved") or {} if opts is not None else {}
+    if not resolved:
+        return new
+    omni = not (_get(opts, "strategy") or [])
+    for key in RESOLVED_KEYS:
+        if key in ("strategy", "nodes") and omni:
+            continue
+        if new.get(key) is None and resolved.get(key) is not None:
+            new[key] = resolved[key]
+    if resolved.get("strategy") == "pd_cluster" and new.get("strategy") == "pd_cluster":
+        pd = {role: dict(pool or {}) for role, pool in (new.get("pd") or {}).items()}
+        for role, mode in (resolved.get("pd_modes") or {}).items():
+            if mode and not pd.get(role, {}).get("mode"):
+                pd.setdefault(role, {})["mode"] = mode
+        if pd:
+            new["pd"] = pd
+        for key in ("router", "connector"):
+            if new.get(key) is None and resolved.get(key) is not None:
+                new[key] = resolved[key]
+    kv = resolved.get("kv_offload")
+    if new.get("kv_offload") is None and kv and kv != "none":
+        new["kv_offload"] = kv
+    return new
 
 
 # ---------------------------------------------------------------------------------------------

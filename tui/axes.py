@@ -255,45 +255,6 @@ def apply_choice(selection: Mapping[str, Any], view: AxisView, choice_id: str, o
     return {k: v for k, v in new.items() if v is not None}
 
 
-#: Selection keys filled from ``Options.resolved`` when the person has not picked them (see
-#: :func:`planned_selection`). ``gpus`` is left out: unset means the profile's count in both cores.
-RESOLVED_KEYS = ("hardware", "variant", "strategy", "nodes", "install_mode")
-
-
-def planned_selection(selection: Mapping[str, Any], opts: Any) -> dict[str, Any]:
-    """The selection the review synthesizes: ``selection`` with every value the configure screen
-    *shows* but the person did not pick filled from ``opts.resolved`` (recipes-synthesis §2.14 UI rule).
-
-    Why: with no strategy picked, ``options()`` resolves a *usable* strategy (the one the rows are
-    computed against and the screen marks) while ``synthesize`` alone would take the reference pick
-    (e.g. Kimi-K3 on Xeon 6: PD vs single_node_tp). Sending the displayed values makes the two
-    screens agree. Filled: hardware, variant, strategy (not for omni recipes, which have no strategy
-    row, §2.12), nodes (not for omni either), install_mode; under ``pd_cluster`` the pool modes
-    (``pd.{prefill,decode}.mode`` from ``resolved["pd_modes"]``), router and connector; a KV offload
-    other than ``none``. ``opts`` None (no model yet) returns a copy of ``selection``. Never raises.
-    """
-    new = dict(selection)
-    resolved = _get(opts, "resolved") or {} if opts is not None else {}
-    if not resolved:
-        return new
-    omni = not (_get(opts, "strategy") or [])
-    for key in RESOLVED_KEYS:
-        if key in ("strategy", "nodes") and omni:
-            continue
-        if new.get(key) is None and resolved.get(key) is not None:
-            new[key] = resolved[key]
-    if resolved.get("strategy") == "pd_cluster" and new.get("strategy") == "pd_cluster":
-        pd = {role: dict(pool or {}) for role, pool in (new.get("pd") or {}).items()}
-        for role, mode in (resolved.get("pd_modes") or {}).items():
-            if mode and not pd.get(role, {}).get("mode"):
-                pd.setdefault(role, {})["mode"] = mode
-        if pd:
-            new["pd"] = pd
-        for key in ("router", "connector"):
-            if new.get(key) is None and resolved.get(key) is not None:
-                new[key] = resolved[key]
-    kv = resolved.get("kv_offload")
-    if new.get("kv_offload") is None and kv and kv != "none":
-        new["kv_offload"] = kv
-    return new
+# The selection the review plans is the planner's landing selection (one rule, catalog.planner).
+from vllm_deploy_wizard.catalog.planner import RESOLVED_KEYS, landing_selection as planned_selection  # noqa: E402,F401
 
