@@ -69,6 +69,9 @@ class ChoiceView:
     warning: str
     selected: bool
     args: tuple[str, ...] = ()
+    unverified: bool = False
+    """The choice lacks only a recorded verified run (docs/catalog.md §4): disabled = ctrl+u
+    (allow unverified) opens it; available = it was opened and the plan marks it unverified."""
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,8 @@ def axis_views(opts: Any, selection: Mapping[str, Any], features: list[str] | No
                 label += (" (default — nothing picked: vLLM's own frontend)" if cid == "python"
                           else " (default — the recipe's env turns it on)")
             shown.append(ChoiceView(cid, label, state, str(_get(c, "reason") or ""),
-                                    str(_get(c, "warning") or ""), selected, args))
+                                    str(_get(c, "warning") or ""), selected, args,
+                                    bool(_get(c, "unverified", False))))
         if shown:
             key = f"{axis}:{sub}" if sub else axis
             views.append(AxisView(key, title.format(sub=sub or ""), multi, tuple(shown)))

@@ -47,9 +47,13 @@ def choice_prompt(view: AxisView, index: int) -> Text:
     else:
         mark = "● " if c.selected else "○ "
     text = Text(mark + c.label, style="bold" if c.selected else "")
+    if c.unverified and c.state != "disabled":
+        text.append(" [unverified]", style="bold yellow")
     if c.state == "disabled":
         reason = " ".join(c.reason.split()) or "unavailable"
         text.append(f" — {reason}", style="italic")
+        if c.unverified:
+            text.append(" (ctrl+u allows unverified choices)", style="italic yellow")
     elif c.warning:
         text.append(f"  ⚠ {' '.join(c.warning.split())}", style="italic yellow")
     return text
@@ -94,12 +98,14 @@ class ConfigureScreen(Screen):
 
     HELP_TITLE = "Configure"
     HELP_INTRO = ("tab / shift+tab moves between rows, up/down between choices, enter picks (● / [x] mark what the "
-                  "plan uses, also defaults). Disabled choices say why. Advanced args: raw vLLM flags, enter "
+                  "plan uses, also defaults). Disabled choices say why; ctrl+u allows the ones that only lack a "
+                  "verified run (marked unverified in the rows and in the plan). Advanced args: raw vLLM flags, enter "
                   "applies; the Constraints panel warns when a preset and a typed flag collide.")
 
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("ctrl+n", "next", "Review"),
+        Binding("ctrl+u", "toggle_unverified", "Unverified", show=False),
     ]
 
     def compose(self) -> ComposeResult:
@@ -193,6 +199,15 @@ class ConfigureScreen(Screen):
         selection = dict(self.app.selection)
         selection["advanced_args"] = args
         self.app.set_selection(selection)
+
+    def action_toggle_unverified(self) -> None:
+        """Allow (or stop allowing) choices that lack only a recorded verified run — an opt-in KV
+        option the recipe has not verified, a restricted profile it does not list (docs/catalog.md
+        §4). The plan marks each such choice unverified; hard incompatibilities stay disabled."""
+        allow = not self.app.selection.get("allow_unverified")
+        self.app.update_selection(allow_unverified=True if allow else None)
+        self.notify("Unverified choices allowed: the plan marks them unverified" if allow
+                    else "Unverified choices off", severity="warning" if allow else "information")
 
     def action_next(self) -> None:
         """Go to review (refused with the reason while planning is impossible)."""
