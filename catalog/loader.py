@@ -39,6 +39,7 @@ import difflib
 import gc
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -71,7 +72,8 @@ class Catalog:
     taxonomy: Taxonomy
     strategies: dict[str, Strategy]
     kv_stores: dict[str, KvStore]
-    recipes: dict[str, Recipe]
+    recipes: Mapping[str, Recipe]
+    """By canonical hf id; the bundled catalog's is a :class:`LazyRecipes` (validated on read)."""
     source: str = "bundled"
     """``"bundled"``, the absolute path of an exact recipes checkout, or ``"bundled+<path>"`` for a
     checkout layered over the bundled catalog."""
@@ -123,12 +125,66 @@ class Catalog:
         return sorted(by_id, key=lambda r: r.meta.date_updated or "", reverse=True)
 
 
-def build_index(recipes: dict[str, Recipe]) -> dict[str, tuple[str, str | None]]:
+class LazyRecipes(Mapping):
+    """A read-only ``hf_id → Recipe`` mapping over parsed recipe dicts that validates each recipe
+    the first time it is read (bundled data is validated when it is generated and by the test
+    suite; a load should not pay for the 140+ recipes a session never opens).
+
+    Reading a recipe whose data does not validate raises :class:`CatalogError` naming the file and
+    the key path. ``raw(hf_id)`` is the parsed dict (used to index variant aliases without
+    validating).
+    """
+
+    def __init__(self, path: Path, data: dict[str, dict[str, Any]]):
+        self._path = path
+        self._raw = data
+        self._done: dict[str, Recipe] = {}
+
+    def __getitem__(self, hf_id: str) -> Recipe:
+        hit = self._done.get(hf_id)
+        if hit is None:
+            data = self._raw[hf_id]
+            org, _, repo = hf_id.partition("/")
+            try:
+                hit = Recipe.model_validate({**data, "hf_org": org, "hf_repo": repo, "hf_id": hf_id})
+            except ValidationError as exc:
+                from .diagnostics import validation_problems
+
+                try:
+                    raw = self._path.read_bytes()
+                except OSError:
+                    raw = b""
+                raise CatalogError(validation_problems(self._path, raw, exc, ("recipes", hf_id))) from None
+            self._done[hf_id] = hit
+        return hit
+
+    def __iter__(self):
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, hf_id: object) -> bool:
+        return hf_id in self._raw
+
+    def raw(self, hf_id: str) -> dict[str, Any]:
+        """The parsed, unvalidated data of ``hf_id``."""
+        return self._raw[hf_id]
+
+
+def _variant_ids(recipes: Mapping, hf_id: str) -> list[tuple[str, str | None]]:
+    """``[(variant key, model_id)]`` of one recipe, from raw data when the mapping is lazy."""
+    if isinstance(recipes, LazyRecipes):
+        variants = recipes.raw(hf_id).get("variants") or {}
+        return [(k, v.get("model_id") if isinstance(v, dict) else None) for k, v in variants.items()]
+    return [(k, v.model_id) for k, v in recipes[hf_id].variants.items()]
+
+
+def build_index(recipes: Mapping[str, Recipe]) -> dict[str, tuple[str, str | None]]:
     """Lower-cased id → (hf_id, variant key or None). Recipe ids win over variant aliases."""
     index: dict[str, tuple[str, str | None]] = {}
-    for hf_id, recipe in recipes.items():
-        for key, variant in recipe.variants.items():
-            mid = variant.model_id
+    for hf_id in recipes:
+        for key, mid in _variant_ids(recipes, hf_id):
             if mid and mid.lower() != hf_id.lower():
                 index.setdefault(mid.lower(), (hf_id, key))
     for hf_id in recipes:
@@ -268,8 +324,10 @@ def load_recipes_dir(root: Path) -> Catalog:
 RECIPES_FILE = "recipes.json"
 
 
-def _load_recipe_facts(reader: _Reader, path: Path) -> tuple[dict[str, Recipe], str]:
-    """Recipes of a ``tools/build_catalog.py`` document and its recorded revision."""
+def _load_recipe_facts(reader: _Reader, path: Path) -> tuple[Mapping[str, Recipe], str]:
+    """Recipes of a ``tools/build_catalog.py`` document (a :class:`LazyRecipes`) and its recorded
+    revision. The shape (``{source, recipes: {org/repo: mapping}}``) is checked now; each recipe is
+    validated when first read."""
     if not path.is_file():
         return {}, ""
     doc = reader.read(path)
@@ -278,18 +336,11 @@ def _load_recipe_facts(reader: _Reader, path: Path) -> tuple[dict[str, Recipe], 
     if not isinstance(doc, dict) or not isinstance(doc.get("recipes"), dict):
         reader.problems.append(f"{path}: top level: expected {{source: ..., recipes: {{org/repo: recipe}}}}")
         return {}, ""
-    recipes: dict[str, Recipe] = {}
     for hf_id, data in doc["recipes"].items():
-        org, _, repo = str(hf_id).partition("/")
-        if not isinstance(data, dict) or not repo:
+        if not isinstance(data, dict) or "/" not in str(hf_id):
             reader.problems.append(f"{path}: recipes.{hf_id}: expected a recipe mapping keyed by org/repo")
-            continue
-        recipe = reader.validate(Recipe, {**data, "hf_org": org, "hf_repo": repo, "hf_id": hf_id}, path,
-                                 prefix=f"recipes.{hf_id}")
-        if recipe is not None:
-            recipes[recipe.hf_id] = recipe
     source = doc.get("source") if isinstance(doc.get("source"), dict) else {}
-    return recipes, str(source.get("revision") or "")
+    return LazyRecipes(path, doc["recipes"]), str(source.get("revision") or "")
 
 
 def load_bundled(data_dir: Path = DATA_DIR) -> Catalog:
@@ -312,7 +363,9 @@ def load_bundled(data_dir: Path = DATA_DIR) -> Catalog:
         reader.problems.append(f"{strat_path}: top level: expected a map of strategy id → strategy")
     kv_stores = _load_kv_stores(reader, _yaml_files(data_dir / "kv_store", "*.yaml"))
     recipes, recipes_revision = _load_recipe_facts(reader, data_dir / RECIPES_FILE)
-    recipes.update(_load_recipes(reader, _yaml_files(data_dir / "recipes", "*/*.yaml")))
+    overrides = _load_recipes(reader, _yaml_files(data_dir / "recipes", "*/*.yaml"))
+    if overrides:
+        recipes = {**recipes, **overrides}
     if reader.problems or taxonomy is None:
         raise CatalogError(reader.problems)
     return Catalog(taxonomy, strategies, kv_stores, recipes, source="bundled", revision=reader.revision,

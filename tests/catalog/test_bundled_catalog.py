@@ -164,3 +164,27 @@ def test_layer_leaves_its_inputs_unchanged(tmp_path, snapshot_dir, bundled):
     before = (set(bundled.recipes), set(bundled.taxonomy.hardware_profiles), set(co.recipes))
     layer(bundled, co)
     assert before == (set(bundled.recipes), set(bundled.taxonomy.hardware_profiles), set(co.recipes))
+
+
+def test_a_broken_bundled_recipe_is_named_when_read(tmp_path):
+    """Bundled recipes validate when first read; a broken one is a CatalogError naming file and key,
+    and the other recipes still load."""
+    import shutil
+
+    from vllm_deploy_wizard.catalog.loader import load_bundled
+    from vllm_deploy_wizard.errors import CatalogError
+
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    doc = json.loads((data / RECIPES_FILE).read_text(encoding="utf-8"))
+    doc["recipes"]["Qwen/Qwen3-32B"]["variants"]["default"]["vram_minimum_gb"] = "lots"
+    (data / RECIPES_FILE).write_text(json.dumps(doc), encoding="utf-8")
+    cat = load_bundled(data)
+    assert cat.recipe("Qwen/Qwen3-8B").hf_id == "Qwen/Qwen3-8B"
+    with pytest.raises(CatalogError) as exc:
+        cat.recipe("Qwen/Qwen3-32B")
+    assert "recipes.json" in str(exc.value) and "vram_minimum_gb" in str(exc.value)
+    doc["recipes"] = ["not", "a", "map"]
+    (data / RECIPES_FILE).write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(CatalogError, match="expected {source: ..., recipes:"):
+        load_bundled(data)
