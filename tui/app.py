@@ -308,7 +308,10 @@ class WizardApp(App):
             return
         hw = self.selection.get("hardware")
         prof = self.catalog.taxonomy.hardware_profiles.get(hw) if hw else None
-        count = getattr(self.inventory, "device_count", 0) if hw and hw == self.detected_profile else 0
+        from vllm_deploy_wizard.tui.inventory_view import detected_devices
+
+        # on the detected profile: detected devices (a CPU node: its NUMA nodes, docs/catalog.md §5)
+        count = (detected_devices(self.inventory) or 0) if hw and hw == self.detected_profile else 0
         if count and prof is not None and getattr(prof, "gpu_count", None) != count:
             self.selection["gpus"] = int(count)
         else:
