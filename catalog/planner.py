@@ -103,10 +103,28 @@ class Planned:
 
     catalog: Any
     selection: Selection
-    options: Any
+    _options: Any
     plan: Any
-    refusals: list[Refusal] = field(default_factory=list)
+    _refusals: list[Refusal] | None = None
     warnings: list[str] = field(default_factory=list)
+    detected_profile: str | None = None
+
+    @property
+    def options(self) -> Any:
+        """The option rows of :attr:`selection` (computed on first use when not planned strictly:
+        the wizard already has its rows, so a keystroke does not pay for them twice)."""
+        if self._options is None:
+            from .constraints import options
+
+            self._options = options(self.catalog, self.selection, detected_profile=self.detected_profile)
+        return self._options
+
+    @property
+    def refusals(self) -> list[Refusal]:
+        """Values of :attr:`selection` the wizard would not offer (see :func:`refusals_for`)."""
+        if self._refusals is None:
+            self._refusals = refusals_for(self.options, self.selection)
+        return self._refusals
 
 
 def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None = None, *,
@@ -133,11 +151,13 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
     check_ids(catalog, selection)
     catalog, selection = apply_node_facts(catalog, selection, host)
     plan = synthesize(catalog, selection)  # first: it names unknown ids with did-you-mean
-    opts = options(catalog, selection, detected_profile=detected_profile)
-    refusals = refusals_for(opts, selection)
-    blocking = [r for r in refusals if not (r.unverified and selection.allow_unverified)]
-    if strict and blocking:
-        raise PlanRefused(blocking)
+    opts = refusals = None
+    if strict:
+        opts = options(catalog, selection, detected_profile=detected_profile)
+        refusals = refusals_for(opts, selection)
+        blocking = [r for r in refusals if not (r.unverified and selection.allow_unverified)]
+        if blocking:
+            raise PlanRefused(blocking)
     warnings = head_warnings(catalog.recipe(selection.model), plan)
     if host is not None:
         from .hostfit import host_fit_warnings
@@ -145,7 +165,7 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
         warnings += host_fit_warnings(catalog, plan, host)
     plan.notes += [w for w in warnings if w not in plan.notes]
     plan.notes += [f"warning: unverified: {line}" for line in plan.unverified]
-    return Planned(catalog, selection, opts, plan, refusals, warnings)
+    return Planned(catalog, selection, opts, plan, refusals, warnings, detected_profile)
 
 
 def options_for(catalog: Any, selection: Any, *, detected_profile: str | None = None,
@@ -359,6 +379,8 @@ def head_warnings(recipe: Any, plan: Any) -> list[str]:
     (custom models; vLLM refuses such a TP at start-up)."""
     from .custom import find_config
 
+    if not getattr(recipe, "is_custom", False):  # recipe files carry no config.json: heads unknown
+        return []
     try:
         config = json.loads(find_config(recipe.hf_id).read_text(encoding="utf-8"))
     except Exception:  # not a custom model, or no readable config: heads unknown
