@@ -869,7 +869,8 @@ def _kv_rows(ctx: _Ctx, opts: Options) -> None:
         open_ = [m for m in members if m.available]
         first = members[0]
         pill = Choice(gid, label, AVAILABLE if open_ else DISABLED, None if open_ else first.reason,  # K7
-                      description=g.description if g else None)
+                      description=g.description if g else None,
+                      unverified=any(m.unverified for m in (open_ or members)))
         pills.append((g.order if g else 99, pill))
         opts.kv_offload_members[gid] = members
     if ctx.catalog.kv_stores:
