@@ -672,7 +672,7 @@ def _resolve_pd(ctx: _Ctx) -> None:
 def _serve(ctx: _Ctx, name: str, role: str, node_rank: int | None, toks: list[str], env: dict[str, str],
            instance: int | None = None, launcher: list[str] | None = None,
            remove: list[str] | None = None) -> PlanProcess:
-    kept = A.dedupe_units(toks)
+    kept = A.typed_last(A.dedupe_units(toks), list(ctx.sel.advanced_args))
     removals = list(ctx.strategy.remove_args) if ctx.strategy else []
     removals += remove or []
     kept = A.remove_flags(kept, removals)
