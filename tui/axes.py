@@ -13,7 +13,8 @@ Rules that are the wizard's, not the catalog's (recipes-synthesis §2.9 pill/sub
   ``mooncake`` selects its first available member/topology, and the matching sub-row is shown only
   while that group/Mooncake is the active pill;
 - Advanced presets are toggles of their ``args`` inside ``advanced_args`` (on = the args appear as a
-  contiguous run; off removes that run), so free-text args typed by the person are kept;
+  contiguous run in front of the typed ones, so a flag the person typed wins; off removes that run),
+  so free-text args typed by the person are kept;
 - picking the active frontend again turns the frontend off (``frontend: null``, plan-json §2);
 - a row the person has not picked shows the value that will be used: ``resolved`` (PD pool modes
   ``resolved["pd_modes"]``, feature modes ``resolved["feature_modes"]``, KV offload, set-axes).
@@ -53,7 +54,7 @@ OTHER_SCREENS = frozenset({"hardware"})
 RESET_AFTER = {
     "variant": (),
     "strategy": ("pd", "connector", "router"),
-    "nodes": (),
+    "nodes": ("strategy", "pd", "connector", "router"),  # a strategy picked for another node count resets
 }
 
 
@@ -235,7 +236,8 @@ def apply_choice(selection: Mapping[str, Any], view: AxisView, choice_id: str, o
         args = list(new.get("advanced_args") or [])
         run = choice.args if choice else ()
         at = _contains_run(args, run)
-        new["advanced_args"] = args[:at] + args[at + len(run):] if at >= 0 else args + list(run)
+        # a preset goes in front: what the person typed comes later and wins (docs/catalog.md §3)
+        new["advanced_args"] = args[:at] + args[at + len(run):] if at >= 0 else list(run) + args
     elif axis == "frontend":
         new["frontend"] = None if new.get("frontend") == choice_id else choice_id
     elif axis == "kv_offload":

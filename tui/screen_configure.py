@@ -189,16 +189,27 @@ class ConfigureScreen(Screen):
         self.app.set_selection(apply_choice(self.app.selection, axis, str(event.option.id), self.app.options))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id != "advanced-args":
-            return
+        if event.input.id == "advanced-args":
+            self._apply_advanced(event.value)
+
+    def on_input_blurred(self, event: Input.Blurred) -> None:
+        """Typed advanced args apply when the person moves on (tab, click elsewhere), not only on enter."""
+        if event.input.id == "advanced-args":
+            self._apply_advanced(event.value)
+
+    def _apply_advanced(self, text: str) -> bool:
+        """Set ``advanced_args`` from the typed text (shell words); False (and a notice) when the text
+        can't be split (an open quote). Unchanged text changes nothing."""
         try:
-            args = shlex.split(event.value)
+            args = shlex.split(text)
         except ValueError as exc:
             self.notify(f"Advanced args: {exc}", severity="error")
-            return
-        selection = dict(self.app.selection)
-        selection["advanced_args"] = args
-        self.app.set_selection(selection)
+            return False
+        if args != list(self.app.selection.get("advanced_args") or []):
+            selection = dict(self.app.selection)
+            selection["advanced_args"] = args
+            self.app.set_selection(selection)
+        return True
 
     def action_toggle_unverified(self) -> None:
         """Allow (or stop allowing) choices that lack only a recorded verified run — an opt-in KV
@@ -210,7 +221,11 @@ class ConfigureScreen(Screen):
                     else "Unverified choices off", severity="warning" if allow else "information")
 
     def action_next(self) -> None:
-        """Go to review (refused with the reason while planning is impossible)."""
+        """Go to review (refused with the reason while planning is impossible); text typed into the
+        advanced-args box is applied first."""
+        box = self.query("#advanced-args")
+        if box and not self._apply_advanced(box.first(Input).value):
+            return
         if self.app.errors.get("options") or self.app.catalog is None:
             self.notify(self.app.errors.get("options", "Catalog not loaded yet"), severity="error")
             return

@@ -281,10 +281,32 @@ async def test_constraint_panel_warns_when_a_preset_and_a_typed_arg_set_the_same
         row.highlighted = row.get_option_index("max-model-len")
         await pilot.press("enter")
         await settle(pilot)
-        assert app.selection["advanced_args"] == ["--max-model-len", "256", "--max-model-len", "auto"]
+        assert app.selection["advanced_args"] == ["--max-model-len", "auto", "--max-model-len", "256"]
         panel = str(app.screen.query_one("#constraints").render()) + " ".join(
             str(w.render()) for w in app.screen.query("#constraints *"))
-        assert "the last one wins: --max-model-len auto" in " ".join(panel.split())
+        assert "the last one wins: --max-model-len 256" in " ".join(panel.split())  # the typed value
+        app.build_plan()
+        argv = app.plan.processes[0].argv
+        assert argv.count("--max-model-len") == 1 and argv[argv.index("--max-model-len") + 1] == "256"
+
+
+async def test_typed_advanced_args_apply_when_moving_on(build_app):
+    app = build_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pick_hardware(pilot, "h200")
+        await pick_model(pilot, "Qwen/Qwen3-32B")
+        args = app.screen.query_one("#advanced-args", Input)
+        args.focus()
+        args.value = "--max-model-len=4096"
+        await pilot.press("tab")  # no enter: moving on applies the text
+        await settle(pilot)
+        assert app.selection["advanced_args"] == ["--max-model-len=4096"]
+        args.focus()
+        args.value = "--max-num-seqs 64"
+        await pilot.press("ctrl+n")  # straight to review from the box
+        await settle(pilot, 5)
+        assert app.selection["advanced_args"] == ["--max-num-seqs", "64"]
+        assert "--max-num-seqs" in app.plan.processes[0].argv
 
 
 def test_cpu_node_memory_is_one_numa_node_per_device():

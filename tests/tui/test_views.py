@@ -57,7 +57,7 @@ def test_advanced_preset_toggles_its_args_and_keeps_typed_ones(catalog):
     opts, views = _views(catalog, sel)
     preset = next(c for c in views["advanced"].choices if c.id == "max-num-seqs")
     on = apply_choice(sel, views["advanced"], preset.id, opts)
-    assert on["advanced_args"] == ["--seed", "1", *preset.args]
+    assert on["advanced_args"] == [*preset.args, "--seed", "1"]  # typed args stay last and win
     opts, views = _views(catalog, on)
     assert next(c for c in views["advanced"].choices if c.id == "max-num-seqs").selected
     off = apply_choice(on, views["advanced"], preset.id, opts)
@@ -177,3 +177,21 @@ def test_dom_ids_are_valid_textual_ids_and_queries(name):
     parse_selectors(f"#{made}")  # raises when "#id" is not a parsable query
     assert made != dom_id("axis", name + ".")
     assert dom_id("ph", "HEAD_IP") == "ph-HEAD_IP" and dom_id("axis", "pd_modes:decode") == "axis-pd_modes--decode"
+
+
+def test_changing_the_node_count_back_resets_the_strategy(catalog):
+    from vllm_deploy_wizard.catalog import synthesize
+
+    sel = {"model": "Qwen/Qwen3-32B", "hardware": "h200"}
+    opts, views = _views(catalog, sel)
+    two = apply_choice(sel, views["nodes"], "2", opts)
+    opts, views = _views(catalog, two)
+    assert opts.resolved["strategy"] == "multi_node_tp"
+    picked = apply_choice(two, views["strategy"], "multi_node_tp", opts)
+    opts, views = _views(catalog, picked)
+    one = apply_choice(picked, views["nodes"], "1", opts)
+    assert "strategy" not in one
+    opts, _ = _views(catalog, one)
+    assert opts.resolved["strategy"] == "single_node_tp"
+    plan = synthesize(catalog, Selection(**one))
+    assert plan.deploy_type == "single_node" and not any("HEAD_IP" in " ".join(p.argv) for p in plan.processes)
