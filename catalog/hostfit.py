@@ -187,16 +187,40 @@ def _lmcache_warnings(proc: PlanProcess, host: HostCapacity, usable: int | None,
             init = _number(_flag(proc.argv, "--l1-init-size-gb"))
             also = f" and --l1-init-size-gb at most {n}" if init is not None and init > n else ""
             how = "below free RAM, e.g." if why.startswith("exceeds") else "to at most"
-            fix = (f"set --l1-size-gb {how} {n}{also} (the {proc.name} process of the plan file; launch "
-                   "refuses an L1 above free RAM)")
+            fix = (f"set --l1-size-gb {how} {n}{also} (`plan --l1-size-gb {n}`, or the {proc.name} process "
+                   "of the plan file; launch refuses an L1 above free RAM)")
         else:
             fix = "this node has no RAM to spare for an LMCache L1 pool; plan without --kv-offload lmcache"
         out.append(f"LMCache L1 size {l1:g} GiB (--l1-size-gb) {why}: {fix}")
     workers = _number(_flag(proc.argv, "--max-cpu-workers"))
     if workers is not None and host.cpus and workers > host.cpus:
         out.append(f"LMCache --max-cpu-workers {workers:g} is more than this node's {host.cpus} CPUs: "
-                   f"set it to at most {host.cpus} (the {proc.name} process of the plan file)")
+                   f"set it to at most {host.cpus} (`plan --max-cpu-workers {host.cpus}`, or the {proc.name} "
+                   "process of the plan file)")
     return out
+
+
+def companion_fixes(cat: Catalog, plan: LaunchPlan, host: HostCapacity) -> dict[str, int]:
+    """``Selection.companion_args`` values that make the LMCache companion fit ``host``: the
+    ``l1_size_gb`` and ``max_cpu_workers`` its host-fit warnings suggest (empty when it fits or the
+    plan has no LMCache server). The wizard offers them as a one-key fix."""
+    usable = host.usable_bytes
+    profile = cat.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware") or ""))
+    cpu_node = profile is not None and profile.gen == "cpu"
+    share = CPU_NODE_SHARE if cpu_node else ACCELERATOR_NODE_SHARE
+    fixes: dict[str, int] = {}
+    for proc in plan.processes:
+        if not proc.name.startswith(LMCACHE_PROCESS):
+            continue
+        l1 = _number(_flag(proc.argv, "--l1-size-gb"))
+        if l1 is not None and usable and _why(l1 * GIB, host, usable, share, cpu_node):
+            n = suggested_gib(host, share) or 0
+            if n >= 1:
+                fixes["l1_size_gb"] = n
+        workers = _number(_flag(proc.argv, "--max-cpu-workers"))
+        if workers is not None and host.cpus and workers > host.cpus:
+            fixes["max_cpu_workers"] = host.cpus
+    return fixes
 
 
 def ranks_on_node(argv: list[str]) -> int:

@@ -108,6 +108,8 @@ class Planned:
     _refusals: list[Refusal] | None = None
     warnings: list[str] = field(default_factory=list)
     detected_profile: str | None = None
+    fixes: dict[str, int] = field(default_factory=dict)
+    """``companion_args`` values that make the plan fit the node (host-fit warnings' suggestions)."""
 
     @property
     def options(self) -> Any:
@@ -159,13 +161,15 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
         if blocking:
             raise PlanRefused(blocking)
     warnings = head_warnings(catalog.recipe(selection.model), plan)
+    fixes: dict[str, int] = {}
     if host is not None:
-        from .hostfit import host_fit_warnings
+        from .hostfit import companion_fixes, host_fit_warnings
 
         warnings += host_fit_warnings(catalog, plan, host)
+        fixes = companion_fixes(catalog, plan, host)
     plan.notes += [w for w in warnings if w not in plan.notes]
     plan.notes += [f"warning: unverified: {line}" for line in plan.unverified]
-    return Planned(catalog, selection, opts, plan, refusals, warnings, detected_profile)
+    return Planned(catalog, selection, opts, plan, refusals, warnings, detected_profile, fixes)
 
 
 def options_for(catalog: Any, selection: Any, *, detected_profile: str | None = None,

@@ -976,8 +976,73 @@ def _port_values(argv: list[str]) -> list[int]:
     return sorted(set(ports))
 
 
+#: ``Selection.companion_args`` keys → what they set (docs/catalog.md §6).
+COMPANION_ARGS = {
+    "l1_size_gb": "LMCache server --l1-size-gb (GiB of host RAM for its L1 cache)",
+    "max_cpu_workers": "LMCache server --max-cpu-workers",
+    "router_host": "the router's --host ($ROUTER_HOST)",
+    "router_port": "the router's --port ($ROUTER_PORT)",
+    "prometheus_port": "every vllm-router's --prometheus-port",
+}
+
+
+def _set_flag(argv: list[str], flag: str, value: str, add: bool = False) -> list[str]:
+    """``argv`` with ``flag``'s value replaced (``--flag v`` or ``--flag=v``); appended when absent and
+    ``add``."""
+    out, found = list(argv), False
+    for i, tok in enumerate(out):
+        if tok == flag and i + 1 < len(out):
+            out[i + 1], found = value, True
+        elif tok.startswith(flag + "="):
+            out[i], found = f"{flag}={value}", True
+    if not found and add:
+        out += [flag, value]
+    return out
+
+
+def _apply_companion_args(ctx: _Ctx, procs: list[PlanProcess]) -> None:
+    """Apply ``sel.companion_args`` to the companion processes (before ports are read).
+
+    Raises SelectionError for an unknown key or a non-numeric size/count/port."""
+    given = {k: str(v) for k, v in ctx.sel.companion_args.items()}
+    if not given:
+        return
+    unknown = [k for k in given if k not in COMPANION_ARGS]
+    if unknown:
+        raise _did_you_mean("companion arg", unknown[0], COMPANION_ARGS, "(companion_args)", list_all=True)
+    for key in ("l1_size_gb", "max_cpu_workers", "router_port", "prometheus_port"):
+        if key in given and not given[key].replace(".", "", 1).isdigit():
+            raise SelectionError(f"companion arg {key}={given[key]!r}: expected a number")
+    fill = {"$ROUTER_HOST": given.get("router_host"), "$ROUTER_PORT": given.get("router_port")}
+    for p in procs:
+        if p.name.startswith("kv_offload:lmcache"):
+            if "l1_size_gb" in given:
+                p.argv = _set_flag(p.argv, "--l1-size-gb", given["l1_size_gb"])
+                init = _flag_value(p.argv, "--l1-init-size-gb")
+                if init is not None and init.replace(".", "", 1).isdigit() and float(init) > float(given["l1_size_gb"]):
+                    p.argv = _set_flag(p.argv, "--l1-init-size-gb", given["l1_size_gb"])
+            if "max_cpu_workers" in given:
+                p.argv = _set_flag(p.argv, "--max-cpu-workers", given["max_cpu_workers"])
+        if p.argv[:1] == ["vllm-router"] and "prometheus_port" in given:
+            p.argv = _set_flag(p.argv, "--prometheus-port", given["prometheus_port"], add=True)
+        for hole, value in fill.items():
+            if value is not None:
+                p.argv = [tok.replace(hole, value) for tok in p.argv]
+                p.env = {k: v.replace(hole, value) for k, v in p.env.items()}
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    for i, tok in enumerate(argv):
+        if tok == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if tok.startswith(flag + "="):
+            return tok.split("=", 1)[1]
+    return None
+
+
 def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
-    """Docker wrapping, phases, ports, health, setup, depends_on (contracts §2)."""
+    """Companion args, docker wrapping, phases, ports, health, setup, depends_on (contracts §2)."""
+    _apply_companion_args(ctx, procs)
     image = ctx.image
     extra_flags: list[str] = []
     if ctx.connector is not None and ctx.connector.docker is not None:

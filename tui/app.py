@@ -117,6 +117,7 @@ class WizardApp(App):
         self.options: Any = None
         self.resolved_features: list[str] = []
         self.plan_warnings: list[str] = []  # the synthesized plan's gate warnings (see recompute)
+        self.fit_fixes: dict[str, int] = {}  # companion values that fit this node (planner fixes)
         self.frontend_default: str | None = None  # the frontend the plan runs with when none is picked
         self.errors: dict[str, str] = {}
         self.plan_json: dict | None = None
@@ -422,8 +423,19 @@ class WizardApp(App):
         """The plan of ``sel`` from the one planner (catalog.planner.plan_selection): node facts,
         gate and host-fit warnings, unverified marks — exactly what `vllm-wizard plan` prints."""
         if self.services.plan is None:
+            self.fit_fixes = {}
             return self.services.synthesize(self.catalog, sel)
-        return self.services.plan(self.catalog, sel, self._host(), **self._detected_kw()).plan
+        planned = self.services.plan(self.catalog, sel, self._host(), **self._detected_kw())
+        self.fit_fixes = dict(getattr(planned, "fixes", {}) or {})
+        return planned.plan
+
+    def apply_fit_fixes(self) -> dict[str, int]:
+        """Take the companion values the host-fit warnings suggest (``fit_fixes``: LMCache
+        ``l1_size_gb`` / ``max_cpu_workers``) into ``selection.companion_args``; returns what was set."""
+        fixes = dict(getattr(self, "fit_fixes", {}) or {})
+        if fixes:
+            self.update_selection(companion_args={**(self.selection.get("companion_args") or {}), **fixes})
+        return fixes
 
     @property
     def launcher(self) -> LauncherPort | None:

@@ -99,13 +99,15 @@ class ConfigureScreen(Screen):
     HELP_TITLE = "Configure"
     HELP_INTRO = ("tab / shift+tab moves between rows, up/down between choices, enter picks (● / [x] mark what the "
                   "plan uses, also defaults). Disabled choices say why; ctrl+u allows the ones that only lack a "
-                  "verified run (marked unverified in the rows and in the plan). Advanced args: raw vLLM flags, enter "
+                  "verified run (marked unverified in the rows and in the plan); ctrl+g takes the value a host-fit warning "
+                  "suggests (LMCache L1 size, CPU workers). Advanced args: raw vLLM flags, enter "
                   "applies; the Constraints panel warns when a preset and a typed flag collide.")
 
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("ctrl+n", "next", "Review"),
         Binding("ctrl+u", "toggle_unverified", "Unverified", show=False),
+        Binding("ctrl+g", "fit_fix", "Fit fix", show=False),
     ]
 
     def compose(self) -> ComposeResult:
@@ -176,6 +178,10 @@ class ConfigureScreen(Screen):
         warnings = warnings_of(app.options) if app.options is not None else []
         # the plan's gate warnings (H1, N5, S3…) too, so this pane says what review and `plan` say
         warnings += [w for w in getattr(app, "plan_warnings", []) if w not in warnings]
+        fixes = getattr(app, "fit_fixes", None) or {}
+        if fixes:
+            warnings.append("press ctrl+g to use the values that fit this node: "
+                            + ", ".join(f"{k.replace('_', '-')} {v}" for k, v in fixes.items()))
         self.query_one(ConstraintPanel).show(warnings, error)
         sel = app.selection
         self.query_one("#cfg-summary", Static).update(f"{sel.get('model', '—')} on {sel.get('hardware', '—')}"
@@ -210,6 +216,14 @@ class ConfigureScreen(Screen):
             selection["advanced_args"] = args
             self.app.set_selection(selection)
         return True
+
+    def action_fit_fix(self) -> None:
+        """Use the companion values the host-fit warnings suggest (LMCache L1 size, CPU workers)."""
+        fixes = self.app.apply_fit_fixes()
+        if fixes:
+            self.notify("Applied: " + ", ".join(f"{k}={v}" for k, v in fixes.items()))
+        else:
+            self.notify("Nothing to fix: the plan fits this node", severity="information")
 
     def action_toggle_unverified(self) -> None:
         """Allow (or stop allowing) choices that lack only a recorded verified run — an opt-in KV

@@ -502,3 +502,25 @@ def test_replayed_small_node_gets_host_fit_warnings_and_the_profile_node_none(ca
     code, out, _ = _plan(capsys, *base, "--hardware", "rtx_5090")
     assert code == 0 and "LMCache L1 size" not in out
     assert "· rtx_5090 (1 device/node) ·" in out.splitlines()[0]
+
+
+def test_companion_args_from_flags(capsys) -> None:
+    code, out, err = _plan(capsys, "--model", "Qwen/Qwen3-8B", "--hardware", "h200", "--kv-offload", "lmcache",
+                           "--l1-size-gb", "16", "--max-cpu-workers", "2", "--json")
+    assert code == 0, err
+    lm = next(p for p in json.loads(out)["processes"] if p["name"].startswith("kv_offload:lmcache"))
+    assert lm["argv"][lm["argv"].index("--l1-size-gb") + 1] == "16"
+    assert lm["argv"][lm["argv"].index("--l1-init-size-gb") + 1] == "16"  # never above the L1 size
+    assert lm["argv"][lm["argv"].index("--max-cpu-workers") + 1] == "2"
+    code, out, err = _plan(capsys, "--model", "deepseek-ai/DeepSeek-V3", "--hardware", "h200", "--strategy",
+                           "pd_cluster", "--router-host", "0.0.0.0", "--router-port", "31000",
+                           "--prometheus-port", "29100", "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    router = next(p for p in plan["processes"] if p["argv"][0] == "vllm-router")
+    assert router["argv"][router["argv"].index("--port") + 1] == "31000"
+    assert router["argv"][router["argv"].index("--prometheus-port") + 1] == "29100"
+    assert sorted(router["ports"]) == [29100, 31000]
+    assert "ROUTER_HOST" not in plan["placeholders"] and "ROUTER_PORT" not in plan["placeholders"]
+    code, _, err = _plan(capsys, "--model", "Qwen/Qwen3-8B", "--kv-offload", "lmcache", "--l1-size-gb", "lots")
+    assert code == 2 and "l1_size_gb='lots': expected a number" in err

@@ -80,3 +80,40 @@ def test_hard_incompatibilities_are_refused_even_with_allow_unverified(capsys):
                  "--connector", "moriio"])
     err = capsys.readouterr().err
     assert code == 2 and "moriio" in err and "AMD" in err
+
+
+async def test_host_fit_warning_offers_its_value_as_a_one_key_fix():
+    """On a small CPU node LMCache's default L1 (512 GiB) does not fit; ctrl+g takes the size the
+    warning suggests into companion_args and the plan (and `plan --l1-size-gb`) use it."""
+    from types import SimpleNamespace
+
+    catalog = load_catalog()
+    gib = 2**30
+    inventory = FakeInventory(accelerators=[], device_count=0)
+    inventory.host = SimpleNamespace(ram_bytes=24 * gib, mem_total_bytes=24 * gib, mem_available_bytes=20 * gib,
+                                     cgroup_limit_bytes=None, numa_nodes=[SimpleNamespace(cpus=2, mem_bytes=24 * gib)],
+                                     numa_nodes_with_cpus=1)
+    inventory.cpu = SimpleNamespace(usable_cpus=2, logical_cpus=2)
+    services = real_services()
+    services.detect = lambda: inventory
+    services.match_profiles = lambda inv, profiles: [FakeCandidate("xeon6", "exact")]
+    services.launcher = None
+    app = make_app(catalog=catalog, inventory=inventory, services=services, stats_sampler=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.update_selection(model="Qwen/Qwen3-8B", hardware="xeon6", kv_offload="lmcache")
+        app.push_screen(ConfigureScreen())
+        await settle(pilot, 5)
+        assert app.fit_fixes and app.fit_fixes["max_cpu_workers"] == 2
+        assert any("--l1-size-gb" in w for w in app.plan_warnings)
+        fixes = dict(app.fit_fixes)
+        await pilot.press("ctrl+g")
+        await settle(pilot, 5)
+        assert app.selection["companion_args"] == fixes
+        app.build_plan()
+        lmcache = next(p for p in app.plan.processes if p.name.startswith("kv_offload:lmcache"))
+        argv = lmcache.argv
+        assert argv[argv.index("--l1-size-gb") + 1] == str(fixes["l1_size_gb"])
+        assert argv[argv.index("--max-cpu-workers") + 1] == "2"
+        assert not any("--l1-size-gb" in n for n in app.plan.notes if n.startswith("warning:"))
+        assert app.fit_fixes == {}

@@ -71,6 +71,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "'--flag value' in one ARG is split at the first blank; '--flag=value' never inside the "
                    "value; a value containing blanks is passed as one argument (with a warning)")
     p.add_argument("--task", help="omni task key")
+    comp = p.add_argument_group("companion arguments (docs/catalog.md §6)")
+    comp.add_argument("--l1-size-gb", metavar="GIB", help="LMCache server --l1-size-gb (host RAM for its L1 cache)")
+    comp.add_argument("--max-cpu-workers", metavar="N", help="LMCache server --max-cpu-workers")
+    comp.add_argument("--router-host", metavar="HOST", help="the router's --host (fills $ROUTER_HOST)")
+    comp.add_argument("--router-port", metavar="PORT", help="the router's --port (fills $ROUTER_PORT)")
+    comp.add_argument("--prometheus-port", metavar="PORT", help="every vllm-router's --prometheus-port")
     p.add_argument("--allow-unverified", action="store_true", default=None,
                    help="plan choices that lack only a recorded verified run (an opt-in KV option such as IAXL "
                    "the recipe has not verified; a restricted profile the recipe does not list); the plan "
@@ -113,7 +119,8 @@ FLAG_OF = {"model": "--model", "variant": "--variant", "hardware": "--hardware",
            "install_mode": "--install-mode", "connector": "--connector", "router": "--router", "task": "--task",
            "kv_instances": "--kv-instances", "features": "--feature", "feature_modes": "--feature",
            "pd.prefill": "--pd-prefill", "pd.decode": "--pd-decode", "advanced_args": "--arg",
-           "allow_unverified": "--allow-unverified"}
+           "allow_unverified": "--allow-unverified", "companion_args": "--l1-size-gb/--max-cpu-workers/"
+           "--router-host/--router-port/--prometheus-port"}
 
 
 def selection_data(args: argparse.Namespace, warnings: list[str] | None = None) -> dict[str, Any]:
@@ -136,6 +143,11 @@ def selection_data(args: argparse.Namespace, warnings: list[str] | None = None) 
             data[key] = value
     if args.kv_instances is not None:
         data["kv_instances"] = {"count": args.kv_instances}
+    companion = {key: getattr(args, key) for key in ("l1_size_gb", "max_cpu_workers", "router_host",
+                                                      "router_port", "prometheus_port")
+                 if getattr(args, key, None) is not None}
+    if companion:
+        data["companion_args"] = {**data.get("companion_args", {}), **companion}
     if args.feature:
         names = list(args.feature)
         if names in (["none"], ["default"]):
