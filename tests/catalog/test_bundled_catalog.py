@@ -188,3 +188,21 @@ def test_a_broken_bundled_recipe_is_named_when_read(tmp_path):
     (data / RECIPES_FILE).write_text(json.dumps(doc), encoding="utf-8")
     with pytest.raises(CatalogError, match="expected {source: ..., recipes:"):
         load_bundled(data)
+
+
+def test_catalog_check_reads_every_bundled_recipe(tmp_path):
+    """`catalog check` on the bundled data checks recipes.json recipe by recipe, with file:line."""
+    import shutil
+
+    from vllm_deploy_wizard.catalog.diagnostics import check_catalog
+
+    report = check_catalog(None)
+    assert report.ok and report.files == 5
+    assert any("recipes.json:" in w and "meta.hardware" in w for w in report.warnings)  # unknown ids: warnings
+    data = tmp_path / "data"
+    shutil.copytree(DATA_DIR, data)
+    doc = json.loads((data / RECIPES_FILE).read_text(encoding="utf-8"))
+    del doc["recipes"]["Qwen/Qwen3-32B"]["variants"]["default"]
+    (data / RECIPES_FILE).write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    report = check_catalog(data)  # a folder with taxonomy.json is checked as bundled data
+    assert any("recipes.json:" in e and "`variants` must contain `default`" in e for e in report.errors), report.errors
