@@ -89,7 +89,7 @@ class HostCapacity:
             available_bytes=getattr(host, "mem_available_bytes", None),
             cgroup_limit_bytes=getattr(host, "cgroup_limit_bytes", None),
             cpus=getattr(cpu, "usable_cpus", None) or getattr(cpu, "logical_cpus", None),
-            numa_nodes=len(with_cpus) or None,
+            numa_nodes=len(with_cpus) or getattr(host, "numa_nodes_with_cpus", None) or None,
             numa_node_bytes=min(sizes) if sizes else None,
         )
 

@@ -143,8 +143,8 @@ class ConfigureScreen(Screen):
             widgets.append(Label(view.title, classes="axis-title"))
             widgets.append(AxisList(view, id=dom_id("axis", view.key)))
         widgets.append(Label("Advanced args (raw vLLM flags, enter to apply)", classes="axis-title"))
-        widgets.append(Input(" ".join(shlex.quote(a) for a in self.app.selection.get("advanced_args", [])),
-                             placeholder="--max-model-len 8192", id="advanced-args"))
+        self._advanced_shown = " ".join(shlex.quote(a) for a in self.app.selection.get("advanced_args", []))
+        widgets.append(Input(self._advanced_shown, placeholder="--max-model-len 8192", id="advanced-args"))
         await container.mount_all(widgets)
         self._keys = [v.key for v in views]
         self.update_panel()
@@ -200,8 +200,12 @@ class ConfigureScreen(Screen):
 
     def on_input_blurred(self, event: Input.Blurred) -> None:
         """Typed advanced args apply when the person moves on (tab, click elsewhere), not only on enter."""
-        if event.input.id == "advanced-args":
+        if event.input.id == "advanced-args" and self._edited(event.value):
             self._apply_advanced(event.value)
+
+    def _edited(self, text: str) -> bool:
+        """True when the box holds text the person typed (not what it was filled with)."""
+        return text != getattr(self, "_advanced_shown", "")
 
     def _apply_advanced(self, text: str) -> bool:
         """Set ``advanced_args`` from the typed text (shell words); False (and a notice) when the text
@@ -211,6 +215,7 @@ class ConfigureScreen(Screen):
         except ValueError as exc:
             self.notify(f"Advanced args: {exc}", severity="error")
             return False
+        self._advanced_shown = text
         if args != list(self.app.selection.get("advanced_args") or []):
             selection = dict(self.app.selection)
             selection["advanced_args"] = args
@@ -238,7 +243,7 @@ class ConfigureScreen(Screen):
         """Go to review (refused with the reason while planning is impossible); text typed into the
         advanced-args box is applied first."""
         box = self.query("#advanced-args")
-        if box and not self._apply_advanced(box.first(Input).value):
+        if box and self._edited(box.first(Input).value) and not self._apply_advanced(box.first(Input).value):
             return
         if self.app.errors.get("options") or self.app.catalog is None:
             self.notify(self.app.errors.get("options", "Catalog not loaded yet"), severity="error")
