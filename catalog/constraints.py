@@ -14,9 +14,9 @@ one-line reason, or ``hidden`` — following ``shared/spec/recipes-synthesis.md`
 * §4, seed gates: PD connector ``brands`` and ``routers``; SMG disables DEP pools and every KV option
   incl. Mooncake; Dynamo is NVIDIA-only; IAXL's ``docker: false`` and ``hardware`` gates; a strategy
   with ``kv_offload: false`` (DPA+TP) composes with no KV option;
-* §2.14, the defaults: :func:`pick_default_hardware`, :func:`recommend_strategy`,
-  :func:`default_nodes`, :func:`default_pool_nodes`, :func:`default_pool_mode` — built on
-  :mod:`.gates` (teammate A's lookups, shared with synthesis so a plan and its rows never disagree).
+* §2.14, the defaults (:func:`pick_default_hardware`, :func:`recommend_strategy`,
+  :func:`default_nodes`, :func:`default_pool_nodes`, :func:`default_pool_mode`) are the planner's
+  (:mod:`.planner`, built on :mod:`.gates`); this module computes the rows against them.
 
 Decisions:
 
@@ -34,7 +34,6 @@ Decisions:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
@@ -42,6 +41,10 @@ from vllm_deploy_wizard.errors import SelectionError
 
 from . import gates
 from .models import HardwareProfile, KvOffloadOption, Recipe, Strategy, Variant
+from .planner import (  # §2.14 defaults and the facts they rest on live with the planner
+    precision_ok, fits_unscalable, variant_runs_on, pick_default_hardware, recommend_strategy, default_nodes,
+    default_pool_mode, effective_feature_mode, scales_out, hidden_by_nodes, node_vram, has_multi_node,
+)
 
 AVAILABLE = "available"
 DISABLED = "disabled"
@@ -170,29 +173,6 @@ def _num(x: float | int | None) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
-def precision_ok(variant: Variant, profile: HardwareProfile | None) -> bool:
-    """P1 (recipes-synthesis §3.1): see :func:`.gates.precision_ok`; False for an unknown profile."""
-    return profile is not None and gates.precision_ok(profile, variant)
-
-
-def _fits_unscalable(variant: Variant, profile: HardwareProfile, vram: float | None) -> bool:
-    """V3: on ``scalable: false`` hardware the variant must fit the node's VRAM."""
-    if profile.scalable:
-        return True
-    need = variant.vram_minimum_gb
-    return need is None or vram is None or need <= vram
-
-
-def variant_runs_on(recipe: Recipe, variant: Variant, hw_id: str, profile: HardwareProfile,
-                    vram: float | None = None) -> bool:
-    """Not ``unsupported`` + P1 precision + ``supported_hardware`` allowlist + non-scalable fit (H3/V1)."""
-    if recipe.meta.hardware.get(hw_id) == "unsupported":
-        return False
-    if not gates.variant_hw_allowed(variant, hw_id) or not gates.precision_ok(profile, variant):
-        return False
-    return _fits_unscalable(variant, profile, profile.vram_gb if vram is None else vram)
-
-
 def _hw_visible(recipe: Recipe, hw_id: str, profile: HardwareProfile, detected: str | None) -> bool:
     """H1: a restricted profile is hidden unless the recipe lists it (or it is the detected one)."""
     return hw_id == detected or not gates.restricted_hidden(recipe, hw_id, profile)
@@ -227,159 +207,6 @@ def hardware_listing(catalog: Any, recipe: Recipe, hw_id: str, detected: str | N
     if not runs:
         return DISABLED, f"No variant of this model currently runs on {label}"
     return ("unlisted", unlisted) if unlisted else (AVAILABLE, None)
-
-
-def pick_default_hardware(catalog: Any, recipe: Recipe, variant_key: str | None = "default") -> str:
-    """``pickDefaultHardware`` (recipes-synthesis §2.14) for a variant key → profile id.
-
-    Delegates to :func:`.gates.default_hardware` (the same function synthesis uses).
-    """
-    return gates.default_hardware(recipe, recipe.variant(variant_key), catalog.taxonomy.hardware_profiles)
-
-
-def recommend_strategy(catalog: Any, recipe: Recipe, hw_id: str, nodes: int = 1,
-                       gpus: int | None = None) -> str:
-    """Recommended strategy (§2.14) as the wizard lands on it.
-
-    ``recommendStrategy`` of :mod:`.gates` (what ``plan`` uses when no strategy is given); when that
-    pick is unsupported (S5), unreachable (S4) or disabled by §3.2 ``hardware_match`` (MoE-only on a
-    dense model; TEP/DEP below ``min_gpus`` on ``gpus`` devices — e.g. a 1-NUMA-node CPU box) on
-    ``hw_id``, the first listed strategy that is usable ([UI] fallback of §2.14); else the reference
-    pick unchanged (so the row never lands on a disabled strategy).
-    """
-    pick = gates.recommend_strategy(recipe, nodes)
-    profile = catalog.taxonomy.hardware_profiles.get(hw_id)
-    if profile is None:
-        return pick
-    n = gpus or profile.gpu_count or 1
-
-    is_moe = (recipe.model.architecture or "").lower() == "moe"
-
-    def match_ok(s: Any, sid: str) -> bool:
-        """§3.2 hardware_match as the strategy row disables it: MoE-only on a dense model, or an
-        expert-parallel strategy below its min_gpus on the devices at hand."""
-        hm = getattr(s, "hardware_match", None)
-        if s is None or hm is None:
-            return True
-        if (hm.architecture or "").lower() == "moe" and not is_moe:
-            return False
-        total = n * (max(nodes, 1) if s.deploy_type != "single_node" else 1)
-        expert = sid.endswith(("tep", "dep")) or s.parallelism == "dpa_tp"
-        return not (hm.min_gpus and expert and total < hm.min_gpus)
-
-    def usable(sid: str) -> bool:
-        s = catalog.strategies.get(sid)
-        return (gates.strategy_supported_on_hw(recipe, sid, hw_id, profile)
-                and gates.reachable(recipe, sid, hw_id, n, _scales_out(s))
-                and not (s is not None and _hidden_by_nodes(s, nodes))
-                and match_ok(s, sid))
-
-    if usable(pick):
-        return pick
-    return next((sid for sid in gates.offered_strategies(recipe) if usable(sid)), pick)
-
-
-def default_nodes(catalog: Any, recipe: Recipe, variant_key: str | None, hw_id: str,
-                  gpus: int | None = None) -> int:
-    """Landing node count (§2.14): 1, or 2 when the variant doesn't fit one node, the recipe has a
-    multi-node/PD strategy and the hardware is scalable and not XPU."""
-    profile = catalog.taxonomy.hardware_profiles.get(hw_id)
-    if profile is None:
-        return 1
-    need = recipe.variant(variant_key).vram_minimum_gb
-    have = _node_vram(profile, gpus)
-    if need is None or have is None or need <= have:
-        return 1
-    if not profile.scalable or profile.gen == "xpu":
-        return 1
-    return 2 if _has_multi(catalog, recipe) else 1
-
-
-def default_pool_nodes(recipe: Recipe, role: str, variant_key: str | None, hw_id: str,
-                       profile: HardwareProfile, gpus: int | None = None) -> int:
-    """PD pool size (§2.14): ``so.pd_cluster.<role>.nodes`` (number or ``{hw_id|default}``) else
-    ``max(1, ceil(vram_minimum_gb / node vram))``; clamped to 1..16 and grown to the pool mode's floor."""
-    so = recipe.strategy_overrides.get("pd_cluster")
-    nodes: int | None = None
-    if so is not None:
-        given = so.role(role).nodes
-        if isinstance(given, dict):
-            given = given.get(hw_id, given.get("default"))
-        if isinstance(given, (int, float)):
-            nodes = int(given)
-    n = gpus or profile.gpu_count or 1
-    if nodes is None:
-        need = recipe.variant(variant_key).vram_minimum_gb
-        have = _node_vram(profile, gpus)
-        nodes = max(1, math.ceil(need / have)) if need and have else 1
-    mode = default_pool_mode(recipe, role, None, hw_id, profile, gpus)
-    floor = gates.nodes_for(recipe, mode, hw_id, n)
-    return min(MAX_NODES, max(1, nodes, floor))
-
-
-def default_pool_mode(recipe: Recipe, role: str, strategy: Strategy | None, hw_id: str,
-                      profile: HardwareProfile, gpus: int | None = None, requested: str | None = None) -> str:
-    """Effective PD pool mode of ``role`` (``"tp"|"tep"|"dep"``), as synthesis resolves it (§2.6
-    PD role, §2.14): the ``requested`` mode (selection ``pd.<role>.mode``) → ``so.pd_cluster.<role>
-    .parallelism`` → strategy role ``parallelism`` → ``tp``, snapped to the first allowed mode of
-    :func:`.gates.pool_modes` when not allowed. ``requested=None`` gives the landing default."""
-    allowed = gates.pool_modes(recipe, hw_id, profile, gpus or profile.gpu_count or 1)
-    so = recipe.strategy_overrides.get("pd_cluster")
-    mode = requested or (so.role(role).parallelism if so else None) or (
-        strategy.role(role).parallelism if strategy is not None else None) or "tp"
-    return mode if mode in allowed else allowed[0]
-
-
-def effective_feature_mode(key: str, feature: Any, variant_key: str, variant: Variant, hw_id: str,
-                           profile: HardwareProfile, requested: str | None = None) -> str | None:
-    """``resolveModeKey`` (recipes-synthesis §2.8) → the mode key feature ``key`` runs with, or ``None``
-    when it has no modes (or none is open here).
-
-    Candidates are the modes whose ``variants`` list is empty or names ``variant_key`` (F4) and
-    that :func:`.gates.gated_off` does not turn off on ``hw_id`` (F3); the pick is the first of
-    ``requested`` (selection ``feature_modes``), ``variant.default_modes``, the feature's
-    ``default_mode`` that is a candidate, else the first candidate. Same order as synthesis'
-    ``_Ctx.effective_mode`` (a method of its private context, hence mirrored here; a parity test in
-    tests/catalog/test_constraints.py pins them together)."""
-    if not feature.modes:
-        return None
-    cands = [m for m, mode in feature.modes.items()
-             if (not mode.variants or variant_key in mode.variants)
-             and not gates.gated_off(mode.hardware, hw_id, profile)]
-    if not cands:
-        return None
-    for pick in (requested, variant.default_modes.get(key), feature.default_mode):
-        if pick in cands:
-            return pick
-    return cands[0]
-
-
-def _scales_out(strategy: Strategy | None) -> bool:
-    return strategy is not None and strategy.deploy_type in ("multi_node", "pd_cluster")
-
-
-def _hidden_by_nodes(s: Strategy, nodes: int) -> bool:
-    """S2: 1 node hides multi_node_*; more nodes hide single_node_* (pd_cluster shows at both)."""
-    return (nodes <= 1 and s.deploy_type == "multi_node") or (nodes > 1 and s.deploy_type == "single_node")
-
-
-def _node_vram(profile: HardwareProfile | None, gpus: int | None) -> float | None:
-    """Node VRAM in GB: devices × per-device VRAM (per-device stays the profile's)."""
-    if profile is None or not profile.vram_gb:
-        return None
-    if gpus and profile.gpu_count and gpus != profile.gpu_count:
-        return profile.vram_gb / profile.gpu_count * gpus
-    return profile.vram_gb
-
-
-def _has_multi(catalog: Any, recipe: Recipe) -> bool:
-    """N1: the recipe offers some multi_node_* or pd_cluster strategy."""
-    for sid in gates.offered_strategies(recipe):
-        s = catalog.strategies.get(sid)
-        dt = s.deploy_type if s is not None else ("multi_node" if sid.startswith("multi_node") else sid)
-        if dt in ("multi_node", "pd_cluster"):
-            return True
-    return False
 
 
 # --------------------------------------------------------------------------------------------
@@ -512,7 +339,7 @@ def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx
         connector = next((c for c, v in strategy.connectors.items() if v.default), next(iter(strategy.connectors)))
     return _Ctx(
         catalog=catalog, recipe=recipe, variant_key=variant_key, variant=variant, hw_id=hw_id,
-        profile=profile, gpus=gpus, node_vram=_node_vram(profile, gpus), nodes=nodes,
+        profile=profile, gpus=gpus, node_vram=node_vram(profile, gpus), nodes=nodes,
         strategy_id=sid, strategy=strategy, kv=kv, router=_sel(selection, "router") or "vllm",
         connector=connector, install_mode=_effective_install(recipe, profile, _sel(selection, "install_mode")),
         detected=detected, pd=pd,
@@ -576,7 +403,7 @@ def _omni_variant_reason(catalog: Any, variant: Variant, hw_id: str, p: Hardware
         return f"{prec} is only supported on {names}"
     if not precision_ok(variant, p):
         return f"{prec} requires NVIDIA Blackwell"
-    if not _fits_unscalable(variant, p, p.vram_gb):
+    if not fits_unscalable(variant, p, p.vram_gb):
         return "Unavailable on the selected hardware."
     return None
 
@@ -633,7 +460,7 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
         label = s.display_name or sid
         hm = s.hardware_match
         short = _short(s, sid)
-        if _hidden_by_nodes(s, ctx.nodes):  # S2
+        if hidden_by_nodes(s, ctx.nodes):  # S2
             why = "a single node" if s.deploy_type != "single_node" else f"{ctx.nodes} nodes"
             out.append(Choice(sid, label, HIDDEN, f"{label} is not offered for {why} — change the node count."))
             continue
@@ -646,7 +473,7 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
             out.append(Choice(sid, label, HIDDEN, f"{recipe.hf_id} does not list {label} under "
                               "compatible_strategies."))
             continue
-        if not gates.reachable(recipe, sid, hw, ctx.gpus, _scales_out(s)):  # S4
+        if not gates.reachable(recipe, sid, hw, ctx.gpus, scales_out(s)):  # S4
             out.append(Choice(sid, label, HIDDEN, f"{label} can't reach this recipe's GPU floor on {hw_name}."))
             continue
         if not gates.strategy_supported_on_hw(recipe, sid, hw, p):  # S5
@@ -674,7 +501,7 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
 def _nodes_row(ctx: _Ctx) -> list[Choice]:
     """N1–N4 (§3.1); pills 1, 2 and the strategy floor when 2 < floor ≤ 16 (§2.14)."""
     recipe, p, hw = ctx.recipe, ctx.profile, ctx.hw_id
-    floor = gates.nodes_for(recipe, ctx.strategy_id, hw, ctx.gpus) if _scales_out(ctx.strategy) else 1
+    floor = gates.nodes_for(recipe, ctx.strategy_id, hw, ctx.gpus) if scales_out(ctx.strategy) else 1
     counts = [1, 2]
     if 2 < floor <= MAX_NODES:
         counts.append(floor)
@@ -682,7 +509,7 @@ def _nodes_row(ctx: _Ctx) -> list[Choice]:
         counts.append(ctx.nodes)
     counts.sort()
     name = p.display_name or hw
-    has_multi = _has_multi(ctx.catalog, recipe)
+    has_multi = has_multi_node(ctx.catalog, recipe)
     need = ctx.variant.vram_minimum_gb
     out = []
     for n in counts:

@@ -393,10 +393,11 @@ class WizardApp(App):
 
     def planned_selection(self) -> dict[str, Any]:
         """The selection review synthesizes: the person's picks plus the values the configure screen
-        shows as resolved (:func:`~vllm_deploy_wizard.tui.axes.planned_selection`), so both screens agree."""
-        from vllm_deploy_wizard.tui.axes import planned_selection
+        shows as resolved (:func:`~vllm_deploy_wizard.catalog.planner.landing_selection`), so both
+        screens agree."""
+        from vllm_deploy_wizard.catalog.planner import landing_selection
 
-        return planned_selection(self.selection, self.options)
+        return landing_selection(self.selection, self.options)
 
     def build_plan(self) -> dict:
         """Synthesize :meth:`planned_selection`; returns plan-json §3 dict. Raises WizardError."""

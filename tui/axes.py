@@ -261,6 +261,4 @@ def apply_choice(selection: Mapping[str, Any], view: AxisView, choice_id: str, o
     return {k: v for k, v in new.items() if v is not None}
 
 
-# The selection the review plans is the planner's landing selection (one rule, catalog.planner).
-from vllm_deploy_wizard.catalog.planner import RESOLVED_KEYS, landing_selection as planned_selection  # noqa: E402,F401
 

@@ -255,5 +255,6 @@ def test_recipe_ids_differing_only_in_case_warn_and_name_the_winner(checkout):
 def test_bundled_seed_router_docs_keys_are_known():
     """Seed 001's ``pd_cluster.smg.docs`` / ``pd_cluster.dynamo.docs`` are legitimate (§4.7–4.8)."""
     report = check_catalog()
-    assert report.warnings == []
+    # the seed files are warning-free; the recipes' own unknown ids (h20, a100, …) are the recipes'
+    assert [w for w in report.warnings if "recipes.json" not in w] == []
     assert report.errors == []

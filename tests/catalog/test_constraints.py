@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_deploy_wizard.catalog.constraints import (
-    AVAILABLE,
-    DISABLED,
-    HIDDEN,
+from vllm_deploy_wizard.catalog.constraints import AVAILABLE, DISABLED, HIDDEN, options, visible
+from vllm_deploy_wizard.catalog.planner import (
     default_nodes,
     default_pool_nodes,
-    options,
     pick_default_hardware,
     recommend_strategy,
-    visible,
 )
 from vllm_deploy_wizard.catalog.loader import load_catalog
 from vllm_deploy_wizard.catalog.models import Companion, Recipe

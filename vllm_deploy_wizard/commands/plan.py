@@ -334,7 +334,6 @@ def run(args: argparse.Namespace) -> int:
             "catalog_revision": source.revision or cat.revision,
             "recipes_revision": cat.recipes_revision or None,
             "unverified": list(plan.unverified),
-            "recipes_revision": cat.recipes_revision or None,
             "hardware_profile": plan.resolved["hardware"],
             "device_count": plan.device_count,
             "hardware_snapshot": snapshot,
