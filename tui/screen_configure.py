@@ -59,6 +59,13 @@ def choice_prompt(view: AxisView, index: int) -> Text:
     return text
 
 
+def _companion_keys() -> tuple[str, ...]:
+    """The ``companion_args`` keys (catalog.synthesis.COMPANION_ARGS), imported when first needed."""
+    from vllm_deploy_wizard.catalog.synthesis import COMPANION_ARGS
+
+    return tuple(COMPANION_ARGS)
+
+
 class AxisList(OptionList):
     """One axis' choices. ``axis`` is the :class:`AxisView` it shows; disabled choices cannot be
     highlighted or picked (OptionList semantics)."""
@@ -145,6 +152,10 @@ class ConfigureScreen(Screen):
         widgets.append(Label("Advanced args (raw vLLM flags, enter to apply)", classes="axis-title"))
         self._advanced_shown = " ".join(shlex.quote(a) for a in self.app.selection.get("advanced_args", []))
         widgets.append(Input(self._advanced_shown, placeholder="--max-model-len 8192", id="advanced-args"))
+        self._companion_shown = " ".join(f"{k}={v}" for k, v in (self.app.selection.get("companion_args") or {}).items())
+        widgets.append(Label("Companion args (key=value: " + ", ".join(_companion_keys()) + ")",
+                             classes="axis-title"))
+        widgets.append(Input(self._companion_shown, placeholder="l1_size_gb=16 router_port=30000", id="companion-args"))
         await container.mount_all(widgets)
         self._keys = [v.key for v in views]
         self.update_panel()
@@ -197,11 +208,32 @@ class ConfigureScreen(Screen):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "advanced-args":
             self._apply_advanced(event.value)
+        elif event.input.id == "companion-args":
+            self._apply_companion(event.value)
 
     def on_input_blurred(self, event: Input.Blurred) -> None:
-        """Typed advanced args apply when the person moves on (tab, click elsewhere), not only on enter."""
+        """Typed advanced / companion args apply when the person moves on (tab, click elsewhere),
+        not only on enter."""
         if event.input.id == "advanced-args" and self._edited(event.value):
             self._apply_advanced(event.value)
+        elif event.input.id == "companion-args" and event.value != getattr(self, "_companion_shown", ""):
+            self._apply_companion(event.value)
+
+    def _apply_companion(self, text: str) -> bool:
+        """Set ``companion_args`` from ``key=value`` words (docs/catalog.md §6); False (and a notice
+        naming the valid keys) for a word that is not one."""
+        values: dict[str, str] = {}
+        for word in text.split():
+            key, eq, value = word.partition("=")
+            if not eq or key not in _companion_keys() or not value:
+                self.notify(f"Companion args: {word!r} is not key=value with key one of "
+                            f"{', '.join(_companion_keys())}", severity="error")
+                return False
+            values[key] = value
+        self._companion_shown = text
+        if values != dict(self.app.selection.get("companion_args") or {}):
+            self.app.update_selection(companion_args=values or None)
+        return True
 
     def _edited(self, text: str) -> bool:
         """True when the box holds text the person typed (not what it was filled with)."""
@@ -244,6 +276,10 @@ class ConfigureScreen(Screen):
         advanced-args box is applied first."""
         box = self.query("#advanced-args")
         if box and self._edited(box.first(Input).value) and not self._apply_advanced(box.first(Input).value):
+            return
+        comp = self.query("#companion-args")
+        if comp and comp.first(Input).value != getattr(self, "_companion_shown", "") \
+                and not self._apply_companion(comp.first(Input).value):
             return
         if self.app.errors.get("options") or self.app.catalog is None:
             self.notify(self.app.errors.get("options", "Catalog not loaded yet"), severity="error")

@@ -117,3 +117,34 @@ async def test_host_fit_warning_offers_its_value_as_a_one_key_fix():
         assert argv[argv.index("--max-cpu-workers") + 1] == "2"
         assert not any("--l1-size-gb" in n for n in app.plan.notes if n.startswith("warning:"))
         assert app.fit_fixes == {}
+
+
+async def test_companion_args_are_editable_on_configure():
+    from textual.widgets import Input
+
+    catalog = load_catalog()
+    inventory = FakeInventory()
+    services = real_services()
+    services.detect = lambda: inventory
+    services.match_profiles = lambda inv, profiles: [FakeCandidate("h200", "exact")]
+    services.launcher = None
+    app = make_app(catalog=catalog, inventory=inventory, services=services, stats_sampler=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.update_selection(model="Qwen/Qwen3-8B", hardware="h200", kv_offload="lmcache")
+        app.push_screen(ConfigureScreen())
+        await settle(pilot, 5)
+        box = app.screen.query_one("#companion-args", Input)
+        box.focus()
+        box.value = "l1_size_gb=24 max_cpu_workers=4"
+        await pilot.press("tab")
+        await settle(pilot, 5)
+        assert app.selection["companion_args"] == {"l1_size_gb": "24", "max_cpu_workers": "4"}
+        app.build_plan()
+        lm = next(p for p in app.plan.processes if p.name.startswith("kv_offload:lmcache")).argv
+        assert lm[lm.index("--l1-size-gb") + 1] == "24" and lm[lm.index("--max-cpu-workers") + 1] == "4"
+        box.focus()
+        box.value = "l1=3"
+        await pilot.press("tab")
+        await settle(pilot, 5)
+        assert app.selection["companion_args"] == {"l1_size_gb": "24", "max_cpu_workers": "4"}  # refused
