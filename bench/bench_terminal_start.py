@@ -33,9 +33,15 @@ MINIMAL = ("from textual.app import App\n"
 def first_text_s(command: list[str], timeout: float = 20.0) -> float:
     """Seconds from starting ``command`` in a fresh 120×40 tmux session until the pane shows text."""
     name = f"bench-{uuid.uuid4().hex[:8]}"
-    start = time.perf_counter()
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", shlex.join(command)],
-                   check=True)
+    for attempt in range(3):  # the tmux server exits with its last session; a new one may race it
+        start = time.perf_counter()
+        proc = subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40",
+                               shlex.join(command)], capture_output=True, text=True)
+        if proc.returncode == 0:
+            break
+        time.sleep(0.2)
+    else:
+        raise RuntimeError(f"tmux new-session failed: {proc.stderr.strip()}")
     try:
         while time.perf_counter() - start < timeout:
             out = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
