@@ -116,7 +116,7 @@ async def bench_panel(walk: int) -> None:
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await pick_hardware(pilot, "h200")
-            await pick_model(pilot, "Qwen/Qwen3-30B-A3B-Instruct-2507")
+            await pick_model(pilot, "Qwen/Qwen3-Next-80B-A3B-Instruct")
             for i in range(walk):
                 axis, choice = script[i % len(script)]
                 row = app.screen.query_one(f"#axis-{axis}", AxisList)

@@ -41,6 +41,32 @@ def units(tokens: list[str]) -> list[tuple[str, str | None]]:
     return out
 
 
+def flag_name(flag: str) -> str:
+    """``--x=v`` → ``--x``; other tokens unchanged (the name a typed value overrides)."""
+    return flag.split("=", 1)[0] if flag.startswith("--") else flag
+
+
+def typed_last(kept: list[tuple[str, str | None]], typed: list[str]) -> list[tuple[str, str | None]]:
+    """A person's typed args win (docs/catalog.md §3). Last-wins dedupe (§2.5) already lets a typed
+    ``--flag value`` override an earlier one in place; this also covers a flag set again *after* the
+    advanced args (features, the KV layer) and the other spelling (``--flag=value`` against
+    ``--flag value``): every other unit of that flag name is dropped and the typed unit placed last.
+    Typed flags nothing else sets keep their place.
+
+    ``kept``: the deduped units of the full token list, which holds ``typed`` once.
+    """
+    typed_units = [u for u in dedupe_units(typed) if u[0].startswith("-")]
+    if not typed_units:
+        return kept
+    mine = {flag_name(u[0]): u for u in typed_units}
+    collide = {flag_name(u[0]) for u in kept
+               if u[0].startswith("-") and flag_name(u[0]) in mine and u != mine[flag_name(u[0])]}
+    if not collide:
+        return kept
+    rest = [u for u in kept if not (u[0].startswith("-") and flag_name(u[0]) in collide)]
+    return rest + [u for u in typed_units if flag_name(u[0]) in collide]
+
+
 def dedupe_units(tokens: list[str]) -> list[tuple[str, str | None]]:
     """Units after last-wins dedupe (§2.5): each flag name keeps only its last unit, in place."""
     seen: set[str] = set()

@@ -14,9 +14,9 @@ one-line reason, or ``hidden`` — following ``shared/spec/recipes-synthesis.md`
 * §4, seed gates: PD connector ``brands`` and ``routers``; SMG disables DEP pools and every KV option
   incl. Mooncake; Dynamo is NVIDIA-only; IAXL's ``docker: false`` and ``hardware`` gates; a strategy
   with ``kv_offload: false`` (DPA+TP) composes with no KV option;
-* §2.14, the defaults: :func:`pick_default_hardware`, :func:`recommend_strategy`,
-  :func:`default_nodes`, :func:`default_pool_nodes`, :func:`default_pool_mode` — built on
-  :mod:`.gates` (teammate A's lookups, shared with synthesis so a plan and its rows never disagree).
+* §2.14, the defaults (:func:`pick_default_hardware`, :func:`recommend_strategy`,
+  :func:`default_nodes`, :func:`default_pool_nodes`, :func:`default_pool_mode`) are the planner's
+  (:mod:`.planner`, built on :mod:`.gates`); this module computes the rows against them.
 
 Decisions:
 
@@ -34,14 +34,17 @@ Decisions:
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from vllm_deploy_wizard.errors import SelectionError
 
 from . import backends, gates
 from .models import HardwareProfile, KvOffloadOption, Recipe, Strategy, Variant
+from .planner import (  # §2.14 defaults and the facts they rest on live with the planner
+    precision_ok, fits_unscalable, variant_runs_on, pick_default_hardware, recommend_strategy, default_nodes,
+    default_pool_mode, effective_feature_mode, scales_out, hidden_by_nodes, node_vram, has_multi_node,
+)
 
 AVAILABLE = "available"
 DISABLED = "disabled"
@@ -79,6 +82,9 @@ class Choice:
         warning: a caveat on an available choice (H4/V2 switches, §3.2 max_gpus, …).
         description: longer help (pool-mode tips, KV option description, preset description).
         args: vLLM args the choice adds (Advanced presets only), else ``()``.
+        unverified: the choice's only gate is a missing verified run (K3 opt-in KV option, H1
+            restricted profile the recipe does not list). Disabled/hidden: ``allow_unverified``
+            would lift it; available: it was lifted and the plan marks it unverified.
     """
 
     id: str
@@ -88,6 +94,7 @@ class Choice:
     warning: str | None = None
     description: str | None = None
     args: tuple[str, ...] = ()
+    unverified: bool = False
 
     @property
     def available(self) -> bool:
@@ -166,29 +173,6 @@ def _num(x: float | int | None) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
-def precision_ok(variant: Variant, profile: HardwareProfile | None) -> bool:
-    """P1 (recipes-synthesis §3.1): see :func:`.gates.precision_ok`; False for an unknown profile."""
-    return profile is not None and gates.precision_ok(profile, variant)
-
-
-def _fits_unscalable(variant: Variant, profile: HardwareProfile, vram: float | None) -> bool:
-    """V3: on ``scalable: false`` hardware the variant must fit the node's VRAM."""
-    if profile.scalable:
-        return True
-    need = variant.vram_minimum_gb
-    return need is None or vram is None or need <= vram
-
-
-def variant_runs_on(recipe: Recipe, variant: Variant, hw_id: str, profile: HardwareProfile,
-                    vram: float | None = None) -> bool:
-    """Not ``unsupported`` + P1 precision + ``supported_hardware`` allowlist + non-scalable fit (H3/V1)."""
-    if recipe.meta.hardware.get(hw_id) == "unsupported":
-        return False
-    if not gates.variant_hw_allowed(variant, hw_id) or not gates.precision_ok(profile, variant):
-        return False
-    return _fits_unscalable(variant, profile, profile.vram_gb if vram is None else vram)
-
-
 def _hw_visible(recipe: Recipe, hw_id: str, profile: HardwareProfile, detected: str | None) -> bool:
     """H1: a restricted profile is hidden unless the recipe lists it (or it is the detected one)."""
     return hw_id == detected or not gates.restricted_hidden(recipe, hw_id, profile)
@@ -225,159 +209,6 @@ def hardware_listing(catalog: Any, recipe: Recipe, hw_id: str, detected: str | N
     return ("unlisted", unlisted) if unlisted else (AVAILABLE, None)
 
 
-def pick_default_hardware(catalog: Any, recipe: Recipe, variant_key: str | None = "default") -> str:
-    """``pickDefaultHardware`` (recipes-synthesis §2.14) for a variant key → profile id.
-
-    Delegates to :func:`.gates.default_hardware` (the same function synthesis uses).
-    """
-    return gates.default_hardware(recipe, recipe.variant(variant_key), catalog.taxonomy.hardware_profiles)
-
-
-def recommend_strategy(catalog: Any, recipe: Recipe, hw_id: str, nodes: int = 1,
-                       gpus: int | None = None) -> str:
-    """Recommended strategy (§2.14) as the wizard lands on it.
-
-    ``recommendStrategy`` of :mod:`.gates` (what ``plan`` uses when no strategy is given); when that
-    pick is unsupported (S5), unreachable (S4) or disabled by §3.2 ``hardware_match`` (MoE-only on a
-    dense model; TEP/DEP below ``min_gpus`` on ``gpus`` devices — e.g. a 1-NUMA-node CPU box) on
-    ``hw_id``, the first listed strategy that is usable ([UI] fallback of §2.14); else the reference
-    pick unchanged (so the row never lands on a disabled strategy).
-    """
-    pick = gates.recommend_strategy(recipe, nodes)
-    profile = catalog.taxonomy.hardware_profiles.get(hw_id)
-    if profile is None:
-        return pick
-    n = gpus or profile.gpu_count or 1
-
-    is_moe = (recipe.model.architecture or "").lower() == "moe"
-
-    def match_ok(s: Any, sid: str) -> bool:
-        """§3.2 hardware_match as the strategy row disables it: MoE-only on a dense model, or an
-        expert-parallel strategy below its min_gpus on the devices at hand."""
-        hm = getattr(s, "hardware_match", None)
-        if s is None or hm is None:
-            return True
-        if (hm.architecture or "").lower() == "moe" and not is_moe:
-            return False
-        total = n * (max(nodes, 1) if s.deploy_type != "single_node" else 1)
-        expert = sid.endswith(("tep", "dep")) or s.parallelism == "dpa_tp"
-        return not (hm.min_gpus and expert and total < hm.min_gpus)
-
-    def usable(sid: str) -> bool:
-        s = catalog.strategies.get(sid)
-        return (gates.strategy_supported_on_hw(recipe, sid, hw_id, profile)
-                and gates.reachable(recipe, sid, hw_id, n, _scales_out(s))
-                and not (s is not None and _hidden_by_nodes(s, nodes))
-                and match_ok(s, sid))
-
-    if usable(pick):
-        return pick
-    return next((sid for sid in gates.offered_strategies(recipe) if usable(sid)), pick)
-
-
-def default_nodes(catalog: Any, recipe: Recipe, variant_key: str | None, hw_id: str,
-                  gpus: int | None = None) -> int:
-    """Landing node count (§2.14): 1, or 2 when the variant doesn't fit one node, the recipe has a
-    multi-node/PD strategy and the hardware is scalable and not XPU."""
-    profile = catalog.taxonomy.hardware_profiles.get(hw_id)
-    if profile is None:
-        return 1
-    need = recipe.variant(variant_key).vram_minimum_gb
-    have = _node_vram(profile, gpus)
-    if need is None or have is None or need <= have:
-        return 1
-    if not profile.scalable or profile.gen == "xpu":
-        return 1
-    return 2 if _has_multi(catalog, recipe) else 1
-
-
-def default_pool_nodes(recipe: Recipe, role: str, variant_key: str | None, hw_id: str,
-                       profile: HardwareProfile, gpus: int | None = None) -> int:
-    """PD pool size (§2.14): ``so.pd_cluster.<role>.nodes`` (number or ``{hw_id|default}``) else
-    ``max(1, ceil(vram_minimum_gb / node vram))``; clamped to 1..16 and grown to the pool mode's floor."""
-    so = recipe.strategy_overrides.get("pd_cluster")
-    nodes: int | None = None
-    if so is not None:
-        given = so.role(role).nodes
-        if isinstance(given, dict):
-            given = given.get(hw_id, given.get("default"))
-        if isinstance(given, (int, float)):
-            nodes = int(given)
-    n = gpus or profile.gpu_count or 1
-    if nodes is None:
-        need = recipe.variant(variant_key).vram_minimum_gb
-        have = _node_vram(profile, gpus)
-        nodes = max(1, math.ceil(need / have)) if need and have else 1
-    mode = default_pool_mode(recipe, role, None, hw_id, profile, gpus)
-    floor = gates.nodes_for(recipe, mode, hw_id, n)
-    return min(MAX_NODES, max(1, nodes, floor))
-
-
-def default_pool_mode(recipe: Recipe, role: str, strategy: Strategy | None, hw_id: str,
-                      profile: HardwareProfile, gpus: int | None = None, requested: str | None = None) -> str:
-    """Effective PD pool mode of ``role`` (``"tp"|"tep"|"dep"``), as synthesis resolves it (§2.6
-    PD role, §2.14): the ``requested`` mode (selection ``pd.<role>.mode``) → ``so.pd_cluster.<role>
-    .parallelism`` → strategy role ``parallelism`` → ``tp``, snapped to the first allowed mode of
-    :func:`.gates.pool_modes` when not allowed. ``requested=None`` gives the landing default."""
-    allowed = gates.pool_modes(recipe, hw_id, profile, gpus or profile.gpu_count or 1)
-    so = recipe.strategy_overrides.get("pd_cluster")
-    mode = requested or (so.role(role).parallelism if so else None) or (
-        strategy.role(role).parallelism if strategy is not None else None) or "tp"
-    return mode if mode in allowed else allowed[0]
-
-
-def effective_feature_mode(key: str, feature: Any, variant_key: str, variant: Variant, hw_id: str,
-                           profile: HardwareProfile, requested: str | None = None) -> str | None:
-    """``resolveModeKey`` (recipes-synthesis §2.8) → the mode key feature ``key`` runs with, or ``None``
-    when it has no modes (or none is open here).
-
-    Candidates are the modes whose ``variants`` list is empty or names ``variant_key`` (F4) and
-    that :func:`.gates.gated_off` does not turn off on ``hw_id`` (F3); the pick is the first of
-    ``requested`` (selection ``feature_modes``), ``variant.default_modes``, the feature's
-    ``default_mode`` that is a candidate, else the first candidate. Same order as synthesis'
-    ``_Ctx.effective_mode`` (a method of its private context, hence mirrored here; a parity test in
-    tests/catalog/test_constraints.py pins them together)."""
-    if not feature.modes:
-        return None
-    cands = [m for m, mode in feature.modes.items()
-             if (not mode.variants or variant_key in mode.variants)
-             and not gates.gated_off(mode.hardware, hw_id, profile)]
-    if not cands:
-        return None
-    for pick in (requested, variant.default_modes.get(key), feature.default_mode):
-        if pick in cands:
-            return pick
-    return cands[0]
-
-
-def _scales_out(strategy: Strategy | None) -> bool:
-    return strategy is not None and strategy.deploy_type in ("multi_node", "pd_cluster")
-
-
-def _hidden_by_nodes(s: Strategy, nodes: int) -> bool:
-    """S2: 1 node hides multi_node_*; more nodes hide single_node_* (pd_cluster shows at both)."""
-    return (nodes <= 1 and s.deploy_type == "multi_node") or (nodes > 1 and s.deploy_type == "single_node")
-
-
-def _node_vram(profile: HardwareProfile | None, gpus: int | None) -> float | None:
-    """Node VRAM in GB: devices × per-device VRAM (per-device stays the profile's)."""
-    if profile is None or not profile.vram_gb:
-        return None
-    if gpus and profile.gpu_count and gpus != profile.gpu_count:
-        return profile.vram_gb / profile.gpu_count * gpus
-    return profile.vram_gb
-
-
-def _has_multi(catalog: Any, recipe: Recipe) -> bool:
-    """N1: the recipe offers some multi_node_* or pd_cluster strategy."""
-    for sid in gates.offered_strategies(recipe):
-        s = catalog.strategies.get(sid)
-        dt = s.deploy_type if s is not None else ("multi_node" if sid.startswith("multi_node") else sid)
-        if dt in ("multi_node", "pd_cluster"):
-            return True
-    return False
-
-
 # --------------------------------------------------------------------------------------------
 # options
 
@@ -404,6 +235,7 @@ class _Ctx:
     detected: str | None
     pd: dict[str, Any]
     features: list[str]
+    allow_unverified: bool = False
 
 
 def options(catalog: Any, selection: Any, *, detected_profile: str | None = None) -> Options:
@@ -468,12 +300,14 @@ def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx
 
     recipe = resolve_model(catalog, str(model))
     variant_key = _sel(selection, "variant")
+    landing_variant = False
     if variant_key is None:
         try:
             alias = catalog.resolve_model(str(model))[1]
         except Exception:  # custom models are not in the index
             alias = None
         variant_key = alias or "default"
+        landing_variant = alias is None
     variant = recipe.variant(variant_key)
     detected = detected_profile or _sel(selection, "detected_profile")
     profiles = catalog.taxonomy.hardware_profiles
@@ -485,8 +319,15 @@ def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx
         close = difflib.get_close_matches(str(hw_id), list(profiles), n=3)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise SelectionError(f"selection: hardware {hw_id!r} is not a profile of the catalog.{hint}")
+    if landing_variant and not recipe.is_omni and not variant_runs_on(recipe, variant, hw_id, profile):
+        # landing on hardware the default variant can't run on: the variant a hardware pick
+        # switches to (H4), the largest one that runs there
+        runnable = [k for k, v in recipe.variants.items() if variant_runs_on(recipe, v, hw_id, profile)]
+        if runnable:
+            variant_key = max(runnable, key=lambda k: recipe.variants[k].vram_minimum_gb or 0)
+            variant = recipe.variants[variant_key]
     gpus = int(_sel(selection, "gpus") or profile.gpu_count or 1)
-    nodes = int(_sel(selection, "nodes") or 1)
+    nodes = int(_sel(selection, "nodes") or default_nodes(catalog, recipe, variant_key, hw_id, gpus))
     sid = _sel(selection, "strategy") or recommend_strategy(catalog, recipe, hw_id, nodes, gpus)
     kv = _sel(selection, "kv_offload") or KV_OFF
     pd = _sel(selection, "pd") or {}
@@ -498,11 +339,12 @@ def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx
         connector = next((c for c, v in strategy.connectors.items() if v.default), next(iter(strategy.connectors)))
     return _Ctx(
         catalog=catalog, recipe=recipe, variant_key=variant_key, variant=variant, hw_id=hw_id,
-        profile=profile, gpus=gpus, node_vram=_node_vram(profile, gpus), nodes=nodes,
+        profile=profile, gpus=gpus, node_vram=node_vram(profile, gpus), nodes=nodes,
         strategy_id=sid, strategy=strategy, kv=kv, router=_sel(selection, "router") or "vllm",
         connector=connector, install_mode=_effective_install(recipe, profile, _sel(selection, "install_mode")),
         detected=detected, pd=pd,
         features=_feature_list(_sel(selection, "features")),
+        allow_unverified=bool(_sel(selection, "allow_unverified")),
     )
 
 
@@ -516,28 +358,35 @@ def _hardware_row(ctx: _Ctx) -> list[Choice]:
     recipe, out = ctx.recipe, []
     for hw_id, p in ctx.catalog.taxonomy.hardware_profiles.items():
         label = p.display_name or hw_id
-        if not _hw_visible(recipe, hw_id, p, ctx.detected):  # H1
-            out.append(Choice(hw_id, label, HIDDEN))
-            continue
-        if recipe.meta.hardware.get(hw_id) == "unsupported":  # H2
-            out.append(Choice(hw_id, label, DISABLED, _h2(p, hw_id)))
-            continue
-        if recipe.is_omni:  # H5: the current variant decides
-            reason = _omni_variant_reason(ctx.catalog, ctx.variant, hw_id, p)
-            out.append(Choice(hw_id, label, DISABLED, reason) if reason else Choice(hw_id, label))
-            continue
-        runnable = [k for k, v in recipe.variants.items() if variant_runs_on(recipe, v, hw_id, p)]
-        if not runnable:  # H3
-            out.append(Choice(hw_id, label, DISABLED,
-                              f"No variant of this model currently runs on {label}"))
-        elif ctx.variant_key not in runnable and ctx.variant_key in recipe.variants:  # H4
-            best = max(runnable, key=lambda k: recipe.variants[k].vram_minimum_gb or 0)
-            note = (f"{p.description}\n\nSelecting {label} also switches Variant to "
-                    f"{recipe.variants[best].pill_label}.")
-            out.append(Choice(hw_id, label, warning=note))
-        else:
-            out.append(Choice(hw_id, label))
+        choice = _hardware_choice(ctx, hw_id, p, label)
+        if not _hw_visible(recipe, hw_id, p, ctx.detected):  # H1: only a missing listing
+            text = gates.unlisted_restricted_text(recipe, label)
+            if ctx.allow_unverified and choice.state == AVAILABLE:
+                choice = replace(choice, unverified=True, warning=text)
+            else:
+                choice = Choice(hw_id, label, HIDDEN, text if choice.state == AVAILABLE else choice.reason,
+                                unverified=choice.state == AVAILABLE)
+        out.append(choice)
     return out
+
+
+def _hardware_choice(ctx: _Ctx, hw_id: str, p: HardwareProfile, label: str) -> Choice:
+    """H2–H5 for one visible profile (§3.1)."""
+    recipe = ctx.recipe
+    if recipe.meta.hardware.get(hw_id) == "unsupported":  # H2
+        return Choice(hw_id, label, DISABLED, _h2(p, hw_id))
+    if recipe.is_omni:  # H5: the current variant decides
+        reason = _omni_variant_reason(ctx.catalog, ctx.variant, hw_id, p)
+        return Choice(hw_id, label, DISABLED, reason) if reason else Choice(hw_id, label)
+    runnable = [k for k, v in recipe.variants.items() if variant_runs_on(recipe, v, hw_id, p)]
+    if not runnable:  # H3
+        return Choice(hw_id, label, DISABLED, f"No variant of this model currently runs on {label}")
+    if ctx.variant_key not in runnable and ctx.variant_key in recipe.variants:  # H4
+        best = max(runnable, key=lambda k: recipe.variants[k].vram_minimum_gb or 0)
+        note = (f"{p.description}\n\nSelecting {label} also switches Variant to "
+                f"{recipe.variants[best].pill_label}.")
+        return Choice(hw_id, label, warning=note)
+    return Choice(hw_id, label)
 
 
 def _h2(p: HardwareProfile, hw_id: str) -> str:
@@ -554,7 +403,7 @@ def _omni_variant_reason(catalog: Any, variant: Variant, hw_id: str, p: Hardware
         return f"{prec} is only supported on {names}"
     if not precision_ok(variant, p):
         return f"{prec} requires NVIDIA Blackwell"
-    if not _fits_unscalable(variant, p, p.vram_gb):
+    if not fits_unscalable(variant, p, p.vram_gb):
         return "Unavailable on the selected hardware."
     return None
 
@@ -611,8 +460,9 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
         label = s.display_name or sid
         hm = s.hardware_match
         short = _short(s, sid)
-        if _hidden_by_nodes(s, ctx.nodes):  # S2
-            out.append(Choice(sid, label, HIDDEN))
+        if hidden_by_nodes(s, ctx.nodes):  # S2
+            why = "a single node" if s.deploy_type != "single_node" else f"{ctx.nodes} nodes"
+            out.append(Choice(sid, label, HIDDEN, f"{label} is not offered for {why} — change the node count."))
             continue
         moe_only = hm is not None and (hm.architecture or "").lower() == "moe"
         if moe_only and not is_moe:  # §3.2, shown (not hidden) so a dense model says why there is no EP
@@ -620,10 +470,11 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
             continue
         listed = sid in effective or sid in recipe.strategy_hardware  # S3 (S5 below disables)
         if not listed:  # S3
-            out.append(Choice(sid, label, HIDDEN))
+            out.append(Choice(sid, label, HIDDEN, f"{recipe.hf_id} does not list {label} under "
+                              "compatible_strategies."))
             continue
-        if not gates.reachable(recipe, sid, hw, ctx.gpus, _scales_out(s)):  # S4
-            out.append(Choice(sid, label, HIDDEN))
+        if not gates.reachable(recipe, sid, hw, ctx.gpus, scales_out(s)):  # S4
+            out.append(Choice(sid, label, HIDDEN, f"{label} can't reach this recipe's GPU floor on {hw_name}."))
             continue
         if not gates.strategy_supported_on_hw(recipe, sid, hw, p):  # S5
             out.append(Choice(sid, label, DISABLED, f"{label} isn't supported on {hw_name} for this model."))
@@ -650,7 +501,7 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
 def _nodes_row(ctx: _Ctx) -> list[Choice]:
     """N1–N4 (§3.1); pills 1, 2 and the strategy floor when 2 < floor ≤ 16 (§2.14)."""
     recipe, p, hw = ctx.recipe, ctx.profile, ctx.hw_id
-    floor = gates.nodes_for(recipe, ctx.strategy_id, hw, ctx.gpus) if _scales_out(ctx.strategy) else 1
+    floor = gates.nodes_for(recipe, ctx.strategy_id, hw, ctx.gpus) if scales_out(ctx.strategy) else 1
     counts = [1, 2]
     if 2 < floor <= MAX_NODES:
         counts.append(floor)
@@ -658,7 +509,7 @@ def _nodes_row(ctx: _Ctx) -> list[Choice]:
         counts.append(ctx.nodes)
     counts.sort()
     name = p.display_name or hw
-    has_multi = _has_multi(ctx.catalog, recipe)
+    has_multi = has_multi_node(ctx.catalog, recipe)
     need = ctx.variant.vram_minimum_gb
     out = []
     for n in counts:
@@ -744,7 +595,11 @@ def _pd_mode(ctx: _Ctx, role: str) -> str:
     """Effective pool mode of ``role``: the selected ``pd.<role>.mode`` or the default, snapped (§2.6)."""
     block = ctx.pd.get(role) if isinstance(ctx.pd, dict) else None
     requested = str(block["mode"]) if isinstance(block, dict) and block.get("mode") else None
-    return default_pool_mode(ctx.recipe, role, ctx.strategy, ctx.hw_id, ctx.profile, ctx.gpus, requested)
+    mode = default_pool_mode(ctx.recipe, role, ctx.strategy, ctx.hw_id, ctx.profile, ctx.gpus, requested)
+    if mode == "dep" and requested is None and ctx.router == "smg":  # seed §4.8: SMG turns DEP pools off
+        allowed = gates.pool_modes(ctx.recipe, ctx.hw_id, ctx.profile, ctx.gpus)
+        mode = next((m for m in ("tep", "tp") if m in allowed), mode)
+    return mode
 
 
 def _kv_option_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:
@@ -770,14 +625,21 @@ def _kv_option_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:
         return f"{name} needs a CUDA, ROCm or XPU device — not available on {p.brand} {hw_name} backends."
     if gates.gated_off(opt.hardware, ctx.hw_id, p):  # seed §4.3 hardware gate
         return f"{name} is not supported on {hw_name}."
-    support = ctx.recipe.kv_offload_support.get(key)
-    if support == "unsupported":  # K2
+    if ctx.recipe.kv_offload_support.get(key) == "unsupported":  # K2
         return f"{name} is marked unsupported for this recipe."
-    if opt.requires_opt_in and support != "verified":  # K3
-        return (f"{name} is not enabled for this recipe yet. It stays off until the recipe records a "
-                "verified run under kv_offload_support.")
     if opt.docker is False and ctx.install_mode == "docker":  # seed §4.3
         return f"{name} can't run inside the Docker image — switch the install mode to pip."
+    return None
+
+
+def _kv_unverified_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:
+    """K3: an opt-in option the recipe has not recorded a verified run for (the one KV gate
+    ``allow_unverified`` lifts), or None."""
+    support = ctx.recipe.kv_offload_support.get(key)
+    if opt.requires_opt_in and support not in ("verified", "unsupported"):
+        name = opt.display_name or key
+        return (f"{name} is not enabled for this recipe yet. It stays off until the recipe records a "
+                "verified run under kv_offload_support.")
     return None
 
 
@@ -811,8 +673,15 @@ def _kv_rows(ctx: _Ctx, opts: Options) -> None:
     groups: dict[str, list[Choice]] = {}
     for key, opt in sorted(tax.kv_offload.items(), key=lambda kv: kv[1].order):
         reason = _kv_option_reason(ctx, key, opt)
-        c = Choice(key, opt.label or opt.display_name or key, DISABLED if reason else AVAILABLE, reason,
-                   description=opt.description)
+        soft = None if reason else _kv_unverified_reason(ctx, key, opt)
+        label = opt.label or opt.display_name or key
+        if soft and ctx.allow_unverified:
+            c = Choice(key, label, AVAILABLE, warning=soft, description=opt.description, unverified=True)
+        elif soft:
+            c = Choice(key, label, DISABLED, soft, description=opt.description, unverified=True)
+            reason = soft
+        else:
+            c = Choice(key, label, DISABLED if reason else AVAILABLE, reason, description=opt.description)
         if opt.group:
             groups.setdefault(opt.group, []).append(c)
         else:
@@ -825,7 +694,8 @@ def _kv_rows(ctx: _Ctx, opts: Options) -> None:
         open_ = [m for m in members if m.available]
         first = members[0]
         pill = Choice(gid, label, AVAILABLE if open_ else DISABLED, None if open_ else first.reason,  # K7
-                      description=g.description if g else None)
+                      description=g.description if g else None,
+                      unverified=any(m.unverified for m in (open_ or members)))
         pills.append((g.order if g else 99, pill))
         opts.kv_offload_members[gid] = members
     if ctx.catalog.kv_stores:

@@ -428,7 +428,7 @@ def _yaml_files(folder: Path, pattern: str) -> list[Path]:
 
 def check_catalog(path: Path | str | None = None) -> Report:
     """Check a recipes checkout (``taxonomy.yaml``, ``strategies/``, ``kv_store/``, ``models/``) or,
-    with ``path=None``, the bundled data folder (seed JSON + curated recipes + kv_store).
+    with ``path=None``, the bundled data folder (seed JSON + ``recipes.json`` + kv_store).
 
     Returns a :class:`Report`; never raises for bad content (a missing folder is an error entry).
     """
@@ -510,10 +510,50 @@ def check_catalog(path: Path | str | None = None) -> Report:
         if recipe is not None:
             _check_recipe(f, recipe, ids, report)
             loaded[recipe.hf_id] = rp
+    if bundled:
+        _check_recipe_facts(root / "recipes.json", ids, loaded, report)
     _case_duplicates(loaded, report)
     report.errors = _sorted_unique(report.errors)
     report.warnings = _sorted_unique(report.warnings)
     return report
+
+
+class _Within:
+    """One recipe inside ``recipes.json`` seen as a recipe file: key paths get the
+    ``recipes.<hf_id>`` prefix, so ``file:line`` points into the JSON document."""
+
+    def __init__(self, f: _File, prefix: tuple):
+        self.f, self.prefix, self.path = f, prefix, f.path
+
+    def nodes(self):
+        return self.f.nodes()
+
+    def line(self, loc: Iterable[Any], key: bool = True) -> str:
+        return self.f.line((*self.prefix, *loc), key=key)
+
+
+def _check_recipe_facts(path: Path, ids: dict[str, set[str]], loaded: dict[str, Path], report: Report) -> None:
+    """The bundled ``recipes.json`` (tools/build_catalog.py): every recipe as :func:`_check_recipe`
+    checks a recipe file."""
+    if not path.is_file():
+        return
+    f = _read(path, report)
+    if f is None:
+        return
+    recipes = f.data.get("recipes") if isinstance(f.data, dict) else None
+    if not isinstance(recipes, dict):
+        report.errors.append(f"{path}:1: expected {{source: ..., recipes: {{org/repo: recipe}}}}")
+        return
+    for hf_id, data in recipes.items():
+        org, _, repo = str(hf_id).partition("/")
+        if not isinstance(data, dict) or not repo:
+            report.errors.append(f"{f.line(('recipes', hf_id))}: expected a recipe mapping keyed by org/repo")
+            continue
+        prefix = ("recipes", hf_id)
+        recipe = _validate(f, Recipe, {**data, "hf_org": org, "hf_repo": repo, "hf_id": hf_id}, report, prefix)
+        if recipe is not None:
+            _check_recipe(_Within(f, prefix), recipe, ids, report)  # type: ignore[arg-type]
+            loaded.setdefault(recipe.hf_id, path)
 
 
 def _no_profiles(f: _File) -> str:

@@ -56,7 +56,10 @@ class HostCapacity:
 
     ``ram_bytes``: host RAM for KV offload (detection.md §5.1: NUMA nodes with CPUs, else MemTotal);
     ``available_bytes``: MemAvailable now; ``cgroup_limit_bytes``: container memory limit;
-    ``cpus``: CPUs this process may run on (affinity), else logical CPUs.
+    ``cpus``: CPUs this process may run on (affinity), else logical CPUs;
+    ``numa_nodes``: NUMA nodes that have CPUs — the device count of a CPU backend (vLLM CPU binds
+    one engine rank per NUMA node); ``numa_node_bytes``: memory of the smallest such node, what
+    one rank can use for weights and KV cache (docs/catalog.md §5).
     """
 
     ram_bytes: int | None = None
@@ -69,6 +72,10 @@ class HostCapacity:
     """Free memory (``MemFree``) of the same NUMA nodes, bytes."""
     preload_libraries: tuple[str, ...] | None = None
     """TCMalloc / Intel OpenMP libraries found on the host, in ``LD_PRELOAD`` order."""
+    numa_nodes: int | None = None
+    """NUMA nodes that have CPUs (vLLM CPU binds one rank per node)."""
+    numa_node_bytes: int | None = None
+    """Total memory of the smallest such NUMA node, bytes."""
 
     @property
     def usable_bytes(self) -> int | None:
@@ -87,6 +94,7 @@ class HostCapacity:
         numa_cpus = tuple(tuple(parse_cpu_list(getattr(n, "cpulist", "") or "")) for n in nodes)
         free = [getattr(n, "free_bytes", None) for n in nodes]
         libs = getattr(host, "preload_libraries", None)
+        sizes = [n.mem_bytes for n in nodes if getattr(n, "mem_bytes", None)]
         return cls(
             ram_bytes=getattr(host, "ram_bytes", None) or getattr(host, "mem_total_bytes", None),
             available_bytes=getattr(host, "mem_available_bytes", None),
@@ -95,6 +103,8 @@ class HostCapacity:
             numa_cpus=numa_cpus if numa_cpus and all(numa_cpus) else None,
             numa_free_bytes=tuple(int(f) for f in free) if free and all(f for f in free) else None,
             preload_libraries=tuple(libs) if libs else None,
+            numa_nodes=len(nodes) or getattr(host, "numa_nodes_with_cpus", None) or None,
+            numa_node_bytes=min(sizes) if sizes else None,
         )
 
 
@@ -205,16 +215,40 @@ def _lmcache_warnings(proc: PlanProcess, host: HostCapacity, usable: int | None,
             init = _number(_flag(proc.argv, "--l1-init-size-gb"))
             also = f" and --l1-init-size-gb at most {n}" if init is not None and init > n else ""
             how = "below free RAM, e.g." if why.startswith("exceeds") else "to at most"
-            fix = (f"set --l1-size-gb {how} {n}{also} (the {proc.name} process of the plan file; launch "
-                   "refuses an L1 above free RAM)")
+            fix = (f"set --l1-size-gb {how} {n}{also} (`plan --l1-size-gb {n}`, or the {proc.name} process "
+                   "of the plan file; launch refuses an L1 above free RAM)")
         else:
             fix = "this node has no RAM to spare for an LMCache L1 pool; plan without --kv-offload lmcache"
         out.append(f"LMCache L1 size {l1:g} GiB (--l1-size-gb) {why}: {fix}")
     workers = _number(_flag(proc.argv, "--max-cpu-workers"))
     if workers is not None and host.cpus and workers > host.cpus:
         out.append(f"LMCache --max-cpu-workers {workers:g} is more than this node's {host.cpus} CPUs: "
-                   f"set it to at most {host.cpus} (the {proc.name} process of the plan file)")
+                   f"set it to at most {host.cpus} (`plan --max-cpu-workers {host.cpus}`, or the {proc.name} "
+                   "process of the plan file)")
     return out
+
+
+def companion_fixes(cat: Catalog, plan: LaunchPlan, host: HostCapacity) -> dict[str, int]:
+    """``Selection.companion_args`` values that make the LMCache companion fit ``host``: the
+    ``l1_size_gb`` and ``max_cpu_workers`` its host-fit warnings suggest (empty when it fits or the
+    plan has no LMCache server). The wizard offers them as a one-key fix."""
+    usable = host.usable_bytes
+    profile = cat.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware") or ""))
+    cpu_node = profile is not None and profile.gen == "cpu"
+    share = CPU_NODE_SHARE if cpu_node else ACCELERATOR_NODE_SHARE
+    fixes: dict[str, int] = {}
+    for proc in plan.processes:
+        if not proc.name.startswith(LMCACHE_PROCESS):
+            continue
+        l1 = _number(_flag(proc.argv, "--l1-size-gb"))
+        if l1 is not None and usable and _why(l1 * GIB, host, usable, share, cpu_node):
+            n = suggested_gib(host, share) or 0
+            if n >= 1:
+                fixes["l1_size_gb"] = n
+        workers = _number(_flag(proc.argv, "--max-cpu-workers"))
+        if workers is not None and host.cpus and workers > host.cpus:
+            fixes["max_cpu_workers"] = host.cpus
+    return fixes
 
 
 def ranks_on_node(argv: list[str]) -> int:

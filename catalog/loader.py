@@ -1,13 +1,19 @@
-"""Load a catalog: the bundled one (seeds + curated recipes) or a recipes checkout.
+"""Load a catalog: the bundled one (seeds + every recipe), a layered one, or a recipes checkout.
 
-Sources (``docs/contracts.md`` §1, ``shared/spec/plan-json.md`` §1, recipes-synthesis §0/§5):
+Sources and layering (``docs/catalog.md``, ``docs/contracts.md`` §1, ``docs/plan-file.md`` §1):
 
 * **bundled** — ``catalog/data/taxonomy.json`` (seed 000), ``catalog/data/strategies.json``
-  (seed 001, a JSON map keyed by strategy id), plus ``catalog/data/kv_store/*.yaml`` and
-  ``catalog/data/recipes/<org>/<repo>.yaml`` when present;
-* **a recipes checkout** (``taxonomy.yaml``, ``strategies/*.yaml``, ``kv_store/*.yaml``,
-  ``models/<org>/<repo>.yaml``) — it REPLACES the bundled catalog: nothing of the seeds leaks in
-  (the seed ``pd_cluster``/``single_node_dep`` would change the commands).
+  (seed 001, a JSON map keyed by strategy id), ``catalog/data/kv_store/*.yaml`` and
+  ``catalog/data/recipes.json``: every model recipe of the vLLM recipes repository in a facts-only
+  form, written by ``tools/build_catalog.py`` (its ``source`` block names the recipes revision);
+  any ``catalog/data/recipes/<org>/<repo>.yaml`` is read after it and wins for its id;
+* **layered** (:func:`layer`, a remembered or synced checkout) — the bundled catalog, then the
+  checkout's recipes added or replacing the bundled ones by id, and the checkout's hardware
+  profiles, tasks, KV-offload options/groups, strategies and kv_store entries added only where the
+  seeds lack that id: the seeds define the system, a checkout never removes or redefines one;
+* **a recipes checkout exactly** (``--recipes DIR``: ``taxonomy.yaml``, ``strategies/*.yaml``,
+  ``kv_store/*.yaml``, ``models/<org>/<repo>.yaml``) — the reference builder's view: nothing of the
+  seeds leaks in (the seed ``pd_cluster``/``single_node_dep`` would change the commands).
 
 Decisions:
 
@@ -33,6 +39,7 @@ import difflib
 import gc
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -65,11 +72,16 @@ class Catalog:
     taxonomy: Taxonomy
     strategies: dict[str, Strategy]
     kv_stores: dict[str, KvStore]
-    recipes: dict[str, Recipe]
+    recipes: Mapping[str, Recipe]
+    """By canonical hf id; the bundled catalog's is a :class:`LazyRecipes` (validated on read)."""
     source: str = "bundled"
-    """``"bundled"`` or the absolute path of the recipes checkout."""
+    """``"bundled"``, the absolute path of an exact recipes checkout, or ``"bundled+<path>"`` for a
+    checkout layered over the bundled catalog."""
     revision: str = ""
     """sha256 (hex, first 16 chars) over every file's relative path and bytes, in sorted order."""
+    recipes_revision: str = ""
+    """Revision of the recipes the models came from: the bundled data's recorded revision (a git
+    commit or ``sha256:…``), a synced checkout's stamp, or ``""`` when unknown."""
     _index: dict[str, tuple[str, str | None]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -104,7 +116,8 @@ class Catalog:
         """A copy of this catalog with ``recipe`` added (e.g. a custom model derived from its
         ``config.json``); the original is left untouched."""
         recipes = {**self.recipes, recipe.hf_id: recipe}
-        return Catalog(self.taxonomy, self.strategies, self.kv_stores, recipes, self.source, self.revision)
+        return Catalog(self.taxonomy, self.strategies, self.kv_stores, recipes, self.source, self.revision,
+                       self.recipes_revision)
 
     def sorted_recipes(self) -> list[Recipe]:
         """Recipes in catalog order: ``date_updated`` descending, ties by hf id (§0)."""
@@ -112,12 +125,66 @@ class Catalog:
         return sorted(by_id, key=lambda r: r.meta.date_updated or "", reverse=True)
 
 
-def build_index(recipes: dict[str, Recipe]) -> dict[str, tuple[str, str | None]]:
+class LazyRecipes(Mapping):
+    """A read-only ``hf_id → Recipe`` mapping over parsed recipe dicts that validates each recipe
+    the first time it is read (bundled data is validated when it is generated and by the test
+    suite; a load should not pay for the 140+ recipes a session never opens).
+
+    Reading a recipe whose data does not validate raises :class:`CatalogError` naming the file and
+    the key path. ``raw(hf_id)`` is the parsed dict (used to index variant aliases without
+    validating).
+    """
+
+    def __init__(self, path: Path, data: dict[str, dict[str, Any]]):
+        self._path = path
+        self._raw = data
+        self._done: dict[str, Recipe] = {}
+
+    def __getitem__(self, hf_id: str) -> Recipe:
+        hit = self._done.get(hf_id)
+        if hit is None:
+            data = self._raw[hf_id]
+            org, _, repo = hf_id.partition("/")
+            try:
+                hit = Recipe.model_validate({**data, "hf_org": org, "hf_repo": repo, "hf_id": hf_id})
+            except ValidationError as exc:
+                from .diagnostics import validation_problems
+
+                try:
+                    raw = self._path.read_bytes()
+                except OSError:
+                    raw = b""
+                raise CatalogError(validation_problems(self._path, raw, exc, ("recipes", hf_id))) from None
+            self._done[hf_id] = hit
+        return hit
+
+    def __iter__(self):
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __contains__(self, hf_id: object) -> bool:
+        return hf_id in self._raw
+
+    def raw(self, hf_id: str) -> dict[str, Any]:
+        """The parsed, unvalidated data of ``hf_id``."""
+        return self._raw[hf_id]
+
+
+def _variant_ids(recipes: Mapping, hf_id: str) -> list[tuple[str, str | None]]:
+    """``[(variant key, model_id)]`` of one recipe, from raw data when the mapping is lazy."""
+    if isinstance(recipes, LazyRecipes):
+        variants = recipes.raw(hf_id).get("variants") or {}
+        return [(k, v.get("model_id") if isinstance(v, dict) else None) for k, v in variants.items()]
+    return [(k, v.model_id) for k, v in recipes[hf_id].variants.items()]
+
+
+def build_index(recipes: Mapping[str, Recipe]) -> dict[str, tuple[str, str | None]]:
     """Lower-cased id → (hf_id, variant key or None). Recipe ids win over variant aliases."""
     index: dict[str, tuple[str, str | None]] = {}
-    for hf_id, recipe in recipes.items():
-        for key, variant in recipe.variants.items():
-            mid = variant.model_id
+    for hf_id in recipes:
+        for key, mid in _variant_ids(recipes, hf_id):
             if mid and mid.lower() != hf_id.lower():
                 index.setdefault(mid.lower(), (hf_id, key))
     for hf_id in recipes:
@@ -253,8 +320,32 @@ def load_recipes_dir(root: Path) -> Catalog:
     return Catalog(taxonomy, strategies, kv_stores, recipes, source=str(root), revision=reader.revision)
 
 
+#: The bundled recipes in facts-only form (written by ``tools/build_catalog.py``).
+RECIPES_FILE = "recipes.json"
+
+
+def _load_recipe_facts(reader: _Reader, path: Path) -> tuple[Mapping[str, Recipe], str]:
+    """Recipes of a ``tools/build_catalog.py`` document (a :class:`LazyRecipes`) and its recorded
+    revision. The shape (``{source, recipes: {org/repo: mapping}}``) is checked now; each recipe is
+    validated when first read."""
+    if not path.is_file():
+        return {}, ""
+    doc = reader.read(path)
+    if doc is None:
+        return {}, ""
+    if not isinstance(doc, dict) or not isinstance(doc.get("recipes"), dict):
+        reader.problems.append(f"{path}: top level: expected {{source: ..., recipes: {{org/repo: recipe}}}}")
+        return {}, ""
+    for hf_id, data in doc["recipes"].items():
+        if not isinstance(data, dict) or "/" not in str(hf_id):
+            reader.problems.append(f"{path}: recipes.{hf_id}: expected a recipe mapping keyed by org/repo")
+    source = doc.get("source") if isinstance(doc.get("source"), dict) else {}
+    return LazyRecipes(path, doc["recipes"]), str(source.get("revision") or "")
+
+
 def load_bundled(data_dir: Path = DATA_DIR) -> Catalog:
-    """Load the bundled catalog: seeds 000/001 + ``data/kv_store`` + ``data/recipes`` (if present)."""
+    """Load the bundled catalog: seeds 000/001 + ``data/kv_store`` + ``data/recipes.json`` (+ any
+    ``data/recipes/<org>/<repo>.yaml``, which win for their id)."""
     reader = _Reader(data_dir)
     tax_path = data_dir / "taxonomy.json"
     taxonomy = reader.validate(Taxonomy, reader.read(tax_path), tax_path)
@@ -271,10 +362,45 @@ def load_bundled(data_dir: Path = DATA_DIR) -> Catalog:
     elif raw is not None:
         reader.problems.append(f"{strat_path}: top level: expected a map of strategy id → strategy")
     kv_stores = _load_kv_stores(reader, _yaml_files(data_dir / "kv_store", "*.yaml"))
-    recipes = _load_recipes(reader, _yaml_files(data_dir / "recipes", "*/*.yaml"))
+    recipes, recipes_revision = _load_recipe_facts(reader, data_dir / RECIPES_FILE)
+    overrides = _load_recipes(reader, _yaml_files(data_dir / "recipes", "*/*.yaml"))
+    if overrides:
+        recipes = {**recipes, **overrides}
     if reader.problems or taxonomy is None:
         raise CatalogError(reader.problems)
-    return Catalog(taxonomy, strategies, kv_stores, recipes, source="bundled", revision=reader.revision)
+    return Catalog(taxonomy, strategies, kv_stores, recipes, source="bundled", revision=reader.revision,
+                   recipes_revision=recipes_revision)
+
+
+def _add_missing(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """``base`` in its order, then the entries of ``extra`` whose key ``base`` lacks."""
+    return {**base, **{k: v for k, v in extra.items() if k not in base}}
+
+
+def layer(base: Catalog, checkout: Catalog) -> Catalog:
+    """``checkout`` layered over ``base`` (docs/catalog.md §1): recipes are added or replaced by id;
+    hardware profiles, tasks, KV-offload options and groups, strategies and kv_store entries are added
+    only where ``base`` lacks the id. Neither input is changed.
+
+    Returns a catalog whose ``source`` is ``"<base source>+<checkout source>"`` and whose revision
+    hashes both revisions.
+    """
+    tb, tc = base.taxonomy, checkout.taxonomy
+    known_tasks = {t.id for t in tb.tasks}
+    taxonomy = tb.model_copy(update={
+        "hardware_profiles": _add_missing(tb.hardware_profiles, tc.hardware_profiles),
+        "tasks": [*tb.tasks, *(t for t in tc.tasks if t.id not in known_tasks)],
+        "strategies": [*tb.strategies, *(s for s in tc.strategies if s not in tb.strategies)],
+        "kv_offload_groups": _add_missing(tb.kv_offload_groups, tc.kv_offload_groups),
+        "kv_offload": _add_missing(tb.kv_offload, tc.kv_offload),
+        "frontends": _add_missing(tb.frontends, tc.frontends),
+    })
+    strategies = _add_missing(base.strategies, checkout.strategies)
+    kv_stores = _add_missing(base.kv_stores, checkout.kv_stores)
+    recipes = {**base.recipes, **checkout.recipes}
+    revision = hashlib.sha256(f"{base.revision}+{checkout.revision}".encode()).hexdigest()[:16]
+    return Catalog(taxonomy, strategies, kv_stores, recipes, source=f"{base.source}+{checkout.source}",
+                   revision=revision, recipes_revision=checkout.recipes_revision or base.recipes_revision)
 
 
 @contextlib.contextmanager
@@ -289,12 +415,37 @@ def _gc_paused():
             gc.enable()
 
 
-def load_catalog(recipes: Path | str | None = None) -> Catalog:
-    """The catalog: bundled when ``recipes`` is None, else the checkout at ``recipes`` (replacing it).
+def load_catalog(recipes: Path | str | None = None, *, over_bundled: Path | str | None = None) -> Catalog:
+    """The catalog (docs/catalog.md §1).
 
-    Raises :class:`CatalogError` (every problem at once) when a file is unreadable or malformed.
+    * ``load_catalog()`` — the bundled catalog (seeds + every bundled recipe);
+    * ``load_catalog(DIR)`` — exactly the checkout at ``DIR`` (``--recipes``, the reference view);
+    * ``load_catalog(over_bundled=DIR)`` — the checkout at ``DIR`` layered over the bundled catalog
+      (a remembered or synced checkout, :func:`layer`).
+
+    Raises :class:`CatalogError` (every problem at once) when a file is unreadable or malformed;
+    ``ValueError`` when both arguments are given.
     """
+    if recipes is not None and over_bundled is not None:
+        raise ValueError("load_catalog: pass recipes (exact checkout) or over_bundled (layered), not both")
     with _gc_paused():
+        if over_bundled is not None:
+            return layer(load_bundled(), load_recipes_dir(Path(over_bundled)))
         if recipes is None:
             return load_bundled()
         return load_recipes_dir(Path(recipes))
+
+
+def load_for_source(source: Any) -> Catalog:
+    """The catalog a :class:`~vllm_deploy_wizard.catalog.sources.CatalogSource` names:
+    ``kind == "dir"`` (``--recipes``) → exactly that checkout; ``"config"`` (remembered or synced)
+    → that checkout layered over the bundled catalog; ``"bundled"`` → the bundled catalog."""
+    if source.path is None:
+        return load_catalog()
+    if source.kind == "dir":
+        cat = load_catalog(source.path)
+    else:
+        cat = load_catalog(over_bundled=source.path)
+    if source.revision:
+        cat.recipes_revision = source.revision
+    return cat

@@ -90,6 +90,9 @@ class LaunchPlan(BaseModel):
     device_count: int = 1
     """Devices per node the plan was made for."""
     min_vllm_version: str | None = None
+    unverified: list[str] = Field(default_factory=list)
+    """One line per gate lifted by ``Selection.allow_unverified`` (what runs without a verified
+    record); empty for a fully verified plan. Written to the plan file (docs/plan-file.md)."""
 
 
 def node_label(plan: LaunchPlan, proc: PlanProcess) -> str:
@@ -130,7 +133,7 @@ def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:
     (plan-json §3.2: absent = null). With ``extras`` they also carry ``node`` (the machine, see
     :func:`node_label` — ``node_rank`` alone is per group, so PD prefill-0 and decode-0 share rank 0),
     ``phase, depends_on, ports, health, setup``, and the plan carries ``placeholders``, ``placeholder_defaults``, ``base_install``, ``notes``,
-    ``device_count`` and ``min_vllm_version`` (ignored by the golden tool, §4).
+    ``device_count``, ``min_vllm_version`` and ``unverified`` (ignored by the golden tool, §4).
     """
     procs = []
     for p in plan.processes:
@@ -165,4 +168,5 @@ def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:
         out["notes"] = list(plan.notes)
         out["device_count"] = plan.device_count
         out["min_vllm_version"] = plan.min_vllm_version
+        out["unverified"] = list(plan.unverified)
     return out

@@ -84,6 +84,16 @@ class Selection(BaseModel):
     """PD KV connector id (seed ``pd_cluster.connectors``); None = the connector marked default."""
     router: str | None = None
     """PD router: ``vllm`` (default), ``smg`` or ``dynamo`` (seed §4.8)."""
+    companion_args: dict[str, Union[str, int, float]] = Field(default_factory=dict)
+    """Values for the companions' own arguments (docs/catalog.md §6): ``l1_size_gb`` and
+    ``max_cpu_workers`` (the LMCache server), ``router_host`` and ``router_port`` (fill
+    ``$ROUTER_HOST`` / ``$ROUTER_PORT``), ``prometheus_port`` (every vllm-router). Unknown keys are an
+    error naming the valid ones."""
+    allow_unverified: bool = False
+    """Lift the gates that close a choice only for lack of a recorded verified run (an IAXL-style
+    opt-in KV option the recipe has not verified, K3; a restricted profile the recipe does not list,
+    H1). The plan marks each lifted gate under ``unverified`` (docs/catalog.md §4). Hard
+    incompatibilities (brand, device kind, strategy shape) are never lifted."""
 
     @field_validator("kv_instances", mode="before")
     @classmethod

@@ -6,10 +6,13 @@ Resolution order (first hit wins), see :func:`resolve_source`:
 2. ``recipes_dir`` remembered in the user config
    (``platformdirs.user_config_path("vllm-wizard") / "config.yaml"``), written by
    ``vllm-wizard recipes use DIR`` and by ``vllm-wizard recipes sync``;
-3. the bundled catalog (the seeds + our curated recipes + Mooncake kv_store), shipped as package data.
+3. the bundled catalog (the seeds + every recipe in facts-only form + Mooncake kv_store), shipped
+   as package data.
 
-A recipes checkout *replaces* the bundled catalog (plan-json §1): mixing seed and snapshot data would
-change the commands.
+How each source is loaded (:func:`vllm_deploy_wizard.catalog.loader.load_for_source`,
+docs/catalog.md §1): ``--recipes DIR`` is exactly that checkout (the reference builder's view);
+a remembered or synced checkout is layered over the bundled catalog — it adds and updates models
+and adds taxonomy ids the seeds lack, and never removes a seed system.
 
 ``sync_recipes`` downloads a GitHub-style repository archive (``.tar.gz`` or ``.zip`` with exactly one
 top folder), unpacks it safely, validates that it loads, and swaps it in atomically. Decisions:
@@ -86,8 +89,11 @@ class CatalogSource:
 
     @property
     def label(self) -> str:
-        """``"bundled"`` or the checkout path — the ``provenance.catalog_source`` of a plan file."""
-        return "bundled" if self.path is None else str(self.path)
+        """The ``provenance.catalog_source`` of a plan file: ``"bundled"``, the checkout path
+        (``--recipes``), or ``"bundled+<path>"`` (a remembered checkout layered over the bundled one)."""
+        if self.path is None:
+            return "bundled"
+        return str(self.path) if self.kind == "dir" else f"bundled+{self.path}"
 
 
 # --------------------------------------------------------------------------- user folders / config

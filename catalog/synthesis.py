@@ -126,6 +126,8 @@ class _Ctx:
     """Docker image of serve processes (docker mode only)."""
     pools: dict[str, _Pool] = field(default_factory=dict)
     checks: dict[str, Any] = field(default_factory=dict)
+    unverified: list[str] = field(default_factory=list)
+    """Gates lifted by ``sel.allow_unverified`` (LaunchPlan.unverified)."""
 
     # -----------------------------------------------------------------------------------------
     @property
@@ -506,7 +508,9 @@ def _kv_option_gates(ctx: _Ctx, key: str, opt: KvOffloadOption) -> dict[str, boo
     if st is not None and st.kv_offload is False:
         allowed = False
     support = ctx.recipe.kv_offload_support.get(key)
-    supported = support != "unsupported" and (not opt.requires_opt_in or support == "verified")
+    unverified = opt.requires_opt_in and support not in ("verified", "unsupported")
+    supported = support != "unsupported" and (not opt.requires_opt_in or support == "verified"
+                                              or (unverified and ctx.sel.allow_unverified))
     brand_ok = opt.brands is None or ctx.brand in opt.brands
     return {"kv_allowed_for_strategy": allowed, "kv_supported_for_recipe": supported, "kv_brand_ok": brand_ok}
 
@@ -553,6 +557,9 @@ def _resolve(cat: Catalog, sel: Selection) -> _Ctx:
                profile=profile, gpu_count=gpu_count, nodes=nodes, strategy_id=strategy_id,
                strategy=strategy, so=so, features=features, install_mode=install_mode, kv_key=kv_key)
     ctx.checks = _checks(ctx, omni)
+    if sel.allow_unverified and ctx.checks.get("restricted_hidden"):
+        ctx.unverified.append(f"hardware {profile.display_name or hw} ({hw}): restricted profile "
+                              f"{recipe.hf_id} does not list (rule H1)")
     if not omni and kv_key is not None:
         if kv_key in cat.taxonomy.kv_offload:
             opt = cat.taxonomy.kv_offload[kv_key]
@@ -565,6 +572,9 @@ def _resolve(cat: Catalog, sel: Selection) -> _Ctx:
             usable = all(facts.values()) and ctx.checks.get("kv_hardware_ok", True) and ctx.checks.get("kv_docker_ok", True)
             if usable:
                 ctx.kv_option = opt
+                if opt.requires_opt_in and recipe.kv_offload_support.get(kv_key) != "verified":
+                    ctx.unverified.append(f"KV offload {opt.display_name or kv_key}: no verified run recorded "
+                                          f"for {recipe.hf_id} (kv_offload_support.{kv_key}, rule K3)")
         elif kv_key in cat.kv_stores:
             store = cat.kv_stores[kv_key]
             ctx.checks["kv_store_brand_ok"] = profile.brand in ("NVIDIA", "AMD")
@@ -668,7 +678,7 @@ def _resolve_pd(ctx: _Ctx) -> None:
 def _serve(ctx: _Ctx, name: str, role: str, node_rank: int | None, toks: list[str], env: dict[str, str],
            instance: int | None = None, launcher: list[str] | None = None,
            remove: list[str] | None = None) -> PlanProcess:
-    kept = A.dedupe_units(toks + B.serve_args(ctx.profile, toks))
+    kept = A.typed_last(A.dedupe_units(toks + B.serve_args(ctx.profile, toks)), list(ctx.sel.advanced_args))
     removals = list(ctx.strategy.remove_args) if ctx.strategy else []
     removals += remove or []
     kept = A.remove_flags(kept, removals)
@@ -948,8 +958,73 @@ def _port_values(argv: list[str]) -> list[int]:
     return sorted(set(ports))
 
 
+#: ``Selection.companion_args`` keys → what they set (docs/catalog.md §6).
+COMPANION_ARGS = {
+    "l1_size_gb": "LMCache server --l1-size-gb (GiB of host RAM for its L1 cache)",
+    "max_cpu_workers": "LMCache server --max-cpu-workers",
+    "router_host": "the router's --host ($ROUTER_HOST)",
+    "router_port": "the router's --port ($ROUTER_PORT)",
+    "prometheus_port": "every vllm-router's --prometheus-port",
+}
+
+
+def _set_flag(argv: list[str], flag: str, value: str, add: bool = False) -> list[str]:
+    """``argv`` with ``flag``'s value replaced (``--flag v`` or ``--flag=v``); appended when absent and
+    ``add``."""
+    out, found = list(argv), False
+    for i, tok in enumerate(out):
+        if tok == flag and i + 1 < len(out):
+            out[i + 1], found = value, True
+        elif tok.startswith(flag + "="):
+            out[i], found = f"{flag}={value}", True
+    if not found and add:
+        out += [flag, value]
+    return out
+
+
+def _apply_companion_args(ctx: _Ctx, procs: list[PlanProcess]) -> None:
+    """Apply ``sel.companion_args`` to the companion processes (before ports are read).
+
+    Raises SelectionError for an unknown key or a non-numeric size/count/port."""
+    given = {k: str(v) for k, v in ctx.sel.companion_args.items()}
+    if not given:
+        return
+    unknown = [k for k in given if k not in COMPANION_ARGS]
+    if unknown:
+        raise _did_you_mean("companion arg", unknown[0], COMPANION_ARGS, "(companion_args)", list_all=True)
+    for key in ("l1_size_gb", "max_cpu_workers", "router_port", "prometheus_port"):
+        if key in given and not given[key].replace(".", "", 1).isdigit():
+            raise SelectionError(f"companion arg {key}={given[key]!r}: expected a number")
+    fill = {"$ROUTER_HOST": given.get("router_host"), "$ROUTER_PORT": given.get("router_port")}
+    for p in procs:
+        if p.name.startswith("kv_offload:lmcache"):
+            if "l1_size_gb" in given:
+                p.argv = _set_flag(p.argv, "--l1-size-gb", given["l1_size_gb"])
+                init = _flag_value(p.argv, "--l1-init-size-gb")
+                if init is not None and init.replace(".", "", 1).isdigit() and float(init) > float(given["l1_size_gb"]):
+                    p.argv = _set_flag(p.argv, "--l1-init-size-gb", given["l1_size_gb"])
+            if "max_cpu_workers" in given:
+                p.argv = _set_flag(p.argv, "--max-cpu-workers", given["max_cpu_workers"])
+        if p.argv[:1] == ["vllm-router"] and "prometheus_port" in given:
+            p.argv = _set_flag(p.argv, "--prometheus-port", given["prometheus_port"], add=True)
+        for hole, value in fill.items():
+            if value is not None:
+                p.argv = [tok.replace(hole, value) for tok in p.argv]
+                p.env = {k: v.replace(hole, value) for k, v in p.env.items()}
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    for i, tok in enumerate(argv):
+        if tok == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if tok.startswith(flag + "="):
+            return tok.split("=", 1)[1]
+    return None
+
+
 def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
-    """Docker wrapping, phases, ports, health, setup, depends_on (contracts §2)."""
+    """Companion args, docker wrapping, phases, ports, health, setup, depends_on (contracts §2)."""
+    _apply_companion_args(ctx, procs)
     image = ctx.image
     extra_flags: list[str] = []
     if ctx.connector is not None and ctx.connector.docker is not None:
@@ -1071,6 +1146,7 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         notes=_notes(ctx),
         device_count=ctx.gpu_count,
         min_vllm_version=_max_version(versions),
+        unverified=list(ctx.unverified),
     )
 
 

@@ -117,6 +117,7 @@ class WizardApp(App):
         self.options: Any = None
         self.resolved_features: list[str] = []
         self.plan_warnings: list[str] = []  # the synthesized plan's gate warnings (see recompute)
+        self.fit_fixes: dict[str, int] = {}  # companion values that fit this node (planner fixes)
         self.frontend_default: str | None = None  # the frontend the plan runs with when none is picked
         self.errors: dict[str, str] = {}
         self.plan_json: dict | None = None
@@ -308,7 +309,10 @@ class WizardApp(App):
             return
         hw = self.selection.get("hardware")
         prof = self.catalog.taxonomy.hardware_profiles.get(hw) if hw else None
-        count = getattr(self.inventory, "device_count", 0) if hw and hw == self.detected_profile else 0
+        from vllm_deploy_wizard.tui.inventory_view import detected_devices
+
+        # on the detected profile: detected devices (a CPU node: its NUMA nodes, docs/catalog.md §5)
+        count = (detected_devices(self.inventory) or 0) if hw and hw == self.detected_profile else 0
         if count and prof is not None and getattr(prof, "gpu_count", None) != count:
             self.selection["gpus"] = int(count)
         else:
@@ -359,15 +363,16 @@ class WizardApp(App):
             return
         try:
             sel = self.services.make_selection(self.selection)
-            self.options = self.services.options(self.catalog, sel, **self._detected_kw())
+            host = self._host()
+            self.options = self.services.options(self.catalog, sel, **self._detected_kw(),
+                                                 **({"host": host} if host is not None else {}))
         except Exception as exc:  # noqa: BLE001 — a SelectionError the person must see
             self.options = None
             self.plan_warnings = []
             self.errors["options"] = str(exc)
             return
         try:  # the resolved feature list (defaults) marks the feature row; a plan error shows on review
-            plan = self.services.synthesize(self.catalog, self.services.make_selection(self.planned_selection()))
-            self._add_host_fit(plan)
+            plan = self._plan(self.services.make_selection(self.planned_selection()))
             self.resolved_features = list(getattr(plan, "resolved", {}).get("features") or [])
             # the plan's own "warning: …" notes (gate rules H1, N5, S3…, recipes-synthesis §3.1), shown
             # by the configure pane as review and `vllm-wizard plan` show them
@@ -388,36 +393,50 @@ class WizardApp(App):
 
     def planned_selection(self) -> dict[str, Any]:
         """The selection review synthesizes: the person's picks plus the values the configure screen
-        shows as resolved (:func:`~vllm_deploy_wizard.tui.axes.planned_selection`), so both screens agree."""
-        from vllm_deploy_wizard.tui.axes import planned_selection
+        shows as resolved (:func:`~vllm_deploy_wizard.catalog.planner.landing_selection`), so both
+        screens agree."""
+        from vllm_deploy_wizard.catalog.planner import landing_selection
 
-        return planned_selection(self.selection, self.options)
+        return landing_selection(self.selection, self.options)
 
     def build_plan(self) -> dict:
         """Synthesize :meth:`planned_selection`; returns plan-json §3 dict. Raises WizardError."""
         sel = self.services.make_selection(self.planned_selection())
-        self.plan = self.services.synthesize(self.catalog, sel)
-        self._add_host_fit(self.plan)
+        self.plan = self._plan(sel)
         self.plan_json = self.services.plan_to_json(self.plan)
         return self.plan_json
 
-    def _add_host_fit(self, plan: Any) -> None:
-        """Append catalog.hostfit's warnings (LMCache L1 / CPU KV tier vs this node's RAM and CPUs,
-        detection.md §5.1) to ``plan.notes`` — only when the plan is for this node: the hardware
-        picked is the detected profile (another profile means planning for another machine)."""
+    def _host(self) -> Any:
+        """This node's facts (catalog.hostfit.HostCapacity) when the plan is for this node — the
+        hardware picked is the detected profile (another profile means planning for another
+        machine) — else None."""
         hw = self.selection.get("hardware")
         if self.inventory is None or hw is None or hw != self.detected_profile:
-            return
-        from vllm_deploy_wizard.catalog.backends import apply_host_settings
-        from vllm_deploy_wizard.catalog.hostfit import HostCapacity, host_fit_warnings
+            return None
+        from vllm_deploy_wizard.catalog.hostfit import HostCapacity
 
         try:
-            host = HostCapacity.from_inventory(self.inventory)
-            notes = apply_host_settings(self.catalog.taxonomy.hardware_profiles, plan, host)
-            notes += host_fit_warnings(self.catalog, plan, host)
-        except Exception:  # noqa: BLE001 — advice only; a plan that can't be checked is still shown
-            return
-        plan.notes = [*plan.notes, *(n for n in notes if n not in plan.notes)]
+            return HostCapacity.from_inventory(self.inventory)
+        except Exception:  # noqa: BLE001 — facts are advice; a node that can't be read plans off-node
+            return None
+
+    def _plan(self, sel: Any) -> Any:
+        """The plan of ``sel`` from the one planner (catalog.planner.plan_selection): node facts,
+        gate and host-fit warnings, unverified marks — exactly what `vllm-wizard plan` prints."""
+        if self.services.plan is None:
+            self.fit_fixes = {}
+            return self.services.synthesize(self.catalog, sel)
+        planned = self.services.plan(self.catalog, sel, self._host(), **self._detected_kw())
+        self.fit_fixes = dict(getattr(planned, "fixes", {}) or {})
+        return planned.plan
+
+    def apply_fit_fixes(self) -> dict[str, int]:
+        """Take the companion values the host-fit warnings suggest (``fit_fixes``: LMCache
+        ``l1_size_gb`` / ``max_cpu_workers``) into ``selection.companion_args``; returns what was set."""
+        fixes = dict(getattr(self, "fit_fixes", {}) or {})
+        if fixes:
+            self.update_selection(companion_args={**(self.selection.get("companion_args") or {}), **fixes})
+        return fixes
 
     @property
     def launcher(self) -> LauncherPort | None:

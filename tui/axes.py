@@ -13,7 +13,8 @@ Rules that are the wizard's, not the catalog's (recipes-synthesis §2.9 pill/sub
   ``mooncake`` selects its first available member/topology, and the matching sub-row is shown only
   while that group/Mooncake is the active pill;
 - Advanced presets are toggles of their ``args`` inside ``advanced_args`` (on = the args appear as a
-  contiguous run; off removes that run), so free-text args typed by the person are kept;
+  contiguous run in front of the typed ones, so a flag the person typed wins; off removes that run),
+  so free-text args typed by the person are kept;
 - picking the active frontend again turns the frontend off (``frontend: null``, plan-json §2);
 - a row the person has not picked shows the value that will be used: ``resolved`` (PD pool modes
   ``resolved["pd_modes"]``, feature modes ``resolved["feature_modes"]``, KV offload, set-axes).
@@ -53,7 +54,7 @@ OTHER_SCREENS = frozenset({"hardware"})
 RESET_AFTER = {
     "variant": (),
     "strategy": ("pd", "connector", "router"),
-    "nodes": (),
+    "nodes": ("strategy", "pd", "connector", "router"),  # a strategy picked for another node count resets
 }
 
 
@@ -69,6 +70,9 @@ class ChoiceView:
     warning: str
     selected: bool
     args: tuple[str, ...] = ()
+    unverified: bool = False
+    """The choice lacks only a recorded verified run (docs/catalog.md §4): disabled = ctrl+u
+    (allow unverified) opens it; available = it was opened and the plan marks it unverified."""
 
 
 @dataclass(frozen=True)
@@ -196,7 +200,8 @@ def axis_views(opts: Any, selection: Mapping[str, Any], features: list[str] | No
                 label += (" (default — nothing picked: vLLM's own frontend)" if cid == "python"
                           else " (default — the recipe's env turns it on)")
             shown.append(ChoiceView(cid, label, state, str(_get(c, "reason") or ""),
-                                    str(_get(c, "warning") or ""), selected, args))
+                                    str(_get(c, "warning") or ""), selected, args,
+                                    bool(_get(c, "unverified", False))))
         if shown:
             key = f"{axis}:{sub}" if sub else axis
             views.append(AxisView(key, title.format(sub=sub or ""), multi, tuple(shown)))
@@ -231,7 +236,8 @@ def apply_choice(selection: Mapping[str, Any], view: AxisView, choice_id: str, o
         args = list(new.get("advanced_args") or [])
         run = choice.args if choice else ()
         at = _contains_run(args, run)
-        new["advanced_args"] = args[:at] + args[at + len(run):] if at >= 0 else args + list(run)
+        # a preset goes in front: what the person typed comes later and wins (docs/catalog.md §3)
+        new["advanced_args"] = args[:at] + args[at + len(run):] if at >= 0 else list(run) + args
     elif axis == "frontend":
         new["frontend"] = None if new.get("frontend") == choice_id else choice_id
     elif axis == "kv_offload":
@@ -255,45 +261,4 @@ def apply_choice(selection: Mapping[str, Any], view: AxisView, choice_id: str, o
     return {k: v for k, v in new.items() if v is not None}
 
 
-#: Selection keys filled from ``Options.resolved`` when the person has not picked them (see
-#: :func:`planned_selection`). ``gpus`` is left out: unset means the profile's count in both cores.
-RESOLVED_KEYS = ("hardware", "variant", "strategy", "nodes", "install_mode")
-
-
-def planned_selection(selection: Mapping[str, Any], opts: Any) -> dict[str, Any]:
-    """The selection the review synthesizes: ``selection`` with every value the configure screen
-    *shows* but the person did not pick filled from ``opts.resolved`` (recipes-synthesis §2.14 UI rule).
-
-    Why: with no strategy picked, ``options()`` resolves a *usable* strategy (the one the rows are
-    computed against and the screen marks) while ``synthesize`` alone would take the reference pick
-    (e.g. Kimi-K3 on Xeon 6: PD vs single_node_tp). Sending the displayed values makes the two
-    screens agree. Filled: hardware, variant, strategy (not for omni recipes, which have no strategy
-    row, §2.12), nodes (not for omni either), install_mode; under ``pd_cluster`` the pool modes
-    (``pd.{prefill,decode}.mode`` from ``resolved["pd_modes"]``), router and connector; a KV offload
-    other than ``none``. ``opts`` None (no model yet) returns a copy of ``selection``. Never raises.
-    """
-    new = dict(selection)
-    resolved = _get(opts, "resolved") or {} if opts is not None else {}
-    if not resolved:
-        return new
-    omni = not (_get(opts, "strategy") or [])
-    for key in RESOLVED_KEYS:
-        if key in ("strategy", "nodes") and omni:
-            continue
-        if new.get(key) is None and resolved.get(key) is not None:
-            new[key] = resolved[key]
-    if resolved.get("strategy") == "pd_cluster" and new.get("strategy") == "pd_cluster":
-        pd = {role: dict(pool or {}) for role, pool in (new.get("pd") or {}).items()}
-        for role, mode in (resolved.get("pd_modes") or {}).items():
-            if mode and not pd.get(role, {}).get("mode"):
-                pd.setdefault(role, {})["mode"] = mode
-        if pd:
-            new["pd"] = pd
-        for key in ("router", "connector"):
-            if new.get(key) is None and resolved.get(key) is not None:
-                new[key] = resolved[key]
-    kv = resolved.get("kv_offload")
-    if new.get("kv_offload") is None and kv and kv != "none":
-        new["kv_offload"] = kv
-    return new
 

@@ -109,7 +109,8 @@ def detected_memory_gb(inventory: Any) -> tuple[float, str] | None:
     """The memory a model must fit into on this machine, in GB (10^9 bytes, the recipes' unit), and
     what it is in words: for GPUs the primary group's per-device memory × devices ("8×141 GiB
     detected GPU memory"); for a CPU-only node the host RAM ("24 GiB detected host RAM"). None when
-    detection did not report it."""
+    detection did not report it. On a CPU-only node with NUMA facts it is one NUMA node's memory ×
+    the NUMA nodes with CPUs ("1×11 GiB detected NUMA node memory"), what the plan's fit rules use."""
     if inventory is None:
         return None
     groups = field(inventory, "accelerators", default=[]) or []
@@ -118,6 +119,11 @@ def detected_memory_gb(inventory: Any) -> tuple[float, str] | None:
         if not each or not count:
             return None
         return float(each) * int(count) * 2**30 / 1e9, f"{count}×{float(each):.0f} GiB detected GPU memory"
+    nodes = [n for n in (field(inventory, "host", "numa_nodes", default=None) or [])
+             if (field(n, "cpus", default=0) or 0) > 0 and field(n, "mem_bytes")]
+    if nodes:  # vLLM CPU binds each rank to one NUMA node (docs/catalog.md §5)
+        each = min(float(field(n, "mem_bytes")) for n in nodes)
+        return each * len(nodes) / 1e9, f"{len(nodes)}×{each / 2**30:.0f} GiB detected NUMA node memory"
     ram = field(inventory, "host", "ram_bytes") or field(inventory, "host", "mem_total_bytes")
     if not ram:
         return None

@@ -63,6 +63,8 @@ def plan_document(app: Any) -> dict:
     provenance = {
         "catalog_source": getattr(source, "label", None) or (str(app.recipes) if app.recipes else "bundled"),
         "catalog_revision": getattr(source, "revision", None) or getattr(app.catalog, "revision", None),
+        "recipes_revision": getattr(app.catalog, "recipes_revision", None) or None,
+        "unverified": list(getattr(plan, "unverified", []) or []),
         "hardware_profile": plan.resolved["hardware"],
         "device_count": plan.device_count,
         "hardware_snapshot": hardware_snapshot(app),

@@ -47,12 +47,23 @@ def choice_prompt(view: AxisView, index: int) -> Text:
     else:
         mark = "● " if c.selected else "○ "
     text = Text(mark + c.label, style="bold" if c.selected else "")
+    if c.unverified and c.state != "disabled":
+        text.append(" [unverified]", style="bold yellow")
     if c.state == "disabled":
         reason = " ".join(c.reason.split()) or "unavailable"
         text.append(f" — {reason}", style="italic")
+        if c.unverified:
+            text.append(" (ctrl+u allows unverified choices)", style="italic yellow")
     elif c.warning:
         text.append(f"  ⚠ {' '.join(c.warning.split())}", style="italic yellow")
     return text
+
+
+def _companion_keys() -> tuple[str, ...]:
+    """The ``companion_args`` keys (catalog.synthesis.COMPANION_ARGS), imported when first needed."""
+    from vllm_deploy_wizard.catalog.synthesis import COMPANION_ARGS
+
+    return tuple(COMPANION_ARGS)
 
 
 class AxisList(OptionList):
@@ -94,12 +105,16 @@ class ConfigureScreen(Screen):
 
     HELP_TITLE = "Configure"
     HELP_INTRO = ("tab / shift+tab moves between rows, up/down between choices, enter picks (● / [x] mark what the "
-                  "plan uses, also defaults). Disabled choices say why. Advanced args: raw vLLM flags, enter "
+                  "plan uses, also defaults). Disabled choices say why; ctrl+u allows the ones that only lack a "
+                  "verified run (marked unverified in the rows and in the plan); ctrl+g takes the value a host-fit warning "
+                  "suggests (LMCache L1 size, CPU workers). Advanced args: raw vLLM flags, enter "
                   "applies; the Constraints panel warns when a preset and a typed flag collide.")
 
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("ctrl+n", "next", "Review"),
+        Binding("ctrl+u", "toggle_unverified", "Unverified", show=False),
+        Binding("ctrl+g", "fit_fix", "Fit fix", show=False),
     ]
 
     def compose(self) -> ComposeResult:
@@ -135,8 +150,12 @@ class ConfigureScreen(Screen):
             widgets.append(Label(view.title, classes="axis-title"))
             widgets.append(AxisList(view, id=dom_id("axis", view.key)))
         widgets.append(Label("Advanced args (raw vLLM flags, enter to apply)", classes="axis-title"))
-        widgets.append(Input(" ".join(shlex.quote(a) for a in self.app.selection.get("advanced_args", [])),
-                             placeholder="--max-model-len 8192", id="advanced-args"))
+        self._advanced_shown = " ".join(shlex.quote(a) for a in self.app.selection.get("advanced_args", []))
+        widgets.append(Input(self._advanced_shown, placeholder="--max-model-len 8192", id="advanced-args"))
+        self._companion_shown = " ".join(f"{k}={v}" for k, v in (self.app.selection.get("companion_args") or {}).items())
+        widgets.append(Label("Companion args (key=value: " + ", ".join(_companion_keys()) + ")",
+                             classes="axis-title"))
+        widgets.append(Input(self._companion_shown, placeholder="l1_size_gb=16 router_port=30000", id="companion-args"))
         await container.mount_all(widgets)
         self._keys = [v.key for v in views]
         self.update_panel()
@@ -170,6 +189,10 @@ class ConfigureScreen(Screen):
         warnings = warnings_of(app.options) if app.options is not None else []
         # the plan's gate warnings (H1, N5, S3…) too, so this pane says what review and `plan` say
         warnings += [w for w in getattr(app, "plan_warnings", []) if w not in warnings]
+        fixes = getattr(app, "fit_fixes", None) or {}
+        if fixes:
+            warnings.append("press ctrl+g to use the values that fit this node: "
+                            + ", ".join(f"{k.replace('_', '-')} {v}" for k, v in fixes.items()))
         self.query_one(ConstraintPanel).show(warnings, error)
         sel = app.selection
         self.query_one("#cfg-summary", Static).update(f"{sel.get('model', '—')} on {sel.get('hardware', '—')}"
@@ -183,19 +206,81 @@ class ConfigureScreen(Screen):
         self.app.set_selection(apply_choice(self.app.selection, axis, str(event.option.id), self.app.options))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id != "advanced-args":
-            return
+        if event.input.id == "advanced-args":
+            self._apply_advanced(event.value)
+        elif event.input.id == "companion-args":
+            self._apply_companion(event.value)
+
+    def on_input_blurred(self, event: Input.Blurred) -> None:
+        """Typed advanced / companion args apply when the person moves on (tab, click elsewhere),
+        not only on enter."""
+        if event.input.id == "advanced-args" and self._edited(event.value):
+            self._apply_advanced(event.value)
+        elif event.input.id == "companion-args" and event.value != getattr(self, "_companion_shown", ""):
+            self._apply_companion(event.value)
+
+    def _apply_companion(self, text: str) -> bool:
+        """Set ``companion_args`` from ``key=value`` words (docs/catalog.md §6); False (and a notice
+        naming the valid keys) for a word that is not one."""
+        values: dict[str, str] = {}
+        for word in text.split():
+            key, eq, value = word.partition("=")
+            if not eq or key not in _companion_keys() or not value:
+                self.notify(f"Companion args: {word!r} is not key=value with key one of "
+                            f"{', '.join(_companion_keys())}", severity="error")
+                return False
+            values[key] = value
+        self._companion_shown = text
+        if values != dict(self.app.selection.get("companion_args") or {}):
+            self.app.update_selection(companion_args=values or None)
+        return True
+
+    def _edited(self, text: str) -> bool:
+        """True when the box holds text the person typed (not what it was filled with)."""
+        return text != getattr(self, "_advanced_shown", "")
+
+    def _apply_advanced(self, text: str) -> bool:
+        """Set ``advanced_args`` from the typed text (shell words); False (and a notice) when the text
+        can't be split (an open quote). Unchanged text changes nothing."""
         try:
-            args = shlex.split(event.value)
+            args = shlex.split(text)
         except ValueError as exc:
             self.notify(f"Advanced args: {exc}", severity="error")
-            return
-        selection = dict(self.app.selection)
-        selection["advanced_args"] = args
-        self.app.set_selection(selection)
+            return False
+        self._advanced_shown = text
+        if args != list(self.app.selection.get("advanced_args") or []):
+            selection = dict(self.app.selection)
+            selection["advanced_args"] = args
+            self.app.set_selection(selection)
+        return True
+
+    def action_fit_fix(self) -> None:
+        """Use the companion values the host-fit warnings suggest (LMCache L1 size, CPU workers)."""
+        fixes = self.app.apply_fit_fixes()
+        if fixes:
+            self.notify("Applied: " + ", ".join(f"{k}={v}" for k, v in fixes.items()))
+        else:
+            self.notify("Nothing to fix: the plan fits this node", severity="information")
+
+    def action_toggle_unverified(self) -> None:
+        """Allow (or stop allowing) choices that lack only a recorded verified run — an opt-in KV
+        option the recipe has not verified, a restricted profile it does not list (docs/catalog.md
+        §4). The plan marks each such choice unverified; hard incompatibilities stay disabled."""
+        allow = not self.app.selection.get("allow_unverified")
+        self.app.update_selection(allow_unverified=True if allow else None)
+        self.notify("Unverified choices allowed: the plan marks them unverified" if allow
+                    else "Unverified choices off", severity="warning" if allow else "information")
 
     def action_next(self) -> None:
-        """Go to review (refused with the reason while planning is impossible)."""
+        """Go to review (refused with the reason while planning is impossible); text typed into the
+        advanced-args box is applied first."""
+        box = self.query("#advanced-args")
+        if box and self._edited(box.first(Input).value) and not self._apply_advanced(box.first(Input).value):
+            return
+        comp = self.query("#companion-args")
+        if comp and comp.first(Input).value != getattr(self, "_companion_shown", "") \
+                and not self._apply_companion(comp.first(Input).value):
+            return
         if self.app.errors.get("options") or self.app.catalog is None:
             self.notify(self.app.errors.get("options", "Catalog not loaded yet"), severity="error")
             return

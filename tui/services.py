@@ -50,8 +50,11 @@ class Services:
     - ``load_catalog(recipes_dir | None) -> Catalog`` (contracts §1; raises CatalogError)
     - ``detect() -> Inventory`` (never raises, contracts §4)
     - ``match_profiles(inventory, profiles) -> [Candidate]`` ranked best first
-    - ``make_selection(mapping) -> Selection``; ``options(catalog, selection) -> Options``;
+    - ``make_selection(mapping) -> Selection``; ``options(catalog, selection, detected_profile=,
+      host=) -> Options`` (node facts applied, catalog.planner.options_for);
       ``synthesize(catalog, selection) -> LaunchPlan`` (raises SelectionError);
+      ``plan(catalog, selection, host, detected_profile=) -> Planned`` (catalog.planner, the one
+      entry point ``vllm-wizard plan`` uses too);
       ``plan_to_json(plan) -> dict`` (shared/spec/plan-json.md §3)
     - ``custom_recipe(catalog, id_or_path) -> (catalog', hf_id)``: the catalog with the recipe derived
       from a custom model's config.json added, and the id to select (raises SelectionError naming
@@ -67,6 +70,9 @@ class Services:
     options: Callable[[Any, Any], Any]
     synthesize: Callable[[Any, Any], Any]
     plan_to_json: Callable[[Any], dict]
+    plan: Callable[..., Any] | None = None
+    """``plan(catalog, selection, host, detected_profile=…) -> Planned`` (catalog.planner); None
+    falls back to ``synthesize`` (test fakes)."""
     custom_recipe: Callable[[Any, str], tuple[Any, str]] | None = None
     launcher: LauncherPort | None = None
     extras: dict[str, Any] = field(default_factory=dict)
@@ -89,7 +95,9 @@ def real_services() -> Services:
 
         source = resolve_source(recipes)
         extras["source"] = source
-        return cat_mod.load_catalog(source.path) if source.path else cat_mod.load_catalog()
+        from vllm_deploy_wizard.catalog.loader import load_for_source
+
+        return load_for_source(source)
 
     def custom(catalog, ident: str):
         from vllm_deploy_wizard.catalog.custom import resolve_model
@@ -120,10 +128,26 @@ def real_services() -> Services:
         detect=getattr(det_mod, "detect", None) or missing("detect", "vllm_deploy_wizard.detect"),
         match_profiles=getattr(det_mod, "match_profiles", None) or (lambda inv, profiles: []),
         make_selection=make_selection,
-        options=getattr(cat_mod, "options", None) or missing("options", "vllm_deploy_wizard.catalog"),
+        options=_planner_options,
+        plan=_planner_plan,
         synthesize=getattr(cat_mod, "synthesize", None) or missing("synthesize", "vllm_deploy_wizard.catalog"),
         plan_to_json=cat_mod.plan_to_json,
         custom_recipe=custom,
         launcher=launcher,
         extras=extras,
     )
+
+
+def _planner_options(catalog, selection, detected_profile=None, host=None):
+    """The rows with node facts applied (:func:`vllm_deploy_wizard.catalog.planner.options_for`)."""
+    from vllm_deploy_wizard.catalog.planner import options_for
+
+    return options_for(catalog, selection, detected_profile=detected_profile, host=host)
+
+
+def _planner_plan(catalog, selection, host=None, detected_profile=None):
+    """The wizard's plan: :func:`vllm_deploy_wizard.catalog.planner.plan_selection`, not strict (the
+    rows already disable what can't be picked; the plan shows the warnings of anything else)."""
+    from vllm_deploy_wizard.catalog.planner import plan_selection
+
+    return plan_selection(catalog, selection, host, detected_profile=detected_profile, strict=False)

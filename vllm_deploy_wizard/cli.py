@@ -27,8 +27,12 @@ COMMAND_MODULES = ("wizard", "detect", "plan", "launch", "status", "attach", "lo
                    "recipes")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser. Each module adds its sub-command; the wizard is the default."""
+def build_parser(only: tuple[str, ...] | None = None) -> argparse.ArgumentParser:
+    """The argument parser. Each module adds its sub-command; the wizard is the default.
+
+    ``only`` limits it to those command modules: ``vllm-wizard`` with no command builds just the
+    wizard's (importing and registering the ten headless commands costs tens of milliseconds
+    before the first screen, ``bench/bench_terminal_start.py``)."""
     parser = argparse.ArgumentParser(
         prog="vllm-wizard",
         description="Detect this node's accelerators, plan the vLLM recipe commands for a model, "
@@ -36,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"vllm-wizard {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in only or COMMAND_MODULES:
         try:
             module = importlib.import_module(f"vllm_deploy_wizard.commands.{name}")
         except ModuleNotFoundError as exc:  # a command not built yet must not break the others
@@ -49,8 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command, return its exit status."""
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    wizard_only = not argv or (argv[0] not in COMMAND_MODULES and argv[0] not in TOP_LEVEL_FLAGS)
+    parser = build_parser(("wizard",) if wizard_only else None)
     commands = sub_commands(parser)
     if "wizard" in commands and (not argv or (argv[0] not in commands and argv[0] not in TOP_LEVEL_FLAGS)):
         # `vllm-wizard` and `vllm-wizard --model X`: the wizard is the default command.

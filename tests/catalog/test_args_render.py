@@ -99,3 +99,33 @@ def test_user_args_split_as_a_person_means_it(given, tokens, warned) -> None:
     got, warnings = user_args(given)
     assert got == tokens
     assert bool(warnings) is warned
+
+
+def test_typed_args_win_in_either_spelling_and_after_features():
+    """A flag a person types wins over the recipe, a preset, a feature or the KV layer, written
+    `--flag value` or `--flag=value`; untouched typed flags keep their place (golden order)."""
+    from vllm_deploy_wizard.catalog import Selection, load_catalog, synthesize
+
+    cat = load_catalog()
+
+    def serve(*typed: str) -> list[str]:
+        plan = synthesize(cat, Selection(model="Qwen/Qwen3-32B", hardware="h200", advanced_args=list(typed)))
+        return plan.processes[0].argv
+
+    argv = serve("--tensor-parallel-size=4", "--reasoning-parser", "deepseek_r1", "--max-model-len", "4096")
+    assert "--tensor-parallel-size" not in argv and argv.count("--tensor-parallel-size=4") == 1
+    assert argv[-3:] == ["--tensor-parallel-size=4", "--reasoning-parser", "deepseek_r1"]
+    assert argv.count("--reasoning-parser") == 1 and argv[argv.index("--reasoning-parser") + 1] == "deepseek_r1"
+    assert argv.index("--max-model-len") < argv.index("--enable-auto-tool-choice")  # in place
+    argv = serve("--tensor-parallel-size", "2")
+    assert argv.count("--tensor-parallel-size") == 1 and argv[argv.index("--tensor-parallel-size") + 1] == "2"
+
+
+def test_typed_last_keeps_untouched_units_in_place():
+    from vllm_deploy_wizard.catalog.args import dedupe_units, typed_last
+
+    toks = ["--a", "1", "--b", "2", "--c=3", "--d", "4"]
+    typed = ["--b", "2"]
+    assert typed_last(dedupe_units(toks), typed) == dedupe_units(toks)
+    toks = ["--c", "1", "--b", "2", "--c=3"]
+    assert typed_last(dedupe_units(toks), ["--c", "1"]) == [("--b", "2"), ("--c", "1")]

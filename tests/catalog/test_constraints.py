@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_deploy_wizard.catalog.constraints import (
-    AVAILABLE,
-    DISABLED,
-    HIDDEN,
+from vllm_deploy_wizard.catalog.constraints import AVAILABLE, DISABLED, HIDDEN, options, visible
+from vllm_deploy_wizard.catalog.planner import (
     default_nodes,
     default_pool_nodes,
-    options,
     pick_default_hardware,
     recommend_strategy,
-    visible,
 )
 from vllm_deploy_wizard.catalog.loader import load_catalog
 from vllm_deploy_wizard.catalog.models import Companion, Recipe
@@ -186,7 +182,7 @@ def test_s6_dense_model_gets_no_expert_parallel_strategies(snap):
 
 
 def test_hardware_match_min_gpus_disables_tep_dep(snap):
-    opts = options(snap, {"model": DSV4, "hardware": "h200", "gpus": 1})
+    opts = options(snap, {"model": DSV4, "hardware": "h200", "gpus": 1, "nodes": 1})
     assert state(opts.choice("strategy", "single_node_dep")) == (
         DISABLED, "Data + Expert Parallel needs at least 2 GPUs; H200 has 1")
     assert opts.choice("strategy", "single_node_tp").state == AVAILABLE
@@ -226,7 +222,7 @@ def test_n3_intel_xpu(snap):
 
 
 def test_n4_and_n5_variant_too_big_for_one_node(snap):
-    opts = options(snap, {"model": KIMI, "hardware": "h100", "strategy": "multi_node_tp"})
+    opts = options(snap, {"model": KIMI, "hardware": "h100", "strategy": "multi_node_tp", "nodes": 1})
     assert state(opts.choice("nodes", "1")) == (
         DISABLED, "Single-node can't fit this variant on H100 (1680GB > 640GB) — use multi-node")
     assert [c.id for c in opts.nodes] == ["1", "2", "4"]  # 1, 2 and the floor 32/8 = 4 (§2.14)
@@ -449,7 +445,7 @@ def test_b1_verified_badge(snap):
 # ----------------------------------------------------------------------------------- seed gates (bundled catalog)
 
 
-PD_MOE = "Qwen/Qwen3-235B-A22B"
+PD_MOE = "Qwen/Qwen3-235B-A22B-Instruct-2507"
 
 
 def test_seed_connector_brands(bundled):
@@ -490,7 +486,7 @@ def test_seed_simple_composes_with_pd_roles(bundled):
 
 
 def test_seed_iaxl_gates(bundled):
-    qwen = "Qwen/Qwen3-30B-A3B-Instruct-2507"  # bundled recipe without iaxl verification
+    qwen = "Qwen/Qwen3-Next-80B-A3B-Instruct"  # bundled recipe without iaxl verification
     gb = options(bundled, {"model": qwen, "hardware": "gb200"})
     assert state(gb.choice("kv_offload", "iaxl")) == (DISABLED, "IAXL KVShrink is not supported on GB200 NVL4.")
     h200 = options(bundled, {"model": qwen, "hardware": "h200"})

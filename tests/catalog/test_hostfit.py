@@ -49,11 +49,12 @@ def test_lmcache_l1_above_a_small_cpu_nodes_ram_is_warned_with_half_the_ram(tiny
     warnings = host_fit_warnings(cat, plan, SMALL_CPU_NODE)
     l1 = [w for w in warnings if "--l1-size-gb" in w]
     assert l1 == ["warning: LMCache L1 size 512 GiB (--l1-size-gb) exceeds this node's RAM (23.5 GiB): "
-                  "set --l1-size-gb below free RAM, e.g. 11 and --l1-init-size-gb at most 11 (the "
-                  "kv_offload:lmcache process of the plan file; launch refuses an L1 above free RAM)"]
+                  "set --l1-size-gb below free RAM, e.g. 11 and --l1-init-size-gb at most 11 (`plan "
+                  "--l1-size-gb 11`, or the kv_offload:lmcache process of the plan file; launch refuses an L1 "
+                  "above free RAM)"]
     workers = [w for w in warnings if "--max-cpu-workers" in w]
     assert workers == ["warning: LMCache --max-cpu-workers 8 is more than this node's 2 CPUs: set it to at "
-                       "most 2 (the kv_offload:lmcache process of the plan file)"]
+                       "most 2 (`plan --max-cpu-workers 2`, or the kv_offload:lmcache process of the plan file)"]
 
 
 def test_lmcache_fits_a_big_node_and_unknown_host_says_nothing(cat) -> None:

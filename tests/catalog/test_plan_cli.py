@@ -218,11 +218,13 @@ def test_gated_selection_is_planned_with_warnings(capsys, snapshot: Path) -> Non
     assert "warning" not in out
 
 
-def test_unknown_feature_is_ignored_with_a_warning(capsys, snapshot: Path) -> None:
-    code, out, _ = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--feature", "reasonin")
-    assert code == 0
-    assert "# warning: unknown feature 'reasonin' ignored (did you mean reasoning?)" in out
-    assert "--reasoning-parser" not in out
+def test_misspelled_feature_is_an_error_with_did_you_mean(capsys, snapshot: Path) -> None:
+    code, out, err = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--feature", "reasonin")
+    assert code == 2 and out == ""
+    assert "--feature 'reasonin': unknown feature of Qwen/Qwen3-32B. Did you mean: reasoning?" in err
+    assert "Valid: tool_calling, reasoning" in err
+    code, _, err = _plan(capsys, "--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--feature", "reasoning=fast")
+    assert code == 2 and "--feature reasoning=fast: unknown mode of reasoning" in err
 
 
 def test_feature_none_cannot_be_mixed_with_names(capsys, snapshot: Path) -> None:
@@ -466,8 +468,6 @@ def test_script_wait_times_out(capsys, snapshot: Path, tmp_path: Path) -> None:
     (["--recipes", "SNAP", "--strategy", "multi_node_tp", "--nodes", "2", "--kv-offload", "lmcache"],
      "KV offload 'lmcache' dropped: it works with single_node_tp, single_node_tep, single_node_dep only, not "
      "multi_node_tp (rule K6)"),
-    (["--strategy", "single_node_dpa_tp", "--kv-offload", "simple"],  # bundled seed catalog
-     "KV offload 'simple' dropped: strategy single_node_dpa_tp does not compose with KV offload (seed §4.6)"),
 ])
 def test_kv_drop_warnings_say_why_in_plain_words(capsys, monkeypatch, tmp_path: Path, snapshot: Path,
                                                 flags: list[str], reason: str) -> None:
@@ -502,3 +502,25 @@ def test_replayed_small_node_gets_host_fit_warnings_and_the_profile_node_none(ca
     code, out, _ = _plan(capsys, *base, "--hardware", "rtx_5090")
     assert code == 0 and "LMCache L1 size" not in out
     assert "· rtx_5090 (1 device/node) ·" in out.splitlines()[0]
+
+
+def test_companion_args_from_flags(capsys) -> None:
+    code, out, err = _plan(capsys, "--model", "Qwen/Qwen3-8B", "--hardware", "h200", "--kv-offload", "lmcache",
+                           "--l1-size-gb", "16", "--max-cpu-workers", "2", "--json")
+    assert code == 0, err
+    lm = next(p for p in json.loads(out)["processes"] if p["name"].startswith("kv_offload:lmcache"))
+    assert lm["argv"][lm["argv"].index("--l1-size-gb") + 1] == "16"
+    assert lm["argv"][lm["argv"].index("--l1-init-size-gb") + 1] == "16"  # never above the L1 size
+    assert lm["argv"][lm["argv"].index("--max-cpu-workers") + 1] == "2"
+    code, out, err = _plan(capsys, "--model", "deepseek-ai/DeepSeek-V3", "--hardware", "h200", "--strategy",
+                           "pd_cluster", "--router-host", "0.0.0.0", "--router-port", "31000",
+                           "--prometheus-port", "29100", "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    router = next(p for p in plan["processes"] if p["argv"][0] == "vllm-router")
+    assert router["argv"][router["argv"].index("--port") + 1] == "31000"
+    assert router["argv"][router["argv"].index("--prometheus-port") + 1] == "29100"
+    assert sorted(router["ports"]) == [29100, 31000]
+    assert "ROUTER_HOST" not in plan["placeholders"] and "ROUTER_PORT" not in plan["placeholders"]
+    code, _, err = _plan(capsys, "--model", "Qwen/Qwen3-8B", "--kv-offload", "lmcache", "--l1-size-gb", "lots")
+    assert code == 2 and "l1_size_gb='lots': expected a number" in err

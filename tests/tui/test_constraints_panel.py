@@ -13,8 +13,8 @@ from vllm_deploy_wizard.tui.screen_configure import AxisList, ConfigureScreen
 
 RECIPES = [
     ("h200", "Qwen/Qwen3-32B"),  # dense: TEP/DEP/DPA+TP "needs an MoE model", KV opt-in reasons
-    ("rtx_5090", "Qwen/Qwen3-235B-A22B"),  # workstation: nodes > 1 disabled (N2), N5 banner
-    ("mi300x", "Qwen/Qwen3-30B-A3B-Instruct-2507"),  # AMD: brand-gated options
+    ("rtx_5090", "Qwen/Qwen3-235B-A22B-Instruct-2507"),  # workstation: nodes > 1 disabled (N2), N5 banner
+    ("mi300x", "Qwen/Qwen3-Next-80B-A3B-Instruct"),  # AMD: brand-gated options
 ]
 
 
@@ -82,6 +82,6 @@ async def test_insufficient_vram_banner_on_small_hardware(build_app):
     app = build_app(hardware="rtx_5090")
     async with app.run_test(size=(120, 40)) as pilot:
         await pick_hardware(pilot, "rtx_5090")
-        await pick_model(pilot, "Qwen/Qwen3-32B")
+        await pick_model(pilot, "Qwen/Qwen3-235B-A22B-Instruct-2507")  # no variant fits 32 GB
         panel = app.screen.query_one(ConstraintPanel)
         assert any(line.startswith("⚠ Insufficient VRAM for single-node: RTX 5090") for line in panel.lines), panel.lines

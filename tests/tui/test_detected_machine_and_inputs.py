@@ -90,9 +90,9 @@ async def test_model_screen_fit_and_count_use_the_detected_machine(snapshot):
     app = cpu_app(snapshot, inventory=cpu_inventory(numa=1, ram_gib=24))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, 5)
-        # 0 accelerators detected: the profile's own count, as `vllm-wizard plan --detect` plans it
-        # (tester finding 16; commands/plan.py detect_defaults sets --gpus only for a non-zero count)
-        assert app.selection == {"hardware": "xeon6"}
+        # a CPU node: one device per NUMA node with CPUs, as `vllm-wizard plan --detect` plans it
+        # (the planner's node facts, docs/catalog.md §5)
+        assert app.selection == {"hardware": "xeon6", "gpus": 1}
         await pilot.press("ctrl+n")
         await settle(pilot)
         screen = app.screen
@@ -130,7 +130,7 @@ async def test_model_flag_checks_choices_against_the_detected_profile(tmp_path, 
                 break
         await settle(pilot, 5)
         assert app.options is not None
-        assert app.options.resolved["hardware"] == "xeon6" and app.options.resolved["gpus"] == 4  # the profile's, like plan --detect
+        assert app.options.resolved["hardware"] == "xeon6" and app.options.resolved["gpus"] == 1  # NUMA nodes, like plan --detect
         kv = {c.id: c.state for c in app.options.kv_offload}
         assert kv.get("mooncake") == "disabled"
         assert not any("of 8 GPUs" in w for w in app.options.warnings)
@@ -228,7 +228,7 @@ def test_machine_choices_for_one_and_several_machines(catalog):
     assert machine_choices(plan(model="Qwen/Qwen3-32B", hardware="h200")) == []
     tp2 = machine_choices(plan(model="Qwen/Qwen3-32B", hardware="h200", strategy="multi_node_tp", nodes=2))
     assert tp2[0][1] is None and [v for _, v in tp2[1:]] == ["node-0", "node-1"]
-    pd = machine_choices(plan(model="Qwen/Qwen3-235B-A22B", hardware="h200", strategy="pd_cluster",
+    pd = machine_choices(plan(model="Qwen/Qwen3-235B-A22B-Instruct-2507", hardware="h200", strategy="pd_cluster",
                               pd={"prefill": {"nodes": 1}, "decode": {"nodes": 1}}))
     assert [v for _, v in pd] == ["prefill-node-0", "decode-node-0", "router"]
 
@@ -238,7 +238,7 @@ async def test_review_machine_picker_passes_the_node_label_to_the_launcher(build
     app = build_app(launcher=launcher)
     async with app.run_test(size=(120, 40)) as pilot:
         await pick_hardware(pilot, "h200")
-        await pick_model(pilot, "Qwen/Qwen3-235B-A22B")
+        await pick_model(pilot, "Qwen/Qwen3-235B-A22B-Instruct-2507")
         app.set_selection({**app.selection, "strategy": "pd_cluster",
                            "pd": {"prefill": {"nodes": 1}, "decode": {"nodes": 1}}})
         await settle(pilot)
@@ -281,7 +281,47 @@ async def test_constraint_panel_warns_when_a_preset_and_a_typed_arg_set_the_same
         row.highlighted = row.get_option_index("max-model-len")
         await pilot.press("enter")
         await settle(pilot)
-        assert app.selection["advanced_args"] == ["--max-model-len", "256", "--max-model-len", "auto"]
+        assert app.selection["advanced_args"] == ["--max-model-len", "auto", "--max-model-len", "256"]
         panel = str(app.screen.query_one("#constraints").render()) + " ".join(
             str(w.render()) for w in app.screen.query("#constraints *"))
-        assert "the last one wins: --max-model-len auto" in " ".join(panel.split())
+        assert "the last one wins: --max-model-len 256" in " ".join(panel.split())  # the typed value
+        app.build_plan()
+        argv = app.plan.processes[0].argv
+        assert argv.count("--max-model-len") == 1 and argv[argv.index("--max-model-len") + 1] == "256"
+
+
+async def test_typed_advanced_args_apply_when_moving_on(build_app):
+    app = build_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pick_hardware(pilot, "h200")
+        await pick_model(pilot, "Qwen/Qwen3-32B")
+        args = app.screen.query_one("#advanced-args", Input)
+        args.focus()
+        args.value = "--max-model-len=4096"
+        await pilot.press("tab")  # no enter: moving on applies the text
+        await settle(pilot)
+        assert app.selection["advanced_args"] == ["--max-model-len=4096"]
+        args.focus()
+        args.value = "--max-num-seqs 64"
+        await pilot.press("ctrl+n")  # straight to review from the box
+        await settle(pilot, 5)
+        assert app.selection["advanced_args"] == ["--max-num-seqs", "64"]
+        assert "--max-num-seqs" in app.plan.processes[0].argv
+
+
+def test_cpu_node_memory_is_one_numa_node_per_device():
+    node = SimpleNamespace(cpus=2, mem_bytes=11 * GIB)
+    inv = cpu_inventory(numa=1, ram_gib=24)
+    inv.host.numa_nodes = [node, SimpleNamespace(cpus=0, mem_bytes=64 * GIB)]  # memory-only node ignored
+    gb, words = detected_memory_gb(inv)
+    assert round(gb, 1) == round(11 * GIB / 1e9, 1) and words == "1×11 GiB detected NUMA node memory"
+
+
+async def test_one_numa_cpu_node_defaults_to_one_device():
+    from vllm_deploy_wizard.catalog import load_catalog
+
+    app = cpu_app(load_catalog(), cpu_inventory(numa=1))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, 5)
+        assert app.selection.get("hardware") == "xeon6"
+        assert app.selection.get("gpus") == 1  # the profile says 4; this box has one NUMA node

@@ -98,12 +98,12 @@ async def test_hardware_list_follows_the_chosen_model(build_app, catalog):
 
     from vllm_deploy_wizard.catalog import Selection, options
 
-    app = build_app(model="Qwen/Qwen3-235B-A22B")
+    app = build_app(model="Qwen/Qwen3-235B-A22B-Instruct-2507")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         plist = app.screen.query_one("#profiles", OptionList)
         listed = {plist.get_option_at_index(i).id for i in range(plist.option_count)} - {None}
-        gates = options(catalog, Selection(model="Qwen/Qwen3-235B-A22B", hardware="h200"), detected_profile="h200")
+        gates = options(catalog, Selection(model="Qwen/Qwen3-235B-A22B-Instruct-2507", hardware="h200"), detected_profile="h200")
         assert listed == {c.id for c in gates.hardware if c.state != "hidden"}
         assert "rtx_5090" not in listed  # restricted and not declared by the recipe (H1)
 

@@ -134,9 +134,9 @@ def test_smoke_targets_the_router_when_the_plan_has_one(catalog):
     from vllm_deploy_wizard.catalog import Selection, plan_to_json, synthesize
     from vllm_deploy_wizard.tui.smoke import endpoint_of
 
-    pd = plan_to_json(synthesize(catalog, Selection(model="Qwen/Qwen3-235B-A22B", hardware="h200", strategy="pd_cluster")))
+    pd = plan_to_json(synthesize(catalog, Selection(model="Qwen/Qwen3-235B-A22B-Instruct-2507", hardware="h200", strategy="pd_cluster")))
     base, model = endpoint_of(pd)
-    assert base == "http://$ROUTER_HOST:$ROUTER_PORT" and model == "Qwen/Qwen3-235B-A22B"
+    assert base == "http://$ROUTER_HOST:$ROUTER_PORT" and model == "Qwen/Qwen3-235B-A22B-Instruct-2507"
     single = plan_to_json(synthesize(catalog, Selection(model="Qwen/Qwen3-32B", hardware="h200")))
     assert endpoint_of(single) == ("http://127.0.0.1:8000", "Qwen/Qwen3-32B")
 

@@ -358,16 +358,20 @@ def cpu_app(catalog):
 
 
 async def test_cpu_node_plans_like_the_cli_and_configure_shows_the_plan_warnings(snapshot_catalog):
-    from vllm_deploy_wizard.catalog import Selection, synthesize
+    from vllm_deploy_wizard.catalog import Selection
+    from vllm_deploy_wizard.catalog.hostfit import HostCapacity
+    from vllm_deploy_wizard.catalog.planner import plan_selection
 
-    # what `vllm-wizard plan --model Qwen/Qwen3-32B --detect` plans on this node (no --gpus: 0 detected)
-    cli_plan = synthesize(snapshot_catalog, Selection(model="Qwen/Qwen3-32B", hardware="xeon6"))
-    cli_warnings = [n.removeprefix("warning: ") for n in cli_plan.notes if n.startswith("warning: ")]
-    assert any("(rule H1)" in w for w in cli_warnings)
     app = cpu_app(snapshot_catalog)
+    # what `vllm-wizard plan --model Qwen/Qwen3-32B --detect` plans on this node: one device per NUMA node
+    host = HostCapacity.from_inventory(app.services.detect())
+    cli_plan = plan_selection(snapshot_catalog, Selection(model="Qwen/Qwen3-32B", hardware="xeon6"), host,
+                              detected_profile="xeon6", strict=False).plan
+    cli_warnings = [n.removeprefix("warning: ") for n in cli_plan.notes if n.startswith("warning: ")]
+    assert any("(rule H1)" in w for w in cli_warnings) and cli_plan.device_count == 1
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, 5)
-        assert "gpus" not in app.selection
+        assert app.selection.get("gpus") == 1  # the box has one NUMA node, the profile says 4
         await pilot.press("ctrl+n")
         await settle(pilot)
         await pick_model(pilot, "Qwen/Qwen3-32B")
@@ -376,11 +380,7 @@ async def test_cpu_node_plans_like_the_cli_and_configure_shows_the_plan_warnings
         for warning in cli_warnings:
             assert f"⚠ {warning}" in panel.lines
         summary = str(app.screen.query_one("#cfg-summary", Static).render())
-        assert summary.endswith(f"· {cli_plan.device_count} devices/node") and cli_plan.device_count == 4
-        app.update_selection(gpus=1)
-        await settle(pilot)
-        assert str(app.screen.query_one("#cfg-summary", Static).render()).endswith("· 1 device/node")
-        app.update_selection(gpus=None)
+        assert summary.endswith("· 1 device/node")
         await pilot.press("ctrl+n")
         await settle(pilot)
         assert isinstance(app.screen, ReviewScreen) and app.plan.device_count == cli_plan.device_count

@@ -72,7 +72,7 @@ def test_configure_screen_after_picks(snap_compare, build_app, size):
 
     async def before(pilot):
         await pick_hardware(pilot, "h200")
-        await pick_model(pilot, "Qwen/Qwen3-30B-A3B-Instruct-2507")
+        await pick_model(pilot, "Qwen/Qwen3-Next-80B-A3B-Instruct")
         await pick(pilot, "strategy", "single_node_dep")
         await pick(pilot, "kv_offload", "lmcache")
         await steady(pilot)

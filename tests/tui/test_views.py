@@ -22,18 +22,20 @@ def test_recipe_rows_filter_by_query_task_and_architecture(catalog):
     moe = recipe_rows(catalog.recipes, h200, "h200", architecture="moe")
     assert moe and {r.architecture for r in moe} == {"moe"}
     assert len(moe) < len(catalog.recipes)
-    assert recipe_rows(catalog.recipes, h200, "h200", task="omni") == []
+    omni = recipe_rows(catalog.recipes, h200, "h200", task="omni")
+    assert omni and all(catalog.recipes[r.hf_id].is_omni for r in omni)
+    assert recipe_rows(catalog.recipes, h200, "h200", task="no-such-task") == []
     assert len(recipe_rows(catalog.recipes, h200, "h200", query="qwen 235b")) == 1  # every word must match
 
 
 def test_recipe_rows_mark_fit_per_hardware(catalog):
     small = catalog.taxonomy.hardware_profiles["rtx_5090"]  # 32 GB, not scalable
     rows = {r.hf_id: r for r in recipe_rows(catalog.recipes, small, "rtx_5090")}
-    assert rows["Qwen/Qwen3-235B-A22B"].fits == "no"
-    assert rows["Qwen/Qwen2.5-7B-Instruct"].fits == "yes"
+    assert rows["Qwen/Qwen3-235B-A22B-Instruct-2507"].fits == "no"
+    assert rows["Qwen/Qwen3-8B"].fits == "yes"
     h100 = catalog.taxonomy.hardware_profiles["h100"]
     rows = {r.hf_id: r for r in recipe_rows(catalog.recipes, h100, "h100")}
-    assert rows["Qwen/Qwen3-235B-A22B"].fits in ("yes", "multi")
+    assert rows["Qwen/Qwen3-235B-A22B-Instruct-2507"].fits in ("yes", "multi")
 
 
 def test_profile_groups_nvidia_first_and_detected_marked(catalog):
@@ -55,7 +57,7 @@ def test_advanced_preset_toggles_its_args_and_keeps_typed_ones(catalog):
     opts, views = _views(catalog, sel)
     preset = next(c for c in views["advanced"].choices if c.id == "max-num-seqs")
     on = apply_choice(sel, views["advanced"], preset.id, opts)
-    assert on["advanced_args"] == ["--seed", "1", *preset.args]
+    assert on["advanced_args"] == [*preset.args, "--seed", "1"]  # typed args stay last and win
     opts, views = _views(catalog, on)
     assert next(c for c in views["advanced"].choices if c.id == "max-num-seqs").selected
     off = apply_choice(on, views["advanced"], preset.id, opts)
@@ -63,7 +65,7 @@ def test_advanced_preset_toggles_its_args_and_keeps_typed_ones(catalog):
 
 
 def test_kv_group_pill_picks_its_first_available_member(catalog):
-    sel = {"model": "Qwen/Qwen3-30B-A3B-Instruct-2507", "hardware": "h200"}
+    sel = {"model": "Qwen/Qwen3-32B", "hardware": "h200"}
     opts, views = _views(catalog, sel)
     group = next(c for c in views["kv_offload"].choices if c.id in opts.kv_offload_members and c.state == "available")
     picked = apply_choice(sel, views["kv_offload"], group.id, opts)
@@ -93,7 +95,7 @@ def test_feature_toggle_starts_from_resolved_defaults(catalog):
 
 
 def test_pd_pool_mode_pick_writes_the_pd_mapping(catalog):
-    sel = {"model": "Qwen/Qwen3-235B-A22B", "hardware": "h200", "strategy": "pd_cluster"}
+    sel = {"model": "Qwen/Qwen3-235B-A22B-Instruct-2507", "hardware": "h200", "strategy": "pd_cluster"}
     opts, views = _views(catalog, sel)
     row = views.get("pd_modes:decode")
     if row is None:
@@ -129,7 +131,7 @@ def test_fill_placeholders_longest_name_first():
 
 def test_pd_pool_rows_mark_the_resolved_default_modes(catalog):
     """Before any pick, each PD pool row marks the mode options() resolved for it (§2.6/§2.14)."""
-    sel = {"model": "Qwen/Qwen3-235B-A22B", "hardware": "h200", "strategy": "pd_cluster"}
+    sel = {"model": "Qwen/Qwen3-235B-A22B-Instruct-2507", "hardware": "h200", "strategy": "pd_cluster"}
     opts, views = _views(catalog, sel)
     for role in ("prefill", "decode"):
         marked = [c.id for c in views[f"pd_modes:{role}"].choices if c.selected]
@@ -175,3 +177,21 @@ def test_dom_ids_are_valid_textual_ids_and_queries(name):
     parse_selectors(f"#{made}")  # raises when "#id" is not a parsable query
     assert made != dom_id("axis", name + ".")
     assert dom_id("ph", "HEAD_IP") == "ph-HEAD_IP" and dom_id("axis", "pd_modes:decode") == "axis-pd_modes--decode"
+
+
+def test_changing_the_node_count_back_resets_the_strategy(catalog):
+    from vllm_deploy_wizard.catalog import synthesize
+
+    sel = {"model": "Qwen/Qwen3-32B", "hardware": "h200"}
+    opts, views = _views(catalog, sel)
+    two = apply_choice(sel, views["nodes"], "2", opts)
+    opts, views = _views(catalog, two)
+    assert opts.resolved["strategy"] == "multi_node_tp"
+    picked = apply_choice(two, views["strategy"], "multi_node_tp", opts)
+    opts, views = _views(catalog, picked)
+    one = apply_choice(picked, views["nodes"], "1", opts)
+    assert "strategy" not in one
+    opts, _ = _views(catalog, one)
+    assert opts.resolved["strategy"] == "single_node_tp"
+    plan = synthesize(catalog, Selection(**one))
+    assert plan.deploy_type == "single_node" and not any("HEAD_IP" in " ".join(p.argv) for p in plan.processes)

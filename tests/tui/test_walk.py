@@ -17,13 +17,13 @@ from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 CASES = [
     pytest.param("h200", "Qwen/Qwen3-32B", [], dict(model="Qwen/Qwen3-32B", hardware="h200"), id="dense-tp"),
     pytest.param(
-        "h200", "Qwen/Qwen3-30B-A3B-Instruct-2507", [("strategy", "single_node_dep")],
-        dict(model="Qwen/Qwen3-30B-A3B-Instruct-2507", hardware="h200", strategy="single_node_dep"),
+        "h200", "Qwen/Qwen3-Next-80B-A3B-Instruct", [("strategy", "single_node_dep")],
+        dict(model="Qwen/Qwen3-Next-80B-A3B-Instruct", hardware="h200", strategy="single_node_dep"),
         id="moe-dep-router-companion",
     ),
     pytest.param(
-        "h200", "Qwen/Qwen3-235B-A22B", [("strategy", "pd_cluster"), ("pd_connector", "nixl")],
-        dict(model="Qwen/Qwen3-235B-A22B", hardware="h200", strategy="pd_cluster", connector="nixl"),
+        "h200", "Qwen/Qwen3-235B-A22B-Instruct-2507", [("strategy", "pd_cluster"), ("pd_connector", "nixl")],
+        dict(model="Qwen/Qwen3-235B-A22B-Instruct-2507", hardware="h200", strategy="pd_cluster", connector="nixl"),
         id="pd-nixl",
     ),
     pytest.param(
@@ -51,7 +51,7 @@ async def test_review_shows_the_cli_plan(build_app, catalog, hardware, model, pi
 async def test_dep_review_lists_router_companion_before_engine(build_app):
     app = build_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await walk(pilot, "h200", "Qwen/Qwen3-30B-A3B-Instruct-2507", [("strategy", "single_node_dep")])
+        await walk(pilot, "h200", "Qwen/Qwen3-Next-80B-A3B-Instruct", [("strategy", "single_node_dep")])
         roles = [p["role"] for p in app.plan_json["processes"]]
         assert "serve" in roles and len(roles) >= 2, roles
         shown = [command for _, command in app.screen.commands()]
@@ -67,7 +67,7 @@ async def test_review_actions_work_from_a_placeholder_input(build_app, tmp_path,
     monkeypatch.chdir(tmp_path)
     app = build_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await walk(pilot, "h200", "Qwen/Qwen3-235B-A22B", [("strategy", "pd_cluster"), ("pd_connector", "nixl")])
+        await walk(pilot, "h200", "Qwen/Qwen3-235B-A22B-Instruct-2507", [("strategy", "pd_cluster"), ("pd_connector", "nixl")])
         assert isinstance(app.screen, ReviewScreen), app.errors
         box = app.screen.query_one("#ph-ROUTER_HOST", Input)
         box.focus()

@@ -72,6 +72,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "'--flag value' in one ARG is split at the first blank; '--flag=value' never inside the "
                    "value; a value containing blanks is passed as one argument (with a warning)")
     p.add_argument("--task", help="omni task key")
+    comp = p.add_argument_group("companion arguments (docs/catalog.md §6)")
+    comp.add_argument("--l1-size-gb", metavar="GIB", help="LMCache server --l1-size-gb (host RAM for its L1 cache)")
+    comp.add_argument("--max-cpu-workers", metavar="N", help="LMCache server --max-cpu-workers")
+    comp.add_argument("--router-host", metavar="HOST", help="the router's --host (fills $ROUTER_HOST)")
+    comp.add_argument("--router-port", metavar="PORT", help="the router's --port (fills $ROUTER_PORT)")
+    comp.add_argument("--prometheus-port", metavar="PORT", help="every vllm-router's --prometheus-port")
+    p.add_argument("--allow-unverified", action="store_true", default=None,
+                   help="plan choices that lack only a recorded verified run (an opt-in KV option such as IAXL "
+                   "the recipe has not verified; a restricted profile the recipe does not list); the plan "
+                   "and the plan file mark them unverified. Hard incompatibilities are still refused")
     p.add_argument("--detect", action="store_true",
                    help="detect this node: default --hardware to the best-matching profile and --gpus to the "
                    "detected device count (when it differs from the profile's), record the snapshot in --out")
@@ -112,7 +122,9 @@ FLAG_OF = {"model": "--model", "variant": "--variant", "hardware": "--hardware",
            "nodes": "--nodes", "gpus": "--gpus", "kv_offload": "--kv-offload", "frontend": "--frontend",
            "install_mode": "--install-mode", "connector": "--connector", "router": "--router", "task": "--task",
            "kv_instances": "--kv-instances", "features": "--feature", "feature_modes": "--feature",
-           "pd.prefill": "--pd-prefill", "pd.decode": "--pd-decode", "advanced_args": "--arg"}
+           "pd.prefill": "--pd-prefill", "pd.decode": "--pd-decode", "advanced_args": "--arg",
+           "allow_unverified": "--allow-unverified", "companion_args": "--l1-size-gb/--max-cpu-workers/"
+           "--router-host/--router-port/--prometheus-port"}
 
 
 def selection_data(args: argparse.Namespace, warnings: list[str] | None = None) -> dict[str, Any]:
@@ -129,12 +141,17 @@ def selection_data(args: argparse.Namespace, warnings: list[str] | None = None) 
     if args.selection is not None:
         data = load_selection(args.selection).model_dump(exclude_none=True, exclude_defaults=True)
     for key in ("model", "variant", "hardware", "strategy", "nodes", "gpus", "kv_offload", "frontend",
-                "install_mode", "connector", "router", "task"):
+                "install_mode", "connector", "router", "task", "allow_unverified"):
         value = getattr(args, key, None)
         if value is not None:
             data[key] = value
     if args.kv_instances is not None:
         data["kv_instances"] = {"count": args.kv_instances}
+    companion = {key: getattr(args, key) for key in ("l1_size_gb", "max_cpu_workers", "router_host",
+                                                      "router_port", "prometheus_port")
+                 if getattr(args, key, None) is not None}
+    if companion:
+        data["companion_args"] = {**data.get("companion_args", {}), **companion}
     if args.feature:
         names = list(args.feature)
         if names in (["none"], ["default"]):
@@ -296,53 +313,6 @@ def _write(flag: str, path: Path, text: str, mode: int) -> None:
             Path(tmp).unlink(missing_ok=True)
 
 
-def _check_kv_offload(cat: Any, value: str | None) -> None:
-    """An unknown ``kv_offload`` id is an error listing the valid ids (taxonomy options + kv_store
-    ids, recipes-synthesis §2.9) with the closest ones."""
-    import difflib
-
-    from vllm_deploy_wizard.errors import SelectionError
-
-    if value is None or value in ("none", "off"):
-        return
-    valid = sorted([*cat.taxonomy.kv_offload, *cat.kv_stores])
-    if value in valid:
-        return
-    close = [v for v in valid if value.lower() in v.lower()]  # 'mooncake' → the kv_store ids
-    close += [v for v in difflib.get_close_matches(value, valid, n=3, cutoff=0.5) if v not in close]
-    hint = f" Did you mean: {', '.join(close[:3])}?" if close else ""
-    raise SelectionError(f"--kv-offload {value!r}: unknown KV offload id.{hint} Valid: none, {', '.join(valid)}")
-
-
-def _head_warnings(recipe: Any, plan: Any) -> list[str]:
-    """TP that does not divide the attention heads, when the model's config.json says how many
-    (custom models; vLLM refuses such a TP at start-up)."""
-    import json
-
-    from vllm_deploy_wizard.catalog.custom import find_config
-
-    try:
-        config = json.loads(find_config(recipe.hf_id).read_text(encoding="utf-8"))
-    except Exception:  # not a custom model, or no readable config: heads unknown
-        return []
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    heads = text.get("num_attention_heads") or text.get("n_head")
-    if not isinstance(heads, int) or heads <= 0:
-        return []
-    out = []
-    for proc in plan.processes:
-        argv = proc.argv
-        for i, tok in enumerate(argv[:-1]):
-            if tok in ("--tensor-parallel-size", "-tp") and argv[i + 1].isdigit():
-                tp = int(argv[i + 1])
-                if heads % tp:
-                    out.append(f"warning: tensor parallel size {tp} ({proc.name}) does not divide the "
-                               f"model's {heads} attention heads; vLLM will refuse to start — pick a TP "
-                               f"that divides {heads} (--gpus or --arg=--tensor-parallel-size)")
-                    return out
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     """Plan and print/write; returns 0. Raises WizardError subclasses for bad input."""
     import json
@@ -350,7 +320,9 @@ def run(args: argparse.Namespace) -> int:
     import yaml
 
     from vllm_deploy_wizard import __version__
-    from vllm_deploy_wizard.catalog import load_catalog, plan_to_json, synthesize
+    from vllm_deploy_wizard.catalog import plan_to_json
+    from vllm_deploy_wizard.catalog.loader import load_for_source
+    from vllm_deploy_wizard.catalog.planner import plan_selection
     from vllm_deploy_wizard.catalog.render import node_scripts, plan_file, plan_text
     from vllm_deploy_wizard.catalog.selection import selection_from_data
     from vllm_deploy_wizard.catalog.sources import resolve_source
@@ -360,7 +332,7 @@ def run(args: argparse.Namespace) -> int:
         raise SelectionError("--scenario needs --replay FILE (a scenario file such as failure_modes.yaml)")
     _check_outputs(args)
     source = resolve_source(args.recipes)
-    cat = load_catalog(source.path)
+    cat = load_for_source(source)
     warnings: list[str] = []
     data = selection_data(args, warnings)
     snapshot = detect_defaults(args, cat, data) if (args.detect or args.replay) else None
@@ -368,33 +340,27 @@ def run(args: argparse.Namespace) -> int:
         raise SelectionError("no model: pass --model ID or a --selection file with a `model` key")
     where = str(args.selection) if args.selection else "flags"
     selection = selection_from_data(data, where, flags=flags_given(args))
-    _check_kv_offload(cat, selection.kv_offload)
-    try:
-        recipe = cat.recipe(selection.model)
-    except SelectionError:
-        from vllm_deploy_wizard.catalog.custom import resolve_model
-
-        local = Path(selection.model).expanduser()
-        recipe = resolve_model(cat, str(local.resolve()) if local.is_dir() else selection.model)
-        cat = cat.with_recipe(recipe)
-        # one id from here on: a local folder given as ./m1, m1 or m1/ is its absolute path
-        selection = selection.model_copy(update={"model": recipe.hf_id})
-    plan = synthesize(cat, selection)
-    plan.notes += ["warning: " + w for w in warnings] + _head_warnings(recipe, plan)
+    host = detected = None
     if snapshot is not None:
-        from vllm_deploy_wizard.catalog.backends import apply_host_settings
-        from vllm_deploy_wizard.catalog.hostfit import HostCapacity, host_fit_warnings
+        from vllm_deploy_wizard.catalog.hostfit import HostCapacity
 
-        host = HostCapacity(**snapshot["host_capacity"])
+        detected = snapshot.get("matched_profile")
+        if selection.hardware is not None and selection.hardware == detected:  # planning for this node
+            host = HostCapacity(**snapshot["host_capacity"])
+    # an exact --recipes checkout is the reference builder's view: gated selections plan with warnings
+    planned = plan_selection(cat, selection, host, detected_profile=detected, strict=source.kind != "dir")
+    cat, selection, plan = planned.catalog, planned.selection, planned.plan
+    plan.notes += ["warning: " + w for w in warnings]
+    if snapshot is not None:
         plan.notes += _device_memory_warnings(cat, plan, snapshot.get("vllm_view"))
-        plan.notes += apply_host_settings(cat.taxonomy.hardware_profiles, plan, host)
-        plan.notes += host_fit_warnings(cat, plan, host)
 
     engines = getattr(args, "k8s", None) is not None or getattr(args, "slurm", None) is not None
     if args.out is not None or engines:
         provenance = {
             "catalog_source": source.label,
             "catalog_revision": source.revision or cat.revision,
+            "recipes_revision": cat.recipes_revision or None,
+            "unverified": list(plan.unverified),
             "hardware_profile": plan.resolved["hardware"],
             "device_count": plan.device_count,
             "hardware_snapshot": snapshot,

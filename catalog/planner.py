@@ -1,0 +1,596 @@
+"""The planner: one entry point from (catalog, selection, node facts) to everything a selection
+implies — resolved defaults, every option with its state and reason, the plan, and its warnings.
+
+``vllm-wizard plan`` and the wizard call only :func:`plan_selection`; ``options()``
+(:mod:`.constraints`, the option rows) and ``synthesize()`` (:mod:`.synthesis`, the processes) are
+its two halves. Resolution lives here: the §2.14 defaults the rows are computed against
+(:func:`pick_default_hardware`, :func:`recommend_strategy`, :func:`default_nodes`,
+:func:`default_pool_nodes`, :func:`default_pool_mode`, :func:`effective_feature_mode`) and the
+wizard's landing selection (:func:`landing_selection`). Rules (docs/catalog.md §3–§5,
+docs/constraints.md §3):
+
+* **Custom models**: a model id that is no recipe is resolved as a custom model
+  (:func:`.custom.resolve_model`) and added to the catalog for this plan.
+* **Node facts** (:class:`.hostfit.HostCapacity`, only when the plan is for the node they were read
+  on): on a CPU backend (``generation: cpu``) the device count is the detected NUMA node count
+  (vLLM CPU runs one rank per NUMA node; a 1-NUMA box never gets the profile's 4), and the memory a
+  device offers is one NUMA node's — the profile is adjusted for this plan only. Host-fit warnings
+  (LMCache L1 size, CPU workers, CPU KV tier) are added.
+* **Ids**: an unknown ``kv_offload`` or feature is an error with did-you-mean (like every other id).
+* **Gates** (``strict``): a value the person gave that the wizard disables or hides — a dense model
+  with DEP, a strategy the hardware can't run, a connector of another brand — is refused with the
+  reason (:class:`PlanRefused`). A gate that is only a missing verified run (K3 opt-in KV option,
+  H1 restricted profile the recipe does not list) is lifted by ``allow_unverified`` and the plan
+  lists it under ``unverified``; hard incompatibilities can't be lifted. ``strict=False`` (an exact
+  ``--recipes`` checkout, the reference builder's view) plans such selections with warnings, as the
+  reference does.
+* **Warnings**: synthesis's gate warnings, TP that does not divide the attention heads (custom
+  models, from their ``config.json``), host-fit warnings.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vllm_deploy_wizard.errors import SelectionError
+
+from . import gates
+from .hostfit import HostCapacity
+from .models import HardwareProfile, Recipe, Strategy, Variant
+from .selection import Selection
+
+#: What a refusal tells the person to do when allow_unverified would lift every gate.
+FORCE_HINT = "pass --allow-unverified to plan it anyway (the plan marks it unverified)"
+
+#: Selection key → (options axis, flag) checked for refusals, in the order they are reported.
+_AXES = (
+    ("hardware", "hardware", "--hardware"),
+    ("variant", "variant", "--variant"),
+    ("strategy", "strategy", "--strategy"),
+    ("connector", "pd_connector", "--connector"),
+    ("router", "pd_router", "--router"),
+    ("frontend", "frontend", "--frontend"),
+    ("install_mode", "install_mode", "--install-mode"),
+)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A value the person gave that the wizard would not offer.
+
+    ``key``: selection key (``strategy``, ``kv_offload``, ``features``, …); ``flag``: the CLI flag;
+    ``value``: the id given; ``reason``: the one-line reason of docs/constraints.md §3;
+    ``unverified``: True when the only gate is a missing verified run (lifted by allow_unverified).
+    """
+
+    key: str
+    flag: str
+    value: str
+    reason: str
+    unverified: bool = False
+
+    def line(self) -> str:
+        """``--strategy single_node_dep: <reason>``."""
+        return f"{self.flag} {self.value}: {self.reason}"
+
+
+class PlanRefused(SelectionError):
+    """The selection asks for what the wizard disables; ``refusals`` lists each value and why."""
+
+    def __init__(self, refusals: list[Refusal]):
+        self.refusals = refusals
+        lines = [r.line() for r in refusals]
+        if all(r.unverified for r in refusals):
+            tail = FORCE_HINT
+        elif any(r.unverified for r in refusals):
+            tail = ("pick another value for the others (see `vllm-wizard plan --help`); --allow-unverified "
+                    "lifts only the ones without a verified run")
+        else:
+            tail = "pick a value the recipe offers on this hardware; these gates can't be forced"
+        super().__init__("refused: the wizard does not offer this selection:\n  " + "\n  ".join(lines)
+                         + f"\n{tail}")
+
+
+@dataclass
+class Planned:
+    """Everything :func:`plan_selection` built.
+
+    ``catalog``: the catalog planned against (with a custom model or node-adjusted profile added);
+    ``selection``: the selection planned (model id normalised, node facts applied);
+    ``options``: :class:`.constraints.Options` of that selection (rows, states, reasons, resolved);
+    ``plan``: the :class:`.plan.LaunchPlan` (``plan.notes`` holds every ``warning:`` line);
+    ``refusals``: values the wizard would not offer (empty when planned strictly);
+    ``warnings``: the ``warning:`` notes added here (heads, host fit), also in ``plan.notes``.
+    """
+
+    catalog: Any
+    selection: Selection
+    _options: Any
+    plan: Any
+    _refusals: list[Refusal] | None = None
+    warnings: list[str] = field(default_factory=list)
+    detected_profile: str | None = None
+    fixes: dict[str, int] = field(default_factory=dict)
+    """``companion_args`` values that make the plan fit the node (host-fit warnings' suggestions)."""
+
+    @property
+    def options(self) -> Any:
+        """The option rows of :attr:`selection` (computed on first use when not planned strictly:
+        the wizard already has its rows, so a keystroke does not pay for them twice)."""
+        if self._options is None:
+            from .constraints import options
+
+            self._options = options(self.catalog, self.selection, detected_profile=self.detected_profile)
+        return self._options
+
+    @property
+    def refusals(self) -> list[Refusal]:
+        """Values of :attr:`selection` the wizard would not offer (see :func:`refusals_for`)."""
+        if self._refusals is None:
+            self._refusals = refusals_for(self.options, self.selection)
+        return self._refusals
+
+
+def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None = None, *,
+                   detected_profile: str | None = None, strict: bool = True) -> Planned:
+    """Plan ``selection`` on ``catalog`` (see the module docstring for every rule).
+
+    Args:
+        catalog: a loaded catalog.
+        selection: the :class:`Selection` (values not given take the §2.14 defaults).
+        host: the node's facts, when the plan is for the node they were read on; None = off-node.
+        detected_profile: the detected profile id (H1 exception of the hardware row).
+        strict: refuse values the wizard disables (True), or plan them with warnings (False).
+
+    Raises:
+        SelectionError: unknown model/variant/hardware/strategy/KV offload/feature id (with
+            did-you-mean) or a malformed selection.
+        PlanRefused: ``strict`` and a given value is disabled or hidden (lists each with its reason).
+    """
+    from .constraints import options
+    from .synthesis import synthesize
+
+    catalog, selection = _resolve_model(catalog, selection)
+    selection = _canonical_ids(catalog, selection)
+    check_ids(catalog, selection)
+    catalog, selection = apply_node_facts(catalog, selection, host)
+    plan = synthesize(catalog, selection)  # first: it names unknown ids with did-you-mean
+    opts = refusals = None
+    if strict:
+        opts = options(catalog, selection, detected_profile=detected_profile)
+        refusals = refusals_for(opts, selection)
+        blocking = [r for r in refusals if not (r.unverified and selection.allow_unverified)]
+        if blocking:
+            raise PlanRefused(blocking)
+    warnings = head_warnings(catalog.recipe(selection.model), plan)
+    fixes: dict[str, int] = {}
+    if host is not None:
+        from .backends import apply_host_settings
+        from .hostfit import companion_fixes, host_fit_warnings
+
+        warnings += apply_host_settings(catalog.taxonomy.hardware_profiles, plan, host)
+        warnings += host_fit_warnings(catalog, plan, host)
+        fixes = companion_fixes(catalog, plan, host)
+    plan.notes += [w for w in warnings if w not in plan.notes]
+    plan.notes += [f"warning: unverified: {line}" for line in plan.unverified]
+    return Planned(catalog, selection, opts, plan, refusals, warnings, detected_profile, fixes)
+
+
+def options_for(catalog: Any, selection: Any, *, detected_profile: str | None = None,
+                host: HostCapacity | None = None) -> Any:
+    """The option rows (:func:`.constraints.options`) of ``selection`` with node facts applied the
+    way :func:`plan_selection` applies them (so the rows and the plan see the same devices).
+
+    ``selection``: a :class:`Selection` or a mapping of its keys. Raises what ``options()`` raises.
+    """
+    from .constraints import options
+
+    if host is not None and host.numa_nodes:
+        sel = selection if isinstance(selection, Selection) else Selection(**{
+            k: v for k, v in dict(selection).items() if v is not None})
+        catalog, selection = apply_node_facts(catalog, sel, host)
+    return options(catalog, selection, detected_profile=detected_profile)
+
+
+# ---------------------------------------------------------------------------------------------
+# §2.14 defaults — the values a selection resolves to where the person gave none (the option rows
+# of :mod:`.constraints` are computed against them; the facts live in :mod:`.gates`)
+
+
+def precision_ok(variant: Variant, profile: HardwareProfile | None) -> bool:
+    """P1 (recipes-synthesis §3.1): see :func:`.gates.precision_ok`; False for an unknown profile."""
+    return profile is not None and gates.precision_ok(profile, variant)
+
+
+def fits_unscalable(variant: Variant, profile: HardwareProfile, vram: float | None) -> bool:
+    """V3: on ``scalable: false`` hardware the variant must fit the node's VRAM."""
+    if profile.scalable:
+        return True
+    need = variant.vram_minimum_gb
+    return need is None or vram is None or need <= vram
+
+
+def variant_runs_on(recipe: Recipe, variant: Variant, hw_id: str, profile: HardwareProfile,
+                    vram: float | None = None) -> bool:
+    """Not ``unsupported`` + P1 precision + ``supported_hardware`` allowlist + non-scalable fit (H3/V1)."""
+    if recipe.meta.hardware.get(hw_id) == "unsupported":
+        return False
+    if not gates.variant_hw_allowed(variant, hw_id) or not gates.precision_ok(profile, variant):
+        return False
+    return fits_unscalable(variant, profile, profile.vram_gb if vram is None else vram)
+
+
+def pick_default_hardware(catalog: Any, recipe: Recipe, variant_key: str | None = "default") -> str:
+    """``pickDefaultHardware`` (recipes-synthesis §2.14) for a variant key → profile id.
+
+    Delegates to :func:`.gates.default_hardware` (the same function synthesis uses).
+    """
+    return gates.default_hardware(recipe, recipe.variant(variant_key), catalog.taxonomy.hardware_profiles)
+
+
+def recommend_strategy(catalog: Any, recipe: Recipe, hw_id: str, nodes: int = 1,
+                       gpus: int | None = None) -> str:
+    """Recommended strategy (§2.14) as the wizard lands on it.
+
+    ``recommendStrategy`` of :mod:`.gates` (what ``plan`` uses when no strategy is given); when that
+    pick is unsupported (S5), unreachable (S4) or disabled by §3.2 ``hardware_match`` (MoE-only on a
+    dense model; TEP/DEP below ``min_gpus`` on ``gpus`` devices — e.g. a 1-NUMA-node CPU box) on
+    ``hw_id``, the first listed strategy that is usable ([UI] fallback of §2.14); else the reference
+    pick unchanged (so the row never lands on a disabled strategy).
+    """
+    pick = gates.recommend_strategy(recipe, nodes)
+    profile = catalog.taxonomy.hardware_profiles.get(hw_id)
+    if profile is None:
+        return pick
+    n = gpus or profile.gpu_count or 1
+
+    is_moe = (recipe.model.architecture or "").lower() == "moe"
+
+    def match_ok(s: Any, sid: str) -> bool:
+        """§3.2 hardware_match as the strategy row disables it: MoE-only on a dense model, or an
+        expert-parallel strategy below its min_gpus on the devices at hand."""
+        hm = getattr(s, "hardware_match", None)
+        if s is None or hm is None:
+            return True
+        if (hm.architecture or "").lower() == "moe" and not is_moe:
+            return False
+        total = n * (max(nodes, 1) if s.deploy_type != "single_node" else 1)
+        expert = sid.endswith(("tep", "dep")) or s.parallelism == "dpa_tp"
+        return not (hm.min_gpus and expert and total < hm.min_gpus)
+
+    def usable(sid: str) -> bool:
+        s = catalog.strategies.get(sid)
+        return (gates.strategy_supported_on_hw(recipe, sid, hw_id, profile)
+                and gates.reachable(recipe, sid, hw_id, n, scales_out(s))
+                and not (s is not None and hidden_by_nodes(s, nodes))
+                and match_ok(s, sid))
+
+    if usable(pick):
+        return pick
+    return next((sid for sid in gates.offered_strategies(recipe) if usable(sid)), pick)
+
+
+def default_nodes(catalog: Any, recipe: Recipe, variant_key: str | None, hw_id: str,
+                  gpus: int | None = None) -> int:
+    """Landing node count (§2.14): 1, or 2 when the variant doesn't fit one node, the recipe has a
+    multi-node/PD strategy and the hardware is scalable and not XPU."""
+    profile = catalog.taxonomy.hardware_profiles.get(hw_id)
+    if profile is None:
+        return 1
+    need = recipe.variant(variant_key).vram_minimum_gb
+    have = node_vram(profile, gpus)
+    if need is None or have is None or need <= have:
+        return 1
+    if not profile.scalable or profile.gen == "xpu":
+        return 1
+    return 2 if has_multi_node(catalog, recipe) else 1
+
+
+def default_pool_nodes(recipe: Recipe, role: str, variant_key: str | None, hw_id: str,
+                       profile: HardwareProfile, gpus: int | None = None) -> int:
+    """PD pool size (§2.14): ``so.pd_cluster.<role>.nodes`` (number or ``{hw_id|default}``) else
+    ``max(1, ceil(vram_minimum_gb / node vram))``; clamped to 1..16 and grown to the pool mode's floor."""
+    so = recipe.strategy_overrides.get("pd_cluster")
+    nodes: int | None = None
+    if so is not None:
+        given = so.role(role).nodes
+        if isinstance(given, dict):
+            given = given.get(hw_id, given.get("default"))
+        if isinstance(given, (int, float)):
+            nodes = int(given)
+    n = gpus or profile.gpu_count or 1
+    if nodes is None:
+        need = recipe.variant(variant_key).vram_minimum_gb
+        have = node_vram(profile, gpus)
+        nodes = max(1, math.ceil(need / have)) if need and have else 1
+    mode = default_pool_mode(recipe, role, None, hw_id, profile, gpus)
+    floor = gates.nodes_for(recipe, mode, hw_id, n)
+    return min(gates.MAX_NODES, max(1, nodes, floor))
+
+
+def default_pool_mode(recipe: Recipe, role: str, strategy: Strategy | None, hw_id: str,
+                      profile: HardwareProfile, gpus: int | None = None, requested: str | None = None) -> str:
+    """Effective PD pool mode of ``role`` (``"tp"|"tep"|"dep"``), as synthesis resolves it (§2.6
+    PD role, §2.14): the ``requested`` mode (selection ``pd.<role>.mode``) → ``so.pd_cluster.<role>
+    .parallelism`` → strategy role ``parallelism`` → ``tp``, snapped to the first allowed mode of
+    :func:`.gates.pool_modes` when not allowed. ``requested=None`` gives the landing default."""
+    allowed = gates.pool_modes(recipe, hw_id, profile, gpus or profile.gpu_count or 1)
+    so = recipe.strategy_overrides.get("pd_cluster")
+    mode = requested or (so.role(role).parallelism if so else None) or (
+        strategy.role(role).parallelism if strategy is not None else None) or "tp"
+    return mode if mode in allowed else allowed[0]
+
+
+def effective_feature_mode(key: str, feature: Any, variant_key: str, variant: Variant, hw_id: str,
+                           profile: HardwareProfile, requested: str | None = None) -> str | None:
+    """``resolveModeKey`` (recipes-synthesis §2.8) → the mode key feature ``key`` runs with, or ``None``
+    when it has no modes (or none is open here).
+
+    Candidates are the modes whose ``variants`` list is empty or names ``variant_key`` (F4) and
+    that :func:`.gates.gated_off` does not turn off on ``hw_id`` (F3); the pick is the first of
+    ``requested`` (selection ``feature_modes``), ``variant.default_modes``, the feature's
+    ``default_mode`` that is a candidate, else the first candidate. Same order as synthesis'
+    ``_Ctx.effective_mode`` (a method of its private context, hence mirrored here; a parity test in
+    tests/catalog/test_constraints.py pins them together)."""
+    if not feature.modes:
+        return None
+    cands = [m for m, mode in feature.modes.items()
+             if (not mode.variants or variant_key in mode.variants)
+             and not gates.gated_off(mode.hardware, hw_id, profile)]
+    if not cands:
+        return None
+    for pick in (requested, variant.default_modes.get(key), feature.default_mode):
+        if pick in cands:
+            return pick
+    return cands[0]
+
+
+def scales_out(strategy: Strategy | None) -> bool:
+    return strategy is not None and strategy.deploy_type in ("multi_node", "pd_cluster")
+
+
+def hidden_by_nodes(s: Strategy, nodes: int) -> bool:
+    """S2: 1 node hides multi_node_*; more nodes hide single_node_* (pd_cluster shows at both)."""
+    return (nodes <= 1 and s.deploy_type == "multi_node") or (nodes > 1 and s.deploy_type == "single_node")
+
+
+def node_vram(profile: HardwareProfile | None, gpus: int | None) -> float | None:
+    """Node VRAM in GB: devices × per-device VRAM (per-device stays the profile's)."""
+    if profile is None or not profile.vram_gb:
+        return None
+    if gpus and profile.gpu_count and gpus != profile.gpu_count:
+        return profile.vram_gb / profile.gpu_count * gpus
+    return profile.vram_gb
+
+
+def has_multi_node(catalog: Any, recipe: Recipe) -> bool:
+    """N1: the recipe offers some multi_node_* or pd_cluster strategy."""
+    for sid in gates.offered_strategies(recipe):
+        s = catalog.strategies.get(sid)
+        dt = s.deploy_type if s is not None else ("multi_node" if sid.startswith("multi_node") else sid)
+        if dt in ("multi_node", "pd_cluster"):
+            return True
+    return False
+
+
+
+# ---------------------------------------------------------------------------------------------
+# the wizard's landing values
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+#: Selection keys filled from ``Options.resolved`` when the person has not picked them (see
+#: :func:`planned_selection`). ``gpus`` is left out: unset means the profile's count in both cores.
+RESOLVED_KEYS = ("hardware", "variant", "strategy", "nodes", "install_mode")
+
+
+def landing_selection(selection: Mapping[str, Any], opts: Any) -> dict[str, Any]:
+    """The selection the wizard plans: ``selection`` with every value the configure screen *shows*
+    but the person did not pick filled from ``opts.resolved`` (docs/synthesis.md §2.14 UI rule).
+
+    Why: with no strategy picked, ``options()`` resolves a *usable* strategy (the one the rows are
+    computed against and the screen marks) while ``synthesize`` alone would take the reference pick
+    (e.g. Kimi-K3 on Xeon 6: PD vs single_node_tp). Sending the displayed values makes the two
+    screens agree. Filled: hardware, variant, strategy (not for omni recipes, which have no strategy
+    row, §2.12), nodes (not for omni either), install_mode; under ``pd_cluster`` the pool modes
+    (``pd.{prefill,decode}.mode`` from ``resolved["pd_modes"]``), router and connector; a KV offload
+    other than ``none``. ``opts`` None (no model yet) returns a copy of ``selection``. Never raises.
+    """
+    new = dict(selection)
+    resolved = _get(opts, "resolved") or {} if opts is not None else {}
+    if not resolved:
+        return new
+    omni = not (_get(opts, "strategy") or [])
+    for key in RESOLVED_KEYS:
+        if key in ("strategy", "nodes") and omni:
+            continue
+        if new.get(key) is None and resolved.get(key) is not None:
+            new[key] = resolved[key]
+    if resolved.get("strategy") == "pd_cluster" and new.get("strategy") == "pd_cluster":
+        pd = {role: dict(pool or {}) for role, pool in (new.get("pd") or {}).items()}
+        for role, mode in (resolved.get("pd_modes") or {}).items():
+            if mode and not pd.get(role, {}).get("mode"):
+                pd.setdefault(role, {})["mode"] = mode
+        if pd:
+            new["pd"] = pd
+        for key in ("router", "connector"):
+            if new.get(key) is None and resolved.get(key) is not None:
+                new[key] = resolved[key]
+    kv = resolved.get("kv_offload")
+    if new.get("kv_offload") is None and kv and kv != "none":
+        new["kv_offload"] = kv
+    return new
+
+
+# ---------------------------------------------------------------------------------------------
+# the steps
+
+
+def _resolve_model(catalog: Any, selection: Selection) -> tuple[Any, Selection]:
+    """A recipe id stays as given; anything else is a custom model added to the catalog (one id
+    from here on: a local folder given as ./m1, m1 or m1/ is its absolute path)."""
+    from pathlib import Path
+
+    try:
+        catalog.recipe(selection.model)
+        return catalog, selection
+    except SelectionError:
+        from .custom import resolve_model
+
+        local = Path(selection.model).expanduser()
+        recipe = resolve_model(catalog, str(local.resolve()) if local.is_dir() else selection.model)
+        return catalog.with_recipe(recipe), selection.model_copy(update={"model": recipe.hf_id})
+
+
+def _canonical_ids(catalog: Any, selection: Selection) -> Selection:
+    """Hardware and variant ids as the catalog spells them (they are matched case-insensitively)."""
+    from .synthesis import _casefold_key
+
+    update: dict[str, Any] = {}
+    hw = _casefold_key(selection.hardware, catalog.taxonomy.hardware_profiles)
+    if hw is not None and hw != selection.hardware:
+        update["hardware"] = hw
+    variant = _casefold_key(selection.variant, catalog.recipe(selection.model).variants)
+    if variant is not None and variant != selection.variant:
+        update["variant"] = variant
+    return selection.model_copy(update=update) if update else selection
+
+
+def check_ids(catalog: Any, selection: Selection) -> None:
+    """Unknown ``kv_offload`` ids and feature keys are errors listing the valid ones with the closest.
+
+    Raises:
+        SelectionError: ``--kv-offload X: unknown KV offload id. Did you mean …? Valid: …`` or
+            ``--feature X: unknown feature of RECIPE. Did you mean …? Valid: …``.
+    """
+    value = selection.kv_offload
+    if value is not None and value not in ("none", "off"):
+        valid = sorted([*catalog.taxonomy.kv_offload, *catalog.kv_stores])
+        if value not in valid:
+            close = [v for v in valid if value.lower() in v.lower()]  # 'mooncake' → the kv_store ids
+            close += [v for v in difflib.get_close_matches(value, valid, n=3, cutoff=0.5) if v not in close]
+            hint = f" Did you mean: {', '.join(close[:3])}?" if close else ""
+            raise SelectionError(f"--kv-offload {value!r}: unknown KV offload id.{hint} "
+                                 f"Valid: none, {', '.join(valid)}")
+    if isinstance(selection.features, list):
+        recipe = catalog.recipe(selection.model)
+        known = list(recipe.features)
+        for key in [*selection.features, *selection.feature_modes]:
+            if key not in recipe.features:
+                close = difflib.get_close_matches(key, known, n=3, cutoff=0.5)
+                hint = f" Did you mean: {', '.join(close)}?" if close else ""
+                raise SelectionError(f"--feature {key!r}: unknown feature of {recipe.hf_id}.{hint} "
+                                     f"Valid: {', '.join(known) or '(this recipe has none)'}")
+        for key, mode in selection.feature_modes.items():
+            modes = recipe.features[key].modes or {}
+            if mode not in modes:
+                close = difflib.get_close_matches(mode, list(modes), n=3, cutoff=0.5)
+                hint = f" Did you mean: {', '.join(close)}?" if close else ""
+                raise SelectionError(f"--feature {key}={mode}: unknown mode of {key}.{hint} "
+                                     f"Valid: {', '.join(modes) or '(this feature has no modes)'}")
+
+
+def apply_node_facts(catalog: Any, selection: Selection, host: HostCapacity | None) -> tuple[Any, Selection]:
+    """Node facts on a CPU backend: devices = NUMA nodes with CPUs, per-device memory = one NUMA
+    node's memory (the profile is replaced in a copy of the catalog; GPU profiles are unchanged).
+
+    ``selection.gpus`` given by the person wins. No-op without ``host``, NUMA facts or a hardware
+    id (the plan is then not known to be for this node).
+    """
+    if host is None or not host.numa_nodes:
+        return catalog, selection
+    hw = selection.hardware  # no hardware given: the plan is not known to be for this node
+    profile = catalog.taxonomy.hardware_profiles.get(hw or "")
+    if profile is None or profile.gen != "cpu":
+        return catalog, selection
+    devices = selection.gpus or host.numa_nodes
+    update: dict[str, Any] = {}
+    if host.numa_node_bytes:
+        update["vram_gb"] = round(host.numa_node_bytes / 1e9 * profile.gpu_count, 1)
+    if update:
+        from .loader import Catalog
+
+        tax = catalog.taxonomy.model_copy(update={"hardware_profiles": {
+            **catalog.taxonomy.hardware_profiles, hw: profile.model_copy(update=update)}})
+        catalog = Catalog(tax, catalog.strategies, catalog.kv_stores, catalog.recipes, catalog.source,
+                          catalog.revision, catalog.recipes_revision)
+    if selection.gpus is None and devices != profile.gpu_count:
+        selection = selection.model_copy(update={"gpus": devices})
+    return catalog, selection
+
+
+def refusals_for(opts: Any, selection: Selection) -> list[Refusal]:
+    """Each value given in ``selection`` whose choice ``opts`` disables or hides, with the reason.
+
+    Checked: hardware, variant, strategy, nodes, KV offload (options, group members and Mooncake
+    topologies), PD connector and router, PD pool modes, frontend, install mode, features and
+    feature modes. Values the rows do not list (an omni recipe has no strategy row) are not checked.
+    """
+    out: list[Refusal] = []
+
+    def check(key: str, flag: str, value: Any, choices: list, shown: str | None = None) -> None:
+        if value is None:
+            return
+        hit = next((c for c in choices if c.id == str(value)), None)
+        if hit is None or hit.state == "available":
+            return
+        reason = hit.reason or ("not offered for this selection" if hit.state == "hidden" else "not available")
+        out.append(Refusal(key, flag, shown or str(value), reason, hit.unverified))
+
+    for key, axis, flag in _AXES:
+        check(key, flag, getattr(selection, key, None), opts.axis(axis))
+    if selection.nodes is not None and opts.strategy:
+        check("nodes", "--nodes", selection.nodes, opts.nodes)
+    kv = selection.kv_offload
+    if kv not in (None, "none", "off"):
+        rows = [*opts.kv_offload, *(m for ms in opts.kv_offload_members.values() for m in ms),
+                *opts.mooncake_topology]
+        check("kv_offload", "--kv-offload", kv, rows)
+    if selection.pd is not None:
+        for role in ("prefill", "decode"):
+            pool = getattr(selection.pd, role, None)
+            if pool is not None and getattr(pool, "mode", None):
+                check(f"pd.{role}", f"--pd-{role}", pool.mode, opts.pd_modes.get(role, []))
+    if isinstance(selection.features, list):
+        for key in selection.features:
+            check("features", "--feature", key, opts.features)
+        for key, mode in selection.feature_modes.items():
+            check("feature_modes", "--feature", mode, opts.feature_modes.get(key, []), f"{key}={mode}")
+    return out
+
+
+def head_warnings(recipe: Any, plan: Any) -> list[str]:
+    """TP that does not divide the attention heads, when the model's config.json says how many
+    (custom models; vLLM refuses such a TP at start-up)."""
+    from .custom import find_config
+
+    if not getattr(recipe, "is_custom", False):  # recipe files carry no config.json: heads unknown
+        return []
+    try:
+        config = json.loads(find_config(recipe.hf_id).read_text(encoding="utf-8"))
+    except Exception:  # not a custom model, or no readable config: heads unknown
+        return []
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    heads = text.get("num_attention_heads") or text.get("n_head")
+    if not isinstance(heads, int) or heads <= 0:
+        return []
+    for proc in plan.processes:
+        argv = proc.argv
+        for i, tok in enumerate(argv[:-1]):
+            if tok in ("--tensor-parallel-size", "-tp") and argv[i + 1].isdigit():
+                tp = int(argv[i + 1])
+                if heads % tp:
+                    return [f"warning: tensor parallel size {tp} ({proc.name}) does not divide the "
+                            f"model's {heads} attention heads; vLLM will refuse to start — pick a TP "
+                            f"that divides {heads} (--gpus or --arg=--tensor-parallel-size)"]
+    return []
