@@ -4,7 +4,7 @@ Public API::
 
     from vllm_deploy_wizard.launcher import ProcessSpec, RunSpec, load_plan_file, start_run, list_runs, RunClient
 
-Module map: spec (what to run, plan-file reader) · states (state machine) · policy (every decision)
+Module map: spec (what to run) · plan_file (plan-file reader) · placeholders · argv (flag values) · states (state machine) · policy (every decision)
 · supervisor (asyncio runtime) · process (process trees) · logs · health · metrics · causes · vllm
 (startup phases) · ports · preflight · runs (run directories, stale runs) · daemon (detached
 supervisor + control socket) · client (RunClient). It never imports catalog, detect or the TUI.
@@ -14,7 +14,8 @@ from vllm_deploy_wizard.launcher.client import RunClient, Snapshot
 from vllm_deploy_wizard.launcher.daemon import RunServer, start_run
 from vllm_deploy_wizard.launcher.logs import LogLines
 from vllm_deploy_wizard.launcher.runs import RunInfo, find_run, list_runs, run_survivors, stop_stale
-from vllm_deploy_wizard.launcher.spec import ProcessSpec, Probe, RestartPolicy, RunSpec, load_plan_file, parse_plan
+from vllm_deploy_wizard.launcher.plan_file import load_plan_file, parse_plan
+from vllm_deploy_wizard.launcher.spec import ProcessSpec, Probe, RestartPolicy, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.supervisor import Metrics, Progress, RunFinished, Supervisor
 

@@ -4,7 +4,7 @@ Issue 4 (before starting anything): every port the plan needs is free (naming th
 OS shows it), no two processes claim the same port, every executable exists in the environment the
 process gets, the installed vLLM meets the plan's ``min_vllm_version``, every flag of each
 ``vllm serve`` exists in that vLLM (unresolved ``$PLACEHOLDERS`` are refused earlier, when the plan
-file is read: :func:`~vllm_deploy_wizard.launcher.spec.parse_plan` names each with its ``--set``; a
+file is read: :func:`~vllm_deploy_wizard.launcher.plan_file.parse_plan` names each with its ``--set``; a
 RunSpec's argv may hold a literal ``$NAME`` written ``$$NAME`` in the plan). Also: a process asking for a
 CPU cache larger than the free RAM (``--l1-size-gb N``, LMCache's L1 size in GiB, as the recipes'
 KV-offload taxonomy plans ``lmcache server``) would crash-loop on "can't allocate memory", so it is
@@ -42,7 +42,9 @@ from typing import Callable, Mapping
 from vllm_deploy_wizard.errors import LaunchError
 from vllm_deploy_wizard.launcher.ports import port_free, port_holder
 from vllm_deploy_wizard.launcher.process import child_env
-from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec, flag_values, last_flag_value, placeholders_in
+from vllm_deploy_wizard.launcher.argv import flag_values, last_flag_value
+from vllm_deploy_wizard.launcher.placeholders import placeholders_in
+from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
 
 #: ``(argv, env, timeout_s) -> stdout text``; raises ``OSError``/``subprocess.SubprocessError``.

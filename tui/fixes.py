@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 
-from vllm_deploy_wizard.launcher.spec import last_flag_value
+from vllm_deploy_wizard.launcher.argv import last_flag_value
 
 #: Fallback context length to halve from when the argv sets none (or ``auto``).
 DEFAULT_MAX_MODEL_LEN = 16384

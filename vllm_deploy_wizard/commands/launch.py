@@ -214,7 +214,7 @@ def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sy
     it has) and prints every default it used (never applied silently, contracts §2). Raises
     ``LaunchError`` for a malformed item.
     """
-    from vllm_deploy_wizard.launcher.spec import plan_placeholders
+    from vllm_deploy_wizard.launcher.plan_file import plan_placeholders
 
     values = parse_values(items)
     if not (isinstance(data, dict) and isinstance(data.get("plan"), dict)):
@@ -249,7 +249,7 @@ def label_rank(label: str) -> int:
 def handle(args: argparse.Namespace) -> int:
     """Run ``launch``; see the module docstring for exit codes."""
     from vllm_deploy_wizard.launcher.preflight import check_or_raise, vllm_probe_needed
-    from vllm_deploy_wizard.launcher.spec import parse_plan, read_plan_data
+    from vllm_deploy_wizard.launcher.plan_file import parse_plan, read_plan_data
 
     data = read_plan_data(args.plan)
     node = getattr(args, "node", None)
