@@ -267,6 +267,10 @@ class MonitorScreen(Screen):
                 (f"✗ {failure.name} {failure.state}: {cause.get('kind', 'failure')} — {cause.get('summary', failure.detail)}", "bold red"),
                 (f"\n  fix: {fix}" if fix else "", "yellow"),
                 ("\n  press x to relaunch with: " + " ".join(fix_args) if fix_args else "", "bold"),
+                ("\n  press x to relaunch without: " + " ".join(cause.get("drop_flags") or [])
+                 if cause.get("drop_flags") and not fix_args else "", "bold"),
+                ("\n  to get a root cause, relaunch with: " + " ".join(f"{k}={v}" for k, v in cause["fix_env"].items())
+                 if cause.get("fix_env") else "", "yellow"),
             ))
         elif self.model.finish_text:
             box.update(self.model.finish_text)
@@ -276,16 +280,11 @@ class MonitorScreen(Screen):
             box.update("")
 
     def fix_args(self) -> list[str] | None:
-        """The flag fix for the current failure (tui/fixes.py), or None."""
+        """The flags the current failure's fix appends (computed by the launcher), or None."""
         from vllm_deploy_wizard.tui.fixes import flag_fix
 
         failure = self.model.failure()
-        if failure is None:
-            return None
-        argv = self.model.argv.get(failure.name)
-        if argv is None and self.app.plan_json:
-            argv = next((p["argv"] for p in self.app.plan_json["processes"] if p["name"] == failure.name), [])
-        return flag_fix((failure.cause or {}).get("kind"), list(argv or []), failure.cause)
+        return flag_fix(failure.cause) if failure is not None else None
 
     def _stats_text(self) -> str:
         stats = self.model.stats
@@ -435,11 +434,17 @@ class MonitorScreen(Screen):
                     severity="information" if result.ok else "error")
 
     async def action_relaunch_fix(self) -> None:
-        """Stop the run, add the failure's suggested flag change to the advanced args, relaunch."""
-        args = self.fix_args()
-        if not args:
+        """Stop the run, apply the failure's fix to the advanced args (tui/fixes.py) and launch again."""
+        from vllm_deploy_wizard.tui.fixes import apply_fix
+
+        failure = self.model.failure()
+        selection = dict(self.app.selection)
+        new_args, stuck = apply_fix(list(selection.get("advanced_args") or []), failure.cause if failure else None)
+        if new_args is None:
             self.notify("No flag fix to apply.", severity="warning")
             return
+        if stuck:
+            self.notify(f"{', '.join(stuck)} comes from the recipe and cannot be removed here.", severity="warning")
         if self.client is not None:
             from vllm_deploy_wizard.errors import LaunchError
 
@@ -449,13 +454,14 @@ class MonitorScreen(Screen):
                 if "finished" not in str(exc):
                     self.notify(f"Could not stop the run, not relaunching: {exc}", severity="error")
                     return
-        selection = dict(self.app.selection)
-        selection["advanced_args"] = list(selection.get("advanced_args") or []) + list(args)
+        selection["advanced_args"] = new_args
         self.app.set_selection(selection)
         from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 
         self.workers.cancel_group(self, "monitor-events")
-        self.app.switch_screen(ReviewScreen())
+        review = ReviewScreen()
+        self.app.switch_screen(review)
+        review.call_after_refresh(review.action_launch)  # x = fix AND relaunch
 
 
 class AttachPrompt(ModalScreen[str | None]):

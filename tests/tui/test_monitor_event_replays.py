@@ -56,14 +56,11 @@ def test_mem_util_crash_loop_gets_cause_detail_and_flag_fix_from_the_monitor_log
     model.feed(mem_util_crash_loop()[2])
     row = model.procs["vllm"]
     assert model.failure() is row and row.cause["kind"] == "mem_util"
-    assert detail_text(row).startswith("not enough free memory for the requested memory utilization")
+    assert detail_text(row).startswith("free CPU memory (11.0/12.59 GiB) is below the requested --gpu-memory-utilization")
     assert "crash loop" in detail_text(row)
     assert len(model.logs["vllm"]) == 123  # the event's tail was already streamed: not added twice
-    assert flag_fix(row.cause["kind"], ["vllm", "serve", "m"], row.cause) == ["--gpu-memory-utilization", "0.5"]
-    # already at vLLM's suggestion: fall back to what the message says is free (11.0/12.59 − 0.05)
-    assert flag_fix("mem_util", ["vllm", "serve", "m", "--gpu-memory-utilization", "0.5"],
-                    {"fix_args": ["--gpu-memory-utilization", "0.5"],
-                     "line": "Available memory on node 0 (3.0/12.59 GiB) on startup"}) == ["--gpu-memory-utilization", "0.18"]
+    # the fix the launcher computed from the figures in the log (11.0/12.59 → 0.87 − margin)
+    assert flag_fix(row.cause) == ["--gpu-memory-utilization", "0.85"]
 
 
 def test_requested_restart_shows_no_stale_pid_and_counts_the_restart():
@@ -165,9 +162,9 @@ async def test_fatal_mem_util_shows_cause_in_detail_and_offers_the_fix(build_app
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await _monitor(app, pilot, mem_util_crash_loop())
         failure = str(screen.query_one("#failure").render())
-        assert "mem_util" in failure and "press x to relaunch with: --gpu-memory-utilization 0.5" in failure
+        assert "mem_util" in failure and "press x to relaunch with: --gpu-memory-utilization 0.85" in failure
         detail = str(screen.query_one("#procs", DataTable).get_cell("vllm", "detail"))
-        assert detail.startswith("not enough free memory")
+        assert detail.startswith("free CPU memory (11.0/12.59 GiB)")
         assert "vllm: fatal" in str(screen.query_one("#phase").render())
 
 
