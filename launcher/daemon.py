@@ -50,8 +50,19 @@ from vllm_deploy_wizard.launcher.supervisor import Message, Supervisor
 
 #: Messages buffered per subscriber before it is dropped.
 CLIENT_QUEUE = 4096
-#: Seconds between refreshes of the recorded process trees in state.json.
+#: Seconds between refreshes of the recorded process trees in state.json (environment
+#: ``VLLM_WIZARD_TREE_REFRESH_S`` overrides it for the supervisor it is set for).
 TREE_REFRESH_S = 10.0
+
+
+def tree_refresh_s() -> float:
+    """Seconds between tree refreshes: ``$VLLM_WIZARD_TREE_REFRESH_S`` when a positive number, else
+    :data:`TREE_REFRESH_S`."""
+    try:
+        value = float(os.environ.get("VLLM_WIZARD_TREE_REFRESH_S", ""))
+    except ValueError:
+        return TREE_REFRESH_S
+    return value if value > 0 else TREE_REFRESH_S
 #: The supervisor's command line before ``RUN_DIR`` (no runpy double import, see the module docstring).
 ENTRY = ("-c", "from vllm_deploy_wizard.launcher.daemon import main; raise SystemExit(main())")
 
@@ -221,7 +232,7 @@ class RunServer:
 
     async def _refresh(self) -> None:
         while True:
-            await asyncio.sleep(TREE_REFRESH_S)
+            await asyncio.sleep(tree_refresh_s())
             for mp in list(self.sup.handles.values()):
                 if mp.returncode is None:
                     mp.collect()

@@ -44,6 +44,7 @@ from typing import Any, Mapping
 
 from vllm_deploy_wizard.errors import LaunchError
 from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
+from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
 from vllm_deploy_wizard.launcher.spec import (
     PHASES, RESTART_MODES, ProcessSpec, Probe, RestartPolicy, RunSpec, dependency_problems, duplicate_names_problem,
 )
@@ -271,6 +272,8 @@ def parse_plan(
                     timeout_s=_num(f"{where}: health.timeout_s", health.get("timeout_s", 2.0), problems) or 2.0,
                     ready_interval_s=None if ready_iv is None else
                     (_num(f"{where}: health.ready_interval_s", ready_iv, problems) or None),
+                    unhealthy_after=_num(f"{where}: health.unhealthy_after", health.get("unhealthy_after", UNHEALTHY_AFTER),
+                                         problems, int) or UNHEALTHY_AFTER,
                 )
         ports: list[int] = []
         for port in proc.get("ports") or []:
@@ -322,8 +325,8 @@ def parse_plan(
                 probe=probe,
                 restart=restart,
                 stop_signal=int(stop_signal),
-                stop_timeout_s=_num(f"{where}: stop.timeout_s", stop.get("timeout_s", 20.0), problems) or 20.0,
-                ready_timeout_s=_num(f"{where}: ready_timeout_s", proc.get("ready_timeout_s", 900.0), problems) or 900.0,
+                stop_timeout_s=_num(f"{where}: stop.timeout_s", stop.get("timeout_s", STOP_TIMEOUT_S), problems) or STOP_TIMEOUT_S,
+                ready_timeout_s=_num(f"{where}: ready_timeout_s", proc.get("ready_timeout_s", READY_TIMEOUT_S), problems) or READY_TIMEOUT_S,
                 ports=tuple(ports),
                 setup=setup or None,
             )

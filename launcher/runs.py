@@ -42,6 +42,7 @@ from typing import Any
 import psutil
 
 from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.launcher.timeouts import STALE_KILL_WAIT_S, STALE_STOP_TIMEOUT_S
 
 
 def runs_root() -> Path:
@@ -239,7 +240,7 @@ def process_survivors(proc: dict[str, Any]) -> list[psutil.Process]:
     return list(found.values())
 
 
-def stop_stale(info: RunInfo, timeout: float = 15.0) -> list[int]:
+def stop_stale(info: RunInfo, timeout: float = STALE_STOP_TIMEOUT_S) -> list[int]:
     """Stop what a dead supervisor left running: SIGTERM, wait ``timeout`` s, SIGKILL the rest.
 
     Returns the pids that were found alive. Records ``outcome: "stopped"`` (with a note) in
@@ -257,7 +258,7 @@ def stop_stale(info: RunInfo, timeout: float = 15.0) -> list[int]:
             p.kill()
         except psutil.Error:
             pass
-    psutil.wait_procs(alive, timeout=5)
+    psutil.wait_procs(alive, timeout=STALE_KILL_WAIT_S)
     path = info.run_dir / "state.json"
     try:
         state = json.loads(path.read_text())

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
 from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
 
 #: Launch phases in order (contracts §2).
 PHASES: tuple[str, ...] = ("infra", "before", "engine", "after")
@@ -35,7 +36,8 @@ class Probe:
     is an access-log line in a real vLLM (and ``/metrics`` is scraped alongside), so the
     default is the slower of ``interval_s`` and :data:`READY_INTERVAL_S` (5 s). Set
     ``ready_interval_s`` (plan file: ``health.ready_interval_s``) to poll faster or slower while
-    READY. ``timeout_s`` is the per-request timeout.
+    READY. ``timeout_s`` is the per-request timeout. ``unhealthy_after``: consecutive failed polls
+    while READY after which the policy restarts the process (plan file: ``health.unhealthy_after``).
     """
 
     url: str
@@ -43,6 +45,7 @@ class Probe:
     interval_s: float = 1.0
     timeout_s: float = 2.0
     ready_interval_s: float | None = None
+    unhealthy_after: int = UNHEALTHY_AFTER
 
     @property
     def ready_cadence_s(self) -> float:
@@ -93,8 +96,8 @@ class ProcessSpec:
     probe: Probe | None = None
     restart: RestartPolicy = RestartPolicy()
     stop_signal: int = int(signal.SIGTERM)
-    stop_timeout_s: float = 20.0
-    ready_timeout_s: float = 900.0
+    stop_timeout_s: float = STOP_TIMEOUT_S
+    ready_timeout_s: float = READY_TIMEOUT_S
     ports: tuple[int, ...] = ()
     setup: str | None = None
 

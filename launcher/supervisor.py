@@ -43,10 +43,11 @@ from vllm_deploy_wizard.launcher import policy as P
 from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES, Cause, explain
 from vllm_deploy_wizard.launcher.logs import LogLines, ProcessLog, Redactor, pump, secret_argv_values
 from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot, parse_metrics, rates
-from vllm_deploy_wizard.launcher.ports import busy_ports
+from vllm_deploy_wizard.launcher.ports import busy_ports, port_holder
 from vllm_deploy_wizard.launcher.process import ManagedProcess, child_env, foreign_listener, gpu_memory_held, spawn_process
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
+from vllm_deploy_wizard.launcher.timeouts import EMERGENCY_STOP_TIMEOUT_S, KILL_WAIT_S, TREE_GONE_GRACE_S
 from vllm_deploy_wizard.launcher.vllm import StartupProgress, is_vllm_serve
 
 
@@ -111,6 +112,19 @@ def metrics_url(probe_url: str) -> str:
     return urlunsplit((u.scheme, u.netloc, "/metrics", "", ""))
 
 
+def with_port_holder(cause: Cause) -> Cause:
+    """``cause`` with ``facts["holder"]`` (``"name (pid N)"``) when it is a port clash whose port's
+    listener the OS shows now; unchanged otherwise."""
+    port = cause.facts.get("port") if cause.kind == "port_in_use" else None
+    holder = port_holder(int(port)) if isinstance(port, int) else None
+    if not holder:
+        return cause
+    from dataclasses import replace
+
+    return replace(cause, facts={**cause.facts, "holder": holder},
+                   summary=f"{cause.summary} (held by {holder})")
+
+
 class Supervisor:
     """Runs one :class:`RunSpec` until it is stopped or settles. Use :meth:`run` inside asyncio.
 
@@ -119,8 +133,8 @@ class Supervisor:
     process's ports to be free. ``metrics``: scrape vLLM ``/metrics`` while READY. ``on_spawned``:
     called with the process name right after each (re)start's OS process exists, before anything
     else happens — the run server records the pid/pgid/create_time in state.json there, so a
-    supervisor SIGKILLed while a process is still STARTING leaves children that `stop` can find
-    (tester finding 1). It must not block; an exception in it is ignored.
+    supervisor SIGKILLed while a process is still STARTING leaves children that `stop` can find.
+    It must not block; an exception in it is ignored.
     """
 
     def __init__(
@@ -366,12 +380,12 @@ class Supervisor:
                 await asyncio.wait_for(asyncio.shield(pump_task), 0.02)  # last lines (pump batches every 5 ms)
         if self.policy.states[name].state is State.STOPPING:
             # an asked-for stop: the process is stopped when its whole tree is gone
-            deadline = self.clock() + p.stop_timeout_s + 5.0
+            deadline = self.clock() + p.stop_timeout_s + TREE_GONE_GRACE_S
             while mp.survivors() and self.clock() < deadline:
                 await asyncio.sleep(0.05)
             if mp.survivors():
                 mp.kill_tree()
-                await mp.reap(2.0)
+                await mp.reap(KILL_WAIT_S)
             self._queue.put_nowait(P.Exited(name, rc))
             return
         tail = log.last(40)
@@ -381,8 +395,9 @@ class Supervisor:
         marks = [i for i, line in enumerate(recent) if line.startswith("[wizard] starting: ")]
         # always a cause (unclassified = exit status + last error line); the policy uses it only
         # when the exit is a failure
-        cause = explain(recent[marks[-1] + 1:] if marks else recent, rc, p.argv)
-        self._queue.put_nowait(P.Exited(name, rc, cause.to_dict(), tuple(tail)))
+        found = explain(recent[marks[-1] + 1:] if marks else recent, rc, p.argv, p.env)
+        cause = with_port_holder(found).to_dict()
+        self._queue.put_nowait(P.Exited(name, rc, cause, tuple(tail)))
         self._cleanup[name] = self._task(self._reap(name, mp))
 
     async def _reap(self, name: str, mp: ManagedProcess) -> None:
@@ -413,8 +428,8 @@ class Supervisor:
             t0 = self.clock()
             res = await self._probe_fn(pr.url, pr.expect_status, pr.timeout_s)
             if res.ok and state is State.STARTING:
-                # the answer counts only if the listening socket is this process's (finding 9:
-                # another run's server on the same port made a run that could not bind look READY)
+                # the answer counts only if the listening socket is this process's: another run's
+                # server on the same port would make a run that could not bind look READY
                 try:
                     foreign = await asyncio.to_thread(self._foreign_fn, pr.url, mp, p.argv)
                 except Exception:  # noqa: BLE001 - an undeterminable holder counts as ours (as before)
@@ -428,6 +443,7 @@ class Supervisor:
                 if res.ok != last_ok and last_ok is not None:
                     self.logs[name].note(f"health {'ok again' if res.ok else 'failing'}: {res.detail}")
                 last_ok = res.ok
+                self._queue.put_nowait(P.ProbePassed(name) if res.ok else P.ProbeFailed(name, str(res.detail)))
                 if murl:
                     m = await self._probe_fn(murl, 200, pr.timeout_s, body=True)
                     if m.ok and m.body:
@@ -448,7 +464,7 @@ class Supervisor:
     async def _emergency_stop(self) -> None:
         """Cancelled from outside: stop every live tree right away (signal, short wait, SIGKILL)."""
         await asyncio.gather(
-            *(mp.reap(min(5.0, self.spec.get(n).stop_timeout_s), self.spec.get(n).stop_signal)
+            *(mp.reap(min(EMERGENCY_STOP_TIMEOUT_S, self.spec.get(n).stop_timeout_s), self.spec.get(n).stop_signal)
               for n, mp in self.handles.items()),
             return_exceptions=True,
         )

@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from vllm_deploy_wizard.launcher.timeouts import STALE_STOP_TIMEOUT_S
 from vllm_deploy_wizard.launcher import RunClient, find_run, list_runs, load_plan_file, run_survivors, start_run, stop_stale
 
-#: Seconds between SIGTERM and SIGKILL when stopping a stale run's leftovers (``vllm-wizard stop``'s default).
-STALE_STOP_TIMEOUT_S = 15.0
 
 
 @dataclass(frozen=True)
