@@ -1001,8 +1001,9 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
         elif p.role == "router":
             p.phase = "after"
             p.ports = _port_values(p.argv)
-            http = next((int(p.argv[i + 1]) for i, t in enumerate(p.argv[:-1])
-                         if t in ("--port", "--http-port") and p.argv[i + 1].isdigit()), None)
+            # a placeholder port ($ROUTER_PORT) is filled at launch, the health URL with it
+            http = next((p.argv[i + 1] for i, t in enumerate(p.argv[:-1])
+                         if t in ("--port", "--http-port") and not p.argv[i + 1].startswith("-")), None)
             if http:
                 p.health = Health(url=f"http://127.0.0.1:{http}/health")
     procs.sort(key=lambda p: PHASES.index(p.phase))

@@ -184,6 +184,175 @@ def missing_model_path(p: ProcessSpec) -> str | None:
             "must be in the form …'); fix the path, or give a Hugging Face id such as Qwen/Qwen3-32B")
 
 
+#: ``vllm serve`` flags whose value is a file or folder the process reads (checked to exist, relative to
+#: the process's ``cwd``); ``NAME=PATH`` values (``--lora-modules``) are read after the ``=``.
+PATH_FLAGS = ("--chat-template", "--ssl-keyfile", "--ssl-certfile", "--ssl-ca-certs", "--tool-parser-plugin",
+              "--lora-modules", "--config", "--response-role-template")
+#: ``vllm serve`` flags that always take a value (a value-less one would swallow the next flag or fail
+#: argparse's "expected one argument").
+VALUE_FLAGS = frozenset({
+    "--max-model-len", "--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp", "--data-parallel-size",
+    "-dp", "--gpu-memory-utilization", "--port", "--host", "--max-num-seqs", "--max-num-batched-tokens", "--dtype",
+    "--quantization", "-q", "--chat-template", "--served-model-name", "--kv-cache-dtype", "--block-size",
+    "--swap-space", "--seed", "--tokenizer", "--download-dir", "--load-format", "--kv-transfer-config",
+    "--speculative-config", "--api-key", "--lora-modules", "--tool-call-parser", "--reasoning-parser",
+    "--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-size-local", "--limit-mm-per-prompt",
+    "--hf-overrides", "--compilation-config", "--max-loras", "--max-lora-rank", "--revision",
+})
+#: Ports a process binds that its plan sets through the environment or flags rather than ``ports``:
+#: name → (default when the process uses the feature but sets no value, what binds it). The NIXL
+#: side channel binds base + rank for each local rank.
+ENV_PORTS: dict[str, tuple[int | None, str]] = {
+    "VLLM_NIXL_SIDE_CHANNEL_PORT": (5600, "NIXL side channel"),
+    "VLLM_MOONCAKE_BOOTSTRAP_PORT": (8998, "Mooncake bootstrap"),
+    "MASTER_PORT": (None, "torch.distributed master"),
+    "VLLM_PORT": (None, "vLLM internal port"),
+}
+
+
+def _looks_like_path(value: str) -> bool:
+    return ("/" in value or value.endswith((".jinja", ".yaml", ".yml", ".json", ".pem", ".key", ".crt", ".py"))) \
+        and not any(c in value for c in "{}\n") and "://" not in value
+
+
+def vllm_package_dirs(exe: str | None) -> list[Path]:
+    """Folders where the vLLM package of the ``vllm`` executable ``exe`` may live
+    (``<prefix>/lib/python*/site-packages/vllm``), nearest first; [] when ``exe`` is unknown."""
+    if not exe:
+        return []
+    prefix = Path(exe).resolve().parent.parent
+    return sorted(prefix.glob("lib/python*/site-packages/vllm")) + sorted(prefix.glob("lib64/python*/site-packages/vllm"))
+
+
+def path_problems(p: ProcessSpec, version: str | None = None, vllm_exe: str | None = None) -> list[str]:
+    """A problem line for each path-valued flag (:data:`PATH_FLAGS`) of ``p`` naming a file that does not
+    exist where the process will read it (its ``cwd``). A relative ``--chat-template examples/….jinja``
+    (recipes write it for a vLLM source checkout) is also looked up where vLLM itself looks — its
+    packaged ``transformers_utils/chat_templates/`` — and the fix says how to get the file for the
+    installed ``version``, or to use the docker image, which has ``examples/``."""
+    if p.setup:
+        return []
+    problems = []
+    cwd = Path(p.cwd) if p.cwd else Path.cwd()
+    for flag in PATH_FLAGS:
+        for value in flag_values(p.argv, flag):
+            if placeholders_in(value):
+                continue
+            for item in (value.split() if flag == "--lora-modules" else [value]):
+                path = item.split("=", 1)[1] if flag == "--lora-modules" and "=" in item else item
+                if flag == "--lora-modules" and not path.startswith(("/", "./", "../", "~")):
+                    continue  # a Hugging Face id
+                if not _looks_like_path(path):
+                    continue
+                full = Path(os.path.expanduser(path))
+                full = full if full.is_absolute() else cwd / full
+                if full.exists():
+                    continue
+                if flag == "--chat-template" and any((d / "transformers_utils" / "chat_templates" / path).exists()
+                                                     for d in vllm_package_dirs(vllm_exe)):
+                    continue
+                if flag == "--chat-template" and not Path(path).is_absolute():
+                    v = version or "<version>"
+                    problems.append(
+                        f"{p.name!r}: --chat-template {path} does not exist in {cwd} — it is a path in a vLLM source "
+                        f"checkout and a pip-installed vLLM ships no examples/ folder; get it for vLLM {v}: "
+                        f"curl -fLo {full} https://raw.githubusercontent.com/vllm-project/vllm/v{v}/{path} "
+                        f"(then launch again), or use the docker image vllm/vllm-openai:v{v}, which has examples/")
+                else:
+                    problems.append(f"{p.name!r}: {flag} {path} does not exist ({full}); fix the path")
+    return problems
+
+
+def value_problems(p: ProcessSpec) -> list[str]:
+    """A problem line for each flag of :data:`VALUE_FLAGS` in ``p``'s argv written without its value
+    (``--max-model-len`` last, followed by another flag, or ``--max-model-len=``)."""
+    problems = []
+    argv = list(p.argv)
+    for i, tok in enumerate(argv):
+        name, eq, value = tok.partition("=")
+        if name not in VALUE_FLAGS:
+            continue
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if (eq and not value) or (not eq and (nxt is None or (nxt.startswith("-") and not _is_number(nxt)))):
+            problems.append(f"{p.name!r}: {name} has no value" + (f" (it is followed by {nxt})" if nxt and not eq else "")
+                            + f"; give it one ({name} VALUE) or remove it")
+    return problems
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _local_ranks(p: ProcessSpec) -> int:
+    n = 1
+    for flag in ("--tensor-parallel-size", "-tp"):
+        v = last_flag_value(p.argv, flag)
+        if v and v.isdigit():
+            n = int(v)
+    dpl = last_flag_value(p.argv, "--data-parallel-size-local") or last_flag_value(p.argv, "--data-parallel-size")
+    return n * (int(dpl) if dpl and dpl.isdigit() else 1)
+
+
+def bound_ports(p: ProcessSpec) -> list[tuple[int, str]]:
+    """``(port, what)`` for every TCP port ``p`` binds: its plan ``ports``, and those set through its env
+    or flags (:data:`ENV_PORTS`; the NIXL side channel per local rank, at vLLM's default when a
+    NixlConnector process sets none; ``--data-parallel-rpc-port``)."""
+    out = [(port, "listens") for port in p.ports]
+    argv_text = " ".join(p.argv)
+    for name, (default, what) in ENV_PORTS.items():
+        raw = p.env.get(name)
+        used = raw is not None or (name == "VLLM_NIXL_SIDE_CHANNEL_PORT" and "NixlConnector" in argv_text) or (
+            name == "VLLM_MOONCAKE_BOOTSTRAP_PORT" and "MooncakeConnector" in argv_text)
+        if not used:
+            continue
+        base = int(raw) if raw is not None and raw.isdigit() else default
+        if base is None:
+            continue
+        count = _local_ranks(p) if name == "VLLM_NIXL_SIDE_CHANNEL_PORT" else 1
+        out += [(base + r, f"{what} ({name}{'' if raw is not None else ', vLLM default'})") for r in range(count)]
+    rpc = last_flag_value(p.argv, "--data-parallel-rpc-port")
+    if rpc and rpc.isdigit():
+        out.append((int(rpc), "data-parallel RPC (--data-parallel-rpc-port)"))
+    seen: set[int] = set()
+    return [(port, what) for port, what in out if not (port in seen or seen.add(port))]
+
+
+def wizard_run_of(pid: int) -> str | None:
+    """The id of the live wizard run whose supervisor or recorded processes include ``pid`` or one of
+    its parents; None when it belongs to no run."""
+    import psutil
+
+    from vllm_deploy_wizard.launcher.runs import list_runs
+
+    try:
+        chain = {pid, *(q.pid for q in psutil.Process(pid).parents())}
+    except psutil.Error:
+        chain = {pid}
+    try:
+        runs = list_runs(include_finished=False)
+    except (OSError, LaunchError):
+        return None
+    for run in runs:
+        pids = {run.pid, *(proc.get("pid") for proc in run.processes or [])}
+        if chain & pids:
+            return run.run_id
+    return None
+
+
+def holder_text(port: int) -> str:
+    """`` by NAME (pid N)[, wizard run RUN]`` for the listener on ``port``, or ``""`` when unseen."""
+    holder = port_holder(port)
+    if not holder:
+        return ""
+    m = re.search(r"pid (\d+)", holder)
+    run = wizard_run_of(int(m.group(1))) if m else None
+    return f" by {holder}" + (f", wizard run {run} (vllm-wizard stop {run})" if run else "")
+
+
 def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = None,
           check_flags: bool = True, base_env: Mapping[str, str] | None = None,
           free_ram: Callable[[], int] = available_ram, warnings: list[str] | None = None) -> list[str]:
@@ -197,16 +366,17 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
     problems: list[str] = ram_problems(spec, free_ram())
     owners: dict[int, str] = {}
     for p in spec.processes:
-        for port in p.ports:
+        problems += value_problems(p)
+        for port, what in bound_ports(p):
             if port in owners:
-                problems.append(f"port {port}: claimed by both {owners[port]!r} and {p.name!r}")
+                problems.append(f"port {port}: claimed by both {owners[port]!r} and {p.name!r}"
+                                + ("" if what == "listens" else f" ({what})"))
                 continue
             owners[port] = p.name
             if not port_free(port):
-                holder = port_holder(port)
                 problems.append(
-                    f"port {port} (needed by {p.name!r}) is in use" + (f" by {holder}" if holder else "")
-                    + "; stop that process or pick another port"
+                    f"port {port} (needed by {p.name!r}" + ("" if what == "listens" else f" for the {what}")
+                    + f") is in use{holder_text(port)}; stop that process or pick another port"
                 )
     for p in spec.processes:
         env = child_env(p, base_env)
@@ -221,6 +391,8 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
             if missing:
                 problems.append(missing)
         if not (check_flags and is_vllm_serve(p.argv) and not p.setup):
+            if is_vllm_serve(p.argv):
+                problems += path_problems(p, None, found)
             continue
         vexe = shutil.which(p.argv[0], path=env.get("PATH")) or p.argv[0]
         try:
@@ -231,6 +403,7 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
         if not version:
             problems.append(f"{p.name!r}: could not read the vLLM version from `{p.argv[0]} --version`")
             continue
+        problems += path_problems(p, version, vexe)
         if spec.min_vllm_version:
             have, need = parse_version(version), parse_version(spec.min_vllm_version)
             if have and need and have < need:
