@@ -1004,8 +1004,9 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
             # a placeholder port ($ROUTER_PORT) is filled at launch, the health URL with it
             http = next((p.argv[i + 1] for i, t in enumerate(p.argv[:-1])
                          if t in ("--port", "--http-port") and not p.argv[i + 1].startswith("-")), None)
-            if http:
-                p.health = Health(url=f"http://127.0.0.1:{http}/health")
+            host = next((p.argv[i + 1] for i, t in enumerate(p.argv[:-1]) if t == "--host"), "127.0.0.1")
+            if http:  # probed where it binds ($ROUTER_HOST when it binds that address)
+                p.health = Health(url=f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{http}/health")
     procs.sort(key=lambda p: PHASES.index(p.phase))
     for i, p in enumerate(procs):
         # Only processes a per-node launcher starts together can be waited for: same node rank,

@@ -62,9 +62,10 @@ def test_foreground_fatal_exits_1_with_cause(tmp_path, env):
 
 
 def test_unresolved_placeholder_exits_2_naming_it(tmp_path, env):
-    plan = _plan_file(tmp_path, free_port(), [{"name": "r", "role": "router", "argv": ["vllm-router", "--host", "$ROUTER_HOST"]}])
+    # another machine's address: nothing on this node can default it
+    plan = _plan_file(tmp_path, free_port(), [{"name": "r", "role": "router", "argv": ["vllm-router", "--worker", "$DECODE_NODE_2"]}])
     r = _cli(env, "launch", str(plan))
-    assert r.returncode == 2 and "$ROUTER_HOST" in r.stderr and "--set ROUTER_HOST=VALUE" in r.stderr
+    assert r.returncode == 2 and "$DECODE_NODE_2" in r.stderr and "--set DECODE_NODE_2=VALUE" in r.stderr
     r = _cli(env, "launch", str(plan), "--set", "ROUTER_HOST")
     assert r.returncode == 2 and "expected VAR=VALUE" in r.stderr
 
@@ -327,13 +328,13 @@ def test_preflight_banner_says_whether_vllm_runs_and_prefix_flags_warn(tmp_path,
         {"name": "vllm", "role": "serve", "argv": [str(fake), "serve", "m", "--max-num-seq", "4"], "ports": [port]}]}}))
     r = _cli(env, "launch", str(plan))
     banner = [x for x in r.stderr.splitlines() if x.startswith("preflight:")]
-    assert banner == ["preflight: ports, executables, vLLM version and flags (not cached yet: ~30 s per vLLM install) …"], r.stderr
+    assert banner == ["preflight: ports, executables, files, memory, vLLM version and flags (not cached yet: ~30 s per vLLM install) …"], r.stderr
     assert "preflight warning: 'vllm': vLLM expands --max-num-seq to --max-num-seqs; write it in full" in r.stderr
     assert r.returncode == 2 and f"port {port} (needed by 'vllm') is in use" in r.stderr and "no flag" not in r.stderr
     r = _cli(env, "launch", str(plan))
-    assert "preflight: ports, executables, vLLM version and flags (cached) …" in r.stderr.splitlines(), r.stderr
+    assert "preflight: ports, executables, files, memory, vLLM version and flags (cached) …" in r.stderr.splitlines(), r.stderr
     r = _cli(env, "launch", str(_plan_file(tmp_path, port)))  # python children only; refused on the busy port
-    assert r.returncode == 2 and r.stderr.splitlines()[0] == "preflight: ports, executables …", r.stderr
+    assert r.returncode == 2 and r.stderr.splitlines()[0] == "preflight: ports, executables, files, memory …", r.stderr
     busy.close()
 
 
