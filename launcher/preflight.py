@@ -252,7 +252,7 @@ def path_problems(p: ProcessSpec, version: str | None = None, vllm_exe: str | No
                                                      for d in vllm_package_dirs(vllm_exe)):
                     continue
                 if flag == "--chat-template" and not Path(path).is_absolute():
-                    v = version or "<version>"
+                    v = (version or "<version>").split("+", 1)[0]  # 0.32.0+cpu: the release tag is v0.32.0
                     problems.append(
                         f"{p.name!r}: --chat-template {path} does not exist in {cwd} — it is a path in a vLLM source "
                         f"checkout and a pip-installed vLLM ships no examples/ folder; get it for vLLM {v}: "
