@@ -46,7 +46,7 @@ def test_foreground_prints_prefixed_lines_and_ctrl_c_stops_clean(tmp_path, env):
     tree = [p.pid] + [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=30)
-    assert p.returncode == 0, out
+    assert p.returncode == 130, out  # stopped by SIGINT: 128 + 2, as a shell reports it
     assert "web ▸ STOPPED" in out and "run finished: stopped" in out and "summary:" in out
     assert "\x1b[" not in out  # NO_COLOR / not a terminal
     assert not [x for x in tree[1:] if psutil.pid_exists(x) and psutil.Process(x).status() != psutil.STATUS_ZOMBIE]
@@ -257,7 +257,7 @@ def test_foreground_sighup_stops_every_child_cleanly(tmp_path, env, terminal):
     p.send_signal(signal.SIGHUP)
     p.wait(timeout=30)
     out = "" if terminal == "gone" else p.stdout.read()
-    assert p.returncode == 0, out
+    assert p.returncode == 128 + signal.SIGHUP, out
     until_sync(lambda: not [x for x in tree if psutil.pid_exists(x) and psutil.Process(x).status() != psutil.STATUS_ZOMBIE],
                10, "every child gone")
     assert read_run(run_dir).outcome == "stopped"
@@ -370,8 +370,56 @@ def test_foreground_on_a_terminal_that_closes_stops_every_child(tmp_path, env):
     run_dir = Path(next(x for x in out.decode().splitlines() if x.startswith("run ")).rsplit("run dir ", 1)[1].strip())
     tree = [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
     os.close(master)  # the terminal is gone
-    assert p.wait(timeout=30) == 0
+    assert p.wait(timeout=30) == 128 + signal.SIGHUP
     until_sync(lambda: not [x for x in tree if psutil.pid_exists(x) and psutil.Process(x).status() != psutil.STATUS_ZOMBIE],
                10, "every child gone")
     info = read_run(run_dir)
     assert info.outcome == "stopped"
+
+
+def test_foreground_stopped_by_sigterm_exits_143(tmp_path, env):
+    plan = _plan_file(tmp_path, free_port())
+    p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--foreground", "--skip-flag-check"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in p.stdout:
+        if "▸ READY" in line:
+            break
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == 143 and "run finished: stopped" in out, out
+
+
+def test_wait_interrupted_says_the_run_goes_on_and_how_to_attach(tmp_path, env):
+    from vllm_deploy_wizard.launcher.runs import list_runs
+
+    # never READY (the server binds after 600 s): --wait waits until interrupted
+    plan = _plan_file(tmp_path, free_port(), [])
+    data = yaml.safe_load(plan.read_text())
+    data["plan"]["processes"][0]["argv"][4] = "600"
+    plan.write_text(yaml.safe_dump(data))
+    p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--wait", "--skip-flag-check"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = [p.stdout.readline() for _ in range(2)]
+    launched = next((x for x in first if x.startswith("launched run ")), None)
+    assert launched, first
+    run_id = launched.split()[2]
+    until_sync(lambda: "STARTING" in json.dumps(_cli(env, "status", run_id, "--json").stdout), 30, "the run is starting")
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == 130, out
+    assert f"run {run_id} goes on" in out and f"vllm-wizard attach {run_id}" in out and "Traceback" not in out
+    assert _cli(env, "stop", run_id).returncode == 0
+
+
+def test_logs_hides_poll_lines_unless_all_lines(tmp_path):
+    from vllm_deploy_wizard.commands.logs import shown_tail
+
+    log = tmp_path / "vllm.log"
+    polls = [f'INFO:     127.0.0.1:{5000 + i} - "GET /health HTTP/1.1" 200 OK' for i in range(300)]
+    log.write_text("\n".join(["engine up", *polls[:150], "a real request line",
+                              'INFO:     127.0.0.1:1 - "GET /health HTTP/1.1" 503 Service Unavailable', *polls[150:]]) + "\n")
+    lines, hidden = shown_tail(log, 3)
+    assert lines == ["engine up", "a real request line",
+                     'INFO:     127.0.0.1:1 - "GET /health HTTP/1.1" 503 Service Unavailable'] and hidden == 300
+    lines, hidden = shown_tail(log, 3, all_lines=True)
+    assert lines == polls[-3:] and hidden == 0

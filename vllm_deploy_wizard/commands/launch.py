@@ -1,4 +1,4 @@
-"""``vllm-wizard launch PLAN``: start what a plan file says, supervised (issue 4).
+"""``vllm-wizard launch PLAN``: start what a plan file says, supervised (docs/supervision.md).
 
 Default: preflight, then a detached supervisor (it survives closing the terminal) and the run id
 is printed; ``--wait`` follows the run until every process is READY (or it fails).
@@ -18,6 +18,9 @@ Exit codes: 0 — detached run started (with ``--wait``: everything READY); fore
 stopped on request or every process exited with status 0. 1 — a process went FATAL (crash loop,
 missing executable, not ready in time…) or, with ``--wait``, the run ended before being READY.
 2 — bad input: unreadable plan, unresolved placeholders, preflight problems (all listed).
+130 / 143 / 129 — ``--foreground`` run stopped by SIGINT (Ctrl-C) / SIGTERM / SIGHUP (128 + signal), as a
+shell reports a process ended by it. 130 — ``--wait`` interrupted by Ctrl-C: only the waiting stops, the
+detached run goes on (the message says how to attach to it or stop it).
 
 Machine: ``--node LABEL`` picks the processes of one machine by the plan's ``node`` label
 (``prefill-node-0``, ``decode-node-1``, ``router``, …); ``--node-rank N`` (default 0) by node rank,
@@ -48,7 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="launch and supervise the processes of a plan file",
         description="Launch the processes of a plan file (`vllm-wizard plan --out plan.yaml`) in phase order, "
         "each once its dependencies are ready, and supervise them (restart with backoff, clean stop).",
-        epilog="exit codes: 0 started/stopped cleanly, 1 a process went FATAL, 2 bad plan or preflight problems",
+        epilog="exit codes: 0 started/stopped cleanly, 1 a process went FATAL, 2 bad plan or preflight problems, "
+        "130/143 (--foreground) stopped by SIGINT/SIGTERM, 130 (--wait) the wait was interrupted (the run goes on)",
     )
     p.add_argument("plan", metavar="PLAN", help="plan file (YAML or JSON, contracts §2)")
     p.add_argument("--foreground", action="store_true", help="supervise in this terminal, printing every process's output")
@@ -70,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_all_lines_flag(p: argparse.ArgumentParser) -> None:
-    """``--all-lines``: also print the access-log lines of health/metrics polls (``launch``, ``attach``)."""
+    """``--all-lines``: also print the access-log lines of health/metrics polls (``launch``, ``attach``, ``logs``)."""
     p.add_argument("--all-lines", action="store_true",
                    help="also print the access-log lines of the wizard's own health/metrics polls "
                    "(\"GET /health\" 200, every few seconds; hidden by default, always in the run's logs)")
@@ -352,7 +356,20 @@ def _foreground(spec, all_lines: bool = False) -> int:
         sys.stdout.flush()
     except OSError:
         _drop_output()
-    return 1 if outcome == "fatal" else 0
+    if outcome == "fatal":
+        return 1
+    return signal_exit_status(server.sup.policy.stop_reason) or 0
+
+
+def signal_exit_status(stop_reason: str) -> int | None:
+    """The shell's exit status for a run stopped by a signal to its supervisor (``supervisor received
+    SIGINT`` → 130, SIGTERM → 143, SIGHUP → 129: 128 + the signal number), None for any other stop."""
+    import re
+    import signal
+
+    m = re.search(r"received (SIG[A-Z]+)", stop_reason or "")
+    sig = getattr(signal, m.group(1), None) if m else None
+    return 128 + int(sig) if sig is not None else None
 
 
 def _drop_output() -> None:
@@ -397,6 +414,12 @@ def _wait_ready(run_id: str, names: list[str]) -> int:
         return 1
 
     t0 = time.monotonic()
-    rc = asyncio.run(follow())
+    try:
+        rc = asyncio.run(follow())
+    except KeyboardInterrupt:
+        print(f"\ninterrupted after {time.monotonic() - t0:.1f} s: only the waiting stopped — run {run_id} goes on "
+              f"(its supervisor is detached).\n  follow it: vllm-wizard attach {run_id}    stop it: vllm-wizard stop {run_id}",
+              flush=True)
+        return 130
     print(f"waited {time.monotonic() - t0:.1f} s")
     return rc
