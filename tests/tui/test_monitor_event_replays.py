@@ -18,6 +18,7 @@ from tui_steps import settle
 
 from vllm_deploy_wizard.launcher import LogLines, Metrics, Progress, ProcessEvent, Snapshot, State
 from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot
+from vllm_deploy_wizard.launcher.causes import explain
 from vllm_deploy_wizard.tui.fixes import flag_fix
 from vllm_deploy_wizard.tui.monitor_model import MonitorModel, detail_text, spark_series, uptime_text
 from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen, keeps_running_text
@@ -36,19 +37,19 @@ CONFIG_DUMP = ("(EngineCore pid=19800) INFO 11-30 11:02:05 [core.py:133] Initial
 
 
 def mem_util_crash_loop(name: str = "vllm") -> list:
-    """One failed start as the launcher reports it when it classified too few lines: the root cause,
-    ~120 lines of tracebacks after it, then FATAL with no cause."""
+    """One failed start as the launcher reports it: the root cause,
+    ~120 lines of tracebacks after it, then FATAL with the cause the launcher classified from them."""
     after = [f'  File "/venv/vllm/v1/engine/core.py", line {i}, in __init__' for i in range(120)]
     return [
         ProcessEvent(name, State.STARTING, State.STOPPED, 0),
         LogLines(name, [CONFIG_DUMP, MEM_UTIL_LINE, *after,
                         "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"]),
         ProcessEvent(name, State.FATAL, State.STARTING, 0, detail="exited with status 1; crash loop: 3 failures "
-                     "within 300 s", cause=None, tail=after[-40:]),
+                     "within 300 s", cause=explain([CONFIG_DUMP, MEM_UTIL_LINE, *after], 1).to_dict(), tail=after[-40:]),
     ]
 
 
-def test_mem_util_crash_loop_gets_cause_detail_and_flag_fix_from_the_monitor_log():
+def test_mem_util_crash_loop_shows_the_launchers_cause_detail_and_flag_fix():
     model = MonitorModel(clock=lambda: 100.0)
     model.feed(mem_util_crash_loop()[0])
     model.feed(mem_util_crash_loop()[1])
