@@ -1,7 +1,7 @@
 """The detached supervisor: :data:`ENTRY` ``RUN_DIR`` (spec JSON on stdin).
 
-Why a separate process: closing the terminal or losing SSH (SIGHUP) must not kill the server
-(issue 4). :func:`start_run` starts it with ``subprocess.Popen(start_new_session=True)`` — a new
+Why a separate process: closing the terminal or losing SSH (SIGHUP) must not kill the server.
+:func:`start_run` starts it with ``subprocess.Popen(start_new_session=True)`` — a new
 session has no controlling terminal, so no SIGHUP reaches it, and SIGHUP is ignored anyway. The
 full spec (secrets included) travels over the child's stdin, never through a file; ``spec.json``
 in the run directory has secrets masked.
@@ -140,7 +140,7 @@ class RunServer:
 
     def _on_spawned(self, name: str) -> None:
         """A (re)started process exists: record its pid, pgid, create_time and tree at once (the
-        STARTING event was written before the spawn, without a pid; tester finding 1)."""
+        STARTING event was written before the spawn, without a pid)."""
         mp = self.sup.handles.get(name)
         if mp is not None and mp.returncode is None:
             mp.collect()

@@ -1,6 +1,6 @@
 """Preflight: every reason a plan would fail to launch, found before anything starts, all at once.
 
-Issue 4 (before starting anything): every port the plan needs is free (naming the holder when the
+docs/supervision.md (before starting anything): every port the plan needs is free (naming the holder when the
 OS shows it), no two processes claim the same port, every executable exists in the environment the
 process gets, the installed vLLM meets the plan's ``min_vllm_version``, every flag of each
 ``vllm serve`` exists in that vLLM (unresolved ``$PLACEHOLDERS`` are refused earlier, when the plan
@@ -12,7 +12,7 @@ named with the value and the free RAM (``psutil.virtual_memory().available``) be
 
 Flags are checked the way vLLM's parser reads them (``FlexibleArgumentParser``, an argparse
 ``ArgumentParser`` with the default ``allow_abbrev=True``; checked in vLLM 0.32's
-``vllm/utils/argparse_utils.py``, and the tester saw vLLM 0.32 CPU accept ``--max-num-seq``): the
+``vllm/utils/argparse_utils.py``; vLLM 0.32 CPU accepts ``--max-num-seq``): the
 part before the first ``.`` has ``_`` read as ``-`` (``--max_num_seqs``), a dotted ``--json-arg.key``
 needs ``--json-arg``, and a unique prefix of exactly one known flag is what argparse expands it
 to — accepted with a warning asking to write it in full (a later vLLM adding a flag with the same
@@ -169,7 +169,7 @@ def missing_model_path(p: ProcessSpec) -> str | None:
     written as a local path — starting with ``/``, ``./``, ``../`` or ``~`` — that does not exist
     (relative to the process's ``cwd``); None otherwise. A Hugging Face id (``org/name``) is never a
     path here. Without this vLLM fails only after ~30 s of start-up, with "Repo id must be in the
-    form …" (tester finding 10)."""
+    form …"."""
     argv = list(p.argv)
     model = argv[2] if len(argv) > 2 and argv[1] == "serve" and not argv[2].startswith("-") else None
     model = last_flag_value(argv, "--model") or model
@@ -431,7 +431,7 @@ def vllm_probe_needed(spec: RunSpec, *, cache: Path | None = None,
     """Whether :func:`check` (with ``check_flags``) would have to run ``vllm --version`` or
     ``vllm serve --help=all`` (~12 s each): True when a ``vllm serve`` process's version or flag
     list is not cached, False when all are, None when the plan has no ``vllm serve`` process to
-    check (the CLI's preflight banner says which, tester finding 22). Reads the cache only."""
+    check (the CLI's preflight banner says which). Reads the cache only."""
     any_vllm = False
     for p in spec.processes:
         if not is_vllm_serve(p.argv) or p.setup:

@@ -1,4 +1,4 @@
-"""Run directories: what outlives the terminal (issue 4, "Runs that outlive the terminal").
+"""Run directories: what outlives the terminal (docs/supervision.md: Runs that outlive the terminal).
 
 Layout of ``<user_state_dir("vllm-wizard")>/runs/<run_id>/`` (mode 0700; the state dir follows
 ``XDG_STATE_HOME`` through platformdirs)::
@@ -50,7 +50,7 @@ def runs_root() -> Path:
 
     Raises :class:`LaunchError` naming the directory, the OS error and the fix (a writable
     ``XDG_STATE_HOME``) when it cannot be created or used — ``XDG_STATE_HOME`` pointing at a file,
-    at /proc, a read-only or full disk (tester finding 7).
+    at /proc, a read-only or full disk.
     """
     import platformdirs
 

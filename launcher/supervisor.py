@@ -21,7 +21,7 @@ Health polls: every ``Probe.interval_s`` (1 s) while STARTING, then every ``Prob
 (5 s unless the plan sets ``health.ready_interval_s``) while READY — a real vLLM writes an access
 log line per poll, and its ``/metrics`` are scraped at the same cadence. Polls never overlap.
 
-Process-tree hygiene (issue 4): when a main process dies on its own, what is left of its tree
+Process-tree hygiene: when a main process dies on its own, what is left of its tree
 (vLLM's EngineCore/Worker after a SIGKILLed API server) is reaped at once, and a restart waits for
 that and for the process's ports to be free instead of racing them. After the run, every tree is
 checked for survivors (killed if any, and reported) and, with NVML, for GPU memory still held.
@@ -405,7 +405,7 @@ class Supervisor:
         left = await mp.reap(p.stop_timeout_s, p.stop_signal)
         if left:
             self.logs[name].note(f"main process gone; reaped {len(left)} leftover processes {left}")
-        # a restart must not race the old tree for GPU memory either (issue 4): wait while NVML
+        # a restart must not race the old tree for GPU memory either: wait while NVML
         # still shows any of its pids holding memory (no NVML → None → no wait)
         pids = set(mp.known) | {mp.pid}
         deadline = self.clock() + self.port_wait_s

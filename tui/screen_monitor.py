@@ -12,7 +12,7 @@ A STARTING event comes before the spawn (no pid); while a process is STARTING wi
 screen asks the client's ``status()`` at most every :data:`PID_REFRESH_S` for it
 (:meth:`MonitorModel.refresh`).
 
-Detach (``d``) and quit (``q``; not in the footer, which already lists the app's ``^q``) leave the run alive (its supervisor is a daemon, issue 4) and say so
+Detach (``d``) and quit (``q``; not in the footer, which already lists the app's ``^q``) leave the run alive (its supervisor is a daemon) and say so
 with the commands to come back or stop it (:func:`keeps_running_text`); ``vllm-wizard attach`` or a
 new ``vllm-wizard`` re-opens it (:class:`AttachPrompt`).
 """
@@ -46,7 +46,7 @@ from vllm_deploy_wizard.tui.monitor_model import (
 LEVEL_STYLE = {"ERROR": "bold red", "WARNING": "yellow", "INFO": "", "DEBUG": "dim"}
 #: State colours of the process table.
 STATE_STYLE = {"READY": "green", "STARTING": "cyan", "BACKOFF": "yellow", "FATAL": "bold red", "EXITED": "red", "STOPPING": "magenta", "STOPPED": "dim"}
-#: UI batch period, seconds (issue 5: 50–100 ms).
+#: UI batch period, seconds (50–100 ms).
 BATCH_S = 0.08
 #: Least seconds between ``status()`` calls that look for the pid of a STARTING process.
 PID_REFRESH_S = 1.0
@@ -60,8 +60,8 @@ FIXED_COLUMNS = (("name", "Process", 16), ("state", "State", 8), ("pid", "PID", 
 def detail_width(screen_width: int) -> int:
     """Width of the table's Detail column for a terminal ``screen_width`` cells wide: what the fixed
     columns (and one cell of padding each side of every column) leave, between 10 and 40 — at 80
-    columns the table fits without a horizontal scrollbar (its thumb was the stray ``▌`` of tester
-    finding 23); the full detail is also in the failure box."""
+    columns the table fits without a horizontal scrollbar (a scrollbar thumb would show as a stray
+    ``▌``); the full detail is also in the failure box."""
     used = sum(w for _, _, w in FIXED_COLUMNS) + 2 * (len(FIXED_COLUMNS) + 1)
     return max(10, min(40, screen_width - used))
 
@@ -89,8 +89,8 @@ class MonitorScreen(Screen):
     """Monitor of run ``run_id``; the launcher client comes from ``app.launcher.client(run_id)``."""
 
     BINDINGS = [
-        # the footer shows the five that matter with ^q Quit and f1 Help in 80 columns (tester finding
-        # 23); follow and search are in F1 and the palette (MONITOR_ACTIONS)
+        # the footer shows the five that matter with ^q Quit and f1 Help in 80 columns;
+        # follow and search are in F1 and the palette (MONITOR_ACTIONS)
         Binding("s", "stop", "Stop"),
         Binding("r", "restart", "Restart"),
         Binding("d", "detach", "Detach"),
@@ -332,7 +332,7 @@ class MonitorScreen(Screen):
 
     def action_stop(self) -> None:
         """Ask "Stop the run (vllm, router …)? y/n", then stop the whole run (SIGTERM, wait, SIGKILL
-        the tree — launcher policy). Tester finding 14: one stray key must not drop a live server."""
+        the tree — launcher policy). One stray key must not drop a live server."""
         if self.client is None:
             return
         names = ", ".join(self.model.procs) or self.run_id

@@ -323,7 +323,7 @@ def handle(args: argparse.Namespace) -> int:
 def _foreground(spec, all_lines: bool = False) -> int:
     """Supervise ``spec`` in this process until the run ends; 1 when it ended FATAL, else 0.
 
-    The run server handles SIGINT/SIGTERM; SIGHUP — the terminal closing (tester finding 2) — is
+    The run server handles SIGINT/SIGTERM; SIGHUP — the terminal closing — is
     handled here the same way (a clean stop of every process tree) instead of its default action,
     which killed this process and orphaned the children. Output after the terminal is gone is
     dropped (:class:`Printer` ``broken``; the summary likewise), and stdout/stderr are pointed at

@@ -1,4 +1,4 @@
-"""``vllm-wizard stop [RUN]``: stop a run cleanly and verify nothing is left (issue 4).
+"""``vllm-wizard stop [RUN]``: stop a run cleanly and verify nothing is left.
 
 A running (or starting) run: the supervisor stops its processes (reverse launch order, stop signal, SIGKILL of the
 whole tree after the timeout) and this command follows until it reports zero survivors. A stale
