@@ -184,6 +184,8 @@ def missing_model_path(p: ProcessSpec) -> str | None:
             "must be in the form …'); fix the path, or give a Hugging Face id such as Qwen/Qwen3-32B")
 
 
+#: Roles of servers others depend on: a process of one without a readiness probe is warned about.
+PROBED_ROLES = frozenset({"companion", "router", "mooncake_master", "serve", "head", "prefill", "decode"})
 #: ``vllm serve`` flags whose value is a file or folder the process reads (checked to exist, relative to
 #: the process's ``cwd``); ``NAME=PATH`` values (``--lora-modules``) are read after the ``=``.
 PATH_FLAGS = ("--chat-template", "--ssl-keyfile", "--ssl-certfile", "--ssl-ca-certs", "--tool-parser-plugin",
@@ -366,6 +368,9 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
     problems: list[str] = ram_problems(spec, free_ram())
     owners: dict[int, str] = {}
     for p in spec.processes:
+        if p.probe is None and p.role in PROBED_ROLES and warnings is not None:
+            warnings.append(f"{p.name!r} ({p.role}) has no readiness probe: it counts as READY the moment it "
+                            "starts, so what depends on it may start before it serves; give it health.url")
         problems += value_problems(p)
         for port, what in bound_ports(p):
             if port in owners:

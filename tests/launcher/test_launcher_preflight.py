@@ -91,3 +91,15 @@ def test_preflight_names_a_busy_env_port_and_two_processes_sharing_a_side_channe
                for x in problems), problems
     assert any(f"port {port}: claimed by both 'prefill' and 'decode'" in x for x in problems), problems
     assert str(os.getpid()) in " ".join(problems) or "in use;" in " ".join(problems)
+
+
+def test_a_companion_or_router_without_a_readiness_probe_is_warned_about(tmp_path):
+    from vllm_deploy_wizard.launcher.spec import Probe
+
+    router = ProcessSpec(name="router", argv=("true",), role="router", phase="after")
+    cache = ProcessSpec(name="cache", argv=("true",), role="companion", phase="before",
+                        probe=Probe("http://127.0.0.1:1/healthcheck"))
+    warnings: list[str] = []
+    check(RunSpec((cache, router)), check_flags=False, free_ram=lambda: 1 << 40, warnings=warnings)
+    assert warnings == ["'router' (router) has no readiness probe: it counts as READY the moment it starts, so what "
+                        "depends on it may start before it serves; give it health.url"]
