@@ -40,7 +40,7 @@ from typing import Any, Iterable
 
 from vllm_deploy_wizard.errors import SelectionError
 
-from . import gates
+from . import backends, gates
 from .models import HardwareProfile, KvOffloadOption, Recipe, Strategy, Variant
 
 AVAILABLE = "available"
@@ -670,9 +670,7 @@ def _nodes_row(ctx: _Ctx) -> list[Choice]:
                 out.append(Choice(str(n), str(n), DISABLED,
                                   f"{name} is a single-GPU workstation and can't be clustered into multiple nodes."))
             elif p.gen == "xpu":  # N3
-                out.append(Choice(str(n), str(n), DISABLED,
-                                  "Multi-node clustering isn't validated on Intel XPU — serve single-node "
-                                  "with the Docker image."))
+                out.append(Choice(str(n), str(n), DISABLED, backends.XPU_MULTI_NODE))
             else:
                 out.append(Choice(str(n), str(n)))
         elif need is not None and ctx.node_vram is not None and need > ctx.node_vram:  # N4
@@ -756,7 +754,7 @@ def _kv_option_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:
     s = ctx.strategy
     is_pd = s is not None and s.deploy_type == "pd_cluster"
     if p.gen == "xpu":  # K1
-        return f"{name} isn't validated on Intel XPU — serve directly with the Docker image."
+        return backends.xpu_unvalidated(name)
     if s is not None and s.kv_offload is False:  # seed §4.6
         return f"{name} can't compose with {_short(s, ctx.strategy_id)}, which takes no KV offload option."
     if is_pd and ctx.router == "smg":  # seed §4.8
@@ -788,7 +786,7 @@ def _mooncake_reason(ctx: _Ctx) -> str | None:
     p, name = ctx.profile, ctx.profile.display_name or ctx.hw_id
     s = ctx.strategy
     if p.gen == "xpu":  # M1
-        return "Mooncake isn't validated on Intel XPU — serve directly with the Docker image."
+        return backends.xpu_unvalidated("Mooncake")
     if p.brand not in ("NVIDIA", "AMD"):  # M2
         return (f"Mooncake's transfer engine ships CUDA and ROCm builds only — not available on "
                 f"{p.brand} {name} backends.")
@@ -880,19 +878,8 @@ def _feature_rows(ctx: _Ctx, opts: Options) -> None:
 
 
 def _effective_install(recipe: Recipe, profile: HardwareProfile, requested: str | None) -> str:
-    """Effective install mode (plan-json §2 ``install_mode``, §2.10 I1): the recipe's default tab
-    when nothing is requested; pip forced to docker on TPU/XPU or ``pip: false`` (recipe or seed
-    hardware ``install``); docker forced to pip on ``docker: false``."""
-    inst = recipe.model.install or {}
-    if requested is None:
-        keys = [k for k in inst if k in ("pip", "docker")]
-        pip_off = inst.get("pip") is False or (profile.install or {}).get("pip") is False
-        requested = "docker" if pip_off or (keys and keys[0] == "docker") else "pip"
-    if requested == "pip" and not _pip_allowed(recipe, profile):
-        return "docker"
-    if requested == "docker" and inst.get("docker") is False:
-        return "pip"
-    return requested
+    """Effective install mode (plan-json §2 ``install_mode``, §2.10 I1): the one rule synthesis uses."""
+    return backends.resolve_install_mode(recipe, profile, requested)
 
 
 def _pip_allowed(recipe: Recipe, profile: HardwareProfile) -> bool:

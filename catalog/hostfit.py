@@ -63,6 +63,12 @@ class HostCapacity:
     available_bytes: int | None = None
     cgroup_limit_bytes: int | None = None
     cpus: int | None = None
+    numa_cpus: tuple[tuple[int, ...], ...] | None = None
+    """CPU ids of each NUMA node that has CPUs, in node order (memory-only HBM nodes left out)."""
+    numa_free_bytes: tuple[int, ...] | None = None
+    """Free memory (``MemFree``) of the same NUMA nodes, bytes."""
+    preload_libraries: tuple[str, ...] | None = None
+    """TCMalloc / Intel OpenMP libraries found on the host, in ``LD_PRELOAD`` order."""
 
     @property
     def usable_bytes(self) -> int | None:
@@ -77,12 +83,33 @@ class HostCapacity:
         ``cpu.usable_cpus`` else ``cpu.logical_cpus``). Missing attributes read as unknown."""
         host = getattr(inventory, "host", None)
         cpu = getattr(inventory, "cpu", None)
+        nodes = [n for n in getattr(host, "numa_nodes", None) or [] if getattr(n, "cpus", 0)]
+        numa_cpus = tuple(tuple(parse_cpu_list(getattr(n, "cpulist", "") or "")) for n in nodes)
+        free = [getattr(n, "free_bytes", None) for n in nodes]
+        libs = getattr(host, "preload_libraries", None)
         return cls(
             ram_bytes=getattr(host, "ram_bytes", None) or getattr(host, "mem_total_bytes", None),
             available_bytes=getattr(host, "mem_available_bytes", None),
             cgroup_limit_bytes=getattr(host, "cgroup_limit_bytes", None),
             cpus=getattr(cpu, "usable_cpus", None) or getattr(cpu, "logical_cpus", None),
+            numa_cpus=numa_cpus if numa_cpus and all(numa_cpus) else None,
+            numa_free_bytes=tuple(int(f) for f in free) if free and all(f for f in free) else None,
+            preload_libraries=tuple(libs) if libs else None,
         )
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """The kernel's cpulist format ``"0-3,8,10-11"`` → ``[0, 1, 2, 3, 8, 10, 11]``; bad pieces are
+    skipped (an unreadable list reads as no CPUs)."""
+    out: list[int] = []
+    for piece in text.strip().split(","):
+        lo, _, hi = piece.strip().partition("-")
+        try:
+            first, last = int(lo), int(hi) if hi else int(lo)
+        except ValueError:
+            continue
+        out.extend(range(first, last + 1))
+    return out
 
 
 def host_fit_warnings(cat: Catalog, plan: LaunchPlan, host: HostCapacity) -> list[str]:

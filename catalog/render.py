@@ -25,6 +25,7 @@ import json
 import re
 from typing import Any
 
+from .node_groups import add_group_supervision
 from .plan import PHASES, LaunchPlan, PlanProcess, node_label, plan_to_json
 
 _BARE = re.compile(r"[A-Za-z0-9_./=:@,+%~-]+")
@@ -167,10 +168,10 @@ def plan_text(plan: LaunchPlan) -> str:
         out.append(f"## {label}")
         for p in procs:
             out.append(f"# [{p.phase}] {p.name} ({p.role})" + (f" — {p.label}" if p.label else ""))
+            if p.argv[:1] != ["docker"]:  # the env first: a setup prelude reads it (IAXL's setvars.sh: TP_SIZE)
+                out += _env_lines(p.env)
             if p.setup:
                 out.append(p.setup.rstrip())
-            if p.argv[:1] != ["docker"]:
-                out += _env_lines(p.env)
             out.append(command_lines(p.argv))
     if plan.placeholders:
         out.append("")
@@ -215,10 +216,10 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
         fns = {p.name: "start_" + re.sub(r"[^A-Za-z0-9_]", "_", p.name) for p in procs}
         for p in procs:
             body = []
-            if p.setup:
-                body += p.setup.rstrip().splitlines()
             if p.argv[:1] != ["docker"]:  # docker passes the env as -e flags
                 body += _env_lines(p.env)
+            if p.setup:  # after the env it reads
+                body += p.setup.rstrip().splitlines()
             body.append("exec " + command_lines(p.argv).replace("\n", "\n  "))
             lines.append(f"{fns[p.name]}() {{  # [{p.phase}] {p.role}" + (f" — {p.label}" if p.label else ""))
             lines += ["  " + b for b in body]
@@ -246,12 +247,13 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
 
 def plan_file(plan: LaunchPlan, provenance: dict[str, Any], tool_version: str,
               created: _dt.datetime | None = None) -> dict[str, Any]:
-    """The plan file object of ``docs/contracts.md`` §2 (write it as YAML or JSON)."""
+    """The plan file object of ``docs/contracts.md`` §2 (write it as YAML or JSON); multi-node groups
+    get their supervision extras (:func:`.node_groups.add_group_supervision`)."""
     when = created or _dt.datetime.now(_dt.timezone.utc)
     return {
         "plan_version": PLAN_VERSION,
         "tool_version": tool_version,
         "created": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "provenance": provenance,
-        "plan": plan_to_json(plan),
+        "plan": add_group_supervision(plan_to_json(plan)),
     }

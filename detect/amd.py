@@ -155,6 +155,7 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
         modes = "/".join(m for m in (first.get("compute_partition"), first.get("memory_partition")) if m)
         family = pci_family or (devices[0].name or "").split()[-1].lower()
         group.flags["partitioned"] = modes or True
+        group.flags["partition_handles"] = len(devices)
         notes.append(f"GPUs are partitioned ({modes}): vLLM will see {len(devices)} small GPUs; "
                      f"switch to SPX/NPS1 to use the {family} profile as intended")
         # Per-partition memory is unreliable (ROCm #4750): keep one device per physical card.

@@ -59,6 +59,41 @@ def parse_npu_smi_info(text: str) -> list[NpuChip]:
     return chips
 
 
+def parse_npu_smi_mapping(text: str) -> dict[tuple[int, int], dict[str, int]]:
+    """``npu-smi info -m`` → ``{(npu id, chip id): {"logic_id": …[, "slot_id": …, "phy_id": …]}}``.
+
+    Columns are found by their header names (``NPU ID``, ``Chip ID``, ``Chip Logic ID``, and on 950
+    ``Slot ID`` / ``Chip Phy-ID``); rows without a logic id (``-``, the ``Mcu``) are skipped.
+    ``ASCEND_RT_VISIBLE_DEVICES`` takes these logic ids (detection.md §3.5).
+    """
+    names = {"npu id": "npu", "chip id": "chip", "chip logic id": "logic_id", "slot id": "slot_id",
+             "chip phy-id": "phy_id"}
+    columns: list[str] = []
+    out: dict[tuple[int, int], dict[str, int]] = {}
+    for line in text.splitlines():
+        if "Logic ID" in line:
+            header = re.split(r"\s{2,}", line.strip())
+            columns = [names.get(h.strip().lower(), h.strip().lower()) for h in header]
+            continue
+        if not columns:
+            continue
+        values = line.split()
+        if len(values) < len(columns) - 1:
+            continue
+        row = dict(zip(columns, values))
+        try:
+            key = (int(row["npu"]), int(row["chip"]))
+            logic = int(row["logic_id"])
+        except (KeyError, ValueError):
+            continue
+        entry = {"logic_id": logic}
+        for extra in ("slot_id", "phy_id"):
+            if str(row.get(extra, "")).isdigit():
+                entry[extra] = int(row[extra])
+        out[key] = entry
+    return out
+
+
 def family_of(chips: list[NpuChip], pci_ids: set[str]) -> str | None:
     """``ascend:910c`` | ``ascend:a2`` | ``ascend:950pr`` | ``ascend:950dt`` | ``ascend:310p`` | None."""
     names = {c.name.lower() for c in chips}
@@ -100,6 +135,10 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
                           memory_source="npu-smi" if c.hbm_mb else None, source="npu-smi",
                           details={"npu_id": c.npu, "chip_id": c.chip, "phy_id": c.phy_id})
                    for i, c in enumerate(chips)]
+        mapping = ctx.facts.run(["npu-smi", "info", "-m"])
+        ids = parse_npu_smi_mapping(mapping.stdout) if mapping is not None and mapping.ok else {}
+        for dev in devices:
+            dev.details.update(ids.get((dev.details["npu_id"], dev.details["chip_id"]), {}))
     else:
         devices = [Device(brand="Huawei", kind="npu", index=i, name=fn.name, pci_device_id=fn.device,
                           bdf=fn.bdf, numa_node=fn.numa_node, source="pci") for i, fn in enumerate(on_pci)]
@@ -122,6 +161,10 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
         group.pci_only, group.access_reason = True, why
         group.notes.append(why)
         return ProbeResult("unavailable", why), group
+    odd = [d for d in devices if d.details.get("logic_id") is not None and d.details["logic_id"] != d.index]
+    if odd:
+        pairs = ", ".join(f"die {d.index} = logic id {d.details['logic_id']}" for d in odd)
+        group.notes.append(f"ASCEND_RT_VISIBLE_DEVICES takes logic ids, which differ from the npu-smi order here: {pairs}")
     if not chips:
         reason = f"npu-smi {smi_state}: identified from the PCI bus only"
         group.notes.append(reason)

@@ -10,7 +10,7 @@ vendor facades).
 Decision: the methods return *raw facts in the fixture schema's shapes* (a PCI entry is the dict a
 fixture's ``pci:`` list holds, NUMA is ``{online, nodes: {id: {cpulist, mem_total_kb}}}``) rather
 than a virtual filesystem. A capture is then just "call every method and write the answers"
-(:func:`vllm_deploy_wizard.detect.fixture.capture`), and the fixture source answers them by reading keys.
+(:func:`vllm_deploy_wizard.detect.fixture_capture.capture`), and the fixture source answers them by reading keys.
 Vendor libraries are returned as modules by :meth:`Facts.module`: the live source imports the real
 ``pynvml``/``amdsmi`` lazily; the fixture source returns fake modules with the same call surface.
 
@@ -84,11 +84,13 @@ class Facts(Protocol):
     def cgroup_memory_limit(self) -> int | None: ...
     def pci(self) -> list[dict[str, Any]] | None: ...
     def xe_vram_bytes(self, bdf: str) -> int | None: ...
+    def xe_tiles(self, bdf: str) -> int | None: ...
     def amd_sysfs(self) -> dict[str, list[int]]: ...
     def idxd(self) -> dict[str, Any]: ...
     def qat_config(self) -> dict[str, str]: ...
     def dev_nodes(self) -> list[str]: ...
     def access(self, path: str) -> bool: ...
+    def existing_paths(self, paths: Sequence[str]) -> list[str]: ...
     def infiniband(self) -> list[dict[str, Any]]: ...
     def net(self) -> list[dict[str, Any]]: ...
     def disks(self, paths: Sequence[str]) -> list[dict[str, Any]]: ...
@@ -259,16 +261,18 @@ class LiveFacts:
         return out
 
     def numa(self) -> dict[str, Any]:
-        """``{online, nodes: {id: {cpulist, mem_total_kb}}}`` from ``/sys/devices/system/node``."""
+        """``{online, nodes: {id: {cpulist, mem_total_kb, mem_free_kb}}}`` from ``/sys/devices/system/node``."""
         base = self._p("/sys/devices/system/node")
         nodes: dict[int, dict[str, Any]] = {}
         for path in sorted(_glob.glob(str(base / "node[0-9]*"))):
             node_id = int(Path(path).name[4:])
             mem = _kv_lines(_read(Path(path) / "meminfo"))
             total = next((v for k, v in mem.items() if k.endswith("MemTotal")), None)
+            free = next((v for k, v in mem.items() if k.endswith("MemFree")), None)
             nodes[node_id] = {
                 "cpulist": _read(Path(path) / "cpulist") or "",
                 "mem_total_kb": int(total.split()[0]) if total else None,
+                "mem_free_kb": int(free.split()[0]) if free else None,
             }
         return {"online": _read(base / "online"), "nodes": nodes}
 
@@ -333,6 +337,11 @@ class LiveFacts:
                 return total
         return None
 
+    def xe_tiles(self, bdf: str) -> int | None:
+        """Number of ``tile*`` directories of an xe GPU (a multi-tile card exposes one per tile)."""
+        tiles = _glob.glob(str(self._p(f"/sys/bus/pci/devices/{bdf}") / "tile[0-9]*"))
+        return len(tiles) or None
+
     def amd_sysfs(self) -> dict[str, list[int]]:
         """``{vram_total_bytes: [...], gfx_target_versions: [...]}`` from DRM and KFD topology."""
         vram = []
@@ -387,6 +396,10 @@ class LiveFacts:
     def access(self, path: str) -> bool:
         """True when this process may read and write ``path`` (a device node)."""
         return os.access(self._p(path), os.R_OK | os.W_OK)
+
+    def existing_paths(self, paths: Sequence[str]) -> list[str]:
+        """The ``paths`` that exist (shared libraries a backend preloads), in the given order."""
+        return [p for p in paths if os.path.exists(self._p(p))]
 
     # -- network, disks, container --------------------------------------------------------------
     def infiniband(self) -> list[dict[str, Any]]:

@@ -21,6 +21,21 @@ VISIBILITY_VARS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "HIP_VISIBL
                    "ZE_AFFINITY_MASK", "ONEAPI_DEVICE_SELECTOR", "ASCEND_RT_VISIBLE_DEVICES",
                    "ASCEND_VISIBLE_DEVICES", "TPU_VISIBLE_CHIPS", "CPU_VISIBLE_MEMORY_NODES")
 _RATE = re.compile(r"([\d.]+)\s*Gb/sec")
+#: Where TCMalloc and Intel OpenMP (the vLLM CPU backend's LD_PRELOAD, docs/backends.md §7) are looked for.
+LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
+TCMALLOC_NAMES = ("libtcmalloc_minimal.so.4", "libtcmalloc.so.4")
+IOMP_NAMES = ("libiomp5.so",)
+PRELOAD_CANDIDATES = tuple(f"{d}/{n}" for d in LIBRARY_DIRS for n in (*TCMALLOC_NAMES, *IOMP_NAMES))
+
+
+def preload_libraries(present: list[str]) -> list[str]:
+    """The first TCMalloc then the first Intel OpenMP library among ``present`` paths."""
+    out = []
+    for names in (TCMALLOC_NAMES, IOMP_NAMES):
+        hit = next((p for p in present if p.rsplit("/", 1)[-1] in names), None)
+        if hit:
+            out.append(hit)
+    return out
 
 
 def kv_candidate_paths(env: dict[str, str] | os._Environ) -> list[str]:
@@ -47,8 +62,11 @@ def probe(facts: Facts) -> tuple[ProbeResult, HostFacts]:
     for node_id, node in sorted((numa.get("nodes") or {}).items(), key=lambda kv: int(kv[0])):
         cpulist = str(node.get("cpulist") or "")
         kb = node.get("mem_total_kb")
+        free_kb = node.get("mem_free_kb")
         host.numa_nodes.append(NumaNode(id=int(node_id), cpus=cpulist_count(cpulist), cpulist=cpulist,
-                                        mem_bytes=int(kb) * 1024 if kb else None))
+                                        mem_bytes=int(kb) * 1024 if kb else None,
+                                        free_bytes=int(free_kb) * 1024 if free_kb else None))
+    host.preload_libraries = preload_libraries(facts.existing_paths(PRELOAD_CANDIDATES))
     with_cpus = [n for n in host.numa_nodes if n.cpus > 0 and n.mem_bytes]
     memory_only = [n for n in host.numa_nodes if n.cpus == 0 and n.mem_bytes]
     if memory_only and with_cpus:

@@ -47,6 +47,9 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
     for i, fn in enumerate(on_pci):
         vram = ctx.facts.xe_vram_bytes(fn.bdf) if fn.driver in XE_DRIVERS else None
         details = {"driver": fn.driver}
+        tiles = ctx.facts.xe_tiles(fn.bdf) if fn.driver in XE_DRIVERS else None
+        if tiles:
+            details["tiles"] = tiles
         if fn.bdf in smi_names:
             details["xpu_smi_name"] = smi_names[fn.bdf]
         devices.append(Device(brand="Intel", kind="xpu", index=i, name=fn.name, pci_device_id=fn.device,

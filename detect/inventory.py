@@ -161,6 +161,8 @@ class NumaNode:
     cpus: int
     cpulist: str
     mem_bytes: int | None
+    free_bytes: int | None = None
+    """``MemFree`` of the node now (what a CPU KV cache on this node can take)."""
 
 
 @dataclass
@@ -212,6 +214,8 @@ class HostFacts:
     container_hints: list[str] = field(default_factory=list)
     wsl: bool = False
     visibility: dict[str, str] = field(default_factory=dict)
+    preload_libraries: list[str] = field(default_factory=list)
+    """TCMalloc then Intel OpenMP libraries present (vLLM CPU's ``LD_PRELOAD``, docs/backends.md §7)."""
     """Device-control variables that are set, name → value."""
     notes: list[str] = field(default_factory=list)
 

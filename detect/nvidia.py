@@ -101,10 +101,17 @@ def _read_device(nvml: Any, index: int, handle: Any, mem_total_host: int | None)
     if details["mig"]:
         count = _call(nvml, "nvmlDeviceGetMaxMigDeviceCount", handle) or 0
         instances = 0
+        sizes: list[int] = []
         for i in range(int(count)):
-            if _call(nvml, "nvmlDeviceGetMigDeviceHandleByIndex", handle, i) is not None:
+            mig_handle = _call(nvml, "nvmlDeviceGetMigDeviceHandleByIndex", handle, i)
+            if mig_handle is not None:
                 instances += 1
+                info = _call(nvml, "nvmlDeviceGetMemoryInfo", mig_handle)
+                if info is not None and getattr(info, "total", None):
+                    sizes.append(int(info.total))
         details["mig_instances"] = instances
+        if sizes:
+            details["mig_memory_bytes"] = sizes
     details["nvlink_active"] = _nvlink_active(nvml, handle)
     fabric = _fabric(nvml, handle)
     if fabric:

@@ -49,6 +49,7 @@ DEVICE_NAMES: dict[tuple[str, str], tuple[str, float | None]] = {
     (AMD, "0x75a0"): ("AMD Instinct MI350X", 288),
     (AMD, "0x75a3"): ("AMD Instinct MI355X", 288),
     (INTEL, "0xe211"): ("Intel Arc Pro B60", 24),
+    (INTEL, "0x0bd5"): ("Intel Data Center GPU Max 1550", 128),  # two tiles of 64 GB HBM2e
     (INTEL, "0xe212"): ("Intel Arc Pro B50", 16),
     (INTEL, "0xe223"): ("Intel Arc Pro B70", 32),
     (INTEL, "0xe220"): ("Intel Arc (BMG-G31)", None),
@@ -68,7 +69,7 @@ DEVICE_NAMES: dict[tuple[str, str], tuple[str, float | None]] = {
 
 #: Intel GPU ids treated as data-centre/workstation XPUs (Battlemage); other Intel display
 #: functions (client iGPUs) are not accelerators.
-INTEL_XPU_IDS = frozenset({"0xe211", "0xe212", "0xe223", "0xe220", "0xe221"})
+INTEL_XPU_IDS = frozenset({"0xe211", "0xe212", "0xe223", "0xe220", "0xe221", "0x0bd5"})
 #: QAT Gen4+ physical functions (§3.7); VFs are PF+1 and never counted.
 QAT_PF_IDS = frozenset({"0x4940", "0x4942", "0x4944", "0x4946", "0x4948"})
 QAT_DRIVERS = ("qat", "4xxx", "420xx", "c6xx", "c3xxx", "200xx", "dh895xcc")

@@ -54,7 +54,7 @@ CLASSIFY_LINES = 400
 #: other kind is deterministic for the given flags, model and node.
 RETRYABLE: frozenset[str] = frozenset({
     "port_in_use", "network_timeout", "collective_network", "engine_dead", "killed",
-    "companion_unreachable", "ready_timeout", "health_failed", "unclassified",
+    "companion_unreachable", "ready_timeout", "unhealthy", "master_unreachable", "unclassified",
 })
 
 #: Margin (utilization fraction) kept below what the free/total figures of a memory refusal allow.
@@ -600,6 +600,11 @@ _PORT = re.compile(r"\bport:? (\d+)\b")
 def _port_in_use(c: _Ctx) -> _Result:
     facts: dict[str, Any] = {}
     fix = "stop the process holding the port (vllm-wizard status shows wizard runs) or choose another --port"
+    if m := _MASTER_PORT.search(c.line):  # torch's TCPStore of a multi-node head: the group's master port
+        port = m.group(1)
+        return (None, f"the group's master port {port} is already in use on this node",
+                f"stop what holds port {port} (`ss -ltnp 'sport = :{port}'`), or give every node of the plan another "
+                f"master port (`vllm-wizard plan … --arg=--master-port=NNNNN`)", None, None, None, {"port": int(port)})
     if m := _ADDR.search(c.line):
         facts.update(host=m.group(1), port=int(m.group(2)))
     elif m := _ZMQ.search(c.line):
@@ -737,6 +742,34 @@ def _engine_dead(c: _Ctx) -> _Result:
             None, None, {"VLLM_LOGGING_LEVEL": "DEBUG"}, facts)
 
 
+_IFACE_MISSING = re.compile(r"Unable to find address for: (\S+)")
+_MASTER = re.compile(r"to host (\S+):(\d+)|network address of \(([^,]+), (\d+)\)")
+_ERRNO = re.compile(r"errno: \d+ - ([^)]+)\)")
+_MASTER_PORT = re.compile(r"server socket has failed to listen on any local network address\. port: (\d+)")
+
+
+def _socket_iface(c: _Ctx) -> _Result:
+    m = _IFACE_MISSING.search(c.line)
+    facts = {"iface": m.group(1)} if m else {}
+    return (None, f"the network interface {m.group(1)!r} named for the group's traffic (GLOO_SOCKET_IFNAME / "
+            "NCCL_SOCKET_IFNAME) is not on this node" if m else "the network interface named for the group's "
+            "traffic (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME) is not on this node",
+            "set $IFACE_NAME to this node's interface (`ip -br addr`; launch --set IFACE_NAME=…), or leave it to "
+            "detection (docs/multi-node.md §2)", None, None, None, facts)
+
+
+def _master_unreachable(c: _Ctx) -> _Result:
+    m = _MASTER.search(c.line)
+    addr = (f"{m.group(1)}:{m.group(2)}" if m.group(1) else f"{m.group(3)}:{m.group(4)}") if m else "?"
+    # the socket error of the newest attempt (a retry line may end with "Interrupted system call")
+    why = next((e[-1] for x in reversed([*c.lines, c.line]) if (e := _ERRNO.findall(x))), "no answer")
+    facts: dict[str, Any] = {"address": addr}
+    return (None, f"cannot reach the group's master address {addr} ({why})",
+            "check $HEAD_IP (launch --set HEAD_IP=<the head's address>) and that the head node's run is up "
+            "(`vllm-wizard status` there); the master port must be reachable from this node (docs/multi-node.md §2)",
+            None, None, None, facts)
+
+
 def _companion(c: _Ctx) -> _Result:
     return None, "a companion service (LMCache server, Mooncake, router) could not be reached", \
         "start the companion first (the plan's depends_on) and check its address and port", None, None, None, {}
@@ -783,6 +816,8 @@ RULES: tuple[Rule, ...] = (
     _r("network_timeout", r"DistNetworkError|socket has timed out|Max retries exceeded|Read timed out|ConnectTimeoutError|ReadTimeoutError|Connection to \S+ timed out", 2, _network_timeout),
     _r("missing_executable", r"command not found|executable file not found", 2, lambda c: (
         None, "an executable is missing", "install it in the chosen environment or fix PATH", None, None, None, {})),
+    _r("socket_iface", r"Unable to find address for: \S+|no socket interface found|NCCL_SOCKET_IFNAME.*(?:not found|no interface)", 2.5, _socket_iface),
+    _r("master_unreachable", r"failed to connect/validate to host \S+:\d+|failed to connect to any network address of \(", 2.5, _master_unreachable),
     _r("companion_unreachable", r"cannot reach (?:the )?lmcache server|Failed to connect to (?:the )?(?:lmcache|mooncake)", 2, _companion),
     _r("collective_network", r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|Gloo connectFullMesh failed", 1, _collective),
     _r("hf_token_invalid", r"Invalid username or password|Invalid credentials in Authorization header|token seems invalid|Invalid user token|401 Client Error: Unauthorized", 1, _token_invalid),

@@ -32,11 +32,16 @@ class HttpProber:
         self._httpx = httpx
         self._client = httpx.AsyncClient(trust_env=False)
 
-    async def __call__(self, url: str, expect_status: int = 200, timeout: float = 2.0, body: bool = False) -> ProbeResult:
-        """GET ``url``; ok when the status equals ``expect_status``. ``body`` keeps the response text."""
+    async def __call__(self, url: str, expect_status: int = 200, timeout: float = 2.0, body: bool = False,
+                       post: dict | None = None) -> ProbeResult:
+        """GET ``url`` (or POST the JSON ``post``); ok when the status equals ``expect_status``.
+        ``body`` keeps the response text."""
         t0 = time.monotonic()
         try:
-            r = await self._client.get(url, timeout=timeout)
+            if post is not None:
+                r = await self._client.post(url, json=post, timeout=timeout)
+            else:
+                r = await self._client.get(url, timeout=timeout)
         except self._httpx.HTTPError as exc:
             return ProbeResult(False, None, f"{type(exc).__name__}: {exc}"[:200], time.monotonic() - t0)
         ok = r.status_code == expect_status

@@ -36,8 +36,11 @@ HEAD_ADDRESS = frozenset({"HEAD_IP", "HEAD_NODE_IP", "MASTER_ADDR", "MOONCAKE_MA
 #: Placeholders naming the router host or the first node of a pool: the plan's default first (a
 #: co-located PD plan says 127.0.0.1), else this host's address when launching node 0.
 POOL_ADDRESS = frozenset({"ROUTER_HOST", "PREFILL_NODE_1", "DECODE_NODE_1", "VLLM_INSTANCE_1"})
+#: Placeholders naming this node's own address on every node (a multi-node member's ``VLLM_HOST_IP``,
+#: docs/multi-node.md §1).
+NODE_ADDRESS = frozenset({"NODE_IP"})
 #: Placeholders that may name an address of this host.
-SELF_ADDRESS = HEAD_ADDRESS | POOL_ADDRESS
+SELF_ADDRESS = HEAD_ADDRESS | POOL_ADDRESS | NODE_ADDRESS
 #: Placeholders that name this node's network interface (this host's, on any node, over any plan default).
 SELF_IFACE = frozenset({"IFACE_NAME", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"})
 
@@ -93,14 +96,14 @@ def _interface_of(address: str) -> str:
 
 def self_facts_needed(names: Iterable[str], node_rank: int = 0) -> bool:
     """Whether :func:`placeholder_defaults` would read this host's address or interface for ``names``."""
-    return any(n in SELF_IFACE or (n in SELF_ADDRESS and node_rank == 0) for n in names)
+    return any(n in SELF_IFACE or n in NODE_ADDRESS or (n in SELF_ADDRESS and node_rank == 0) for n in names)
 
 
 def placeholder_defaults(names: Iterable[str], facts: NodeFacts | None = None, node_rank: int = 0,
                          plan_defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
     """``{name: default}`` for each placeholder name (no ``$``), ``""`` where nothing is known.
 
-    In order: :data:`HEAD_ADDRESS` names on node 0 and :data:`SELF_IFACE` names from this host's
+    In order: :data:`HEAD_ADDRESS` names on node 0, :data:`NODE_ADDRESS` and :data:`SELF_IFACE` names from this host's
     facts; then the plan's own defaults; then :data:`POOL_ADDRESS` names on node 0 from this host's
     facts. ``facts`` None (nothing detected) uses the kernel's route choice for the address and the
     interface carrying it; a fact that ``facts`` lacks stays unknown (``""``)."""
@@ -112,7 +115,7 @@ def placeholder_defaults(names: Iterable[str], facts: NodeFacts | None = None, n
         iface = _interface_of(address) if any(n in SELF_IFACE for n in names) else ""
     out = {}
     for name in names:
-        if name in HEAD_ADDRESS and node_rank == 0 and address:
+        if ((name in HEAD_ADDRESS and node_rank == 0) or name in NODE_ADDRESS) and address:
             out[name] = address
         elif name in SELF_IFACE and iface:
             out[name] = iface

@@ -27,7 +27,9 @@ Decisions:
 * Optional per-process extras beyond contracts §2 (all have defaults): ``restart`` (policy,
   backoff, crash-loop window), ``stop`` (signal, timeout), ``ready_timeout_s``, ``cwd``, and in
   ``health``: ``interval_s`` (poll cadence until READY, default 1 s), ``ready_interval_s`` (cadence
-  while READY, default 5 s — see :class:`~vllm_deploy_wizard.launcher.spec.Probe`), ``timeout_s``.
+  while READY, default 5 s — see :class:`~vllm_deploy_wizard.launcher.spec.Probe`), ``timeout_s``,
+  ``unhealthy_after``, ``liveness`` (what a READY process must keep answering,
+  :class:`~vllm_deploy_wizard.launcher.spec.Liveness`) and ``remote`` (answered by another machine by design).
 * Refused at load, every problem at once (contracts §3), each naming process and field: a
   ``health.url`` that is not an http(s) URL, a process name used twice, ``depends_on`` naming an
   unknown process (with did-you-mean), a process depending on itself, a dependency cycle,
@@ -46,7 +48,8 @@ from vllm_deploy_wizard.errors import LaunchError
 from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
 from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
 from vllm_deploy_wizard.launcher.spec import (
-    PHASES, RESTART_MODES, ProcessSpec, Probe, RestartPolicy, RunSpec, dependency_problems, duplicate_names_problem,
+    PHASES, RESTART_MODES, Liveness, ProcessSpec, Probe, RestartPolicy, RunSpec, dependency_problems,
+    duplicate_names_problem,
 )
 
 #: Default phase for each plan-json §3.2 role.
@@ -169,6 +172,31 @@ def _num(where: str, value: Any, problems: list[str], kind: type = float) -> Any
         return None
 
 
+def _liveness(where: str, name: str, raw: Any, filled: Any, problems: list[str]) -> Liveness | None:
+    """``health.liveness`` of a plan process as a :class:`Liveness` (problems appended, None if absent)."""
+    if not raw:
+        return None
+    if not isinstance(raw, dict) or "url" not in raw:
+        problems.append(f"{where}: health.liveness must be null or {{url, body, expect_status, "
+                        "timeout_s, failure_threshold}")
+        return None
+    url = filled(f"{name} health.liveness.url", raw["url"])
+    bad = _health_url_problem(where, url)
+    if bad:
+        problems.append(bad.replace("health.url", "health.liveness.url"))
+    body = raw.get("body")
+    if body is not None and not isinstance(body, dict):
+        problems.append(f"{where}: health.liveness.body must be a mapping (sent as JSON), got {body!r}")
+        body = None
+    threshold = _num(f"{where}: health.liveness.failure_threshold", raw.get("failure_threshold", 3), problems, int)
+    return Liveness(
+        url=url, body=body,
+        expect_status=_num(f"{where}: health.liveness.expect_status", raw.get("expect_status", 200), problems, int) or 200,
+        timeout_s=_num(f"{where}: health.liveness.timeout_s", raw.get("timeout_s", 10.0), problems) or 10.0,
+        failure_threshold=max(1, threshold or 3),
+    )
+
+
 def _deps_or_default(s: Mapping[str, Any], specs: list[dict[str, Any]]) -> tuple[str, ...]:
     """A parsed process's ``depends_on``; when absent, every process of earlier phases (contracts §2)."""
     if s["depends_on"] is not None:
@@ -274,6 +302,8 @@ def parse_plan(
                     (_num(f"{where}: health.ready_interval_s", ready_iv, problems) or None),
                     unhealthy_after=_num(f"{where}: health.unhealthy_after", health.get("unhealthy_after", UNHEALTHY_AFTER),
                                          problems, int) or UNHEALTHY_AFTER,
+                    liveness=_liveness(where, name, health.get("liveness"), filled, problems),
+                    remote=bool(health.get("remote", False)),
                 )
         ports: list[int] = []
         for port in proc.get("ports") or []:

@@ -11,7 +11,9 @@ Rules (docs/supervision.md):
 * Start in phase order; a process starts when every name in its ``depends_on`` is READY (or
   EXITED with status 0 — a finished one-shot job). READY = the probe passed (or, without a probe,
   the process is running). A process still STARTING after ``ready_timeout_s`` is stopped and
-  counted as a failure.
+  counted as a failure. A READY process whose liveness probe failed its threshold in a row
+  (:class:`Unhealthy`; docs/multi-node.md §2) is stopped the same way, a failure with the cause
+  ``unhealthy``.
 * An exit that is not asked for is a failure (``on-failure``: non-zero status only; ``always``:
   any exit) — except for a server (a process with a readiness probe: vLLM, router, LMCache
   server), whose every unrequested exit is a failure, status 0 included: vLLM's API server exits 0
@@ -27,8 +29,9 @@ Rules (docs/supervision.md):
   with the cause and last log lines. ``never`` → EXITED (status 0) or FATAL (non-zero).
 * A READY process whose health check fails ``Probe.unhealthy_after`` times in a row (default
   :data:`~vllm_deploy_wizard.launcher.timeouts.UNHEALTHY_AFTER`) is stopped (stop signal, SIGKILL of
-  its tree after ``stop_timeout_s``) and its exit counts as a (transient) failure: ``health_failed``.
-  A passing poll resets the count.
+  its tree after ``stop_timeout_s``) and its exit counts as a (transient) failure: ``unhealthy``.
+  A passing poll resets the count. A probe with a ``liveness`` check counts its own failures
+  (:class:`Unhealthy`, ``failure_threshold``) and stops it the same way.
 * FATAL stops the whole run: what depends on a dead engine is useless, and a half-up deployment
   must not look healthy.
 * Stop: phases are stopped in reverse launch order (router before engine before companions); each
@@ -89,6 +92,14 @@ class ProbeFailed:
 
 
 @dataclass(frozen=True)
+class Unhealthy:
+    """The liveness probe of READY ``name`` failed its threshold in a row; ``detail`` says how."""
+
+    name: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class TimerFired:
     """A timer set by :class:`StartTimer` elapsed; ``kind`` is ``ready``, ``backoff`` or ``kill``."""
 
@@ -110,7 +121,7 @@ class RestartRequested:
     name: str
 
 
-Event = Started | Exited | ProbePassed | ProbeFailed | TimerFired | StopRequested | RestartRequested
+Event = Started | Exited | ProbePassed | ProbeFailed | Unhealthy | TimerFired | StopRequested | RestartRequested
 
 # ---------------------------------------------------------------- actions
 
@@ -172,7 +183,7 @@ class _Extra:
     was_ready: bool = False
     running_since: float | None = None
     failed_polls: int = 0
-    unhealthy: str | None = None
+    unhealthy: str = ""
 
 
 @dataclass
@@ -225,6 +236,12 @@ class Policy:
             return []
         if isinstance(ev, ProbeFailed):
             return self._probe_failed(ps, ev, now)
+        if isinstance(ev, Unhealthy):
+            if ps.state is State.READY and not self.stopping:
+                p = self.spec.get(ps.name)
+                self._extra[ps.name].unhealthy = ev.detail or "liveness probe failing"
+                return [Signal(ps.name, p.stop_signal), StartTimer(ps.name, "kill", p.stop_timeout_s)]
+            return []
         if isinstance(ev, Exited):
             return self._exited(ps, ev, now)
         if isinstance(ev, TimerFired):
@@ -289,29 +306,37 @@ class Policy:
             return []  # a stale report (already settled)
         cause = ev.cause
         tail = list(ev.tail)
-        if ex.timed_out and (cause is None or cause.get("kind") == "unclassified"):
+        # our own SIGKILL after the timeout is no out-of-memory kill
+        if ex.timed_out and (cause is None or cause.get("kind") in ("unclassified", "killed")):
             cause = {
                 "kind": "ready_timeout",
                 "summary": f"not ready within {p.ready_timeout_s:g} s",
                 "fix": f"raise ready_timeout_s for {ps.name!r} or check its log for a stall",
                 "line": None,
             }
-        if ex.unhealthy is not None:
-            n = p.probe.unhealthy_after if p.probe is not None else 0
+            if p.role == "head":  # a multi-node head serves only once every worker node joined
+                cause["summary"] += ("; a multi-node head is ready only once every worker node has joined its "
+                                     "group — a worker did not (wrong $HEAD_IP or interface, master port blocked, "
+                                     "or its run is not started)")
+                cause["fix"] = ("run `vllm-wizard status` on each worker node for its cause; check $HEAD_IP, "
+                                "$IFACE_NAME and that the master port is free and reachable (docs/multi-node.md §2)")
+        if ex.unhealthy and (cause is None or cause.get("kind") in ("unclassified", "killed")):
             cause = {
-                "kind": "health_failed",
-                "summary": f"READY, then {n} health checks in a row failed ({ex.unhealthy})",
-                "fix": f"read {ps.name!r}'s log around the failures (`vllm-wizard logs`); it was restarted",
+                "kind": "unhealthy",
+                "summary": f"stopped while READY: {ex.unhealthy}",
+                "fix": f"read {ps.name!r}'s log around the failures (`vllm-wizard logs`) and check what it depends on "
+                       "(for a multi-node group: every node's run, docs/multi-node.md §2); it is restarted under its "
+                       "restart policy",
                 "line": None, "retryable": True,
             }
         server = p.probe is not None
-        what = ("not ready in time" if ex.timed_out else "unhealthy: stopped after failed health checks"
-                if ex.unhealthy is not None else f"exited with status {ev.rc}")
+        what = ("not ready in time" if ex.timed_out else "stopped: liveness failing" if ex.unhealthy
+                else f"exited with status {ev.rc}")
         if server and ev.rc == 0 and not ex.timed_out:
             what += " (a server must keep running)"
         # a server (a process with a readiness probe: vLLM, router, LMCache server) that exits without
         # being asked to has failed whatever its status — vLLM's API server exits 0 after EngineDeadError
-        failed = ev.rc != 0 or ex.timed_out or server
+        failed = ev.rc != 0 or ex.timed_out or server or bool(ex.unhealthy)
         mode = p.restart.mode
         if mode == "never" or (mode == "on-failure" and not failed):
             if failed:
@@ -358,7 +383,7 @@ class Policy:
             ex.timed_out = True
             return [Signal(ps.name, p.stop_signal), StartTimer(ps.name, "kill", p.stop_timeout_s)]
         if kind == "kill" and (ps.state is State.STOPPING or (ps.state is State.STARTING and ex.timed_out)
-                               or (ps.state is State.READY and ex.unhealthy is not None)):
+                               or (ps.state is State.READY and ex.unhealthy)):
             ex.killed = True
             return [KillTree(ps.name)]
         return []
@@ -366,12 +391,12 @@ class Policy:
     def _probe_failed(self, ps: ProcessState, ev: ProbeFailed, now: float) -> list[Action]:
         p = self.spec.get(ps.name)
         ex = self._extra[ps.name]
-        if ps.state is not State.READY or p.probe is None or ex.unhealthy is not None or self.stopping:
+        if ps.state is not State.READY or p.probe is None or ex.unhealthy or self.stopping:
             return []
         ex.failed_polls += 1
         if ex.failed_polls < p.probe.unhealthy_after:
             return []
-        ex.unhealthy = ev.detail or "no answer"
+        ex.unhealthy = f"{ex.failed_polls} health checks in a row failed ({ev.detail or 'no answer'})"
         return [Signal(ps.name, p.stop_signal), StartTimer(ps.name, "kill", p.stop_timeout_s)]
 
     def _stop_one(self, ps: ProcessState, now: float, detail: str) -> list[Action]:

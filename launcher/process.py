@@ -393,31 +393,10 @@ def foreign_listener(url: str, mp: "ManagedProcess", argv: "tuple[str, ...] | li
     return f"port {port} is answered by pid {pid} ({cmd}) which is not part of this process"
 
 
-def gpu_memory_held(pids: set[int]) -> dict[int, int] | None:
-    """GPU memory (bytes) still held by any of ``pids``, per pid, via NVML; None when NVML is absent.
+def gpu_memory_held(pids: set[int], baseline: dict[str, int] | None = None) -> dict[int, int] | None:
+    """Accelerator memory (bytes) still held by any of ``pids``, per pid, from NVML, amdsmi and
+    npu-smi (:mod:`.devmem`); None when none of them answers. ``baseline``: per-device use recorded
+    at launch in a container, where pids do not match (memory above it is reported under pid 0)."""
+    from vllm_deploy_wizard.launcher import devmem
 
-    Imports pynvml lazily and swallows every NVML error (no driver → None), like detection does.
-    """
-    try:
-        import pynvml  # type: ignore
-
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no library/driver is an expected state here
-        return None
-    held: dict[int, int] = {}
-    try:
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            for fn in (pynvml.nvmlDeviceGetComputeRunningProcesses, pynvml.nvmlDeviceGetGraphicsRunningProcesses):
-                try:
-                    for info in fn(h):
-                        if info.pid in pids:
-                            held[info.pid] = held.get(info.pid, 0) + int(info.usedGpuMemory or 0)
-                except Exception:  # noqa: BLE001
-                    continue
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
-    return held
+    return devmem.memory_held(pids, baseline)

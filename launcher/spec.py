@@ -27,6 +27,21 @@ READY_INTERVAL_S = 5.0
 
 
 @dataclass(frozen=True)
+class Liveness:
+    """What a READY process must keep answering (docs/multi-node.md §2): ``url`` (``GET``, or
+    ``POST`` of the JSON ``body`` when one is given) with ``expect_status``; ``failure_threshold``
+    failed polls in a row (each with ``timeout_s``) stop the process as a failure, restarted under
+    its restart policy with the cause ``unhealthy``. Polled at the READY cadence of its probe.
+    """
+
+    url: str
+    expect_status: int = 200
+    body: Mapping[str, Any] | None = None
+    timeout_s: float = 10.0
+    failure_threshold: int = 3
+
+
+@dataclass(frozen=True)
 class Probe:
     """Readiness/health probe: ``GET url`` must answer ``expect_status``.
 
@@ -38,6 +53,13 @@ class Probe:
     ``ready_interval_s`` (plan file: ``health.ready_interval_s``) to poll faster or slower while
     READY. ``timeout_s`` is the per-request timeout. ``unhealthy_after``: consecutive failed polls
     while READY after which the policy restarts the process (plan file: ``health.unhealthy_after``).
+
+    ``liveness`` (plan file: ``health.liveness``) replaces the readiness poll while READY and acts
+    on failures (:class:`Liveness`); without it ``unhealthy_after`` failed readiness polls in a row
+    do.
+    ``remote`` (plan file: ``health.remote``): the URL is answered by another machine's server by
+    design (a multi-node worker probes its head), so the answer counts without the listening
+    socket belonging to this process.
     """
 
     url: str
@@ -46,6 +68,8 @@ class Probe:
     timeout_s: float = 2.0
     ready_interval_s: float | None = None
     unhealthy_after: int = UNHEALTHY_AFTER
+    liveness: Liveness | None = None
+    remote: bool = False
 
     @property
     def ready_cadence_s(self) -> float:
@@ -120,7 +144,12 @@ class ProcessSpec:
         d["argv"] = tuple(d["argv"])
         d["depends_on"] = tuple(d.get("depends_on", ()))
         d["ports"] = tuple(d.get("ports", ()))
-        d["probe"] = Probe(**d["probe"]) if d.get("probe") else None
+        if d.get("probe"):
+            pr = dict(d["probe"])
+            pr["liveness"] = Liveness(**pr["liveness"]) if pr.get("liveness") else None
+            d["probe"] = Probe(**pr)
+        else:
+            d["probe"] = None
         d["restart"] = RestartPolicy(**d.get("restart", {}))
         return cls(**d)
 

@@ -160,6 +160,8 @@ class Supervisor:
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.listeners = list(listeners or [])
         self.port_wait_s = port_wait_s
+        #: per-device accelerator memory at launch, in a container only (pids there do not match)
+        self.gpu_baseline: dict[str, int] | None = None
         self.metrics_enabled = metrics
         self.on_spawned = on_spawned
         self._foreign_fn = foreign_listener  # (probe url, ManagedProcess, argv) -> note or None
@@ -238,6 +240,10 @@ class Supervisor:
 
             self._own_prober = HttpProber()
             self._probe_fn = self._own_prober
+        from vllm_deploy_wizard.launcher import devmem
+
+        if devmem.in_container():
+            self.gpu_baseline = await asyncio.to_thread(devmem.baseline)
         try:
             self._execute(self.policy.start(self.clock()))
             while self.policy.outcome is None:
@@ -409,6 +415,7 @@ class Supervisor:
         # still shows any of its pids holding memory (no NVML → None → no wait)
         pids = set(mp.known) | {mp.pid}
         deadline = self.clock() + self.port_wait_s
+        # (pid match only: the run's other engines still hold memory above the launch baseline)
         while (held := gpu_memory_held(pids)) and self.clock() < deadline:
             self.logs[name].note(f"waiting for GPU memory to be released: {held}")
             await asyncio.sleep(1.0)
@@ -417,8 +424,10 @@ class Supervisor:
         p = self.spec.get(name)
         pr = p.probe
         assert pr is not None and self._probe_fn is not None
-        murl = metrics_url(pr.url) if (self.metrics_enabled and is_vllm_serve(p.argv)) else None
+        # a remote probe is another machine's server (a multi-node worker's head): its metrics are not ours
+        murl = metrics_url(pr.url) if (self.metrics_enabled and is_vllm_serve(p.argv) and not pr.remote) else None
         last_ok: bool | None = None
+        lost = 0  # liveness polls failed in a row while READY
         warned: str | None = None
         prev: MetricsSnapshot | None = None
         while self.handles.get(name) is mp and mp.proc.returncode is None:
@@ -426,8 +435,16 @@ class Supervisor:
             if state not in (State.STARTING, State.READY):
                 break
             t0 = self.clock()
-            res = await self._probe_fn(pr.url, pr.expect_status, pr.timeout_s)
-            if res.ok and state is State.STARTING:
+            lv = pr.liveness if state is State.READY else None
+            if lv is None:
+                res = await self._probe_fn(pr.url, pr.expect_status, pr.timeout_s)
+            elif lv.body is not None:
+                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, post=dict(lv.body))
+            else:
+                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s)
+            if res.ok and state is State.STARTING and pr.remote:
+                self._queue.put_nowait(P.ProbePassed(name))
+            elif res.ok and state is State.STARTING:
                 # the answer counts only if the listening socket is this process's: another run's
                 # server on the same port would make a run that could not bind look READY
                 try:
@@ -443,7 +460,13 @@ class Supervisor:
                 if res.ok != last_ok and last_ok is not None:
                     self.logs[name].note(f"health {'ok again' if res.ok else 'failing'}: {res.detail}")
                 last_ok = res.ok
-                self._queue.put_nowait(P.ProbePassed(name) if res.ok else P.ProbeFailed(name, str(res.detail)))
+                if lv is not None:  # the liveness check counts its own failures
+                    lost = 0 if res.ok else lost + 1
+                    if lost >= lv.failure_threshold:
+                        self._queue.put_nowait(P.Unhealthy(name, f"{lv.url} failed {lost} polls in a row: {res.detail}"))
+                        break
+                else:  # the readiness URL: the policy counts failures in a row (Probe.unhealthy_after)
+                    self._queue.put_nowait(P.ProbePassed(name) if res.ok else P.ProbeFailed(name, str(res.detail)))
                 if murl:
                     m = await self._probe_fn(murl, 200, pr.timeout_s, body=True)
                     if m.ok and m.body:
@@ -488,7 +511,7 @@ class Supervisor:
                 t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         pids = {pid for mp in self.handles.values() for pid in mp.known} | {mp.pid for mp in self.handles.values()}
-        held = gpu_memory_held(pids)
+        held = gpu_memory_held(pids, self.gpu_baseline)
         if held:
             for log in self.logs.values():
                 log.note(f"GPU memory still held by stopped pids: {held}")

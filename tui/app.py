@@ -408,10 +408,13 @@ class WizardApp(App):
         hw = self.selection.get("hardware")
         if self.inventory is None or hw is None or hw != self.detected_profile:
             return
+        from vllm_deploy_wizard.catalog.backends import apply_host_settings
         from vllm_deploy_wizard.catalog.hostfit import HostCapacity, host_fit_warnings
 
         try:
-            notes = host_fit_warnings(self.catalog, plan, HostCapacity.from_inventory(self.inventory))
+            host = HostCapacity.from_inventory(self.inventory)
+            notes = apply_host_settings(self.catalog.taxonomy.hardware_profiles, plan, host)
+            notes += host_fit_warnings(self.catalog, plan, host)
         except Exception:  # noqa: BLE001 — advice only; a plan that can't be checked is still shown
             return
         plan.notes = [*plan.notes, *(n for n in notes if n not in plan.notes)]

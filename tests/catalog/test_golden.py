@@ -1,8 +1,13 @@
 """Golden parity: every case of ``shared/golden/cases.jsonl`` planned in-process and compared with
-``shared/tools/golden_compare.compare_plan`` (plan-json §4). The goldens are the judge."""
+``shared/tools/golden_compare.compare_plan`` (plan-json §4). The goldens are the judge, except for
+the intentional differences of ``golden_differences.json`` (docs/backends.md §10): for a case its
+selector picks, the tokens its rule names are removed from the wizard's argv and the rest must
+still match byte for byte. No NVIDIA or AMD case may be on that list."""
 
 from __future__ import annotations
 
+import copy
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -13,6 +18,42 @@ from vllm_deploy_wizard.catalog import load_catalog, plan_to_json, synthesize
 from vllm_deploy_wizard.catalog.selection import selection_from_data
 
 DEPLOY_TYPES = ("single_node", "multi_node", "pd_cluster", "kv_store_lb", "omni")
+DIFFERENCES = Path(__file__).with_name("golden_differences.json")
+#: Brands whose plans must match the goldens with no listed difference.
+REFERENCE_BRANDS = ("NVIDIA", "AMD")
+
+
+def _differences() -> list[dict]:
+    return json.loads(DIFFERENCES.read_text())["differences"]
+
+
+def _selects(selector: dict, expected: dict) -> bool:
+    """A selector field is one value or a list of values of the expected plan's ``resolved`` key,
+    ``install_mode`` or ``deploy_type``."""
+    for key, want in selector.items():
+        have = expected.get(key) if key in ("install_mode", "deploy_type") else expected["resolved"].get(key)
+        if have not in (want if isinstance(want, list) else [want]):
+            return False
+    return True
+
+
+def _remove_run(argv: list[str], run: list[str]) -> list[str]:
+    """``argv`` without every occurrence of the consecutive tokens ``run``."""
+    out, i, n = [], 0, len(run)
+    while i < len(argv):
+        if argv[i:i + n] == run:
+            i += n
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
+def _apply(rule: dict, plan: dict) -> dict:
+    plan = copy.deepcopy(plan)
+    for proc in plan["processes"]:
+        proc["argv"] = _remove_run(proc["argv"], rule["remove_argv"])
+    return plan
 
 
 @pytest.fixture(scope="module")
@@ -26,11 +67,21 @@ def golden(shared: Path):
     return cases, compare_plan, load_catalog(shared / "recipes-snapshot")
 
 
-def _failures(cases, compare_plan, cat) -> list[tuple[str, list[str]]]:
+def _failures(cases, compare_plan, cat, used: Counter | None = None) -> list[tuple[str, list[str]]]:
+    """Cases whose plan differs from the golden once the listed differences that select the case
+    are removed; ``used`` counts, per difference index, the cases it was needed for."""
     failures = []
+    differences = _differences()
     for case in cases:
         try:
             plan = plan_to_json(synthesize(cat, selection_from_data(case["selection"], case["id"])))
+            diffs = compare_plan(case["expected"], plan)
+            for i, diff in enumerate(differences):
+                if diffs and _selects(diff["selector"], case["expected"]):
+                    applied = _apply(diff["rule"], plan)
+                    if applied != plan and used is not None:
+                        used[i] += 1
+                    plan = applied
             diffs = compare_plan(case["expected"], plan)
         except Exception as exc:  # a crash is a failure of that case, not of the whole run
             diffs = [f"crash: {type(exc).__name__}: {exc}"]
@@ -50,8 +101,38 @@ def _report(failures: list[tuple[str, list[str]]], total: int) -> str:
 def test_whole_golden_corpus(golden) -> None:
     cases, compare_plan, cat = golden
     assert len(cases) == 7164
-    failures = _failures(cases, compare_plan, cat)
+    used: Counter = Counter()
+    failures = _failures(cases, compare_plan, cat, used)
     assert not failures, _report(failures, len(cases))
+    unused = [d["rule"] for i, d in enumerate(_differences()) if not used[i]]
+    assert not unused, f"listed golden differences no case needs any more: {unused}"
+
+
+def test_no_reference_brand_case_is_an_intentional_difference(golden) -> None:
+    """Every listed difference names its hardware, and none of the cases it selects is planned on an
+    NVIDIA or AMD profile: those plans are the reference builder's text, byte for byte."""
+    cases, _, cat = golden
+    profiles = cat.taxonomy.hardware_profiles
+    for diff in _differences():
+        assert diff.get("reason") and diff["selector"].get("hardware"), diff
+        hardware = diff["selector"]["hardware"]
+        for hw in hardware if isinstance(hardware, list) else [hardware]:
+            assert profiles[hw].brand not in REFERENCE_BRANDS, (hw, diff["reason"])
+        picked = [c for c in cases if _selects(diff["selector"], c["expected"])]
+        assert picked, f"selector picks no golden case: {diff['selector']}"
+        brands = {profiles[c["expected"]["resolved"]["hardware"]].brand for c in picked}
+        assert not brands & set(REFERENCE_BRANDS), (diff["selector"], brands)
+
+
+def test_listed_difference_is_exactly_its_rule(golden) -> None:
+    """The removal rule is what makes a listed case match: with the rule left out the CPU case
+    differs, with it the case matches (a rule that hid more than its tokens would fail here)."""
+    cases, compare_plan, cat = golden
+    case = next(c for c in cases if c["id"] == "Google/gemma-4-26B-A4B-it default xeon6 single_node_tep n1 pip")
+    plan = plan_to_json(synthesize(cat, selection_from_data(case["selection"], case["id"])))
+    assert compare_plan(case["expected"], plan), "the CPU plan should carry its executor backend"
+    rule = _differences()[0]["rule"]
+    assert compare_plan(case["expected"], _apply(rule, plan)) == []
 
 
 @pytest.mark.parametrize("deploy_type", DEPLOY_TYPES)

@@ -480,7 +480,7 @@ def test_kv_drop_warnings_say_why_in_plain_words(capsys, monkeypatch, tmp_path: 
 def test_cpu_pip_plan_carries_the_cpu_install_pitfalls():
     """A pip plan on a CPU profile says how the PyPI CPU build breaks and how to fix it; GPU plans don't."""
     from vllm_deploy_wizard.catalog import Selection, load_catalog, synthesize
-    from vllm_deploy_wizard.catalog.synthesis import CPU_PIP_NOTE
+    from vllm_deploy_wizard.catalog.backends import CPU_PIP_NOTE
 
     cat = load_catalog()
     cpu = synthesize(cat, Selection(model="Qwen/Qwen3-32B", hardware="xeon6"))

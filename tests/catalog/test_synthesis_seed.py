@@ -222,7 +222,7 @@ def test_dynamo_router(seed_catalog) -> None:
     order = [(x["name"], x["phase"]) for x in p["processes"]]
     assert order == [("etcd", "infra"), ("prefill-0", "engine"), ("decode-0", "engine"), ("router", "after")]
     etcd = p["processes"][0]
-    assert etcd["argv"] == ["docker", "run", "-d", "--name", "dynamo-etcd", "--network", "host",
+    assert etcd["argv"] == ["docker", "run", "--rm", "--name", "dynamo-etcd", "--network", "host",
                             "quay.io/coreos/etcd:v3.5.21", "etcd", "--listen-client-urls", "http://0.0.0.0:2379",
                             "--advertise-client-urls", "http://$DYN_CONTROL_IP:2379"]
     prefill = proc(p, "prefill")

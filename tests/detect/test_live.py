@@ -14,7 +14,8 @@ import sys
 import pytest
 
 from vllm_deploy_wizard.detect import detect, match_profiles
-from vllm_deploy_wizard.detect.fixture import FixtureFacts, capture
+from vllm_deploy_wizard.detect.fixture import FixtureFacts
+from vllm_deploy_wizard.detect.fixture_capture import capture
 from vllm_deploy_wizard.detect.facts import LiveFacts
 
 
@@ -66,7 +67,7 @@ def test_capture_round_trips_through_replay(tmp_path, profiles):
 
 
 def test_capture_redacts_uuids_and_serials():
-    from vllm_deploy_wizard.detect.fixture import redact
+    from vllm_deploy_wizard.detect.fixture_capture import redact
 
     out = redact({"nvmlDeviceGetUUID": "GPU-d0b737ba-bab2-9fc1-645b-a70606d5760c",
                   "other": "GPU-d0b737ba-bab2-9fc1-645b-a70606d5760c", "asic_serial": "0x0CEE36DDC4255115"})

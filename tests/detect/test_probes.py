@@ -12,7 +12,7 @@ from pathlib import Path
 
 from vllm_deploy_wizard.detect import detect
 from vllm_deploy_wizard.detect.facts import LiveFacts
-from vllm_deploy_wizard.detect.fixture import FakeNvml
+from vllm_deploy_wizard.detect.fixture_fakes import FakeNvml
 
 H200_DEVICE = {
     "nvmlDeviceGetName": "NVIDIA H200", "nvmlDeviceGetUUID": "GPU-1",
@@ -134,7 +134,8 @@ def test_nvml_capture_records_what_replay_reads_back(fixtures_dir):
     """The capture of an NVML session (run on a GPU host) replays to the same GPUs."""
     import yaml
 
-    from vllm_deploy_wizard.detect.fixture import FixtureFacts, _nvml_block
+    from vllm_deploy_wizard.detect.fixture import FixtureFacts
+    from vllm_deploy_wizard.detect.fixture_capture import _nvml_block
 
     data = yaml.safe_load((fixtures_dir / "nvidia_hgx_8x_h200.yaml").read_text())
     recorded = _nvml_block(FakeNvml(data["nvml"]))

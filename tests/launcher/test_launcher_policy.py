@@ -342,7 +342,7 @@ def test_a_ready_process_failing_health_n_times_in_a_row_is_restarted_by_policy(
     acts = h.at(95.5, Exited("vllm", -9))
     assert h.state("vllm") is State.BACKOFF and StartTimer("vllm", "backoff", 1) in acts
     backoff = [e for e in h.events if e.state is State.BACKOFF][0]
-    assert backoff.cause["kind"] == "health_failed" and "3 health checks in a row" in backoff.cause["summary"]
+    assert backoff.cause["kind"] == "unhealthy" and "3 health checks in a row" in backoff.cause["summary"]
     assert backoff.cause["retryable"] is True
     # the restart is a fresh start: READY again, and the count starts over
     assert Spawn("vllm") in h.at(96.5, TimerFired("vllm", "backoff"))

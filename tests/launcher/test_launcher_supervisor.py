@@ -295,7 +295,7 @@ async def test_a_restart_waits_until_the_old_tree_released_its_gpu_memory(tmp_pa
 
     polls: list[tuple[float, set[int]]] = []
 
-    def fake_held(pids: set[int]) -> dict[int, int]:
+    def fake_held(pids: set[int], baseline=None) -> dict[int, int]:
         # NVML shows the first start's pid holding 2 GiB for its first two polls, then nothing
         polls.append((asyncio.get_running_loop().time(), set(pids)))
         of_first = [p for p in polls if first_pid and first_pid[0] in p[1]]

@@ -19,11 +19,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from vllm_deploy_wizard.commands.launch import add_all_lines_flag
 
     add_all_lines_flag(p)
+    from vllm_deploy_wizard.commands.nodes import add_node_flag
+
+    add_node_flag(p)
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     """Attach until Ctrl-C or the end of the run."""
+    if getattr(args, "node", None):  # that node of a cluster launch, over ssh
+        from vllm_deploy_wizard.commands import nodes
+
+        return nodes.remote(args, ["attach", "--tail", str(args.tail)], tty=True)
     import asyncio
     import signal
 

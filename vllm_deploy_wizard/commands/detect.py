@@ -38,6 +38,8 @@ def _gib(value: int | None) -> str:
 
 def render(inv: Any, candidates: list[Any], profiles: Any) -> str:
     """The human summary of ``detect`` (plain text, one fact per line)."""
+    from vllm_deploy_wizard.detect.partitions import vllm_view
+
     lines = []
     best = candidates[0] if candidates else None
     if best is not None and best.profile_id:
@@ -58,6 +60,10 @@ def render(inv: Any, candidates: list[Any], profiles: Any) -> str:
                          f"{f', {arch}' if arch else ''}, {group.interconnect}{vis}"
                          f"{' [PCI only]' if group.pci_only else ''}")
             lines += [f"  note: {n}" for n in group.notes]
+            view = vllm_view(group)
+            if view.reason:
+                each = f", {_gib(view.memory_bytes_each)} each" if view.memory_bytes_each else ""
+                lines.append(f"  vLLM sees: {view.devices} devices{each} - {view.reason}")
     else:
         lines.append("Accelerators: none - CPU-only node")
     cpu = inv.cpu
@@ -101,9 +107,13 @@ def render(inv: Any, candidates: list[Any], profiles: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     """Handler: detect (or replay), match, print; write a capture when asked."""
     from vllm_deploy_wizard.catalog import load_catalog
+    from dataclasses import asdict
+
     from vllm_deploy_wizard.detect import detect, match_profiles
     from vllm_deploy_wizard.detect.facts import LiveFacts
-    from vllm_deploy_wizard.detect.fixture import FixtureFacts, capture
+    from vllm_deploy_wizard.detect.partitions import vllm_view
+    from vllm_deploy_wizard.detect.fixture import FixtureFacts
+    from vllm_deploy_wizard.detect.fixture_capture import capture
     from vllm_deploy_wizard.errors import DetectionError
 
     if args.scenario and not args.replay:
@@ -124,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out = {"inventory": inv.to_dict(), "candidates": [c.to_dict() for c in candidates],
                "profile": candidates[0].profile_id, "match": candidates[0].quality,
-               "device_count": inv.device_count}
+               "device_count": inv.device_count,
+               "vllm_view": asdict(vllm_view(inv.primary)) if inv.primary else None}
         print(json.dumps(out, indent=2, default=str))
     else:
         print(render(inv, candidates, profiles))

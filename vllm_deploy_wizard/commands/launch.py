@@ -69,7 +69,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="launch even when the plan's hardware does not match this node (a GPU plan on a CPU node)")
     p.add_argument("--skip-flag-check", action="store_true",
                    help="skip the vLLM version/flag preflight (`vllm serve --help=all`, ~12 s when not cached)")
+    p.add_argument("--skip-host-check", action="store_true",
+                   help="skip the host readiness check of backends that need host setup (IAXL KVShrink: "
+                   "IOMMU kernel options, QAT devices and service, the intel-accel-for-llm checkout)")
     add_all_lines_flag(p)
+    from vllm_deploy_wizard.commands.nodes import add_launch_flags
+
+    add_launch_flags(p)
     p.set_defaults(handler=handle)
 
 
@@ -223,6 +229,19 @@ def numa_memory(host: Any) -> tuple[int | None, int | None]:
     return total, free
 
 
+def detected_defaults(names: list[str], given: dict[str, str], node_rank: int,
+                      host_facts: Callable[[], Any] = _host_facts) -> dict[str, str]:
+    """The values detection gives the placeholders ``names`` not in ``given`` — the launcher's rule
+    (``launcher.launch.placeholder_defaults``) without the plan's own defaults; ``host_facts`` is
+    called only when one of them needs this host's facts. A fact detection could not find is left out."""
+    from vllm_deploy_wizard.launcher.launch import placeholder_defaults, self_facts_needed
+
+    open_names = [n for n in names if n not in given]
+    if not self_facts_needed(open_names, node_rank):
+        return {}
+    return {n: v for n, v in placeholder_defaults(open_names, node_facts(host_facts()), node_rank).items() if v}
+
+
 def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sys.stderr,
                    host_facts: Callable[[], Any] = _host_facts) -> dict[str, str]:
     """The placeholder values for plan-file ``data``: ``--set`` ``items``, then detected defaults,
@@ -290,10 +309,16 @@ def handle(args: argparse.Namespace) -> int:
     from vllm_deploy_wizard.launcher.preflight import vllm_probe_needed
 
     data = read_plan_data(args.plan)
+    if getattr(args, "all_nodes", False):  # every machine, over ssh (docs/multi-node.md §6)
+        from vllm_deploy_wizard.commands import nodes
+
+        return nodes.launch(args, data)
     node = getattr(args, "node", None)
     rank = args.node_rank if node is None else label_rank(node)
     values = resolve_values(data, args.values, rank)
     spec = parse_plan(data, source=str(args.plan), node_rank=args.node_rank, values=values, node=node)
+    if not getattr(args, "skip_host_check", False):
+        host_ready_or_raise(spec)
     probe = None if args.skip_flag_check else vllm_probe_needed(spec)
     print("preflight: ports, executables, files, memory" + {
         None: "", False: ", vLLM version and flags (cached)",
@@ -318,6 +343,21 @@ def handle(args: argparse.Namespace) -> int:
     if args.wait:
         return _wait_ready(info.run_id, [p.name for p in spec.processes])
     return 0
+
+
+def host_ready_or_raise(spec: Any) -> None:
+    """IAXL KVShrink plans: check this host first and raise :class:`LaunchError` listing every gap
+    with the host step that closes it (docs/backends.md §11); the wizard never runs those steps."""
+    from vllm_deploy_wizard.detect.iaxl import readiness, uses_iaxl
+    from vllm_deploy_wizard.errors import LaunchError
+
+    tp_size = uses_iaxl([{"argv": p.argv, "env": p.env, "setup": p.setup} for p in spec.processes])
+    if tp_size is None:
+        return
+    gaps = readiness(tp_size)
+    if gaps:
+        raise LaunchError(f"this host is not ready for IAXL KVShrink ({len(gaps)} gap(s); fix them, or pass "
+                          "--skip-host-check):\n" + "\n".join(f"  - {g.text()}" for g in gaps))
 
 
 def _foreground(spec, all_lines: bool = False) -> int:

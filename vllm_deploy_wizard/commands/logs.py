@@ -26,6 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from vllm_deploy_wizard.commands.launch import add_all_lines_flag
 
     add_all_lines_flag(p)
+    from vllm_deploy_wizard.commands.nodes import add_node_flag
+
+    add_node_flag(p)
     p.set_defaults(handler=handle)
 
 
@@ -54,6 +57,11 @@ def handle(args: argparse.Namespace) -> int:
 
     if args.lines < 0:
         raise LaunchError(f"-n {args.lines}: the number of lines must be 0 or more")
+    if getattr(args, "node", None):  # that node of a cluster launch; a lone RUN word is the process
+        from vllm_deploy_wizard.commands import nodes
+
+        proc = args.process or args.run
+        return nodes.remote(args, ["logs", *([proc] if proc else []), "-n", str(args.lines)])
     runs = list_runs()
     if not runs:
         raise LaunchError("no runs yet; start one with `vllm-wizard launch PLAN`")

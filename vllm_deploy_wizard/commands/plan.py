@@ -10,7 +10,8 @@ Outputs (combinable, except that ``--json`` owns stdout):
 * ``--json``: exactly one JSON object, plan-json §3 (+ the contract extras), nothing else on stdout;
 * ``--out FILE``: the plan file of ``docs/contracts.md`` §2 (YAML, or JSON for ``*.json``) with
   provenance (catalog source and revision, hardware profile, device count, tool version, selection);
-* ``--script DIR``: one executable bash script per node.
+* ``--script DIR``: one executable bash script per node;
+* ``--k8s DIR`` / ``--slurm FILE``: the plan for Kubernetes or Slurm (:mod:`.plan_engines`).
 
 Both are written atomically (temporary file + rename) with owner-only permissions — plan files 0600,
 scripts 0700 — because they carry the argv/env to run, secrets such as ``--api-key`` or
@@ -85,6 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--script", type=Path, metavar="DIR",
                    help="write one executable bash script per node into DIR (created when missing); each "
                    "written atomically, for you only (mode 0700: it may hold API keys)")
+    from vllm_deploy_wizard.commands.plan_engines import add_flags
+
+    add_flags(p)
     p.set_defaults(handler=run)
 
 
@@ -191,8 +195,12 @@ def detect_defaults(args: argparse.Namespace, cat: Any, data: dict[str, Any]) ->
     if "hardware" not in data and best.profile_id:
         data["hardware"] = best.profile_id
     profile = profiles.get(data.get("hardware", ""))
-    if "gpus" not in data and inv.device_count and profile is not None and inv.device_count != profile.gpu_count:
-        data["gpus"] = inv.device_count
+    from vllm_deploy_wizard.detect.partitions import vllm_view
+
+    view = vllm_view(inv.primary) if inv.primary is not None and not inv.primary.pci_only else None
+    count = view.devices if view is not None else inv.device_count  # what vLLM sees (partitions, tiles)
+    if "gpus" not in data and count and profile is not None and count != profile.gpu_count:
+        data["gpus"] = count
     primary = inv.primary
     from dataclasses import asdict
 
@@ -208,7 +216,23 @@ def detect_defaults(args: argparse.Namespace, cat: Any, data: dict[str, Any]) ->
         "notes": list(best.notes),
         # RAM/CPUs of the node, for catalog.hostfit's warnings (detection.md §5.1)
         "host_capacity": asdict(HostCapacity.from_inventory(inv)),
+        "vllm_view": asdict(view) if view is not None else None,
     }
+
+
+def _device_memory_warnings(cat: Any, plan: Any, view: dict[str, Any] | None) -> list[str]:
+    """A warning when the memory per device vLLM sees on this node (MIG slice, AMD partition, XPU
+    tile) differs by more than 10 % from the profile's per-device VRAM the plan was sized with."""
+    profile = cat.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware") or ""))
+    each = (view or {}).get("memory_bytes_each")
+    per = profile.vram_per_device_gb if profile is not None else None
+    if not each or not per or not (view or {}).get("reason"):
+        return []
+    have = each / 2**30
+    if abs(have - per) <= 0.1 * per:
+        return []
+    return [f"warning: vLLM sees {view['devices']} devices of {have:.0f} GiB each on this node ({view['reason']}); "
+            f"the {plan.resolved['hardware']} profile sizes the plan for {per:.0f} GB each"]
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -358,11 +382,16 @@ def run(args: argparse.Namespace) -> int:
     plan = synthesize(cat, selection)
     plan.notes += ["warning: " + w for w in warnings] + _head_warnings(recipe, plan)
     if snapshot is not None:
+        from vllm_deploy_wizard.catalog.backends import apply_host_settings
         from vllm_deploy_wizard.catalog.hostfit import HostCapacity, host_fit_warnings
 
-        plan.notes += host_fit_warnings(cat, plan, HostCapacity(**snapshot["host_capacity"]))
+        host = HostCapacity(**snapshot["host_capacity"])
+        plan.notes += _device_memory_warnings(cat, plan, snapshot.get("vllm_view"))
+        plan.notes += apply_host_settings(cat.taxonomy.hardware_profiles, plan, host)
+        plan.notes += host_fit_warnings(cat, plan, host)
 
-    if args.out is not None:
+    engines = getattr(args, "k8s", None) is not None or getattr(args, "slurm", None) is not None
+    if args.out is not None or engines:
         provenance = {
             "catalog_source": source.label,
             "catalog_revision": source.revision or cat.revision,
@@ -372,17 +401,22 @@ def run(args: argparse.Namespace) -> int:
             "selection": selection.model_dump(exclude_none=True, exclude_defaults=True),
         }
         doc = plan_file(plan, provenance, __version__)
+    if args.out is not None:
         text = (json.dumps(doc, indent=2) + "\n" if args.out.suffix == ".json"
                 else yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
         _write("--out", args.out, text, PLAN_FILE_MODE)
+    if engines:
+        from vllm_deploy_wizard.commands.plan_engines import export
+
+        export(args, cat, selection, doc)
     if args.script is not None:
         for name, text in node_scripts(plan).items():
             _write("--script", args.script / name, text, SCRIPT_MODE)
     if args.json:
         sys.stdout.write(json.dumps(plan_to_json(plan), ensure_ascii=False) + "\n")
-    elif args.out is None and args.script is None:
+    elif args.out is None and args.script is None and not engines:
         sys.stdout.write(plan_text(plan))
-    if args.json or args.out is not None or args.script is not None:
+    if args.json or args.out is not None or args.script is not None or engines:
         for note in plan.notes:  # the text plan shows them inline; elsewhere stderr
             if note.startswith("warning:"):
                 print(note, file=sys.stderr)

@@ -26,11 +26,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix (default: all runs)")
     p.add_argument("--all", action="store_true", help="include finished runs")
     p.add_argument("--json", action="store_true", help="print JSON")
+    from vllm_deploy_wizard.commands.nodes import add_all_nodes_flag
+
+    add_all_nodes_flag(p, "show")
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     """Print the runs; see module docstring."""
+    if getattr(args, "all_nodes", False):
+        from vllm_deploy_wizard.commands import nodes
+
+        return nodes.status(args)
     from vllm_deploy_wizard.launcher import find_run, list_runs, run_survivors
     from vllm_deploy_wizard.launcher.runs import process_survivors
 
@@ -54,6 +61,11 @@ def handle(args: argparse.Namespace) -> int:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["started"])) if row["started"] else "?"
         out = f" ({row['outcome']})" if row["outcome"] else ""
         print(f"{row['run_id']}  {row['status']}{out}  started {started}  supervisor pid {row['supervisor_pid']}")
+        from vllm_deploy_wizard.commands.nodes import cluster_hint
+
+        hint = cluster_hint(row["run_id"])
+        if hint:
+            print(f"  {hint}")
         for p in row["processes"]:
             ports = ",".join(str(x) for x in p.get("ports") or [])
             state = p["state"]

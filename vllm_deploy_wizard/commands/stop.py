@@ -22,11 +22,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--all", action="store_true", help="stop every running, starting or stale run")
     p.add_argument("--timeout", type=float, default=STALE_STOP_TIMEOUT_S, metavar="S",
                    help="for stale runs: seconds between SIGTERM and SIGKILL (default 15)")
+    from vllm_deploy_wizard.commands.nodes import add_all_nodes_flag
+
+    add_all_nodes_flag(p, "stop")
     p.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     """Stop the run(s)."""
+    if getattr(args, "all_nodes", False):
+        from vllm_deploy_wizard.commands import nodes
+
+        return nodes.stop(args)
     import asyncio
 
     from vllm_deploy_wizard.commands.launch import Printer

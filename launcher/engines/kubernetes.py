@@ -1,0 +1,527 @@
+"""Kubernetes manifests from a plan file (``vllm-wizard plan … --k8s DIR``; docs/multi-node.md §3).
+
+Mapping of the plan's processes (docs/contracts.md §2 data, with the ``group`` marks of
+docs/multi-node.md §1):
+
+* a multi-node group (``group`` on its members: TP/PP/DP over nodes, a multi-node PD pool) → one
+  ``LeaderWorkerSet`` (leaderworkerset.x-k8s.io/v1): the leader runs the head's command, the
+  worker template the first worker's with ``--node-rank $(LWS_WORKER_INDEX)`` and the master
+  address ``$(LWS_LEADER_ADDRESS)``; ``size`` = the group's nodes; ``restartPolicy:
+  RecreateGroupOnPodRestart`` (a lost pod recreates the whole group — no head left on a dead
+  collective) and ``startupPolicy: LeaderCreated`` (the head only becomes ready once its workers
+  joined, so waiting for a ready leader would deadlock);
+* every other process (single-node server, a single-node PD pool, router, LMCache server, Mooncake
+  master/store, etcd) → one ``Deployment``;
+* a ``Service`` per workload that listens (every plan port), selecting the leader pod of a group.
+
+Each container: the plan's image (docker plans: the argv after the image in ``docker run``), the
+vendor's device resource (:data:`DEVICE_RESOURCES`) for engines, ``/dev/shm`` as a memory
+``emptyDir``, readiness/startup/liveness probes on the process's health path (a TCP probe on its
+first port when it has none), ``HF_TOKEN`` and every secret-named env or secret flag value
+(``--api-key``) from a ``Secret`` reference (:data:`SECRET_NAME`), never inline. What depends on
+another workload (``depends_on``: an engine on its companions, a router on its engines) gets an
+init container waiting until that Service answers — Kubernetes starts everything at once otherwise.
+
+Placeholders: ``$HEAD_IP``-like master addresses become the group's leader address inside the
+group and the leader Service's DNS name elsewhere (a PD router's ``--prefill http://$PREFILL_NODE_1…``);
+``$NODE_IP`` and ``VLLM_HOST_IP`` the pod IP (downward API); ``$IFACE_NAME`` the pod's ``eth0``;
+``$ROUTER_HOST`` 0.0.0.0; other machines' addresses (``$MOONCAKE_MASTER_IP``, ``$VLLM_INSTANCE_<i>``,
+``$PREFILL_NODE_<k>``) their Service; a config file (``$MOONCAKE_CONFIG_PATH``) its path in a
+``ConfigMap`` mounted at :data:`CONFIG_DIR`; ``$…_DP_RPC_PORT`` vLLM's default RPC port; others the
+``--k8s-set`` values, then the plan's ``placeholder_defaults``. One left over is an
+:class:`ExportError` naming it and the flag.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
+from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
+from vllm_deploy_wizard.launcher.spec import PHASES
+
+#: Device-plugin resource per hardware brand (and Intel compute arch): what a pod requests.
+DEVICE_RESOURCES: dict[str, str] = {
+    "NVIDIA": "nvidia.com/gpu",
+    "AMD": "amd.com/gpu",
+    "Huawei": "huawei.com/Ascend910",
+    "Google": "google.com/tpu",
+    "Intel/xpu": "gpu.intel.com/i915",
+    "Intel/xe": "gpu.intel.com/xe",
+}
+#: The Secret every sensitive value is read from (``kubectl create secret generic …``).
+SECRET_NAME = "vllm-wizard-secrets"
+#: Roles that run on accelerators (get the device resource and /dev/shm).
+ENGINE_ROLES = ("serve", "head", "worker", "prefill", "decode")
+#: Seconds a server may take to start (model download and load) before liveness applies.
+STARTUP_BUDGET_S = 1800
+#: Init container script: wait until TCP host:port accepts, or an HTTP path answers 200.
+WAIT_SCRIPT = (
+    "import sys, time, socket, urllib.request\n"
+    "host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]\n"
+    "while True:\n"
+    "    try:\n"
+    "        if path:\n"
+    "            urllib.request.urlopen(f'http://{host}:{port}{path}', timeout=3)\n"
+    "        else:\n"
+    "            socket.create_connection((host, port), timeout=3).close()\n"
+    "        break\n"
+    "    except Exception as exc:\n"
+    "        print(f'waiting for {host}:{port}{path}: {exc}', flush=True)\n"
+    "        time.sleep(3)\n"
+)
+#: Where config files of the plan (Mooncake's JSON) are mounted from their ConfigMap.
+CONFIG_DIR = "/etc/vllm-wizard"
+#: A data-parallel RPC port placeholder's value: vLLM's default ``--data-parallel-rpc-port``.
+DP_RPC_PORT = "29550"
+CONTAINER_CLIENTS = ("docker", "podman", "nerdctl")
+_FLAGS_WITH_VALUE = ("-e", "--env", "-v", "--volume", "-p", "--publish", "--device", "--name", "--network",
+                     "--ipc", "--shm-size", "--gpus", "-w", "--workdir", "--entrypoint", "--ulimit", "--cap-add",
+                     "--security-opt", "--group-add", "-u", "--user", "--runtime", "--env-file", "--mount")
+
+
+class ExportError(LaunchError):
+    """The plan cannot be written as manifests; the message names the process and what is missing."""
+
+
+def dns_name(text: str) -> str:
+    """``text`` as a DNS-1123 label (lower case, ``-``, at most 63 characters)."""
+    out = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
+    return (out or "vllm")[:63].rstrip("-")
+
+
+def device_resource(vendor: str | None, arch: str | None = None) -> str | None:
+    """The device-plugin resource for a hardware brand (``NVIDIA`` → ``nvidia.com/gpu``); Intel
+    GPUs by ``arch`` (``xpu`` → i915, ``xe`` → xe); None for CPUs and unknown brands."""
+    if not vendor:
+        return None
+    if vendor == "Intel":
+        return DEVICE_RESOURCES.get(f"Intel/{arch}") if arch in ("xpu", "xe") else None
+    return DEVICE_RESOURCES.get(vendor)
+
+
+def container_command(proc: Mapping[str, Any], image: str | None) -> tuple[list[str], dict[str, str]]:
+    """(argv inside the container, env) of a plan process: a ``docker run … IMAGE ARGS`` argv
+    becomes ``vllm serve ARGS`` (the vLLM images' entrypoint) with its ``-e K=V`` in env."""
+    argv = [str(a) for a in proc.get("argv") or []]
+    env = {str(k): str(v) for k, v in (proc.get("env") or {}).items()}
+    if not argv or Path(argv[0]).name not in CONTAINER_CLIENTS:
+        return argv, env
+    i = 2 if len(argv) > 1 and argv[1] == "run" else 1
+    while i < len(argv):
+        tok = argv[i]
+        if image and tok == image:
+            break
+        if tok in ("-e", "--env") and i + 1 < len(argv):
+            k, _, v = argv[i + 1].partition("=")
+            env[k] = v
+        if tok in _FLAGS_WITH_VALUE:
+            i += 2
+            continue
+        if not tok.startswith("-"):
+            break  # the image
+        i += 1
+    rest = argv[i + 1:]
+    if rest and rest[0] in ("vllm", "python", "python3", "bash", "sh"):
+        return rest, env
+    return ["vllm", "serve", *rest], env
+
+
+def _replace_flag(argv: list[str], flag: str, value: str) -> list[str]:
+    out = list(argv)
+    for i, tok in enumerate(out):
+        if tok == flag and i + 1 < len(out):
+            out[i + 1] = value
+        elif tok.startswith(flag + "="):
+            out[i] = f"{flag}={value}"
+    return out
+
+
+def _flag_value(argv: list[str], flag: str) -> str | None:
+    for i, tok in enumerate(argv):
+        if tok == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if tok.startswith(flag + "="):
+            return tok.split("=", 1)[1]
+    return None
+
+
+def _port_of(url: str) -> int | None:
+    try:
+        return urlsplit(url).port
+    except ValueError:
+        return None
+
+
+class _Exporter:
+    def __init__(self, data: Mapping[str, Any], image: str, vendor: str | None, arch: str | None, name: str,
+                 namespace: str | None, values: Mapping[str, str] | None = None):
+        if not isinstance(data, Mapping) or not isinstance(data.get("plan"), Mapping):
+            raise ExportError("not a plan file: expected a mapping with a 'plan' key (docs/contracts.md §2)")
+        self.plan = data["plan"]
+        self.procs: list[dict[str, Any]] = [dict(p) for p in self.plan.get("processes") or []]
+        self.image = image
+        self.resource = device_resource(vendor, arch)
+        self.devices = int(self.plan.get("device_count") or 1)
+        self.name = dns_name(name)
+        self.namespace = namespace
+        self.defaults = {str(k): str(v) for k, v in (self.plan.get("placeholder_defaults") or {}).items()}
+        self.defaults.update({str(k): str(v) for k, v in (values or {}).items()})
+        self.configs = {str(k): v for k, v in (self.plan.get("config_files") or {}).items()}
+        self.groups: dict[str, list[dict[str, Any]]] = {}
+        for p in self.procs:
+            if p.get("group"):
+                self.groups.setdefault(p["group"]["id"], []).append(p)
+        for members in self.groups.values():
+            members.sort(key=lambda p: p["group"]["rank"])
+        # a group's master address placeholder → its leader Service (seen from other workloads)
+        self.leader_host: dict[str, str] = {}
+        for gid, members in self.groups.items():
+            addr = self._master_addr(members[0])
+            for ph in placeholders_in(addr or ""):
+                self.leader_host[ph] = self._workload(gid)
+
+    # -- naming
+    def _workload(self, key: str) -> str:
+        key = dns_name(key)
+        return key if key == self.name or key.startswith(self.name + "-") else dns_name(f"{self.name}-{key}")
+
+    def _master_addr(self, proc: Mapping[str, Any]) -> str | None:
+        argv = [str(a) for a in proc.get("argv") or []]
+        return _flag_value(argv, "--master-addr") or _flag_value(argv, "--data-parallel-address")
+
+    # -- values
+    def _host_of(self, name: str) -> str | None:
+        """The Service for a placeholder naming another machine's address, or None."""
+        names = {str(p["name"]): p for p in self.procs}
+
+        def svc(proc_name: str) -> str | None:
+            p = names.get(proc_name)
+            if p is None:
+                return None
+            return self._workload(p["group"]["id"] if p.get("group") else proc_name)
+
+        if name == "MOONCAKE_MASTER_IP":
+            return next((svc(str(p["name"])) for p in self.procs if p.get("role") == "mooncake_master"), None)
+        m = re.fullmatch(r"VLLM_INSTANCE_(\d+)", name)
+        if m:  # 1-based: the instance-<i-1> workload
+            k = int(m.group(1)) - 1
+            return svc(f"instance-{k}-head") or svc(f"instance-{k}")
+        m = re.fullmatch(r"(PREFILL|DECODE)_NODE_(\d+)", name)
+        if m:
+            return svc(f"{m.group(1).lower()}-{int(m.group(2)) - 1}")
+        return None
+
+    def _value(self, name: str, inside: dict[str, str]) -> str | None:
+        if name in inside:
+            return inside[name]
+        if name in self.leader_host:
+            return self.leader_host[name]
+        if name in self.defaults:
+            return self.defaults[name]
+        if name in self.configs:
+            return f"{CONFIG_DIR}/{name.lower()}.json"
+        fixed = {"ROUTER_HOST": "0.0.0.0", "IFACE_NAME": "eth0", "NODE_IP": "$(POD_IP)"}
+        if name in fixed:
+            return fixed[name]
+        if name.endswith("_DP_RPC_PORT"):
+            return DP_RPC_PORT
+        return self._host_of(name)
+
+    def _fill(self, where: str, text: str, inside: dict[str, str]) -> str:
+        names = placeholders_in(text)
+        values = {n: v for n in names if (v := self._value(n, inside)) is not None}
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise ExportError(f"{where}: placeholder ${missing[0]} has no value on Kubernetes; give it with "
+                              f"--k8s-set {missing[0]}=VALUE (addresses, ports, interfaces and config paths "
+                              "are filled from the cluster)")
+        return fill(text, values)
+
+    def _config_map(self) -> dict[str, Any]:
+        import json
+
+        data = {}
+        for name, content in self.configs.items():
+            text = json.dumps(content, indent=2) if not isinstance(content, str) else content
+            data[f"{name.lower()}.json"] = self._fill(f"config file {name}", text, {})
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": self._meta(self._workload("config"), {"app.kubernetes.io/part-of": self.name}),
+                "data": data}
+
+    def _uses_config(self, proc: Mapping[str, Any]) -> bool:
+        texts = [*(proc.get("argv") or []), *(proc.get("env") or {}).values()]
+        return any(n in self.configs for t in texts for n in placeholders_in(str(t)))
+
+    def _env(self, name: str, env: dict[str, str], inside: dict[str, str]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+        for k, v in env.items():
+            if k == "VLLM_HOST_IP":  # the address this pod advertises to its group: its own IP
+                out.append({"name": k, "value": "$(POD_IP)"})
+            elif SECRET_NAME_RE.search(k):
+                out.append({"name": k, "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": k}}})
+            else:
+                out.append({"name": k, "value": self._fill(f"process {name!r} env {k}", v, inside)})
+        if "HF_TOKEN" not in env:
+            out.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": "HF_TOKEN",
+                                                                           "optional": True}}})
+        return out
+
+    def _secret_args(self, argv: list[str], env: list[dict[str, Any]]) -> list[str]:
+        secrets = set(secret_argv_values(argv))
+        if not secrets:
+            return argv
+        out, prev = [], ""
+        for tok in argv:
+            flag, eq, val = tok.partition("=")
+            if tok in secrets and prev.startswith("--"):
+                key = dns_name(prev).replace("-", "_").upper()
+                out.append(f"$({key})")
+                self._secret_env(env, key)
+            elif eq and flag.startswith("--") and val in secrets:
+                key = dns_name(flag).replace("-", "_").upper()
+                out.append(f"{flag}=$({key})")
+                self._secret_env(env, key)
+            else:
+                out.append(tok)
+            if tok.startswith("--"):
+                prev = tok
+        return out
+
+    @staticmethod
+    def _secret_env(env: list[dict[str, Any]], key: str) -> None:
+        if not any(e["name"] == key for e in env):
+            env.append({"name": key, "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": key}}})
+
+    # -- pieces
+    def _probes(self, proc: Mapping[str, Any]) -> dict[str, Any]:
+        health = proc.get("health") or {}
+        url = health.get("url")
+        if url and not health.get("remote"):
+            u = urlsplit(url)
+            port = u.port or 80
+            action = {"httpGet": {"path": u.path or "/", "port": port}}
+        elif proc.get("ports"):
+            port = int(str(proc["ports"][0]))
+            action = {"tcpSocket": {"port": port}}
+        else:
+            return {}
+        period = 10
+        fresh = lambda: copy.deepcopy(action)  # noqa: E731 - no YAML anchors between the probes
+        return {
+            "startupProbe": {**fresh(), "periodSeconds": period, "failureThreshold": STARTUP_BUDGET_S // period},
+            "readinessProbe": {**fresh(), "periodSeconds": 5, "failureThreshold": 3},
+            "livenessProbe": {**fresh(), "periodSeconds": period, "timeoutSeconds": 5, "failureThreshold": 3},
+        }
+
+    def _ports(self, proc: Mapping[str, Any], inside: dict[str, str]) -> list[int]:
+        out = []
+        for p in proc.get("ports") or []:
+            s = self._fill(f"process {proc.get('name')!r} ports", str(p), inside)
+            if s.isdigit():
+                out.append(int(s))
+        return sorted(set(out))
+
+    def _devices(self, proc: Mapping[str, Any], env: dict[str, str]) -> int:
+        visible = env.get("CUDA_VISIBLE_DEVICES") or env.get("ASCEND_RT_VISIBLE_DEVICES")
+        if visible and not placeholders_in(visible):
+            return len([x for x in visible.split(",") if x.strip()])
+        return self.devices
+
+    def _container(self, proc: dict[str, Any], inside: dict[str, str], argv_edit=None) -> dict[str, Any]:
+        name = str(proc["name"])
+        argv, env = container_command(proc, self.image)
+        if argv_edit is not None:
+            argv = argv_edit(argv)
+        if proc.get("setup"):
+            raise ExportError(f"process {name!r}: has a setup prelude ({str(proc['setup'])[:60]!r}…); bake it into "
+                              "the image and export again without it")
+        env_list = self._env(name, env, inside)
+        argv = self._secret_args(argv, env_list)
+        argv = [self._fill(f"process {name!r} argv", a, inside) for a in argv]
+        c: dict[str, Any] = {"name": dns_name(name), "image": self.image, "command": argv[:1], "args": argv[1:],
+                             "env": env_list}
+        ports = self._ports(proc, inside)
+        if ports:
+            c["ports"] = [{"containerPort": p, "name": f"p{p}"} for p in ports]
+        c.update(self._probes(proc))
+        mounts = []
+        if self._uses_config(proc):
+            mounts.append({"name": "config", "mountPath": CONFIG_DIR, "readOnly": True})
+        if proc.get("role") in ENGINE_ROLES:
+            mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+        if mounts:
+            c["volumeMounts"] = mounts
+        if proc.get("role") in ENGINE_ROLES:
+            if self.resource:
+                n = self._devices(proc, env)
+                c["resources"] = {"limits": {self.resource: n}, "requests": {self.resource: n}}
+        return c
+
+    def _pod(self, proc: dict[str, Any], labels: dict[str, str], container: dict[str, Any],
+             init: list[dict[str, Any]]) -> dict[str, Any]:
+        spec: dict[str, Any] = {"containers": [container]}
+        if init:
+            spec["initContainers"] = init
+        volumes = []
+        if self._uses_config(proc):
+            volumes.append({"name": "config", "configMap": {"name": self._workload("config")}})
+        if proc.get("role") in ENGINE_ROLES:
+            volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
+        if volumes:
+            spec["volumes"] = volumes
+        return {"metadata": {"labels": labels}, "spec": spec}
+
+    def _meta(self, name: str, labels: dict[str, str]) -> dict[str, Any]:
+        m: dict[str, Any] = {"name": name, "labels": labels}
+        if self.namespace:
+            m["namespace"] = self.namespace
+        return m
+
+    def _service(self, name: str, selector: dict[str, str], ports: list[int]) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Service", "metadata": self._meta(name, {"app.kubernetes.io/part-of": self.name}),
+                "spec": {"selector": selector,
+                         "ports": [{"name": f"p{p}", "port": p, "targetPort": p, "protocol": "TCP"} for p in ports]}}
+
+    def _waits(self, proc: Mapping[str, Any], owner: dict[str, str]) -> list[dict[str, Any]]:
+        """Init containers waiting for the Services of what ``proc`` depends on (other workloads)."""
+        by_name = {p["name"]: p for p in self.procs}
+        deps = proc.get("depends_on")
+        if deps is None:  # contracts §2: every process of earlier phases
+            mine = PHASES.index(proc.get("phase") or "engine") if (proc.get("phase") or "engine") in PHASES else 2
+            deps = [p["name"] for p in self.procs if (p.get("phase") or "engine") in PHASES
+                    and PHASES.index(p.get("phase") or "engine") < mine]
+        out, seen = [], set()
+        for dep in deps:
+            d = by_name.get(dep)
+            if d is None or owner.get(dep) == owner.get(str(proc["name"])):
+                continue
+            svc = owner[dep]
+            if svc in seen:
+                continue
+            health = d.get("health") or {}
+            url = health.get("url") if not health.get("remote") else None
+            ports = self._ports(d, {})
+            port = _port_of(url) if url else (ports[0] if ports else None)
+            if port is None:
+                continue
+            seen.add(svc)
+            out.append({"name": dns_name(f"wait-{svc}")[:63], "image": self.image, "command": ["python3", "-c", WAIT_SCRIPT],
+                        "args": [svc, str(port), urlsplit(url).path if url else ""]})
+        return out
+
+    def build(self) -> list[tuple[str, list[dict[str, Any]]]]:
+        owner: dict[str, str] = {}
+        for p in self.procs:
+            g = p.get("group")
+            owner[str(p["name"])] = self._workload(g["id"] if g else str(p["name"]))
+        files: list[tuple[str, list[dict[str, Any]]]] = []
+        if self.configs:
+            files.append((f"00-{self._workload('config')}.yaml", [self._config_map()]))
+        done: set[str] = set()
+        for p in self.procs:
+            g = p.get("group")
+            key = g["id"] if g else str(p["name"])
+            if key in done:
+                continue
+            done.add(key)
+            phase = p.get("phase") or "engine"
+            order = PHASES.index(phase) if phase in PHASES else 2
+            docs = self._group(key, self.groups[key]) if g else self._deployment(p)
+            files.append((f"{order + 1}0-{self._workload(key)}.yaml", docs))
+        return files
+
+    def _deployment(self, proc: dict[str, Any]) -> list[dict[str, Any]]:
+        name = self._workload(str(proc["name"]))
+        labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": self.name}
+        owner = {str(p["name"]): self._workload(p["group"]["id"] if p.get("group") else str(p["name"]))
+                 for p in self.procs}
+        c = self._container(proc, {})
+        dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": self._meta(name, labels),
+               "spec": {"replicas": 1, "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
+                        "strategy": {"type": "Recreate"},
+                        "template": self._pod(proc, labels, c, self._waits(proc, owner))}}
+        docs = [dep]
+        ports = self._ports(proc, {})
+        if ports:
+            docs.append(self._service(name, {"app.kubernetes.io/name": name}, ports))
+        return docs
+
+    def _group(self, gid: str, members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        name = self._workload(gid)
+        head, workers = members[0], members[1:]
+        addr = self._master_addr(head) or ""
+        inside = {ph: "$(LWS_LEADER_ADDRESS)" for ph in placeholders_in(addr)}
+        labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": self.name}
+        owner = {str(p["name"]): self._workload(p["group"]["id"] if p.get("group") else str(p["name"]))
+                 for p in self.procs}
+
+        def worker_argv(argv: list[str]) -> list[str]:
+            out = _replace_flag(argv, "--node-rank", "$(LWS_WORKER_INDEX)")
+            start = _flag_value(argv, "--data-parallel-start-rank")
+            if start is not None and len(members) > 2:
+                step = int(start)  # worker k starts at k * (local DP size)
+                rest = [a for i, a in enumerate(out) if not (a == "--data-parallel-start-rank"
+                        or (i and out[i - 1] == "--data-parallel-start-rank") or a.startswith("--data-parallel-start-rank="))]
+                # $$ is Kubernetes' escape for a literal $ (it expands $(VAR) in args itself)
+                return ["/bin/sh", "-c", f'exec "$0" "$@" --data-parallel-start-rank $$((LWS_WORKER_INDEX * {step}))',
+                        *rest]
+            return out
+
+        leader_c = self._container(head, inside)
+        worker_c = self._container(workers[0], inside, worker_argv)
+        leader_labels = {**labels, "vllm-wizard/group-role": "leader"}
+        worker_labels = {**labels, "vllm-wizard/group-role": "worker"}
+        lws = {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": self._meta(name, labels),
+            "spec": {
+                "replicas": 1,
+                "startupPolicy": "LeaderCreated",
+                "leaderWorkerTemplate": {
+                    "size": len(members),
+                    "restartPolicy": "RecreateGroupOnPodRestart",
+                    "leaderTemplate": self._pod(head, leader_labels, leader_c, self._waits(head, owner)),
+                    "workerTemplate": self._pod(workers[0], worker_labels, worker_c, []),
+                },
+            },
+        }
+        docs = [lws]
+        ports = self._ports(head, inside)
+        if ports:
+            docs.append(self._service(name, {"app.kubernetes.io/name": name, "vllm-wizard/group-role": "leader"}, ports))
+        return docs
+
+
+def kubernetes_manifests(data: Mapping[str, Any], image: str, vendor: str | None = None, arch: str | None = None,
+                         name: str = "vllm", namespace: str | None = None,
+                         values: Mapping[str, str] | None = None) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The manifests of plan-file ``data``: ``[(file name, [manifest dict, …]), …]`` in start order
+    (``10-`` infra, ``20-`` companions, ``30-`` engines, ``40-`` routers).
+
+    ``image``: the container image of every workload; ``vendor``/``arch``: hardware brand and
+    compute arch for the device resource (:func:`device_resource`); ``name``: prefix of every
+    object name; ``namespace``: set on every object when given; ``values``: placeholder values
+    (``--k8s-set``), before anything derived. Raises :class:`ExportError`.
+    """
+    return _Exporter(data, image, vendor, arch, name, namespace, values).build()
+
+
+def write_manifests(directory: Path, files: list[tuple[str, list[dict[str, Any]]]]) -> list[Path]:
+    """Write ``files`` (from :func:`kubernetes_manifests`) as multi-document YAML into ``directory``
+    (created); returns the paths. Each starts with how to create the Secret it reads."""
+    import yaml
+
+    directory.mkdir(parents=True, exist_ok=True)
+    header = (f"# vllm-wizard: kubectl apply -f {directory}/ — secrets come from Secret {SECRET_NAME!r}:\n"
+              f"#   kubectl create secret generic {SECRET_NAME} --from-literal=HF_TOKEN=…\n")
+    out = []
+    for fname, docs in files:
+        path = directory / fname
+        path.write_text(header + yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+        out.append(path)
+    return out

@@ -1,0 +1,228 @@
+"""``plan … --k8s DIR``: manifests for every strategy shape of the golden cases, each validated —
+LeaderWorkerSet against the CRD schema of ../shared/schemas/lws (jsonschema, unknown fields refused)
+and the core kinds with kubernetes-validate (strict) — plus what each shape must contain
+(docs/multi-node.md §3)."""
+
+from __future__ import annotations
+
+import collections
+import copy
+import functools
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vllm_deploy_wizard.cli import main
+from vllm_deploy_wizard.launcher.engines.kubernetes import DEVICE_RESOURCES, SECRET_NAME, device_resource
+
+jsonschema = pytest.importorskip("jsonschema")
+kubernetes_validate = pytest.importorskip("kubernetes_validate")
+
+SHARED = Path(__file__).resolve().parents[3] / "shared"
+RECIPES = SHARED / "recipes-snapshot"
+
+
+def _strict(schema):
+    """The CRD schema with unknown fields refused (as the API server prunes/refuses them)."""
+    if isinstance(schema, dict):
+        out = {k: _strict(v) for k, v in schema.items()}
+        if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out \
+                and not out.get("x-kubernetes-preserve-unknown-fields"):
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [_strict(x) for x in schema]
+    return schema
+
+
+@functools.lru_cache(maxsize=None)
+def crd_validator(kind: str):
+    files = {"LeaderWorkerSet": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+             "DisaggregatedSet": "disaggregatedset.x-k8s.io_disaggregatedsets.yaml"}
+    crd = yaml.safe_load((SHARED / "schemas" / "lws" / files[kind]).read_text())
+    version = next(v for v in crd["spec"]["versions"] if v.get("served", True))
+    return jsonschema.Draft7Validator(_strict(version["schema"]["openAPIV3Schema"])), \
+        f"{crd['spec']['group']}/{version['name']}"
+
+
+def validate(doc: dict) -> None:
+    """Raise AssertionError listing every schema violation of one manifest."""
+    if doc["kind"] in ("LeaderWorkerSet", "DisaggregatedSet"):
+        validator, api = crd_validator(doc["kind"])
+        assert doc["apiVersion"] == api
+        errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(doc)]
+        assert not errors, f"{doc['kind']} {doc['metadata']['name']}: " + "; ".join(errors[:5])
+    else:
+        try:
+            kubernetes_validate.validate(doc, kubernetes_validate.latest_version(), strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            raise AssertionError(f"{doc['kind']} {doc['metadata']['name']}: {exc.message} at "
+                                 f"{'/'.join(map(str, exc.path))}") from None
+
+
+def _shapes() -> list[dict]:
+    """One golden case per strategy shape (deploy type, strategy, PD pools single/multi-node,
+    KV offload, router, connector, install mode)."""
+    shapes: dict[tuple, dict] = collections.OrderedDict()
+    path = SHARED / "golden" / "cases.jsonl"
+    if not path.exists():
+        return []
+    for line in path.read_text().splitlines():
+        c = json.loads(line)
+        s = c["selection"]
+        if "hardware" not in s:
+            continue
+        pd = s.get("pd") or {}
+        key = (c["expected"].get("deploy_type"), s.get("strategy"),
+               tuple(sorted((k, v.get("nodes", 0) > 1) for k, v in pd.items())),
+               s.get("kv_offload"), s.get("router"), s.get("connector"), s.get("install_mode"))
+        shapes.setdefault(key, c)
+    return list(shapes.values())
+
+
+SHAPES = _shapes()
+
+
+def export(tmp_path: Path, *args: str, selection: dict | None = None) -> dict[str, list[dict]]:
+    out = tmp_path / "k8s"
+    argv = ["plan", "--recipes", str(RECIPES), *args, "--k8s", str(out), "--k8s-set", "MOONCAKE_DEVICE_NAME=mlx5_0",
+            "--k8s-set", "MOONCAKE_STORE_DEVICE_NAME=mlx5_1"]
+    if selection is not None:
+        sel = tmp_path / "selection.json"
+        sel.write_text(json.dumps(selection))
+        argv += ["--selection", str(sel)]
+    assert main(argv) == 0
+    return {p.name: list(yaml.safe_load_all(p.read_text())) for p in sorted(out.iterdir())}
+
+
+def _containers(doc: dict) -> list[dict]:
+    if doc["kind"] == "Deployment":
+        specs = [doc["spec"]["template"]["spec"]]
+    elif doc["kind"] == "LeaderWorkerSet":
+        t = doc["spec"]["leaderWorkerTemplate"]
+        specs = [t["leaderTemplate"]["spec"], t["workerTemplate"]["spec"]]
+    else:
+        return []
+    return [c for s in specs for c in [*s.get("initContainers", []), *s["containers"]]]
+
+
+@pytest.mark.skipif(not SHAPES, reason="golden cases not available")
+@pytest.mark.parametrize("case", SHAPES, ids=[c["id"] for c in SHAPES])
+def test_every_strategy_shape_gives_valid_manifests(case, tmp_path) -> None:
+    files = export(tmp_path, selection=case["selection"])
+    docs = [d for ds in files.values() for d in ds]
+    for doc in docs:
+        validate(doc)
+    text = "\n".join(yaml.safe_dump_all(ds) for ds in files.values())
+    assert not re.findall(r"\$\{?[A-Z][A-Z0-9_]*", text.replace("$(", "")), "placeholder left in the manifests"
+    procs = case["expected"]["processes"]
+    multi = [p for p in procs if "--headless" in p["argv"] or "--data-parallel-start-rank" in p["argv"]]
+    lws = [d for d in docs if d["kind"] == "LeaderWorkerSet"]
+    if multi:  # every multi-node group is one LeaderWorkerSet that recreates the group on a pod restart
+        assert lws
+        for d in lws:
+            t = d["spec"]["leaderWorkerTemplate"]
+            assert t["restartPolicy"] == "RecreateGroupOnPodRestart" and t["size"] >= 2
+            worker_args = t["workerTemplate"]["spec"]["containers"][0]["args"]
+            assert "$(LWS_LEADER_ADDRESS)" in " ".join(worker_args)
+            if "--node-rank" in worker_args:
+                assert worker_args[worker_args.index("--node-rank") + 1] == "$(LWS_WORKER_INDEX)"
+    else:
+        assert not lws and any(d["kind"] == "Deployment" for d in docs)
+    # every listening port has a Service; readiness on each server; secrets by reference only
+    services = {p["port"] for d in docs if d["kind"] == "Service" for p in d["spec"]["ports"]}
+    for d in docs:
+        for c in _containers(d):
+            for port in c.get("ports", []):
+                assert port["containerPort"] in services
+            for e in c.get("env", []):
+                if re.search(r"TOKEN|KEY|SECRET|PASSWORD", e["name"]):
+                    assert "value" not in e and e["valueFrom"]["secretKeyRef"]["name"] == SECRET_NAME
+    # start order: infra/companions before engines before routers (file order for kubectl apply)
+    phase_of = {"00": -1, "10": 0, "20": 1, "30": 2, "40": 3}
+    assert list(files) == sorted(files, key=lambda f: phase_of[f[:2]])
+
+
+def test_multi_node_tp_is_one_leaderworkerset_from_node_0s_command(tmp_path) -> None:
+    files = export(tmp_path, "--model", "ByteDance-Seed/Seed-OSS-36B-Instruct", "--hardware", "b200",
+                   "--strategy", "multi_node_tp", "--nodes", "3")
+    (name, docs), = files.items()
+    lws, svc = docs
+    t = lws["spec"]["leaderWorkerTemplate"]
+    assert t["size"] == 3 and lws["spec"]["startupPolicy"] == "LeaderCreated"
+    leader = t["leaderTemplate"]["spec"]["containers"][0]
+    assert leader["command"] + leader["args"][:2] == ["vllm", "serve", "ByteDance-Seed/Seed-OSS-36B-Instruct"]
+    assert leader["args"][leader["args"].index("--node-rank") + 1] == "0"
+    assert leader["readinessProbe"]["httpGet"] == {"path": "/health", "port": 8000}
+    assert leader["resources"]["limits"] == {"nvidia.com/gpu": 8}
+    env = {e["name"]: e for e in leader["env"]}
+    assert env["VLLM_HOST_IP"]["value"] == "$(POD_IP)" and env["GLOO_SOCKET_IFNAME"]["value"] == "eth0"
+    assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": SECRET_NAME, "key": "HF_TOKEN", "optional": True}
+    vol = t["leaderTemplate"]["spec"]["volumes"][0]
+    assert vol == {"name": "dshm", "emptyDir": {"medium": "Memory"}}
+    assert svc["spec"]["selector"]["vllm-wizard/group-role"] == "leader"
+
+
+def test_api_keys_never_inline(tmp_path) -> None:
+    files = export(tmp_path, "--model", "Qwen/Qwen3-32B", "--hardware", "h200", "--arg=--api-key sk-topsecret-123")
+    text = "\n".join(yaml.safe_dump_all(d) for d in files.values())
+    assert "sk-topsecret-123" not in text
+    (docs,) = files.values()
+    c = docs[0]["spec"]["template"]["spec"]["containers"][0]
+    assert c["args"][c["args"].index("--api-key") + 1] == "$(API_KEY)"
+    assert {"name": "API_KEY", "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": "API_KEY"}}} in c["env"]
+
+
+def test_pd_pools_are_leaderworkersets_and_the_router_a_deployment(tmp_path) -> None:
+    files = export(tmp_path, "--model", "Qwen/Qwen3-Coder-480B-A35B-Instruct", "--hardware", "h200",
+                   "--strategy", "pd_cluster", "--pd-prefill", "2", "--pd-decode", "2")
+    docs = [d for ds in files.values() for d in ds]
+    kinds = collections.Counter((d["kind"], d["metadata"]["name"]) for d in docs)
+    assert kinds[("LeaderWorkerSet", "vllm-prefill")] == 1 and kinds[("LeaderWorkerSet", "vllm-decode")] == 1
+    router = next(d for d in docs if d["kind"] == "Deployment" and "router" in d["metadata"]["name"])
+    c = router["spec"]["template"]["spec"]
+    args = " ".join(c["containers"][0]["args"])
+    assert "http://vllm-prefill:8001" in args and "http://vllm-decode:8002" in args
+    waits = {i["args"][0] for i in c["initContainers"]}
+    assert waits == {"vllm-prefill", "vllm-decode"}  # started after the pools answer
+
+
+def test_companions_are_own_workloads_started_first(tmp_path) -> None:
+    files = export(tmp_path, "--model", "Qwen/Qwen3-32B", "--hardware", "h200", "--kv-offload",
+                   "kv_store_centralized_mooncake", "--kv-instances", "2")
+    names = list(files)
+    assert names[0] == "00-vllm-config.yaml"  # Mooncake's config files, mounted where the plan points
+    assert names[1].startswith("10-") and "mooncake-master" in names[1]
+    engine = next(ds[0] for f, ds in files.items() if f.startswith("30-"))
+    waits = [i["args"][0] for i in engine["spec"]["template"]["spec"]["initContainers"]]
+    assert any("mooncake-master" in w for w in waits)
+    master = files[names[1]][0]["spec"]["template"]["spec"]["containers"][0]
+    assert "readinessProbe" in master
+
+
+@pytest.mark.parametrize("hardware, resource", [
+    ("h200", "nvidia.com/gpu"), ("mi300x", "amd.com/gpu"), ("ascend_950pr", "huawei.com/Ascend910"),
+    ("trillium", "google.com/tpu"), ("arc_pro_b60", "gpu.intel.com/i915"), ("xeon6", None)])
+def test_device_resource_per_vendor(hardware, resource, tmp_path) -> None:
+    from vllm_deploy_wizard.catalog import load_catalog
+
+    profile = load_catalog(RECIPES).taxonomy.hardware_profiles[hardware]
+    assert device_resource(profile.brand, profile.compute_arch or profile.generation) == resource
+    if resource is not None:
+        assert resource in DEVICE_RESOURCES.values()
+
+
+def test_data_parallel_workers_start_at_their_own_rank(tmp_path) -> None:
+    files = export(tmp_path, "--model", "Google/gemma-4-26B-A4B-it", "--hardware", "gb300",
+                   "--strategy", "multi_node_dep", "--nodes", "3")
+    lws = next(d for ds in files.values() for d in ds if d["kind"] == "LeaderWorkerSet")
+    validate(lws)
+    t = lws["spec"]["leaderWorkerTemplate"]
+    c = t["workerTemplate"]["spec"]["containers"][0]
+    assert t["size"] == 3 and c["command"] == ["/bin/sh"]
+    # worker k of 3 starts at DP rank 4·k (4 local ranks each); $$ is Kubernetes' escape for a literal $
+    assert c["args"][:2] == ["-c", 'exec "$0" "$@" --data-parallel-start-rank $$((LWS_WORKER_INDEX * 4))']
+    assert c["args"][2:4] == ["vllm", "serve"] and "--data-parallel-start-rank" not in c["args"][2:]

@@ -1,0 +1,97 @@
+"""``plan … --k8s DIR`` / ``plan … --slurm FILE``: the plan file exported for an engine (docs/multi-node.md §3–§4).
+
+The exporters (:mod:`vllm_deploy_wizard.launcher.engines`) read plan-file data only; what they need
+from the catalog — the container image and the hardware brand for the device resource — is looked
+up here, where the catalog is at hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+#: Image when neither the plan nor its docker form names one.
+DEFAULT_IMAGE = "vllm/vllm-openai:latest"
+
+
+def add_flags(p: argparse.ArgumentParser) -> None:
+    """The engine-export flags of ``plan``."""
+    p.add_argument("--k8s", type=Path, metavar="DIR",
+                   help="write Kubernetes manifests into DIR for `kubectl apply -f DIR` (a LeaderWorkerSet per "
+                   "multi-node group, Deployments otherwise, a Service per port; secrets from a Secret reference)")
+    p.add_argument("--k8s-image", metavar="IMAGE", help="container image for --k8s (default: the plan's docker image)")
+    p.add_argument("--k8s-namespace", metavar="NS", help="namespace set on every --k8s manifest")
+    p.add_argument("--k8s-set", action="append", default=[], metavar="VAR=VALUE",
+                   help="value of a plan placeholder the cluster cannot fill (e.g. MOONCAKE_DEVICE_NAME=mlx5_0)")
+    p.add_argument("--slurm", type=Path, metavar="FILE",
+                   help="write an sbatch script running the plan file (next to FILE as FILE.plan.yaml) with one "
+                   "task per node")
+
+
+def image_of(cat: Any, selection: Any, plan_json: dict[str, Any]) -> str:
+    """The plan's docker image: its own (docker plans), else that of the same selection planned for docker."""
+    docker = plan_json.get("docker") or {}
+    if docker.get("image"):
+        return str(docker["image"])
+    from vllm_deploy_wizard.catalog import plan_to_json, synthesize
+
+    try:
+        other = plan_to_json(synthesize(cat, selection.model_copy(update={"install_mode": "docker"})))
+    except Exception:  # noqa: BLE001 - no docker form for this selection: the generic image
+        return DEFAULT_IMAGE
+    return str((other.get("docker") or {}).get("image") or DEFAULT_IMAGE)
+
+
+def export(args: argparse.Namespace, cat: Any, selection: Any, doc: dict[str, Any]) -> list[str]:
+    """Write what ``--k8s`` / ``--slurm`` ask for from plan-file ``doc``; returns the paths written.
+    Raises ``WizardError`` subclasses naming the flag."""
+    from vllm_deploy_wizard.errors import SelectionError
+
+    written: list[str] = []
+    if getattr(args, "k8s", None) is not None:
+        from vllm_deploy_wizard.launcher.engines.kubernetes import ExportError, kubernetes_manifests, write_manifests
+
+        if args.k8s.exists() and not args.k8s.is_dir():
+            raise SelectionError(f"--k8s {args.k8s}: is a file; --k8s takes a FOLDER for the manifests")
+        hw = doc["plan"].get("resolved", {}).get("hardware")
+        profile = cat.taxonomy.hardware_profiles.get(hw) if hw else None
+        image = args.k8s_image or image_of(cat, selection, doc["plan"])
+        values = {}
+        for item in args.k8s_set:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise SelectionError(f"--k8s-set {item!r}: expected VAR=VALUE, e.g. --k8s-set MOONCAKE_DEVICE_NAME=mlx5_0")
+            values[key.strip().lstrip("$")] = value
+        try:
+            files = kubernetes_manifests(doc, image=image, vendor=getattr(profile, "brand", None),
+                                         arch=getattr(profile, "compute_arch", None) or getattr(profile, "generation", None),
+                                         namespace=args.k8s_namespace, values=values)
+            written += [str(p) for p in write_manifests(args.k8s, files)]
+        except ExportError as exc:
+            raise SelectionError(f"--k8s: {exc}") from None
+        except OSError as exc:
+            raise SelectionError(f"--k8s {args.k8s}: cannot write: {exc.strerror or exc}") from None
+    if getattr(args, "slurm", None) is not None:
+        from vllm_deploy_wizard.launcher.engines.slurm import write_script
+
+        if args.slurm.is_dir():
+            raise SelectionError(f"--slurm {args.slurm}: is a folder; --slurm takes the sbatch FILE to write")
+        try:
+            if args.out is not None:  # the plan file every node reads
+                plan_path = args.out.resolve()
+            else:
+                import yaml
+
+                plan_path = args.slurm.resolve().with_name(args.slurm.name + ".plan.yaml")
+                plan_path.parent.mkdir(parents=True, exist_ok=True)
+                plan_path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+                plan_path.chmod(0o600)
+                written.append(str(plan_path))
+            written.append(str(write_script(args.slurm, doc, plan_path)))
+        except OSError as exc:
+            raise SelectionError(f"--slurm {args.slurm}: cannot write: {exc.strerror or exc}") from None
+    if written:
+        print(f"wrote {', '.join(written)}", file=sys.stderr)
+    return written
