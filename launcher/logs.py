@@ -43,8 +43,9 @@ CHUNK = 1 << 20
 #: pipe meanwhile, so it is handled in few large blocks instead of one wake-up per write; lines
 #: reach observers at most this much later.
 BATCH_S = 0.005
-#: A block at least this large (bytes) means the child is flooding: pause only FLOOD_PAUSE_S.
-FLOOD_BYTES = 128 * 1024
+#: A block at least this large (bytes) means the child is flooding: pause only FLOOD_PAUSE_S (a 5 ms
+#: pause at a Python child's ~300 MB/s would fill the 1 MiB pipe and stall it).
+FLOOD_BYTES = 16 * 1024
 #: Pause after a flood-sized block (s): short enough that the 1 MiB pipe never fills.
 FLOOD_PAUSE_S = 0.001
 #: Longest line kept as one line (bytes); longer ones are split.
