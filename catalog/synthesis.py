@@ -1067,10 +1067,12 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
             if ctx.install_mode == "docker" and image and p.argv[:3] == ["python3", "-m", "dynamo.frontend"]:
                 p.argv = B.docker_command_argv(p.argv, p.env, image, ctx.profile)
             p.ports = _port_values(p.argv)
-            http = next((int(p.argv[i + 1]) for i, t in enumerate(p.argv[:-1])
-                         if t in ("--port", "--http-port") and p.argv[i + 1].isdigit()), None)
-            if http:
-                p.health = Health(url=f"http://127.0.0.1:{http}/health")
+            # a placeholder port ($ROUTER_PORT) is filled at launch, the health URL with it
+            http = next((p.argv[i + 1] for i, t in enumerate(p.argv[:-1])
+                         if t in ("--port", "--http-port") and not p.argv[i + 1].startswith("-")), None)
+            host = next((p.argv[i + 1] for i, t in enumerate(p.argv[:-1]) if t == "--host"), "127.0.0.1")
+            if http:  # probed where it binds ($ROUTER_HOST when it binds that address)
+                p.health = Health(url=f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{http}/health")
     procs.sort(key=lambda p: PHASES.index(p.phase))
     for i, p in enumerate(procs):
         # Only processes a per-node launcher starts together can be waited for: same node rank,

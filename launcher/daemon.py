@@ -1,7 +1,7 @@
 """The detached supervisor: :data:`ENTRY` ``RUN_DIR`` (spec JSON on stdin).
 
-Why a separate process: closing the terminal or losing SSH (SIGHUP) must not kill the server
-(issue 4). :func:`start_run` starts it with ``subprocess.Popen(start_new_session=True)`` — a new
+Why a separate process: closing the terminal or losing SSH (SIGHUP) must not kill the server.
+:func:`start_run` starts it with ``subprocess.Popen(start_new_session=True)`` — a new
 session has no controlling terminal, so no SIGHUP reaches it, and SIGHUP is ignored anyway. The
 full spec (secrets included) travels over the child's stdin, never through a file; ``spec.json``
 in the run directory has secrets masked.
@@ -50,8 +50,19 @@ from vllm_deploy_wizard.launcher.supervisor import Message, Supervisor
 
 #: Messages buffered per subscriber before it is dropped.
 CLIENT_QUEUE = 4096
-#: Seconds between refreshes of the recorded process trees in state.json.
+#: Seconds between refreshes of the recorded process trees in state.json (environment
+#: ``VLLM_WIZARD_TREE_REFRESH_S`` overrides it for the supervisor it is set for).
 TREE_REFRESH_S = 10.0
+
+
+def tree_refresh_s() -> float:
+    """Seconds between tree refreshes: ``$VLLM_WIZARD_TREE_REFRESH_S`` when a positive number, else
+    :data:`TREE_REFRESH_S`."""
+    try:
+        value = float(os.environ.get("VLLM_WIZARD_TREE_REFRESH_S", ""))
+    except ValueError:
+        return TREE_REFRESH_S
+    return value if value > 0 else TREE_REFRESH_S
 #: The supervisor's command line before ``RUN_DIR`` (no runpy double import, see the module docstring).
 ENTRY = ("-c", "from vllm_deploy_wizard.launcher.daemon import main; raise SystemExit(main())")
 
@@ -129,7 +140,7 @@ class RunServer:
 
     def _on_spawned(self, name: str) -> None:
         """A (re)started process exists: record its pid, pgid, create_time and tree at once (the
-        STARTING event was written before the spawn, without a pid; tester finding 1)."""
+        STARTING event was written before the spawn, without a pid)."""
         mp = self.sup.handles.get(name)
         if mp is not None and mp.returncode is None:
             mp.collect()
@@ -221,7 +232,7 @@ class RunServer:
 
     async def _refresh(self) -> None:
         while True:
-            await asyncio.sleep(TREE_REFRESH_S)
+            await asyncio.sleep(tree_refresh_s())
             for mp in list(self.sup.handles.values()):
                 if mp.returncode is None:
                     mp.collect()

@@ -3,7 +3,7 @@
 One :class:`HttpProber` per supervisor shares a connection pool; every probe is a single ``GET``
 with its own timeout and never raises — a refused connection or timeout is a failed probe with a
 reason. Polls of one process are sequential (the caller awaits each probe, then sleeps the rest
-of the interval), so they never overlap and a slow poll stretches the cycle (issue 4).
+of the interval), so they never overlap and a slow poll stretches the cycle.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Child output: read without ever blocking the child, keep it all on disk, a bounded tail in memory.
 
-Decisions (issue 4, observation; DESIGN.md launch):
+Decisions (docs/supervision.md, observation):
 
 * The pump reads *blocks* (``read(up to 1 MiB)``), never ``readline()``: asyncio's default
   64 KiB line limit raises on one long line, and chunking makes a 200k-line flood cheap. Only whole
@@ -10,18 +10,22 @@ Decisions (issue 4, observation; DESIGN.md launch):
   in few wake-ups; after a large one (:data:`FLOOD_BYTES`, the child is flooding) it pauses only
   :data:`FLOOD_PAUSE_S`, because a 1 MiB pipe fills in ~3 ms at the rates a Python child reaches
   and a full pipe would block the child. Measured with ``python bench/bench_launcher.py``.
-* Work per block is kept proportional to what is *kept*, not to the line count: the block is
-  redacted and written to the file as bytes, lines are counted with ``bytes.count``, only the
-  last :data:`TAIL_LINES` lines are split off for the tail, and :class:`LogLines` decodes its
-  lines only when an observer reads them (an attached client, the foreground printer). A
-  200k-line flood therefore costs the supervisor a few ms per MiB.
+* Work per block does not depend on its line count: the block is redacted and written to the file
+  as bytes and kept whole in the in-memory tail; lines are split off only when someone reads the
+  tail (:meth:`ProcessLog.last`: a cause to classify, a snapshot) and :class:`LogLines` decodes its
+  lines only when an observer reads them (an attached client, the foreground printer). Splitting
+  every block into lines cost ~0.8 µs per line — more than the child spends writing it.
 * Every line goes to the process's log file (``<run>/logs/<name>.log``, rotated at
   ``max_bytes`` into ``.1`` … ``.N``) with secrets redacted; the in-memory tail is a ``deque``
-  of :data:`TAIL_LINES` lines; subscribers get :class:`LogLines` batches through a plain callback
+  of the newest blocks, :data:`TAIL_BYTES` of them (the last :data:`TAIL_LINES` lines are split off when read);
+  subscribers get :class:`LogLines` batches through a plain callback
   that must not block (the daemon puts them into bounded per-client queues and drops when full).
-* Secrets (issue 4): values of env variables whose name contains TOKEN, KEY, SECRET, PASSWORD or
-  CREDENTIAL, plus anything shaped like a Hugging Face token (``hf_…``) or a ``Bearer`` credential,
-  are replaced with ``***`` in logs, state and events (:class:`Redactor`).
+* Secrets: the known secret values — of env variables whose name contains TOKEN, KEY, SECRET,
+  PASSWORD or CREDENTIAL, and of secret flags in the argv (``--api-key``, ``--hf-token``) — are
+  replaced with ``***`` in logs, state and events (:class:`Redactor`), one substring scan per known
+  value. Text shaped like an unknown Hugging Face token (``hf_…``; a ``Bearer`` or ``--api-key``
+  value next to it) is masked too, behind a single ``hf_`` scan per block: a ``Bearer``/``--api-key``
+  value vLLM could print is the known API key.
 """
 
 from __future__ import annotations
@@ -39,14 +43,17 @@ CHUNK = 1 << 20
 #: pipe meanwhile, so it is handled in few large blocks instead of one wake-up per write; lines
 #: reach observers at most this much later.
 BATCH_S = 0.005
-#: A block at least this large (bytes) means the child is flooding: pause only FLOOD_PAUSE_S.
-FLOOD_BYTES = 128 * 1024
+#: A block at least this large (bytes) means the child is flooding: pause only FLOOD_PAUSE_S (a 5 ms
+#: pause at a Python child's ~300 MB/s would fill the 1 MiB pipe and stall it).
+FLOOD_BYTES = 16 * 1024
 #: Pause after a flood-sized block (s): short enough that the 1 MiB pipe never fills.
 FLOOD_PAUSE_S = 0.001
 #: Longest line kept as one line (bytes); longer ones are split.
 MAX_LINE = 1 << 20
-#: Lines kept in memory per process.
+#: Lines kept in memory per process (at least; whole blocks are kept).
 TAIL_LINES = 2000
+#: Bytes of output kept in memory per process besides the newest block (the tail is split from them).
+TAIL_BYTES = 4 * 1024 * 1024
 #: Env variable names holding secrets.
 SECRET_NAME_RE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.I)
 #: Secret-shaped text: HF tokens, bearer credentials, --api-key values.
@@ -134,8 +141,8 @@ class Redactor:
         for v in self._values:
             if v in data:
                 data = data.replace(v, MASK)
-        # the regex is ~10x slower than these substring scans; most chunks contain none of them
-        if b"hf_" in data or b"Bearer " in data or b"--api-key" in data:
+        # one scan gates the shape regex (~10x slower than a substring scan): an unknown HF token
+        if b"hf_" in data:
             data = SECRET_SHAPE_RE.sub(MASK, data)
         return data
 
@@ -154,7 +161,8 @@ class ProcessLog:
 
     ``path`` is the log file (opened for appending, unbuffered: each block is one ``write``); it
     rotates when it exceeds ``max_bytes`` keeping ``backups`` old files (``.1`` newest).
-    ``tail`` holds the last :data:`TAIL_LINES` lines as redacted *bytes* (:meth:`last` decodes).
+    :attr:`tail` gives the last :data:`TAIL_LINES` lines as redacted *bytes* (:meth:`last` decodes);
+    it is split from the kept blocks only when read.
     ``on_lines`` (optional) is called with each
     :class:`LogLines` batch and must not block.
     """
@@ -166,7 +174,8 @@ class ProcessLog:
     backups: int = 3
     on_lines: Callable[[LogLines], None] | None = None
     clock: Callable[[], float] = __import__("time").time
-    tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
+    _blocks: deque = field(default_factory=deque, repr=False)
+    _kept: int = 0
     _fh: object = field(default=None, repr=False)
     _size: int = 0
 
@@ -199,8 +208,7 @@ class ProcessLog:
         block = self.redactor.bytes(block)
         if self._fh is not None:
             self._write(block + b"\n")
-        # rsplit with a limit only splits the end of a big block: the cost follows what is kept
-        self.tail.extend(block.rsplit(b"\n", TAIL_LINES - 1))
+        self._keep(block)
         if self.on_lines is not None:
             self.on_lines(LogLines(self.name, ts=self.clock(), block=block))
 
@@ -208,9 +216,34 @@ class ProcessLog:
         """Add a line written by the supervisor itself (prefixed ``[wizard]``)."""
         self.write_block(f"[wizard] {text}".encode())
 
+    def _keep(self, block: bytes) -> None:
+        """Append ``block`` to the kept blocks; drop the oldest while the others exceed
+        :data:`TAIL_BYTES` or number more than :data:`TAIL_LINES` (each block holds a line at least)."""
+        self._blocks.append(block)
+        self._kept += len(block)
+        while len(self._blocks) > 1 and (self._kept - len(self._blocks[0]) > TAIL_BYTES
+                                         or len(self._blocks) > TAIL_LINES):
+            self._kept -= len(self._blocks.popleft())
+
+    def _lines(self, n: int) -> list[bytes]:
+        out: list[bytes] = []
+        for block in reversed(self._blocks):
+            need = n - len(out)
+            parts = block.rsplit(b"\n", need)
+            out[:0] = parts[-need:]
+            if len(out) >= n:
+                break
+        return out[-n:]
+
+    @property
+    def tail(self) -> list[bytes]:
+        """The last :data:`TAIL_LINES` lines (oldest first) as redacted bytes."""
+        return self._lines(TAIL_LINES)
+
     def last(self, n: int = 30) -> list[str]:
         """The last ``n`` lines (oldest first), decoded (invalid UTF-8 replaced)."""
-        return [line.decode("utf-8", "replace") for line in list(self.tail)[-n:]] if n > 0 else []
+        n = min(n, TAIL_LINES)
+        return [line.decode("utf-8", "replace") for line in self._lines(n)] if n > 0 else []
 
     def flush(self) -> None:
         """Kept for callers: the file is unbuffered, every block already reached the OS."""

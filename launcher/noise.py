@@ -3,7 +3,7 @@
 vLLM's API server (uvicorn) writes an access-log line for every request, and the launcher itself
 makes one every few seconds per process: the health probe (``GET /health``, ``/healthcheck``
 for LMCache) and, for vLLM, the ``/metrics`` scrape (spec ``Probe`` cadence). Once a server is
-READY that is a line every ~5 s that buries everything else (tester finding 18), so the viewers —
+READY that is a line every ~5 s that buries everything else, so the viewers —
 the TUI log pane, ``attach`` and ``launch --foreground`` — hide those lines. They stay in the
 run's log files and in what the supervisor sends: hiding is the viewer's choice (``attach
 --all-lines`` shows them). One definition here so the TUI and the CLI hide the same lines.

@@ -6,7 +6,7 @@ clock value and answers with :class:`Action` objects for the runtime
 (:class:`~vllm_deploy_wizard.launcher.supervisor.Supervisor`) to carry out. The policy never touches the OS
 and never reads a clock itself, so tests replay scripted histories with a fake clock.
 
-Rules (issue 4, supervisor):
+Rules (docs/supervision.md):
 
 * Start in phase order; a process starts when every name in its ``depends_on`` is READY (or
   EXITED with status 0 — a finished one-shot job). READY = the probe passed (or, without a probe,
@@ -17,10 +17,21 @@ Rules (issue 4, supervisor):
 * An exit that is not asked for is a failure (``on-failure``: non-zero status only; ``always``:
   any exit) — except for a server (a process with a readiness probe: vLLM, router, LMCache
   server), whose every unrequested exit is a failure, status 0 included: vLLM's API server exits 0
-  after its EngineCore died (tester finding 3). One-shot processes (no probe) exiting 0 are done. Failures within ``window_s`` are counted; the restart waits
-  :meth:`RestartPolicy.delay` (exponential backoff) in BACKOFF; ``max_failures`` within the window
-  is a crash loop → FATAL with the cause and last log lines. ``never`` → EXITED (status 0) or
-  FATAL (non-zero).
+  after its EngineCore died. One-shot processes (no probe) exiting 0 are done.
+* A deterministic failure (the cause is not retryable, :data:`~vllm_deploy_wizard.launcher.causes.RETRYABLE`:
+  argument or config validation, a missing file or model, unsupported, divisibility, memory sizing
+  for the given flags) of a start that never became READY (by its probe; a process without one:
+  that ran less than :data:`~vllm_deploy_wizard.launcher.timeouts.STABLE_RUN_S`) is FATAL at once, with its cause and fix:
+  it would fail the same way on every restart. A transient one (a port race, a network timeout, an
+  engine that died without a root cause) — and any failure after the process was READY (under
+  load) — is counted: failures within ``window_s``; the restart waits :meth:`RestartPolicy.delay`
+  (exponential backoff) in BACKOFF; ``max_failures`` within the window is a crash loop → FATAL
+  with the cause and last log lines. ``never`` → EXITED (status 0) or FATAL (non-zero).
+* A READY process whose health check fails ``Probe.unhealthy_after`` times in a row (default
+  :data:`~vllm_deploy_wizard.launcher.timeouts.UNHEALTHY_AFTER`) is stopped (stop signal, SIGKILL of
+  its tree after ``stop_timeout_s``) and its exit counts as a (transient) failure: ``unhealthy``.
+  A passing poll resets the count. A probe with a ``liveness`` check counts its own failures
+  (:class:`Unhealthy`, ``failure_threshold``) and stops it the same way.
 * FATAL stops the whole run: what depends on a dead engine is useless, and a half-up deployment
   must not look healthy.
 * Stop: phases are stopped in reverse launch order (router before engine before companions); each
@@ -36,7 +47,9 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from vllm_deploy_wizard.launcher.causes import is_retryable
 from vllm_deploy_wizard.launcher.spec import PHASES, RunSpec
+from vllm_deploy_wizard.launcher.timeouts import STABLE_RUN_S
 from vllm_deploy_wizard.launcher.states import LIVE, SETTLED, ProcessEvent, ProcessState, State, transition
 
 # ---------------------------------------------------------------- input events
@@ -71,6 +84,14 @@ class ProbePassed:
 
 
 @dataclass(frozen=True)
+class ProbeFailed:
+    """A health poll of the READY process ``name`` failed (``detail``: what the probe saw)."""
+
+    name: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class Unhealthy:
     """The liveness probe of READY ``name`` failed its threshold in a row; ``detail`` says how."""
 
@@ -100,7 +121,7 @@ class RestartRequested:
     name: str
 
 
-Event = Started | Exited | ProbePassed | Unhealthy | TimerFired | StopRequested | RestartRequested
+Event = Started | Exited | ProbePassed | ProbeFailed | Unhealthy | TimerFired | StopRequested | RestartRequested
 
 # ---------------------------------------------------------------- actions
 
@@ -157,9 +178,12 @@ class Finished(Action):
 @dataclass
 class _Extra:
     timed_out: bool = False
-    unhealthy: str = ""
     restart_after_stop: bool = False
     killed: bool = False
+    was_ready: bool = False
+    running_since: float | None = None
+    failed_polls: int = 0
+    unhealthy: str = ""
 
 
 @dataclass
@@ -204,10 +228,14 @@ class Policy:
         if isinstance(ev, Started):
             return self._started(ps, ev.pid, now)
         if isinstance(ev, ProbePassed):
+            self._extra[ps.name].failed_polls = 0
             if ps.state is State.STARTING:
+                self._extra[ps.name].was_ready = True
                 self._go(ps, State.READY, now, "probe passed")
                 return [CancelTimer(ps.name, "ready"), *self._start_eligible(now)]
             return []
+        if isinstance(ev, ProbeFailed):
+            return self._probe_failed(ps, ev, now)
         if isinstance(ev, Unhealthy):
             if ps.state is State.READY and not self.stopping:
                 p = self.spec.get(ps.name)
@@ -256,6 +284,7 @@ class Policy:
             return []
         ps.pid = pid
         if self.spec.get(ps.name).probe is None:
+            self._extra[ps.name].running_since = now
             self._go(ps, State.READY, now, "running (no probe)", pid=pid)
             return self._start_eligible(now)
         return [Probe(ps.name)]
@@ -295,9 +324,10 @@ class Policy:
             cause = {
                 "kind": "unhealthy",
                 "summary": f"stopped while READY: {ex.unhealthy}",
-                "fix": f"check what {ps.name!r} depends on (for a multi-node group: every node's run, "
-                       "docs/multi-node.md §2); it is restarted under its restart policy",
-                "line": None,
+                "fix": f"read {ps.name!r}'s log around the failures (`vllm-wizard logs`) and check what it depends on "
+                       "(for a multi-node group: every node's run, docs/multi-node.md §2); it is restarted under its "
+                       "restart policy",
+                "line": None, "retryable": True,
             }
         server = p.probe is not None
         what = ("not ready in time" if ex.timed_out else "stopped: liveness failing" if ex.unhealthy
@@ -314,6 +344,17 @@ class Policy:
                 return acts + self._fatal(ps.name, now)
             self._go(ps, State.EXITED, now, what)
             return acts + self._start_eligible(now)
+        # no cause at all (nothing classified it): unknown, so treated as transient
+        retryable = True if cause is None else cause.get("retryable")
+        if retryable is None:
+            retryable = is_retryable(cause.get("kind"))
+        # READY by its probe, or (no probe) running for STABLE_RUN_S: a failure under load, not at start
+        stable = ex.was_ready or (ex.running_since is not None and now - ex.running_since >= STABLE_RUN_S)
+        if not retryable and not stable and not ex.timed_out:
+            ps.failures = [*ps.failures, now]
+            self._go(ps, State.FATAL, now, f"{what}; deterministic failure ({(cause or {}).get('kind')}): "
+                     "not restarting, it would fail the same way", cause=cause, tail=tail)
+            return acts + self._fatal(ps.name, now)
         window = p.restart.window_s
         ps.failures = [t for t in ps.failures if now - t < window] + [now]
         n = len(ps.failures)
@@ -346,6 +387,17 @@ class Policy:
             ex.killed = True
             return [KillTree(ps.name)]
         return []
+
+    def _probe_failed(self, ps: ProcessState, ev: ProbeFailed, now: float) -> list[Action]:
+        p = self.spec.get(ps.name)
+        ex = self._extra[ps.name]
+        if ps.state is not State.READY or p.probe is None or ex.unhealthy or self.stopping:
+            return []
+        ex.failed_polls += 1
+        if ex.failed_polls < p.probe.unhealthy_after:
+            return []
+        ex.unhealthy = f"{ex.failed_polls} health checks in a row failed ({ev.detail or 'no answer'})"
+        return [Signal(ps.name, p.stop_signal), StartTimer(ps.name, "kill", p.stop_timeout_s)]
 
     def _stop_one(self, ps: ProcessState, now: float, detail: str) -> list[Action]:
         p = self.spec.get(ps.name)

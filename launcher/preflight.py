@@ -1,10 +1,10 @@
 """Preflight: every reason a plan would fail to launch, found before anything starts, all at once.
 
-Issue 4 (before starting anything): every port the plan needs is free (naming the holder when the
+docs/supervision.md (before starting anything): every port the plan needs is free (naming the holder when the
 OS shows it), no two processes claim the same port, every executable exists in the environment the
 process gets, the installed vLLM meets the plan's ``min_vllm_version``, every flag of each
 ``vllm serve`` exists in that vLLM (unresolved ``$PLACEHOLDERS`` are refused earlier, when the plan
-file is read: :func:`~vllm_deploy_wizard.launcher.spec.parse_plan` names each with its ``--set``; a
+file is read: :func:`~vllm_deploy_wizard.launcher.plan_file.parse_plan` names each with its ``--set``; a
 RunSpec's argv may hold a literal ``$NAME`` written ``$$NAME`` in the plan). Also: a process asking for a
 CPU cache larger than the free RAM (``--l1-size-gb N``, LMCache's L1 size in GiB, as the recipes'
 KV-offload taxonomy plans ``lmcache server``) would crash-loop on "can't allocate memory", so it is
@@ -12,7 +12,7 @@ named with the value and the free RAM (``psutil.virtual_memory().available``) be
 
 Flags are checked the way vLLM's parser reads them (``FlexibleArgumentParser``, an argparse
 ``ArgumentParser`` with the default ``allow_abbrev=True``; checked in vLLM 0.32's
-``vllm/utils/argparse_utils.py``, and the tester saw vLLM 0.32 CPU accept ``--max-num-seq``): the
+``vllm/utils/argparse_utils.py``; vLLM 0.32 CPU accepts ``--max-num-seq``): the
 part before the first ``.`` has ``_`` read as ``-`` (``--max_num_seqs``), a dotted ``--json-arg.key``
 needs ``--json-arg``, and a unique prefix of exactly one known flag is what argparse expands it
 to — accepted with a warning asking to write it in full (a later vLLM adding a flag with the same
@@ -42,7 +42,9 @@ from typing import Callable, Mapping
 from vllm_deploy_wizard.errors import LaunchError
 from vllm_deploy_wizard.launcher.ports import port_free, port_holder
 from vllm_deploy_wizard.launcher.process import child_env
-from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec, flag_values, last_flag_value, placeholders_in
+from vllm_deploy_wizard.launcher.argv import flag_values, last_flag_value
+from vllm_deploy_wizard.launcher.placeholders import placeholders_in
+from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
 
 #: ``(argv, env, timeout_s) -> stdout text``; raises ``OSError``/``subprocess.SubprocessError``.
@@ -167,7 +169,7 @@ def missing_model_path(p: ProcessSpec) -> str | None:
     written as a local path — starting with ``/``, ``./``, ``../`` or ``~`` — that does not exist
     (relative to the process's ``cwd``); None otherwise. A Hugging Face id (``org/name``) is never a
     path here. Without this vLLM fails only after ~30 s of start-up, with "Repo id must be in the
-    form …" (tester finding 10)."""
+    form …"."""
     argv = list(p.argv)
     model = argv[2] if len(argv) > 2 and argv[1] == "serve" and not argv[2].startswith("-") else None
     model = last_flag_value(argv, "--model") or model
@@ -180,6 +182,177 @@ def missing_model_path(p: ProcessSpec) -> str | None:
         return None
     return (f"{p.name!r}: the model path {model!r} does not exist (vLLM would fail after start-up with 'Repo id "
             "must be in the form …'); fix the path, or give a Hugging Face id such as Qwen/Qwen3-32B")
+
+
+#: Roles of servers others depend on: a process of one without a readiness probe is warned about.
+PROBED_ROLES = frozenset({"companion", "router", "mooncake_master", "serve", "head", "prefill", "decode"})
+#: ``vllm serve`` flags whose value is a file or folder the process reads (checked to exist, relative to
+#: the process's ``cwd``); ``NAME=PATH`` values (``--lora-modules``) are read after the ``=``.
+PATH_FLAGS = ("--chat-template", "--ssl-keyfile", "--ssl-certfile", "--ssl-ca-certs", "--tool-parser-plugin",
+              "--lora-modules", "--config", "--response-role-template")
+#: ``vllm serve`` flags that always take a value (a value-less one would swallow the next flag or fail
+#: argparse's "expected one argument").
+VALUE_FLAGS = frozenset({
+    "--max-model-len", "--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp", "--data-parallel-size",
+    "-dp", "--gpu-memory-utilization", "--port", "--host", "--max-num-seqs", "--max-num-batched-tokens", "--dtype",
+    "--quantization", "-q", "--chat-template", "--served-model-name", "--kv-cache-dtype", "--block-size",
+    "--swap-space", "--seed", "--tokenizer", "--download-dir", "--load-format", "--kv-transfer-config",
+    "--speculative-config", "--api-key", "--lora-modules", "--tool-call-parser", "--reasoning-parser",
+    "--data-parallel-address", "--data-parallel-rpc-port", "--data-parallel-size-local", "--limit-mm-per-prompt",
+    "--hf-overrides", "--compilation-config", "--max-loras", "--max-lora-rank", "--revision",
+})
+#: Ports a process binds that its plan sets through the environment or flags rather than ``ports``:
+#: name → (default when the process uses the feature but sets no value, what binds it). The NIXL
+#: side channel binds base + rank for each local rank.
+ENV_PORTS: dict[str, tuple[int | None, str]] = {
+    "VLLM_NIXL_SIDE_CHANNEL_PORT": (5600, "NIXL side channel"),
+    "VLLM_MOONCAKE_BOOTSTRAP_PORT": (8998, "Mooncake bootstrap"),
+    "MASTER_PORT": (None, "torch.distributed master"),
+    "VLLM_PORT": (None, "vLLM internal port"),
+}
+
+
+def _looks_like_path(value: str) -> bool:
+    return ("/" in value or value.endswith((".jinja", ".yaml", ".yml", ".json", ".pem", ".key", ".crt", ".py"))) \
+        and not any(c in value for c in "{}\n") and "://" not in value
+
+
+def vllm_package_dirs(exe: str | None) -> list[Path]:
+    """Folders where the vLLM package of the ``vllm`` executable ``exe`` may live
+    (``<prefix>/lib/python*/site-packages/vllm``), nearest first; [] when ``exe`` is unknown."""
+    if not exe:
+        return []
+    prefix = Path(exe).resolve().parent.parent
+    return sorted(prefix.glob("lib/python*/site-packages/vllm")) + sorted(prefix.glob("lib64/python*/site-packages/vllm"))
+
+
+def path_problems(p: ProcessSpec, version: str | None = None, vllm_exe: str | None = None) -> list[str]:
+    """A problem line for each path-valued flag (:data:`PATH_FLAGS`) of ``p`` naming a file that does not
+    exist where the process will read it (its ``cwd``). A relative ``--chat-template examples/….jinja``
+    (recipes write it for a vLLM source checkout) is also looked up where vLLM itself looks — its
+    packaged ``transformers_utils/chat_templates/`` — and the fix says how to get the file for the
+    installed ``version``, or to use the docker image, which has ``examples/``."""
+    if p.setup:
+        return []
+    problems = []
+    cwd = Path(p.cwd) if p.cwd else Path.cwd()
+    for flag in PATH_FLAGS:
+        for value in flag_values(p.argv, flag):
+            if placeholders_in(value):
+                continue
+            for item in (value.split() if flag == "--lora-modules" else [value]):
+                path = item.split("=", 1)[1] if flag == "--lora-modules" and "=" in item else item
+                if flag == "--lora-modules" and not path.startswith(("/", "./", "../", "~")):
+                    continue  # a Hugging Face id
+                if not _looks_like_path(path):
+                    continue
+                full = Path(os.path.expanduser(path))
+                full = full if full.is_absolute() else cwd / full
+                if full.exists():
+                    continue
+                if flag == "--chat-template" and any((d / "transformers_utils" / "chat_templates" / path).exists()
+                                                     for d in vllm_package_dirs(vllm_exe)):
+                    continue
+                if flag == "--chat-template" and not Path(path).is_absolute():
+                    v = (version or "<version>").split("+", 1)[0]  # 0.32.0+cpu: the release tag is v0.32.0
+                    problems.append(
+                        f"{p.name!r}: --chat-template {path} does not exist in {cwd} — it is a path in a vLLM source "
+                        f"checkout and a pip-installed vLLM ships no examples/ folder; get it for vLLM {v}: "
+                        f"curl -fLo {full} https://raw.githubusercontent.com/vllm-project/vllm/v{v}/{path} "
+                        f"(then launch again), or use the docker image vllm/vllm-openai:v{v}, which has examples/")
+                else:
+                    problems.append(f"{p.name!r}: {flag} {path} does not exist ({full}); fix the path")
+    return problems
+
+
+def value_problems(p: ProcessSpec) -> list[str]:
+    """A problem line for each flag of :data:`VALUE_FLAGS` in ``p``'s argv written without its value
+    (``--max-model-len`` last, followed by another flag, or ``--max-model-len=``)."""
+    problems = []
+    argv = list(p.argv)
+    for i, tok in enumerate(argv):
+        name, eq, value = tok.partition("=")
+        if name not in VALUE_FLAGS:
+            continue
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if (eq and not value) or (not eq and (nxt is None or (nxt.startswith("-") and not _is_number(nxt)))):
+            problems.append(f"{p.name!r}: {name} has no value" + (f" (it is followed by {nxt})" if nxt and not eq else "")
+                            + f"; give it one ({name} VALUE) or remove it")
+    return problems
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _local_ranks(p: ProcessSpec) -> int:
+    n = 1
+    for flag in ("--tensor-parallel-size", "-tp"):
+        v = last_flag_value(p.argv, flag)
+        if v and v.isdigit():
+            n = int(v)
+    dpl = last_flag_value(p.argv, "--data-parallel-size-local") or last_flag_value(p.argv, "--data-parallel-size")
+    return n * (int(dpl) if dpl and dpl.isdigit() else 1)
+
+
+def bound_ports(p: ProcessSpec) -> list[tuple[int, str]]:
+    """``(port, what)`` for every TCP port ``p`` binds: its plan ``ports``, and those set through its env
+    or flags (:data:`ENV_PORTS`; the NIXL side channel per local rank, at vLLM's default when a
+    NixlConnector process sets none; ``--data-parallel-rpc-port``)."""
+    out = [(port, "listens") for port in p.ports]
+    argv_text = " ".join(p.argv)
+    for name, (default, what) in ENV_PORTS.items():
+        raw = p.env.get(name)
+        used = raw is not None or (name == "VLLM_NIXL_SIDE_CHANNEL_PORT" and "NixlConnector" in argv_text) or (
+            name == "VLLM_MOONCAKE_BOOTSTRAP_PORT" and "MooncakeConnector" in argv_text)
+        if not used:
+            continue
+        base = int(raw) if raw is not None and raw.isdigit() else default
+        if base is None:
+            continue
+        count = _local_ranks(p) if name == "VLLM_NIXL_SIDE_CHANNEL_PORT" else 1
+        out += [(base + r, f"{what} ({name}{'' if raw is not None else ', vLLM default'})") for r in range(count)]
+    rpc = last_flag_value(p.argv, "--data-parallel-rpc-port")
+    if rpc and rpc.isdigit():
+        out.append((int(rpc), "data-parallel RPC (--data-parallel-rpc-port)"))
+    seen: set[int] = set()
+    return [(port, what) for port, what in out if not (port in seen or seen.add(port))]
+
+
+def wizard_run_of(pid: int) -> str | None:
+    """The id of the live wizard run whose supervisor or recorded processes include ``pid`` or one of
+    its parents; None when it belongs to no run."""
+    import psutil
+
+    from vllm_deploy_wizard.launcher.runs import list_runs
+
+    try:
+        chain = {pid, *(q.pid for q in psutil.Process(pid).parents())}
+    except psutil.Error:
+        chain = {pid}
+    try:
+        runs = list_runs(include_finished=False)
+    except (OSError, LaunchError):
+        return None
+    for run in runs:
+        pids = {run.pid, *(proc.get("pid") for proc in run.processes or [])}
+        if chain & pids:
+            return run.run_id
+    return None
+
+
+def holder_text(port: int) -> str:
+    """`` by NAME (pid N)[, wizard run RUN]`` for the listener on ``port``, or ``""`` when unseen."""
+    holder = port_holder(port)
+    if not holder:
+        return ""
+    m = re.search(r"pid (\d+)", holder)
+    run = wizard_run_of(int(m.group(1))) if m else None
+    return f" by {holder}" + (f", wizard run {run} (vllm-wizard stop {run})" if run else "")
 
 
 def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = None,
@@ -195,16 +368,20 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
     problems: list[str] = ram_problems(spec, free_ram())
     owners: dict[int, str] = {}
     for p in spec.processes:
-        for port in p.ports:
+        if p.probe is None and p.role in PROBED_ROLES and warnings is not None:
+            warnings.append(f"{p.name!r} ({p.role}) has no readiness probe: it counts as READY the moment it "
+                            "starts, so what depends on it may start before it serves; give it health.url")
+        problems += value_problems(p)
+        for port, what in bound_ports(p):
             if port in owners:
-                problems.append(f"port {port}: claimed by both {owners[port]!r} and {p.name!r}")
+                problems.append(f"port {port}: claimed by both {owners[port]!r} and {p.name!r}"
+                                + ("" if what == "listens" else f" ({what})"))
                 continue
             owners[port] = p.name
             if not port_free(port):
-                holder = port_holder(port)
                 problems.append(
-                    f"port {port} (needed by {p.name!r}) is in use" + (f" by {holder}" if holder else "")
-                    + "; stop that process or pick another port"
+                    f"port {port} (needed by {p.name!r}" + ("" if what == "listens" else f" for the {what}")
+                    + f") is in use{holder_text(port)}; stop that process or pick another port"
                 )
     for p in spec.processes:
         env = child_env(p, base_env)
@@ -219,6 +396,8 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
             if missing:
                 problems.append(missing)
         if not (check_flags and is_vllm_serve(p.argv) and not p.setup):
+            if is_vllm_serve(p.argv):
+                problems += path_problems(p, None, found)
             continue
         vexe = shutil.which(p.argv[0], path=env.get("PATH")) or p.argv[0]
         try:
@@ -229,6 +408,7 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
         if not version:
             problems.append(f"{p.name!r}: could not read the vLLM version from `{p.argv[0]} --version`")
             continue
+        problems += path_problems(p, version, vexe)
         if spec.min_vllm_version:
             have, need = parse_version(version), parse_version(spec.min_vllm_version)
             if have and need and have < need:
@@ -256,7 +436,7 @@ def vllm_probe_needed(spec: RunSpec, *, cache: Path | None = None,
     """Whether :func:`check` (with ``check_flags``) would have to run ``vllm --version`` or
     ``vllm serve --help=all`` (~12 s each): True when a ``vllm serve`` process's version or flag
     list is not cached, False when all are, None when the plan has no ``vllm serve`` process to
-    check (the CLI's preflight banner says which, tester finding 22). Reads the cache only."""
+    check (the CLI's preflight banner says which). Reads the cache only."""
     any_vllm = False
     for p in spec.processes:
         if not is_vllm_serve(p.argv) or p.setup:

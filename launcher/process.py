@@ -14,7 +14,7 @@ server orphans EngineCore and Worker, which keep running (and keep GPU memory). 
   stopped pids still hold GPU memory.
 
 ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` is set for every child so device indices match detection and
-``nvidia-smi`` (issue 4, observation).
+``nvidia-smi`` (docs/supervision.md: observation).
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ class ManagedProcess:
     def signal_tree(self, sig: int) -> list[int]:
         """Collect the tree, then send ``sig`` to the group and to each member outside it; returns
         the pids signalled (group members reached by ``killpg`` included — counting only the
-        per-process sends missed those that the group signal had already ended, tester finding 17).
+        per-process sends missed those that the group signal had already ended).
         """
         tree = self.collect()
         in_group = set()
@@ -343,7 +343,7 @@ def listening_pids(host: str, port: int) -> set[int] | None:
     None when that cannot be told: ``host`` is another machine, the OS refuses the table
     (``AccessDenied``), nobody listens there, or no listener shows a pid (another user's process
     seen without privileges). Used so a readiness probe answered by somebody else's server does not
-    count (tester finding 9).
+    count.
     """
     ips = _local_ips(host)
     if ips is None:

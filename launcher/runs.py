@@ -1,4 +1,4 @@
-"""Run directories: what outlives the terminal (issue 4, "Runs that outlive the terminal").
+"""Run directories: what outlives the terminal (docs/supervision.md: Runs that outlive the terminal).
 
 Layout of ``<user_state_dir("vllm-wizard")>/runs/<run_id>/`` (mode 0700; the state dir follows
 ``XDG_STATE_HOME`` through platformdirs)::
@@ -42,6 +42,7 @@ from typing import Any
 import psutil
 
 from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.launcher.timeouts import STALE_KILL_WAIT_S, STALE_STOP_TIMEOUT_S
 
 
 def runs_root() -> Path:
@@ -49,7 +50,7 @@ def runs_root() -> Path:
 
     Raises :class:`LaunchError` naming the directory, the OS error and the fix (a writable
     ``XDG_STATE_HOME``) when it cannot be created or used — ``XDG_STATE_HOME`` pointing at a file,
-    at /proc, a read-only or full disk (tester finding 7).
+    at /proc, a read-only or full disk.
     """
     import platformdirs
 
@@ -239,7 +240,7 @@ def process_survivors(proc: dict[str, Any]) -> list[psutil.Process]:
     return list(found.values())
 
 
-def stop_stale(info: RunInfo, timeout: float = 15.0) -> list[int]:
+def stop_stale(info: RunInfo, timeout: float = STALE_STOP_TIMEOUT_S) -> list[int]:
     """Stop what a dead supervisor left running: SIGTERM, wait ``timeout`` s, SIGKILL the rest.
 
     Returns the pids that were found alive. Records ``outcome: "stopped"`` (with a note) in
@@ -257,7 +258,7 @@ def stop_stale(info: RunInfo, timeout: float = 15.0) -> list[int]:
             p.kill()
         except psutil.Error:
             pass
-    psutil.wait_procs(alive, timeout=5)
+    psutil.wait_procs(alive, timeout=STALE_KILL_WAIT_S)
     path = info.run_dir / "state.json"
     try:
         state = json.loads(path.read_text())

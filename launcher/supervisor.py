@@ -21,7 +21,7 @@ Health polls: every ``Probe.interval_s`` (1 s) while STARTING, then every ``Prob
 (5 s unless the plan sets ``health.ready_interval_s``) while READY — a real vLLM writes an access
 log line per poll, and its ``/metrics`` are scraped at the same cadence. Polls never overlap.
 
-Process-tree hygiene (issue 4): when a main process dies on its own, what is left of its tree
+Process-tree hygiene: when a main process dies on its own, what is left of its tree
 (vLLM's EngineCore/Worker after a SIGKILLed API server) is reaped at once, and a restart waits for
 that and for the process's ports to be free instead of racing them. After the run, every tree is
 checked for survivors (killed if any, and reported) and, with NVML, for GPU memory still held.
@@ -43,10 +43,11 @@ from vllm_deploy_wizard.launcher import policy as P
 from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES, Cause, explain
 from vllm_deploy_wizard.launcher.logs import LogLines, ProcessLog, Redactor, pump, secret_argv_values
 from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot, parse_metrics, rates
-from vllm_deploy_wizard.launcher.ports import busy_ports
+from vllm_deploy_wizard.launcher.ports import busy_ports, port_holder
 from vllm_deploy_wizard.launcher.process import ManagedProcess, child_env, foreign_listener, gpu_memory_held, spawn_process
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
+from vllm_deploy_wizard.launcher.timeouts import EMERGENCY_STOP_TIMEOUT_S, KILL_WAIT_S, TREE_GONE_GRACE_S
 from vllm_deploy_wizard.launcher.vllm import StartupProgress, is_vllm_serve
 
 
@@ -111,6 +112,19 @@ def metrics_url(probe_url: str) -> str:
     return urlunsplit((u.scheme, u.netloc, "/metrics", "", ""))
 
 
+def with_port_holder(cause: Cause) -> Cause:
+    """``cause`` with ``facts["holder"]`` (``"name (pid N)"``) when it is a port clash whose port's
+    listener the OS shows now; unchanged otherwise."""
+    port = cause.facts.get("port") if cause.kind == "port_in_use" else None
+    holder = port_holder(int(port)) if isinstance(port, int) else None
+    if not holder:
+        return cause
+    from dataclasses import replace
+
+    return replace(cause, facts={**cause.facts, "holder": holder},
+                   summary=f"{cause.summary} (held by {holder})")
+
+
 class Supervisor:
     """Runs one :class:`RunSpec` until it is stopped or settles. Use :meth:`run` inside asyncio.
 
@@ -119,8 +133,8 @@ class Supervisor:
     process's ports to be free. ``metrics``: scrape vLLM ``/metrics`` while READY. ``on_spawned``:
     called with the process name right after each (re)start's OS process exists, before anything
     else happens — the run server records the pid/pgid/create_time in state.json there, so a
-    supervisor SIGKILLed while a process is still STARTING leaves children that `stop` can find
-    (tester finding 1). It must not block; an exception in it is ignored.
+    supervisor SIGKILLed while a process is still STARTING leaves children that `stop` can find.
+    It must not block; an exception in it is ignored.
     """
 
     def __init__(
@@ -372,12 +386,12 @@ class Supervisor:
                 await asyncio.wait_for(asyncio.shield(pump_task), 0.02)  # last lines (pump batches every 5 ms)
         if self.policy.states[name].state is State.STOPPING:
             # an asked-for stop: the process is stopped when its whole tree is gone
-            deadline = self.clock() + p.stop_timeout_s + 5.0
+            deadline = self.clock() + p.stop_timeout_s + TREE_GONE_GRACE_S
             while mp.survivors() and self.clock() < deadline:
                 await asyncio.sleep(0.05)
             if mp.survivors():
                 mp.kill_tree()
-                await mp.reap(2.0)
+                await mp.reap(KILL_WAIT_S)
             self._queue.put_nowait(P.Exited(name, rc))
             return
         tail = log.last(40)
@@ -387,8 +401,9 @@ class Supervisor:
         marks = [i for i, line in enumerate(recent) if line.startswith("[wizard] starting: ")]
         # always a cause (unclassified = exit status + last error line); the policy uses it only
         # when the exit is a failure
-        cause = explain(recent[marks[-1] + 1:] if marks else recent, rc, p.argv)
-        self._queue.put_nowait(P.Exited(name, rc, cause.to_dict(), tuple(tail)))
+        found = explain(recent[marks[-1] + 1:] if marks else recent, rc, p.argv, p.env)
+        cause = with_port_holder(found).to_dict()
+        self._queue.put_nowait(P.Exited(name, rc, cause, tuple(tail)))
         self._cleanup[name] = self._task(self._reap(name, mp))
 
     async def _reap(self, name: str, mp: ManagedProcess) -> None:
@@ -396,7 +411,7 @@ class Supervisor:
         left = await mp.reap(p.stop_timeout_s, p.stop_signal)
         if left:
             self.logs[name].note(f"main process gone; reaped {len(left)} leftover processes {left}")
-        # a restart must not race the old tree for GPU memory either (issue 4): wait while NVML
+        # a restart must not race the old tree for GPU memory either: wait while NVML
         # still shows any of its pids holding memory (no NVML → None → no wait)
         pids = set(mp.known) | {mp.pid}
         deadline = self.clock() + self.port_wait_s
@@ -430,8 +445,8 @@ class Supervisor:
             if res.ok and state is State.STARTING and pr.remote:
                 self._queue.put_nowait(P.ProbePassed(name))
             elif res.ok and state is State.STARTING:
-                # the answer counts only if the listening socket is this process's (finding 9:
-                # another run's server on the same port made a run that could not bind look READY)
+                # the answer counts only if the listening socket is this process's: another run's
+                # server on the same port would make a run that could not bind look READY
                 try:
                     foreign = await asyncio.to_thread(self._foreign_fn, pr.url, mp, p.argv)
                 except Exception:  # noqa: BLE001 - an undeterminable holder counts as ours (as before)
@@ -445,10 +460,13 @@ class Supervisor:
                 if res.ok != last_ok and last_ok is not None:
                     self.logs[name].note(f"health {'ok again' if res.ok else 'failing'}: {res.detail}")
                 last_ok = res.ok
-                lost = 0 if res.ok else lost + 1
-                if lv is not None and lost >= lv.failure_threshold:
-                    self._queue.put_nowait(P.Unhealthy(name, f"{lv.url} failed {lost} polls in a row: {res.detail}"))
-                    break
+                if lv is not None:  # the liveness check counts its own failures
+                    lost = 0 if res.ok else lost + 1
+                    if lost >= lv.failure_threshold:
+                        self._queue.put_nowait(P.Unhealthy(name, f"{lv.url} failed {lost} polls in a row: {res.detail}"))
+                        break
+                else:  # the readiness URL: the policy counts failures in a row (Probe.unhealthy_after)
+                    self._queue.put_nowait(P.ProbePassed(name) if res.ok else P.ProbeFailed(name, str(res.detail)))
                 if murl:
                     m = await self._probe_fn(murl, 200, pr.timeout_s, body=True)
                     if m.ok and m.body:
@@ -469,7 +487,7 @@ class Supervisor:
     async def _emergency_stop(self) -> None:
         """Cancelled from outside: stop every live tree right away (signal, short wait, SIGKILL)."""
         await asyncio.gather(
-            *(mp.reap(min(5.0, self.spec.get(n).stop_timeout_s), self.spec.get(n).stop_signal)
+            *(mp.reap(min(EMERGENCY_STOP_TIMEOUT_S, self.spec.get(n).stop_timeout_s), self.spec.get(n).stop_signal)
               for n, mp in self.handles.items()),
             return_exceptions=True,
         )

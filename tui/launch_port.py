@@ -1,9 +1,9 @@
 """The real :class:`~vllm_deploy_wizard.tui.services.LauncherPort`: ``vllm_deploy_wizard.launcher`` (contracts §3).
 
-Launch = ``load_plan_file(plan, node=LABEL or node_rank=0, values)`` (placeholders filled; every problem raised at
-once as LaunchError), the preflight (``check_or_raise``: ports, executables, vLLM version and serve
-flags — the same checks as ``vllm-wizard launch``), then ``start_run(spec, detach=True)``: the supervisor is a daemon, so closing
-the wizard or losing SSH leaves the run alive and ``live_runs`` finds it next time (issue 4).
+Launch = the launcher's one launch path, the same as ``vllm-wizard launch``: ``launcher.launch.launch``
+(plan read for ``node=LABEL`` or node rank 0, placeholders filled, every preflight and node problem
+raised at once as LaunchError), started detached: the supervisor is a daemon, so closing the wizard
+or losing SSH leaves the run alive and ``live_runs`` finds it next time.
 """
 
 from __future__ import annotations
@@ -11,15 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_deploy_wizard.launcher import RunClient, find_run, list_runs, load_plan_file, run_survivors, start_run, stop_stale
+from vllm_deploy_wizard.launcher.timeouts import STALE_STOP_TIMEOUT_S
+from vllm_deploy_wizard.launcher import RunClient, find_run, list_runs, run_survivors, stop_stale
 
-#: Seconds between SIGTERM and SIGKILL when stopping a stale run's leftovers (``vllm-wizard stop``'s default).
-STALE_STOP_TIMEOUT_S = 15.0
 
 
 @dataclass(frozen=True)
 class StaleRun:
-    """A run whose supervisor is gone while some of its processes still run (tester finding 15):
+    """A run whose supervisor is gone while some of its processes still run:
     ``run_id``, ``pids`` of the survivors, ``ports`` (TCP) its processes were planned on."""
 
     run_id: str
@@ -34,24 +33,28 @@ LIVE_STATUSES = frozenset({"running", "starting"})
 class RealLauncher:
     """Launch, list and attach runs through the launcher package."""
 
+    #: This node's facts for the launch's node checks (set by the app from its detected inventory).
+    facts = None
+
     def preflight(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> list[str]:
         """Every problem that would stop this machine's part of ``plan_file`` from launching (empty =
         go): the processes labelled ``node`` (contracts §2), or node rank 0 plus the unbound ones when
-        ``node`` is None. Unfilled placeholders, an unknown label and a malformed plan raise LaunchError.
-        What would launch but deserves a word (an abbreviated vLLM flag) is left in :attr:`last_warnings`."""
-        from vllm_deploy_wizard.launcher.preflight import check
+        ``node`` is None — the launcher's one launch path (``launcher.launch.prepare``). Unfilled
+        placeholders, an unknown label and a malformed plan raise LaunchError. What would launch but
+        deserves a word (an abbreviated vLLM flag) is left in :attr:`last_warnings`."""
+        from vllm_deploy_wizard.launcher.launch import prepare
 
-        self.last_warnings: list[str] = []
-        return check(load_plan_file(plan_file, node_rank=0, values=values, node=node), warnings=self.last_warnings)
+        prepared = prepare(plan_file, node=node, node_rank=0, values=values, facts=self.facts)
+        self.last_warnings: list[str] = prepared.warnings
+        return prepared.problems
 
     def start(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> str:
         """Preflight, then start this machine's part of ``plan_file`` (``node`` label, None = node rank
-        0) detached; returns the run id. Raises LaunchError listing every problem."""
-        from vllm_deploy_wizard.launcher.preflight import check_or_raise
+        0) detached (``launcher.launch.launch``); returns the run id. Raises LaunchError listing every
+        problem."""
+        from vllm_deploy_wizard.launcher.launch import launch
 
-        spec = load_plan_file(plan_file, node_rank=0, values=values, node=node)
-        check_or_raise(spec)
-        return start_run(spec, detach=True).run_id
+        return launch(plan_file, node=node, node_rank=0, values=values, facts=self.facts, detach=True).run_id
 
     def live_runs(self) -> list[str]:
         """Ids of runs whose supervisor is alive, newest first: ``running`` ones and ``starting`` ones

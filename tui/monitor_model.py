@@ -15,9 +15,8 @@ hidden with the launcher's own :data:`~vllm_deploy_wizard.launcher.supervisor.TR
 ``launch`` printer does) — one pattern, owned by the writer.
 
 Token rates: the launcher scrapes ``/metrics`` at an interval it chooses (every 5 s once READY) and
-sends ``rates`` computed from the two snapshots' ``ts``. When an event carries totals but no rate
-(first scrape after an attach, an older client), the model derives tokens/s itself from the previous
-snapshot's totals and timestamp — never from an assumed interval.
+sends ``rates`` computed from the two snapshots' ``ts``; the model shows them as sent and derives
+none (a snapshot without rates — the first scrape — adds no point to the rate series).
 
 Startup progress: one reading of vLLM's start-up lines, the launcher's
 (:class:`~vllm_deploy_wizard.launcher.vllm.StartupProgress`, phases in start order, never going back),
@@ -35,8 +34,8 @@ Staleness rules (each one a bug seen live, tested with canned event sequences):
   the STARTING event — never from READY.
 - health, polls, phase and cause belong to one start: reset at STARTING; a requested stop or restart
   (STOPPING) clears the cause; a snapshot's cause is kept only for a failed state.
-- cause: when a failure event has none (the launcher classified too few lines), the monitor
-  classifies the process's own log since its last start (:func:`~vllm_deploy_wizard.launcher.causes.classify`).
+- cause, fix: the launcher's (the failure event's ``cause``, with ``fix_args``/``drop_flags``/``fix_env``
+  computed from the log); the model never classifies or computes a fix itself.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES, classify
+from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES
 from vllm_deploy_wizard.launcher.supervisor import TRANSITION_NOTE_RE
 from vllm_deploy_wizard.launcher.vllm import StartupProgress
 
@@ -80,7 +79,7 @@ FAILED_STATES = ("FATAL", "BACKOFF", "EXITED")
 #: uvicorn access lines produced by the launcher's own health/metrics polling (hidden in the pane;
 #: still in the run's log file).
 from vllm_deploy_wizard.launcher.noise import POLL_NOISE  # noqa: E402 - one definition for the TUI and the CLI
-#: Snapshot counter → the per-second rate derived from it (:meth:`MonitorModel.feed`).
+#: Snapshot counter → the per-second rate the launcher computes from it (``Metrics.rates``).
 RATE_OF_TOTAL = {"prompt_tokens_total": "prompt_tokens_per_s", "generation_tokens_total": "generation_tokens_per_s"}
 _LEVEL = re.compile(r"\b(ERROR|CRITICAL|WARNING|WARN|INFO|DEBUG)\b")
 
@@ -190,7 +189,6 @@ class MonitorModel:
         self.outcome: str | None = None
         self.polls = 0
         self.transitions_hidden = 0
-        self._last_totals: dict[str, tuple[float, dict[str, float]]] = {}
         self.finish_text = ""
         self.changed = False
 
@@ -238,7 +236,7 @@ class MonitorModel:
             if not isinstance(values, dict):
                 values = {k: getattr(values, k) for k in (*SPARK_METRICS, *RATE_OF_TOTAL, "ts") if hasattr(values, k)}
             rates = {k: v for k, v in (_get(event, "rates") or {}).items() if v is not None}
-            values = {**values, **self._derived_rates(str(_get(event, "name", "?")), values, rates), **rates}
+            values = {**{k: v for k, v in values.items() if k not in RATE_OF_TOTAL.values()}, **rates}
             if isinstance(values.get("kv_cache_usage"), (int, float)) and values["kv_cache_usage"] <= 1:
                 values["kv_cache_usage"] = values["kv_cache_usage"] * 100  # launcher reports 0–1
             for key, value in values.items():
@@ -251,26 +249,6 @@ class MonitorModel:
                 self.health[str(_get(event, "name", "?"))] = bool(healthy)
         elif kind == "stats":
             self.stats = dict(event) if isinstance(event, dict) else dict(vars(event))
-
-    def _derived_rates(self, name: str, values: dict, rates: dict) -> dict[str, float]:
-        """Tokens/s of process ``name`` from this snapshot's totals and ``ts`` against the previous
-        one's, for each rate the launcher did not send (``rates``). A counter that went down
-        (server restarted) or a non-increasing ``ts`` gives no rate. Units: tokens per second."""
-        ts = values.get("ts")
-        totals = {k: float(v) for k, v in values.items() if k in RATE_OF_TOTAL and isinstance(v, (int, float))}
-        if not isinstance(ts, (int, float)) or not totals:
-            return {}
-        out: dict[str, float] = {}
-        prev = self._last_totals.get(name)
-        if prev is not None and ts > prev[0]:
-            dt = float(ts) - prev[0]
-            for key, total in totals.items():
-                rate_key = RATE_OF_TOTAL[key]
-                before = prev[1].get(key)
-                if rate_key not in rates and before is not None and total >= before:
-                    out[rate_key] = (total - before) / dt
-        self._last_totals[name] = (float(ts), totals)
-        return out
 
     def refresh(self, snap: Any) -> None:
         """Take pids, restart counts and start times from a ``status()`` snapshot (no log lines):
@@ -354,9 +332,6 @@ class MonitorModel:
         cause = _get(event, "cause")
         if cause:
             row.cause = dict(cause) if isinstance(cause, dict) else dict(vars(cause))
-        elif new in FAILED_STATES and row.since_start:
-            found = classify(row.since_start[-CLASSIFY_LINES:], None, self.argv.get(row.name, ()))
-            row.cause = found.to_dict() if found else None
 
     def add_line(self, name: str, line: str) -> None:
         """Append a log line of ``name`` (bounded) and update its startup phase. Successful

@@ -12,7 +12,7 @@ A STARTING event comes before the spawn (no pid); while a process is STARTING wi
 screen asks the client's ``status()`` at most every :data:`PID_REFRESH_S` for it
 (:meth:`MonitorModel.refresh`).
 
-Detach (``d``) and quit (``q``; not in the footer, which already lists the app's ``^q``) leave the run alive (its supervisor is a daemon, issue 4) and say so
+Detach (``d``) and quit (``q``; not in the footer, which already lists the app's ``^q``) leave the run alive (its supervisor is a daemon) and say so
 with the commands to come back or stop it (:func:`keeps_running_text`); ``vllm-wizard attach`` or a
 new ``vllm-wizard`` re-opens it (:class:`AttachPrompt`).
 """
@@ -46,7 +46,7 @@ from vllm_deploy_wizard.tui.monitor_model import (
 LEVEL_STYLE = {"ERROR": "bold red", "WARNING": "yellow", "INFO": "", "DEBUG": "dim"}
 #: State colours of the process table.
 STATE_STYLE = {"READY": "green", "STARTING": "cyan", "BACKOFF": "yellow", "FATAL": "bold red", "EXITED": "red", "STOPPING": "magenta", "STOPPED": "dim"}
-#: UI batch period, seconds (issue 5: 50–100 ms).
+#: UI batch period, seconds (50–100 ms).
 BATCH_S = 0.08
 #: Least seconds between ``status()`` calls that look for the pid of a STARTING process.
 PID_REFRESH_S = 1.0
@@ -60,8 +60,8 @@ FIXED_COLUMNS = (("name", "Process", 16), ("state", "State", 8), ("pid", "PID", 
 def detail_width(screen_width: int) -> int:
     """Width of the table's Detail column for a terminal ``screen_width`` cells wide: what the fixed
     columns (and one cell of padding each side of every column) leave, between 10 and 40 — at 80
-    columns the table fits without a horizontal scrollbar (its thumb was the stray ``▌`` of tester
-    finding 23); the full detail is also in the failure box."""
+    columns the table fits without a horizontal scrollbar (a scrollbar thumb would show as a stray
+    ``▌``); the full detail is also in the failure box."""
     used = sum(w for _, _, w in FIXED_COLUMNS) + 2 * (len(FIXED_COLUMNS) + 1)
     return max(10, min(40, screen_width - used))
 
@@ -89,8 +89,8 @@ class MonitorScreen(Screen):
     """Monitor of run ``run_id``; the launcher client comes from ``app.launcher.client(run_id)``."""
 
     BINDINGS = [
-        # the footer shows the five that matter with ^q Quit and f1 Help in 80 columns (tester finding
-        # 23); follow and search are in F1 and the palette (MONITOR_ACTIONS)
+        # the footer shows the five that matter with ^q Quit and f1 Help in 80 columns;
+        # follow and search are in F1 and the palette (MONITOR_ACTIONS)
         Binding("s", "stop", "Stop"),
         Binding("r", "restart", "Restart"),
         Binding("d", "detach", "Detach"),
@@ -267,6 +267,10 @@ class MonitorScreen(Screen):
                 (f"✗ {failure.name} {failure.state}: {cause.get('kind', 'failure')} — {cause.get('summary', failure.detail)}", "bold red"),
                 (f"\n  fix: {fix}" if fix else "", "yellow"),
                 ("\n  press x to relaunch with: " + " ".join(fix_args) if fix_args else "", "bold"),
+                ("\n  press x to relaunch without: " + " ".join(cause.get("drop_flags") or [])
+                 if cause.get("drop_flags") and not fix_args else "", "bold"),
+                ("\n  to get a root cause, relaunch with: " + " ".join(f"{k}={v}" for k, v in cause["fix_env"].items())
+                 if cause.get("fix_env") else "", "yellow"),
             ))
         elif self.model.finish_text:
             box.update(self.model.finish_text)
@@ -276,16 +280,11 @@ class MonitorScreen(Screen):
             box.update("")
 
     def fix_args(self) -> list[str] | None:
-        """The flag fix for the current failure (tui/fixes.py), or None."""
+        """The flags the current failure's fix appends (computed by the launcher), or None."""
         from vllm_deploy_wizard.tui.fixes import flag_fix
 
         failure = self.model.failure()
-        if failure is None:
-            return None
-        argv = self.model.argv.get(failure.name)
-        if argv is None and self.app.plan_json:
-            argv = next((p["argv"] for p in self.app.plan_json["processes"] if p["name"] == failure.name), [])
-        return flag_fix((failure.cause or {}).get("kind"), list(argv or []), failure.cause)
+        return flag_fix(failure.cause) if failure is not None else None
 
     def _stats_text(self) -> str:
         stats = self.model.stats
@@ -333,7 +332,7 @@ class MonitorScreen(Screen):
 
     def action_stop(self) -> None:
         """Ask "Stop the run (vllm, router …)? y/n", then stop the whole run (SIGTERM, wait, SIGKILL
-        the tree — launcher policy). Tester finding 14: one stray key must not drop a live server."""
+        the tree — launcher policy). One stray key must not drop a live server."""
         if self.client is None:
             return
         names = ", ".join(self.model.procs) or self.run_id
@@ -435,11 +434,17 @@ class MonitorScreen(Screen):
                     severity="information" if result.ok else "error")
 
     async def action_relaunch_fix(self) -> None:
-        """Stop the run, add the failure's suggested flag change to the advanced args, relaunch."""
-        args = self.fix_args()
-        if not args:
+        """Stop the run, apply the failure's fix to the advanced args (tui/fixes.py) and launch again."""
+        from vllm_deploy_wizard.tui.fixes import apply_fix
+
+        failure = self.model.failure()
+        selection = dict(self.app.selection)
+        new_args, stuck = apply_fix(list(selection.get("advanced_args") or []), failure.cause if failure else None)
+        if new_args is None:
             self.notify("No flag fix to apply.", severity="warning")
             return
+        if stuck:
+            self.notify(f"{', '.join(stuck)} comes from the recipe and cannot be removed here.", severity="warning")
         if self.client is not None:
             from vllm_deploy_wizard.errors import LaunchError
 
@@ -449,13 +454,14 @@ class MonitorScreen(Screen):
                 if "finished" not in str(exc):
                     self.notify(f"Could not stop the run, not relaunching: {exc}", severity="error")
                     return
-        selection = dict(self.app.selection)
-        selection["advanced_args"] = list(selection.get("advanced_args") or []) + list(args)
+        selection["advanced_args"] = new_args
         self.app.set_selection(selection)
         from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 
         self.workers.cancel_group(self, "monitor-events")
-        self.app.switch_screen(ReviewScreen())
+        review = ReviewScreen()
+        self.app.switch_screen(review)
+        review.call_after_refresh(review.action_launch)  # x = fix AND relaunch
 
 
 class AttachPrompt(ModalScreen[str | None]):

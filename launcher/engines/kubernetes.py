@@ -42,7 +42,8 @@ from urllib.parse import urlsplit
 
 from vllm_deploy_wizard.errors import LaunchError
 from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
-from vllm_deploy_wizard.launcher.spec import PHASES, fill, placeholders_in
+from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
+from vllm_deploy_wizard.launcher.spec import PHASES
 
 #: Device-plugin resource per hardware brand (and Intel compute arch): what a pod requests.
 DEVICE_RESOURCES: dict[str, str] = {

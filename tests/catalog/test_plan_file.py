@@ -14,7 +14,7 @@ import pytest
 from vllm_deploy_wizard.catalog import load_catalog, synthesize
 from vllm_deploy_wizard.catalog.render import plan_file
 from vllm_deploy_wizard.catalog.selection import selection_from_data
-from vllm_deploy_wizard.launcher.spec import parse_plan
+from vllm_deploy_wizard.launcher.plan_file import parse_plan
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import yaml
 
 from vllm_deploy_wizard.cli import main
 from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.launcher.spec import load_plan_file, parse_plan
+from vllm_deploy_wizard.launcher.plan_file import load_plan_file, parse_plan
 
 
 def _proc(name, role, rank, node, deps=()):

@@ -18,13 +18,13 @@ from vllm_deploy_wizard.launcher.vllm import StartupProgress
 
 
 @pytest.mark.parametrize("line, kind", [
-    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB", "cuda_oom"),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB", "device_oom"),
     ("ERROR: [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use", "port_in_use"),
     ("huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo", "gated_model"),
     ("OSError: foo/bar is not a local folder and is not a valid model identifier listed on 'https://huggingface.co/models'", "model_not_found"),
     ("vllm serve: error: unrecognized arguments: --bogus-flag", "unknown_argument"),
-    ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error", "nccl"),
-    ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now. Supported architectures: ...", "vllm_too_old"),
+    ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error", "collective_network"),
+    ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now. Supported architectures: ...", "unsupported_architecture"),
     ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`", "kv_cache_oom"),
 ])
 def test_classify_known_failures(line, kind):
@@ -33,7 +33,7 @@ def test_classify_known_failures(line, kind):
 
 
 def test_classify_newest_line_wins_and_unknowns():
-    assert classify(["address already in use", "CUDA out of memory"]).kind == "cuda_oom"
+    assert classify(["address already in use", "CUDA out of memory"]).kind == "device_oom"
     assert classify(["all fine"], rc=1) is None
     assert classify([], rc=-9).kind == "killed"
 
@@ -272,10 +272,12 @@ def test_classify_memory_utilization_failure_behind_long_tracebacks():
     tail += ["RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"]
     cause = classify(tail, rc=1)
     assert cause is not None and cause.kind == "mem_util"
-    assert cause.fix_args == ["--gpu-memory-utilization", "0.5"] and "0.5" in cause.fix
+    # the utilization the free/total figures allow (11.0/12.59 → 0.87) minus the margin, not vLLM's generic 0.5
+    assert cause.fix_args == ["--gpu-memory-utilization", "0.85"] and "0.85" in cause.fix
     assert "gpu-memory-utilization" in cause.summary and "11.0/12.59 GiB" in cause.line
+    assert cause.facts == {"free_gib": 11.0, "total_gib": 12.59, "requested_utilization": 0.92} and not cause.retryable
     gpu = classify([GPU_MEM_UTIL], rc=1)
-    assert gpu.kind == "mem_util" and gpu.fix_args == ["--gpu-memory-utilization", "0.5"]
+    assert gpu.kind == "mem_util" and gpu.fix_args == ["--gpu-memory-utilization", "0.73"]
     assert classify(["ValueError: Free memory on device cuda:0 (1.0/80.0 GiB) on startup is less than the "
                      "engine's budget after excluding external process's weights (0.9, 70 GiB)."]).kind == "mem_util"
 

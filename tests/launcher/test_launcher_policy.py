@@ -13,6 +13,7 @@ from vllm_deploy_wizard.launcher.policy import (
     KillTree,
     Policy,
     Probe,
+    ProbeFailed,
     ProbePassed,
     RestartRequested,
     Signal,
@@ -116,7 +117,7 @@ def test_backoff_delays_grow_exponentially_and_cap():
 def test_crash_loop_goes_fatal_with_cause_and_stops_the_run():
     h = History(_spec())
     _bring_up(h)
-    cause = {"kind": "oom", "summary": "out of memory", "fix": "lower --gpu-memory-utilization", "line": "x"}
+    cause = {"kind": "engine_dead", "summary": "engine core died", "fix": "VLLM_LOGGING_LEVEL=DEBUG", "line": "x"}
     t = 100.0
     for _ in range(3):
         h.at(t, Exited("vllm", 1, cause=cause, tail=("boom",)))
@@ -125,7 +126,7 @@ def test_crash_loop_goes_fatal_with_cause_and_stops_the_run():
     acts = h.at(t, Exited("vllm", 1, cause=cause, tail=("last line",)))
     assert h.state("vllm") is State.FATAL
     fatal = [e for e in h.events if e.state is State.FATAL][0]
-    assert fatal.cause["kind"] == "oom" and fatal.tail == ["last line"]
+    assert fatal.cause["kind"] == "engine_dead" and fatal.tail == ["last line"]
     assert "4 failures" in fatal.detail
     # the run stops: the router (last phase) first; the companion waits for it
     assert Signal("router", signal.SIGTERM) in acts
@@ -245,3 +246,149 @@ def test_transition_table_refuses_impossible_moves():
     ps = ProcessState("x")
     with pytest.raises(InvalidTransition, match="STOPPED → READY"):
         transition(ps, State.READY, 0.0)
+
+
+# ---------------------------------------------------------------- deterministic vs transient causes
+
+DIVISIBILITY = {"kind": "divisibility", "summary": "52 attention heads cannot be split over --tensor-parallel-size 8",
+                "fix": "set --tensor-parallel-size 4", "line": "ValueError: Total number of attention heads (52) must be "
+                "divisible by tensor parallel size (8).", "fix_args": ["--tensor-parallel-size", "4"], "retryable": False}
+PORT_RACE = {"kind": "port_in_use", "summary": "port 8000 is already in use", "fix": "stop its holder",
+             "line": "OSError: [Errno 98] Address already in use", "retryable": True}
+
+
+def _to_vllm_starting(h: History) -> None:
+    h.start()
+    h.at(0.1, Started("cache", 11))
+    h.at(2.0, ProbePassed("cache"))
+    h.at(2.1, Started("vllm", 12))
+    assert h.state("vllm") is State.STARTING
+
+
+@pytest.mark.parametrize("kind", ["unknown_argument", "invalid_argument", "config_invalid", "missing_file",
+                                  "model_not_found", "gated_model", "offline_not_cached", "unsupported_architecture",
+                                  "divisibility", "mem_util", "kv_cache_oom", "device_oom", "shm"])
+def test_a_deterministic_failure_is_fatal_after_the_first_start_with_its_cause(kind):
+    h = History(_spec())
+    _to_vllm_starting(h)
+    cause = {**DIVISIBILITY, "kind": kind, "retryable": None}  # retryable from the kind (causes.RETRYABLE)
+    acts = h.at(30.0, Exited("vllm", 1, cause=cause, tail=("boom",)))
+    assert h.state("vllm") is State.FATAL
+    assert not [a for a in acts if isinstance(a, StartTimer) and a.kind == "backoff"]
+    fatal = [e for e in h.events if e.state is State.FATAL][0]
+    assert fatal.cause["kind"] == kind and fatal.cause["fix_args"] == ["--tensor-parallel-size", "4"]
+    assert "deterministic" in fatal.detail and fatal.tail == ["boom"]
+    # the whole run stops: the companion that is up gets its stop signal
+    assert Signal("cache", signal.SIGTERM) in acts and h.state("cache") is State.STOPPING
+
+
+def test_an_explicit_retryable_flag_wins_over_the_kind():
+    h = History(_spec())
+    _to_vllm_starting(h)
+    h.at(30.0, Exited("vllm", 1, cause={**DIVISIBILITY, "retryable": True}))
+    assert h.state("vllm") is State.BACKOFF
+
+
+@pytest.mark.parametrize("cause", [PORT_RACE, {"kind": "network_timeout", "summary": "", "fix": ""},
+                                   {"kind": "engine_dead", "summary": "", "fix": ""}, None])
+def test_a_transient_failure_backs_off_and_goes_fatal_only_as_a_crash_loop(cause):
+    h = History(_spec(restart=RestartPolicy(backoff_initial_s=1, backoff_factor=2, max_failures=3, window_s=60)))
+    _to_vllm_starting(h)
+    t = 30.0
+    for n in (1, 2):
+        acts = h.at(t, Exited("vllm", 1, cause=cause))
+        assert h.state("vllm") is State.BACKOFF
+        assert [a.delay for a in acts if isinstance(a, StartTimer) and a.kind == "backoff"] == [2 ** (n - 1)]
+        assert Spawn("vllm") in h.at(t + 5, TimerFired("vllm", "backoff"))
+        h.at(t + 5.1, Started("vllm", 20 + n))
+        t += 10
+    h.at(t, Exited("vllm", 1, cause=cause))
+    assert h.state("vllm") is State.FATAL
+    assert "crash loop: 3 failures" in [e for e in h.events if e.state is State.FATAL][0].detail
+
+
+def test_a_deterministic_cause_after_the_process_was_ready_backs_off_as_a_failure_under_load():
+    h = History(_spec())
+    _bring_up(h)
+    h.at(100.0, Exited("vllm", 1, cause={**DIVISIBILITY, "kind": "device_oom"}))
+    assert h.state("vllm") is State.BACKOFF
+
+
+def test_a_ready_timeout_backs_off_even_with_a_deterministic_looking_cause():
+    h = History(_spec())
+    _to_vllm_starting(h)
+    assert h.at(102.1, TimerFired("vllm", "ready")) == [Signal("vllm", signal.SIGTERM), StartTimer("vllm", "kill", 10)]
+    h.at(103.0, Exited("vllm", -15, cause={"kind": "unclassified", "summary": "", "fix": ""}))
+    assert h.state("vllm") is State.BACKOFF
+    backoff = [e for e in h.events if e.state is State.BACKOFF][0]
+    assert backoff.cause["kind"] == "ready_timeout"
+
+
+# ---------------------------------------------------------------- health while READY
+
+def test_a_ready_process_failing_health_n_times_in_a_row_is_restarted_by_policy():
+    h = History(_spec())
+    _bring_up(h)
+    # two failures, a pass (the count resets), two failures: still READY
+    for t, ev in ((60, ProbeFailed("vllm", "503")), (65, ProbeFailed("vllm", "503")), (70, ProbePassed("vllm")),
+                  (75, ProbeFailed("vllm", "503")), (80, ProbeFailed("vllm", "503"))):
+        assert h.at(t, ev) == []
+        assert h.state("vllm") is State.READY
+    # the third in a row: stop it (stop signal, then SIGKILL of its tree after its stop timeout)
+    acts = h.at(85.0, ProbeFailed("vllm", "connection refused"))
+    assert acts == [Signal("vllm", signal.SIGTERM), StartTimer("vllm", "kill", 10)]
+    assert h.at(86.0, ProbeFailed("vllm", "connection refused")) == []  # already being stopped
+    assert h.at(95.0, TimerFired("vllm", "kill")) == [KillTree("vllm")]  # it ignored SIGTERM
+    acts = h.at(95.5, Exited("vllm", -9))
+    assert h.state("vllm") is State.BACKOFF and StartTimer("vllm", "backoff", 1) in acts
+    backoff = [e for e in h.events if e.state is State.BACKOFF][0]
+    assert backoff.cause["kind"] == "unhealthy" and "3 health checks in a row" in backoff.cause["summary"]
+    assert backoff.cause["retryable"] is True
+    # the restart is a fresh start: READY again, and the count starts over
+    assert Spawn("vllm") in h.at(96.5, TimerFired("vllm", "backoff"))
+    h.at(96.6, Started("vllm", 30))
+    h.at(120.0, ProbePassed("vllm"))
+    assert h.state("vllm") is State.READY
+    assert h.at(125.0, ProbeFailed("vllm", "503")) == []
+
+
+def test_health_threshold_comes_from_the_probe_and_failures_while_starting_do_not_count():
+    spec = _spec()
+    vllm = spec.get("vllm")
+    from dataclasses import replace
+
+    one = replace(vllm, probe=replace(vllm.probe, unhealthy_after=1))
+    h = History(RunSpec(processes=(spec.get("cache"), one, spec.get("router"))))
+    _to_vllm_starting(h)
+    assert h.at(10.0, ProbeFailed("vllm", "refused")) == []  # STARTING: the ready timeout governs
+    h.at(50.0, ProbePassed("vllm"))
+    assert h.at(60.0, ProbeFailed("vllm", "503")) == [Signal("vllm", signal.SIGTERM), StartTimer("vllm", "kill", 10)]
+
+
+def test_stop_and_kill_timeouts_default_to_the_launcher_timeouts():
+    from vllm_deploy_wizard.launcher import timeouts
+
+    p = ProcessSpec(name="x", argv=("x",))
+    assert (p.stop_timeout_s, p.ready_timeout_s) == (timeouts.STOP_TIMEOUT_S, timeouts.READY_TIMEOUT_S)
+    assert ProbeSpec("http://127.0.0.1:1/").unhealthy_after == timeouts.UNHEALTHY_AFTER
+    h = History(RunSpec(processes=(p,)))
+    h.start()
+    h.at(1.0, Started("x", 5))
+    assert h.at(2.0, StopRequested("user"))[-1] == StartTimer("x", "kill", timeouts.STOP_TIMEOUT_S)
+
+
+def test_a_process_without_probe_failing_deterministically_soon_after_start_is_fatal_later_backs_off():
+    from vllm_deploy_wizard.launcher.timeouts import STABLE_RUN_S
+
+    p = ProcessSpec(name="job", argv=("job",), restart=RestartPolicy(max_failures=5, window_s=600))
+    h = History(RunSpec(processes=(p,)))
+    h.start()
+    h.at(1.0, Started("job", 5))
+    assert h.state("job") is State.READY  # no probe: READY when running
+    h.at(2.0, Exited("job", 2, cause={"kind": "unknown_argument", "summary": "", "fix": ""}))
+    assert h.state("job") is State.FATAL
+    h = History(RunSpec(processes=(p,)))
+    h.start()
+    h.at(1.0, Started("job", 5))
+    h.at(1.0 + STABLE_RUN_S, Exited("job", 1, cause={"kind": "device_oom", "summary": "", "fix": ""}))
+    assert h.state("job") is State.BACKOFF

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec, load_plan_file, parse_plan
+from vllm_deploy_wizard.launcher.plan_file import load_plan_file, parse_plan
+from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 
 
 def _plan(*procs, placeholders=()):
@@ -144,7 +145,7 @@ def test_plan_json_output_gets_told_to_use_plan_out():
 
 
 def test_plan_placeholders_lists_declared_and_written_ones():
-    from vllm_deploy_wizard.launcher.spec import plan_placeholders
+    from vllm_deploy_wizard.launcher.plan_file import plan_placeholders
 
     data = _plan(VLLM, {**ROUTER, "argv": ["vllm-router", "--host", "${ROUTER_HOST}"], "ports": ["$RPORT"]},
                  {**WORKER1, "env": {"NCCL_SOCKET_IFNAME": "$IFACE_NAME"}}, placeholders=["MODEL_DIR"])
@@ -163,7 +164,7 @@ def test_ready_cadence_defaults_to_5_s_unless_configured():
 
 
 def test_flag_values_reads_both_spellings_and_last_wins():
-    from vllm_deploy_wizard.launcher.spec import flag_values, last_flag_value
+    from vllm_deploy_wizard.launcher.argv import flag_values, last_flag_value
 
     argv = ["vllm", "serve", "m", "--port", "8000", "--host=127.0.0.1", "--port=8001", "--enforce-eager"]
     assert flag_values(argv, "--port") == ["8000", "8001"]
@@ -196,7 +197,8 @@ def test_a_default_dependency_cycle_is_listed_with_the_other_problems():
 
 def test_double_dollar_is_a_literal_dollar_never_a_placeholder():
     """Tester finding 21: ``$$NAME`` → ``$NAME`` for a shell; other ``$$`` and lower-case ``$x`` untouched."""
-    from vllm_deploy_wizard.launcher.spec import fill, placeholders_in, plan_placeholders
+    from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
+    from vllm_deploy_wizard.launcher.plan_file import plan_placeholders
 
     proc = {"name": "sh", "argv": ["bash", "-c", 'echo "$$HOME $${USER} pid $$ $x"; sleep 1', "$PORT", "$$PORT"],
             "env": {"LIT": "$$TOKEN", "BOTH": "$$A-$A"}, "setup": "export X=$$VENV; source $VENV/bin/activate"}

@@ -108,7 +108,7 @@ async def test_sigkill_of_main_process_reaps_orphans_and_restarts(tmp_path):
     await asyncio.wait_for(task, 30)
 
 
-async def test_crash_loop_goes_fatal_with_classified_cause(tmp_path):
+async def test_a_deterministic_failure_goes_fatal_after_one_start_with_its_cause_and_fix(tmp_path):
     spec = RunSpec((ProcessSpec(
         name="vllm", argv=(PY, "-c", FAIL, "1", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"),
         restart=RestartPolicy(backoff_initial_s=0.05, max_failures=3, window_s=60),
@@ -117,10 +117,25 @@ async def test_crash_loop_goes_fatal_with_classified_cause(tmp_path):
     sup = Supervisor(spec, log_dir=tmp_path, listeners=[rec])
     assert await asyncio.wait_for(sup.run(), 30) == "fatal"
     states = rec.states("vllm")
+    assert states.count(State.STARTING) == 1 and State.BACKOFF not in states and states[-1] is State.FATAL
+    fatal = rec.events("vllm")[-1]
+    assert fatal.cause["kind"] == "device_oom" and fatal.cause["fix_args"] == ["--gpu-memory-utilization", "0.85"]
+    assert "deterministic" in fatal.detail and any("CUDA out of memory" in line for line in fatal.tail)
+
+
+async def test_a_transient_failure_backs_off_until_the_crash_loop_limit(tmp_path):
+    spec = RunSpec((ProcessSpec(
+        name="vllm", argv=(PY, "-c", FAIL, "1", "OSError: [Errno 98] error while attempting to bind on address "
+                                                 "('0.0.0.0', 8000): address already in use"),
+        restart=RestartPolicy(backoff_initial_s=0.05, max_failures=3, window_s=60),
+    ),))
+    rec = Recorder()
+    sup = Supervisor(spec, log_dir=tmp_path, listeners=[rec])
+    assert await asyncio.wait_for(sup.run(), 30) == "fatal"
+    states = rec.states("vllm")
     assert states.count(State.BACKOFF) == 2 and states[-1] is State.FATAL
     fatal = rec.events("vllm")[-1]
-    assert fatal.cause["kind"] == "cuda_oom" and "gpu-memory-utilization" in fatal.cause["fix"]
-    assert any("CUDA out of memory" in line for line in fatal.tail)
+    assert fatal.cause["kind"] == "port_in_use" and fatal.cause["facts"]["port"] == 8000 and "crash loop" in fatal.detail
 
 
 async def test_missing_executable_is_classified():
@@ -245,7 +260,7 @@ sys.exit(1)
 """
 
 
-async def test_fatal_cause_is_the_root_cause_printed_long_before_exit_and_only_from_the_last_start(tmp_path):
+async def test_fatal_cause_is_the_root_cause_printed_long_before_exit(tmp_path):
     spec = RunSpec((ProcessSpec(name="vllm", argv=(PY, "-c", MEM_UTIL_THEN_TRACEBACKS),
                                 restart=RestartPolicy(backoff_initial_s=0.05, max_failures=2, window_s=60)),))
     rec = Recorder()
@@ -253,7 +268,8 @@ async def test_fatal_cause_is_the_root_cause_printed_long_before_exit_and_only_f
     assert await asyncio.wait_for(sup.run(), 30) == "fatal"
     fatal = rec.events("vllm")[-1]
     assert fatal.state is State.FATAL and fatal.cause["kind"] == "mem_util"
-    assert fatal.cause["fix_args"] == ["--gpu-memory-utilization", "0.5"]
+    assert fatal.cause["fix_args"] == ["--gpu-memory-utilization", "0.85"]  # from the 11.0/12.59 GiB figures
+    assert rec.states("vllm").count(State.STARTING) == 1  # deterministic: FATAL after the first start
     assert sup.policy.states["vllm"].cause["kind"] == "mem_util"  # what state.json / `status` show
 
 
@@ -280,20 +296,24 @@ async def test_a_restart_waits_until_the_old_tree_released_its_gpu_memory(tmp_pa
     polls: list[tuple[float, set[int]]] = []
 
     def fake_held(pids: set[int], baseline=None) -> dict[int, int]:
+        # NVML shows the first start's pid holding 2 GiB for its first two polls, then nothing
         polls.append((asyncio.get_running_loop().time(), set(pids)))
-        crashed = [pid for pid in pids if pid == first_pid[0]]
-        return {crashed[0]: 2 << 30} if crashed and len(polls) <= 2 else {}
+        of_first = [p for p in polls if first_pid and first_pid[0] in p[1]]
+        return {first_pid[0]: 2 << 30} if first_pid and first_pid[0] in pids and len(of_first) <= 2 else {}
 
-    first_pid: list[int] = [0]
+    first_pid: list[int] = []
     monkeypatch.setattr(supervisor_mod, "gpu_memory_held", fake_held)
     spec = RunSpec((ProcessSpec(name="vllm", argv=(PY, "-c", FAIL, "1", "boom"),
                                 restart=RestartPolicy(backoff_initial_s=0.01, max_failures=2, window_s=60)),))
     rec = Recorder()
-    sup = Supervisor(spec, log_dir=tmp_path, listeners=[rec], port_wait_s=30)
+
+    def spawned(name: str) -> None:  # called the moment the OS process exists: no race with its exit
+        if not first_pid:
+            first_pid.append(sup.handles[name].pid)
+
+    sup = Supervisor(spec, log_dir=tmp_path, listeners=[rec], port_wait_s=30, on_spawned=spawned)
     task = asyncio.create_task(sup.run())
-    await until(lambda: "vllm" in sup.handles, 10, "first start")
-    first_pid[0] = sup.handles["vllm"].pid
-    assert await asyncio.wait_for(task, 30) == "fatal"  # two failures: FATAL after the second start
+    assert await asyncio.wait_for(task, 60) == "fatal"  # two failures: FATAL after the second start
     starts = [e for e in rec.events("vllm") if e.state is State.STARTING]
     assert len(starts) == 2 and starts[1].pid != first_pid[0]
     assert len(polls) >= 3 and first_pid[0] in polls[0][1]

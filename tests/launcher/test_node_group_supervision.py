@@ -17,7 +17,8 @@ from vllm_deploy_wizard.cli import main
 from vllm_deploy_wizard.errors import LaunchError
 from vllm_deploy_wizard.launcher.policy import Exited, Policy, ProbePassed, Signal, Started, StartTimer, Unhealthy
 from vllm_deploy_wizard.launcher.ports import free_port
-from vllm_deploy_wizard.launcher.spec import Liveness, ProcessSpec, Probe, RestartPolicy, RunSpec, parse_plan
+from vllm_deploy_wizard.launcher.plan_file import parse_plan
+from vllm_deploy_wizard.launcher.spec import Liveness, ProcessSpec, Probe, RestartPolicy, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.supervisor import Supervisor
 

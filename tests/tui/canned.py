@@ -31,12 +31,15 @@ def ready_run(name: str = "vllm") -> list:
 
 
 def kv_oom_run(name: str = "vllm") -> list:
-    """vllm starts and dies FATAL: not enough memory for the KV cache (classified by the launcher)."""
+    """vllm starts and dies FATAL: not enough memory for the KV cache (classified by the launcher,
+    which computes the fix from the numbers in the line)."""
+    from vllm_deploy_wizard.launcher.causes import explain
+
+    line = ("ERROR 11-30 10:00:07 [core.py:9] ValueError: The model's max seq len (16384) is larger than the maximum "
+            "number of tokens that can be stored in KV cache (8192).")
     return [
         ProcessEvent(name, State.STARTING, State.STOPPED, 0, pid=4343),
-        LogLines(name, ["ERROR 11-30 10:00:07 [core.py:9] ValueError: larger than the available KV cache memory"]),
-        ProcessEvent(name, State.FATAL, State.STARTING, 0, detail="crash loop: 3 failures in 60 s",
-                     cause={"kind": "kv_cache_oom", "summary": "not enough memory left for the KV cache",
-                            "fix": "lower --max-model-len / --max-num-seqs or raise --gpu-memory-utilization",
-                            "line": None}),
+        LogLines(name, [line]),
+        ProcessEvent(name, State.FATAL, State.STARTING, 0, detail="exited with status 1; deterministic failure",
+                     cause=explain([line], 1).to_dict()),
     ]

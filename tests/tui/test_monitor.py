@@ -72,12 +72,16 @@ async def test_fatal_kv_oom_relaunches_with_smaller_max_model_len(build_app, tmp
         screen = await _launch(pilot, app)
         failure = str(screen.query_one("#failure").render())
         assert "kv_cache_oom" in failure and "press x to relaunch with: --max-model-len 8192" in failure
+        first = launcher.clients["run-1"]
         await pilot.press("x")
         await settle(pilot)
+        await settle(pilot)
         assert app.selection["advanced_args"] == ["--max-model-len", "8192"]
-        assert isinstance(app.screen, ReviewScreen)
-        assert "--max-model-len 8192" in app.screen.commands()[-1][1]
-        assert launcher.clients["run-1"].commands == ["stop"]
+        assert first.commands == ["stop"]
+        # x applies the fix AND launches again: a second start whose plan carries the flag, then the monitor
+        assert len(launcher.started) == 2
+        assert "--max-model-len" in launcher.started[-1][0].read_text() and "8192" in launcher.started[-1][0].read_text()
+        assert isinstance(app.screen, MonitorScreen)
 
 
 async def test_live_run_offers_attach(build_app):
@@ -212,27 +216,25 @@ def test_supervisor_transition_notes_are_hidden_but_other_wizard_lines_kept():
     assert list(model.logs["vllm"])[-1] == "[wizard] restarting after backoff"
 
 
-def test_token_rates_come_from_snapshot_timestamps_not_an_assumed_interval():
-    """Snapshots 5 s apart with 500 more generated tokens read 100 tok/s (not 500); a counter reset
-    gives no rate; a rate the launcher sends wins over the derived one."""
+def test_token_rates_are_the_launchers_and_the_model_derives_none():
+    """The launcher computes tokens/s from two snapshots' timestamps (launcher.metrics.rates); the
+    monitor shows what it sent: a snapshot without rates (the first scrape) adds no rate point."""
     from vllm_deploy_wizard.launcher import Metrics
-    from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot
+    from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot, rates
 
     model = MonitorModel(clock=lambda: 100.0)
-    model.feed(Metrics("vllm", MetricsSnapshot(ts=1000.0, generation_tokens_total=1000, prompt_tokens_total=50)))
+    first = MetricsSnapshot(ts=1000.0, generation_tokens_total=1000, prompt_tokens_total=50)
+    model.feed(Metrics("vllm", first))
     assert list(model.metrics["generation_tokens_per_s"]) == []
-    model.feed(Metrics("vllm", MetricsSnapshot(ts=1005.0, generation_tokens_total=1500, prompt_tokens_total=300)))
-    assert list(model.metrics["generation_tokens_per_s"]) == [100.0]
+    second = MetricsSnapshot(ts=1005.0, generation_tokens_total=1500, prompt_tokens_total=300)
+    model.feed(Metrics("vllm", second, rates(first, second)))
+    assert list(model.metrics["generation_tokens_per_s"]) == [100.0]  # 500 tokens over 5 s, by the launcher
     assert list(model.metrics["prompt_tokens_per_s"]) == [50.0]
-    model.feed(Metrics("vllm", MetricsSnapshot(ts=1010.0, generation_tokens_total=10, prompt_tokens_total=20)))
-    assert list(model.metrics["generation_tokens_per_s"]) == [100.0]  # restarted server: no rate
-    model.feed(Metrics("vllm", MetricsSnapshot(ts=1012.0, generation_tokens_total=30, prompt_tokens_total=20),
-                       {"generation_tokens_per_s": 7.5, "prompt_tokens_per_s": None}))
+    model.feed(Metrics("vllm", MetricsSnapshot(ts=1010.0, generation_tokens_total=1900), {}))
+    assert list(model.metrics["generation_tokens_per_s"]) == [100.0]  # no rate sent: none derived
+    model.feed({"type": "metrics", "name": "vllm", "snapshot": {"ts": 1022.0, "generation_tokens_total": 230},
+                "rates": {"generation_tokens_per_s": 7.5}})
     assert list(model.metrics["generation_tokens_per_s"]) == [100.0, 7.5]
-    assert list(model.metrics["prompt_tokens_per_s"]) == [50.0, 0.0]  # derived over 2 s when not sent
-    # the dict form the client may yield works the same way
-    model.feed({"type": "metrics", "name": "vllm", "snapshot": {"ts": 1022.0, "generation_tokens_total": 230}, "rates": {}})
-    assert list(model.metrics["generation_tokens_per_s"])[-1] == 20.0
 
 
 @pytest.mark.parametrize("stop_error, relaunches", [
@@ -258,8 +260,8 @@ async def test_fix_and_relaunch_after_the_supervisor_already_finished(build_app,
         await pilot.press("x")
         await settle(pilot)
         if relaunches:
-            assert isinstance(app.screen, ReviewScreen)
             assert app.selection["advanced_args"] == ["--max-model-len", "8192"]
+            assert len(launcher.started) == 2
         else:
             assert app.screen is screen and not app.selection.get("advanced_args")
 

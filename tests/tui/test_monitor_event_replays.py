@@ -18,6 +18,7 @@ from tui_steps import settle
 
 from vllm_deploy_wizard.launcher import LogLines, Metrics, Progress, ProcessEvent, Snapshot, State
 from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot
+from vllm_deploy_wizard.launcher.causes import explain
 from vllm_deploy_wizard.tui.fixes import flag_fix
 from vllm_deploy_wizard.tui.monitor_model import MonitorModel, detail_text, spark_series, uptime_text
 from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen, keeps_running_text
@@ -36,19 +37,19 @@ CONFIG_DUMP = ("(EngineCore pid=19800) INFO 11-30 11:02:05 [core.py:133] Initial
 
 
 def mem_util_crash_loop(name: str = "vllm") -> list:
-    """One failed start as the launcher reports it when it classified too few lines: the root cause,
-    ~120 lines of tracebacks after it, then FATAL with no cause."""
+    """One failed start as the launcher reports it: the root cause,
+    ~120 lines of tracebacks after it, then FATAL with the cause the launcher classified from them."""
     after = [f'  File "/venv/vllm/v1/engine/core.py", line {i}, in __init__' for i in range(120)]
     return [
         ProcessEvent(name, State.STARTING, State.STOPPED, 0),
         LogLines(name, [CONFIG_DUMP, MEM_UTIL_LINE, *after,
                         "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"]),
         ProcessEvent(name, State.FATAL, State.STARTING, 0, detail="exited with status 1; crash loop: 3 failures "
-                     "within 300 s", cause=None, tail=after[-40:]),
+                     "within 300 s", cause=explain([CONFIG_DUMP, MEM_UTIL_LINE, *after], 1).to_dict(), tail=after[-40:]),
     ]
 
 
-def test_mem_util_crash_loop_gets_cause_detail_and_flag_fix_from_the_monitor_log():
+def test_mem_util_crash_loop_shows_the_launchers_cause_detail_and_flag_fix():
     model = MonitorModel(clock=lambda: 100.0)
     model.feed(mem_util_crash_loop()[0])
     model.feed(mem_util_crash_loop()[1])
@@ -56,14 +57,11 @@ def test_mem_util_crash_loop_gets_cause_detail_and_flag_fix_from_the_monitor_log
     model.feed(mem_util_crash_loop()[2])
     row = model.procs["vllm"]
     assert model.failure() is row and row.cause["kind"] == "mem_util"
-    assert detail_text(row).startswith("not enough free memory for the requested memory utilization")
+    assert detail_text(row).startswith("free CPU memory (11.0/12.59 GiB) is below the requested --gpu-memory-utilization")
     assert "crash loop" in detail_text(row)
     assert len(model.logs["vllm"]) == 123  # the event's tail was already streamed: not added twice
-    assert flag_fix(row.cause["kind"], ["vllm", "serve", "m"], row.cause) == ["--gpu-memory-utilization", "0.5"]
-    # already at vLLM's suggestion: fall back to what the message says is free (11.0/12.59 − 0.05)
-    assert flag_fix("mem_util", ["vllm", "serve", "m", "--gpu-memory-utilization", "0.5"],
-                    {"fix_args": ["--gpu-memory-utilization", "0.5"],
-                     "line": "Available memory on node 0 (3.0/12.59 GiB) on startup"}) == ["--gpu-memory-utilization", "0.18"]
+    # the fix the launcher computed from the figures in the log (11.0/12.59 → 0.87 − margin)
+    assert flag_fix(row.cause) == ["--gpu-memory-utilization", "0.85"]
 
 
 def test_requested_restart_shows_no_stale_pid_and_counts_the_restart():
@@ -165,9 +163,9 @@ async def test_fatal_mem_util_shows_cause_in_detail_and_offers_the_fix(build_app
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await _monitor(app, pilot, mem_util_crash_loop())
         failure = str(screen.query_one("#failure").render())
-        assert "mem_util" in failure and "press x to relaunch with: --gpu-memory-utilization 0.5" in failure
+        assert "mem_util" in failure and "press x to relaunch with: --gpu-memory-utilization 0.85" in failure
         detail = str(screen.query_one("#procs", DataTable).get_cell("vllm", "detail"))
-        assert detail.startswith("not enough free memory")
+        assert detail.startswith("free CPU memory (11.0/12.59 GiB)")
         assert "vllm: fatal" in str(screen.query_one("#phase").render())
 
 

@@ -10,7 +10,7 @@ import pytest
 from vllm_deploy_wizard.catalog import Selection, options
 from vllm_deploy_wizard.tui.axes import apply_choice, axis_views
 from vllm_deploy_wizard.tui.catalog_view import profile_groups, recipe_rows
-from vllm_deploy_wizard.tui.fixes import flag_fix
+from vllm_deploy_wizard.tui.fixes import apply_fix, flag_fix
 from vllm_deploy_wizard.tui.placeholders import detected_defaults
 from vllm_deploy_wizard.tui.plan_view import fill_placeholders
 
@@ -105,16 +105,14 @@ def test_pd_pool_mode_pick_writes_the_pd_mapping(catalog):
     Selection(**picked)  # the catalog accepts it
 
 
-@pytest.mark.parametrize("kind, argv, expected", [
-    ("kv_cache_oom", ["vllm", "serve", "m", "--max-model-len", "4096"], ["--max-model-len", "2048"]),
-    ("kv_cache_oom", ["vllm", "serve", "m", "--max-model-len", "auto"], ["--max-model-len", "8192"]),
-    ("cuda_oom", ["vllm", "serve", "m", "--gpu-memory-utilization=0.95"], ["--gpu-memory-utilization", "0.9"]),
-    ("cuda_oom", ["vllm", "serve", "m"], ["--gpu-memory-utilization", "0.85"]),
-    ("cuda_oom", ["vllm", "serve", "m", "--gpu-memory-utilization", "0.52"], None),
-    ("port_in_use", ["vllm", "serve", "m"], None),
-])
-def test_flag_fix(kind, argv, expected):
-    assert flag_fix(kind, argv) == expected
+def test_apply_fix_appends_fix_args_and_drops_flags_from_the_advanced_args():
+    cause = {"fix_args": ["--max-model-len", "3664"], "drop_flags": ["--task"]}
+    assert flag_fix(cause) == ["--max-model-len", "3664"] and flag_fix({"kind": "port_in_use"}) is None
+    assert apply_fix(["--task", "embed", "--enforce-eager"], cause) == (["--enforce-eager", "--max-model-len", "3664"], [])
+    assert apply_fix(["--task=embed"], {"drop_flags": ["--task"]}) == ([], [])
+    # a flag the recipe wrote is not in the advanced args: reported, not silently kept
+    assert apply_fix([], {"drop_flags": ["--config"]}) == ([], ["--config"])
+    assert apply_fix(["--x"], {"kind": "gated_model"}) == (None, [])
 
 
 def test_placeholder_defaults_prefer_detection_then_plan():

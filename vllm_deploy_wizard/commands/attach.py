@@ -1,4 +1,4 @@
-"""``vllm-wizard attach [RUN]``: follow a run's events and log lines headlessly (issue 4).
+"""``vllm-wizard attach [RUN]``: follow a run's events and log lines headlessly.
 
 Prints the last ``--tail`` lines of every process, then everything as it happens, in the format of
 ``launch --foreground``. Ctrl-C detaches: the run goes on. Exit status: 0 detached or the run ended

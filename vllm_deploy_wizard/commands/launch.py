@@ -1,4 +1,4 @@
-"""``vllm-wizard launch PLAN``: start what a plan file says, supervised (issue 4).
+"""``vllm-wizard launch PLAN``: start what a plan file says, supervised (docs/supervision.md).
 
 Default: preflight, then a detached supervisor (it survives closing the terminal) and the run id
 is printed; ``--wait`` follows the run until every process is READY (or it fails).
@@ -18,6 +18,9 @@ Exit codes: 0 — detached run started (with ``--wait``: everything READY); fore
 stopped on request or every process exited with status 0. 1 — a process went FATAL (crash loop,
 missing executable, not ready in time…) or, with ``--wait``, the run ended before being READY.
 2 — bad input: unreadable plan, unresolved placeholders, preflight problems (all listed).
+130 / 143 / 129 — ``--foreground`` run stopped by SIGINT (Ctrl-C) / SIGTERM / SIGHUP (128 + signal), as a
+shell reports a process ended by it. 130 — ``--wait`` interrupted by Ctrl-C: only the waiting stops, the
+detached run goes on (the message says how to attach to it or stop it).
 
 Machine: ``--node LABEL`` picks the processes of one machine by the plan's ``node`` label
 (``prefill-node-0``, ``decode-node-1``, ``router``, …); ``--node-rank N`` (default 0) by node rank,
@@ -25,8 +28,9 @@ refused for PD / Mooncake plans where one rank is on several machines (the error
 
 Placeholders: ``--set NAME=VALUE`` fills ``$NAME``; a ``--set`` for a name the plan does not have
 is warned about (stderr, naming the plan's placeholders). ``$HEAD_IP`` (node 0 only) and
-``$IFACE_NAME`` default to what ``vllm_deploy_wizard.detect`` finds for this host (contracts §4) when not
-given; the defaults used are printed on stderr. The launcher package itself never imports detect.
+``$IFACE_NAME`` (and the other names of ``launcher.launch.placeholder_defaults``) default to what
+``vllm_deploy_wizard.detect`` finds for this host (contracts §4) when not given; the defaults used are
+printed on stderr. The launcher package itself never imports detect.
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="launch and supervise the processes of a plan file",
         description="Launch the processes of a plan file (`vllm-wizard plan --out plan.yaml`) in phase order, "
         "each once its dependencies are ready, and supervise them (restart with backoff, clean stop).",
-        epilog="exit codes: 0 started/stopped cleanly, 1 a process went FATAL, 2 bad plan or preflight problems",
+        epilog="exit codes: 0 started/stopped cleanly, 1 a process went FATAL, 2 bad plan or preflight problems, "
+        "130/143 (--foreground) stopped by SIGINT/SIGTERM, 130 (--wait) the wait was interrupted (the run goes on)",
     )
     p.add_argument("plan", metavar="PLAN", help="plan file (YAML or JSON, contracts §2)")
     p.add_argument("--foreground", action="store_true", help="supervise in this terminal, printing every process's output")
@@ -60,6 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--set", action="append", default=[], metavar="VAR=VALUE", dest="values",
                    help="fill a $PLACEHOLDER of the plan (repeatable); without it $HEAD_IP (node 0) and "
                    "$IFACE_NAME default to this host's detected address and interface")
+    p.add_argument("--force", action="store_true",
+                   help="launch even when the plan's hardware does not match this node (a GPU plan on a CPU node)")
     p.add_argument("--skip-flag-check", action="store_true",
                    help="skip the vLLM version/flag preflight (`vllm serve --help=all`, ~12 s when not cached)")
     p.add_argument("--skip-host-check", action="store_true",
@@ -73,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_all_lines_flag(p: argparse.ArgumentParser) -> None:
-    """``--all-lines``: also print the access-log lines of health/metrics polls (``launch``, ``attach``)."""
+    """``--all-lines``: also print the access-log lines of health/metrics polls (``launch``, ``attach``, ``logs``)."""
     p.add_argument("--all-lines", action="store_true",
                    help="also print the access-log lines of the wizard's own health/metrics polls "
                    "(\"GET /health\" 200, every few seconds; hidden by default, always in the run's logs)")
@@ -175,41 +182,64 @@ def summary(processes: list[dict[str, Any]], out: TextIO = sys.stdout) -> None:
                   f"last_status={p.get('last_rc')}" + (f"  cause: {cause}" if cause else "") + "\n")
 
 
-#: Placeholders detection can default: name → (``HostFacts`` attribute, only on node 0). ``$HEAD_IP``
-#: is the head node's address, which is this host only when launching node 0; ``$IFACE_NAME`` is
-#: always this host's network interface; ``$NODE_IP`` (a multi-node worker's ``VLLM_HOST_IP``,
-#: docs/multi-node.md §1) is this host's own address on every node.
-DETECTED_PLACEHOLDERS: dict[str, tuple[str, bool]] = {
-    "HEAD_IP": ("primary_ip", True),
-    "IFACE_NAME": ("default_iface", False),
-    "NODE_IP": ("primary_ip", False),
-}
-
-
 def _host_facts() -> Any:
     from vllm_deploy_wizard.detect import detect
 
     return detect().host
 
 
+def node_facts(host: Any, inventory: Any = None) -> Any:
+    """The launcher's ``NodeFacts`` from detection: ``HostFacts`` (address, interface, NUMA nodes) and,
+    when given, the inventory's accelerators (kind, per-device memory)."""
+    from vllm_deploy_wizard.launcher.launch import NodeFacts
+
+    primary = inventory.primary if inventory is not None and inventory.accelerators else None
+    totals = tuple(int(d.memory_bytes or 0) for d in primary.devices) if primary is not None else ()
+    total, free = numa_memory(host) if host is not None else (None, None)
+    return NodeFacts(primary_ip=getattr(host, "primary_ip", None) or None,
+                     default_iface=getattr(host, "default_iface", None) or None,
+                     accelerator=(primary.kind or primary.brand) if primary is not None else None,
+                     device_total_bytes=totals,
+                     numa_mem_total_bytes=total, numa_mem_free_bytes=free)
+
+
+def numa_memory(host: Any) -> tuple[int | None, int | None]:
+    """``(total, available)`` bytes of the first NUMA node with CPUs, read the way vLLM's CPU worker
+    reads it (``/sys/devices/system/node/nodeN/meminfo``: MemFree + Active(file) + Inactive(file) +
+    SReclaimable), clamped to the cgroup limit; ``(None, None)`` when unreadable."""
+    nodes = [n for n in getattr(host, "numa_nodes", None) or [] if getattr(n, "cpus", 0)]
+    node = nodes[0].id if nodes else 0
+    try:
+        with open(f"/sys/devices/system/node/node{node}/meminfo") as f:
+            info = {ln.split()[2].rstrip(":"): int(ln.split()[3]) * 1024 for ln in f if len(ln.split()) >= 4}
+    except (OSError, ValueError, IndexError):
+        return None, None
+    try:
+        total = info["MemTotal"]
+        free = info["MemFree"] + info["Active(file)"] + info["Inactive(file)"] + info["SReclaimable"]
+    except KeyError:
+        return None, None
+    limit = getattr(host, "cgroup_limit_bytes", None)
+    if limit and limit < total:
+        try:
+            usage = int(open("/sys/fs/cgroup/memory.current").read())
+        except (OSError, ValueError):
+            usage = 0
+        total, free = limit, min(free, limit - usage)
+    return total, free
+
+
 def detected_defaults(names: list[str], given: dict[str, str], node_rank: int,
                       host_facts: Callable[[], Any] = _host_facts) -> dict[str, str]:
-    """Values for the plan placeholders ``names`` that the user did not ``--set`` and that
-    detection knows (:data:`DETECTED_PLACEHOLDERS`: ``HEAD_IP`` ← ``HostFacts.primary_ip`` on node 0,
-    ``IFACE_NAME`` ← ``HostFacts.default_iface``; contracts §4). ``host_facts`` is called at most
-    once, and only when one is needed; a fact detection could not find is left out (the plan then
-    stops on it as unresolved)."""
-    wanted = [n for n in names if n in DETECTED_PLACEHOLDERS and n not in given
-              and (node_rank == 0 or not DETECTED_PLACEHOLDERS[n][1])]
-    if not wanted:
+    """The values detection gives the placeholders ``names`` not in ``given`` — the launcher's rule
+    (``launcher.launch.placeholder_defaults``) without the plan's own defaults; ``host_facts`` is
+    called only when one of them needs this host's facts. A fact detection could not find is left out."""
+    from vllm_deploy_wizard.launcher.launch import placeholder_defaults, self_facts_needed
+
+    open_names = [n for n in names if n not in given]
+    if not self_facts_needed(open_names, node_rank):
         return {}
-    host = host_facts()
-    out = {}
-    for n in wanted:
-        value = getattr(host, DETECTED_PLACEHOLDERS[n][0], None)
-        if value:
-            out[n] = str(value)
-    return out
+    return {n: v for n, v in placeholder_defaults(open_names, node_facts(host_facts()), node_rank).items() if v}
 
 
 def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sys.stderr,
@@ -222,7 +252,7 @@ def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sy
     it has) and prints every default it used (never applied silently, contracts §2). Raises
     ``LaunchError`` for a malformed item.
     """
-    from vllm_deploy_wizard.launcher.spec import plan_placeholders
+    from vllm_deploy_wizard.launcher.plan_file import plan_placeholders
 
     values = parse_values(items)
     if not (isinstance(data, dict) and isinstance(data.get("plan"), dict)):
@@ -232,17 +262,34 @@ def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sy
         have = ", ".join(f"${n}" for n in names) or "none"
         err.write(f"warning: --set {unknown}={values[unknown]}: the plan has no ${unknown} placeholder; "
                   f"its placeholders: {have}\n")
-    defaults = detected_defaults(names, values, node_rank, host_facts)
+    from vllm_deploy_wizard.launcher.launch import placeholder_defaults, self_facts_needed
+
+    open_names = [n for n in names if n not in values]
+    facts = node_facts(host_facts()) if self_facts_needed(open_names, node_rank) else None
+    offered = {k: str(v) for k, v in (data["plan"].get("placeholder_defaults") or {}).items() if v not in (None, "")}
+    chosen = {n: v for n, v in placeholder_defaults(open_names, facts or node_facts(None), node_rank, offered).items() if v}
+    planned = {n: v for n, v in chosen.items() if offered.get(n) == v}
+    defaults = {n: v for n, v in chosen.items() if n not in planned}
     if defaults:
         err.write("using detected defaults: " + " ".join(f"{k}={v}" for k, v in defaults.items())
                   + " (override with --set NAME=VALUE)\n")
-    offered = data["plan"].get("placeholder_defaults") or {}
-    planned = {n: str(offered[n]) for n in names
-               if n in offered and n not in values and n not in defaults and offered[n] not in (None, "")}
     if planned:
-        err.write("using the plan's defaults: " + " ".join(f"{k}={v}" for k, v in planned.items())
+        err.write("using the plan's defaults: " + " ".join(f"{k}={v}" for k, v in sorted(planned.items()))
                   + " (override with --set NAME=VALUE)\n")
     return {**planned, **defaults, **values}
+
+
+def _launch_facts(spec: Any) -> Any:
+    """This node's facts for the launch's node checks — only when the run starts a ``vllm serve``
+    (detection takes a moment); None otherwise."""
+    from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
+
+    if not any(is_vllm_serve(p.argv) for p in spec.processes):
+        return None
+    from vllm_deploy_wizard.detect import detect
+
+    inventory = detect()
+    return node_facts(inventory.host, inventory)
 
 
 def label_rank(label: str) -> int:
@@ -256,8 +303,10 @@ def label_rank(label: str) -> int:
 
 def handle(args: argparse.Namespace) -> int:
     """Run ``launch``; see the module docstring for exit codes."""
-    from vllm_deploy_wizard.launcher.preflight import check_or_raise, vllm_probe_needed
-    from vllm_deploy_wizard.launcher.spec import parse_plan, read_plan_data
+    from vllm_deploy_wizard.errors import LaunchError
+    from vllm_deploy_wizard.launcher.launch import prepare
+    from vllm_deploy_wizard.launcher.plan_file import parse_plan, read_plan_data
+    from vllm_deploy_wizard.launcher.preflight import vllm_probe_needed
 
     data = read_plan_data(args.plan)
     if getattr(args, "all_nodes", False):  # every machine, over ssh (docs/multi-node.md §6)
@@ -271,16 +320,18 @@ def handle(args: argparse.Namespace) -> int:
     if not getattr(args, "skip_host_check", False):
         host_ready_or_raise(spec)
     probe = None if args.skip_flag_check else vllm_probe_needed(spec)
-    print("preflight: ports, executables" + {
+    print("preflight: ports, executables, files, memory" + {
         None: "", False: ", vLLM version and flags (cached)",
         True: ", vLLM version and flags (not cached yet: ~30 s per vLLM install)"}[probe] + " …",
         file=sys.stderr, flush=True)
-    warnings: list[str] = []
-    try:
-        check_or_raise(spec, check_flags=not args.skip_flag_check, warnings=warnings)
-    finally:  # also when preflight refuses: the warnings are part of what to fix
-        for w in warnings:
-            print(f"preflight warning: {w}", file=sys.stderr)
+    prepared = prepare(args.plan, node, args.node_rank, values, _launch_facts(spec), force=getattr(args, "force", False),
+                       check_flags=not args.skip_flag_check)
+    for w in prepared.warnings:  # also when preflight refuses: the warnings are part of what to fix
+        print(f"preflight warning: {w}", file=sys.stderr)
+    if prepared.problems:
+        raise LaunchError(f"preflight found {len(prepared.problems)} problem(s):\n"
+                          + "\n".join(f"  - {x}" for x in prepared.problems))
+    spec = prepared.spec
     all_lines = getattr(args, "all_lines", False)
     if args.foreground:
         return _foreground(spec, all_lines)
@@ -312,7 +363,7 @@ def host_ready_or_raise(spec: Any) -> None:
 def _foreground(spec, all_lines: bool = False) -> int:
     """Supervise ``spec`` in this process until the run ends; 1 when it ended FATAL, else 0.
 
-    The run server handles SIGINT/SIGTERM; SIGHUP — the terminal closing (tester finding 2) — is
+    The run server handles SIGINT/SIGTERM; SIGHUP — the terminal closing — is
     handled here the same way (a clean stop of every process tree) instead of its default action,
     which killed this process and orphaned the children. Output after the terminal is gone is
     dropped (:class:`Printer` ``broken``; the summary likewise), and stdout/stderr are pointed at
@@ -345,7 +396,20 @@ def _foreground(spec, all_lines: bool = False) -> int:
         sys.stdout.flush()
     except OSError:
         _drop_output()
-    return 1 if outcome == "fatal" else 0
+    if outcome == "fatal":
+        return 1
+    return signal_exit_status(server.sup.policy.stop_reason) or 0
+
+
+def signal_exit_status(stop_reason: str) -> int | None:
+    """The shell's exit status for a run stopped by a signal to its supervisor (``supervisor received
+    SIGINT`` → 130, SIGTERM → 143, SIGHUP → 129: 128 + the signal number), None for any other stop."""
+    import re
+    import signal
+
+    m = re.search(r"received (SIG[A-Z]+)", stop_reason or "")
+    sig = getattr(signal, m.group(1), None) if m else None
+    return 128 + int(sig) if sig is not None else None
 
 
 def _drop_output() -> None:
@@ -390,6 +454,12 @@ def _wait_ready(run_id: str, names: list[str]) -> int:
         return 1
 
     t0 = time.monotonic()
-    rc = asyncio.run(follow())
+    try:
+        rc = asyncio.run(follow())
+    except KeyboardInterrupt:
+        print(f"\ninterrupted after {time.monotonic() - t0:.1f} s: only the waiting stopped — run {run_id} goes on "
+              f"(its supervisor is detached).\n  follow it: vllm-wizard attach {run_id}    stop it: vllm-wizard stop {run_id}",
+              flush=True)
+        return 130
     print(f"waited {time.monotonic() - t0:.1f} s")
     return rc

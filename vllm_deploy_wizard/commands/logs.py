@@ -1,10 +1,12 @@
-"""``vllm-wizard logs [RUN] [PROCESS] [-n N]``: the last lines of a run's process logs (tester finding 10).
+"""``vllm-wizard logs [RUN] [PROCESS] [-n N] [--all-lines]``: the last lines of a run's process logs.
 
 Reads the files in the run directory (``logs/<name>.log`` and its rotated ``.1`` …), so it works
 for every run — running, stale or finished — without its supervisor; ``attach`` follows a live
 run instead. RUN defaults to the newest run of any status (a FATAL run's log is exactly what a
 person wants to read). A single argument that names no run but names a process of the newest run
-is taken as PROCESS (``vllm-wizard logs vllm``). Errors name the valid runs and processes.
+is taken as PROCESS (``vllm-wizard logs vllm``). Like ``attach``, the access-log lines of the wizard's
+own successful health/metrics polls are hidden (``-n`` counts the lines shown) unless
+``--all-lines``. Errors name the valid runs and processes.
 Exit status 0; 2 for an unknown run or process.
 """
 
@@ -21,17 +23,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix (default: the newest run)")
     p.add_argument("process", nargs="?", metavar="PROCESS", help="only this process (default: every process)")
     p.add_argument("-n", "--lines", type=int, default=50, metavar="N", help="lines per process (default 50)")
+    from vllm_deploy_wizard.commands.launch import add_all_lines_flag
+
+    add_all_lines_flag(p)
     from vllm_deploy_wizard.commands.nodes import add_node_flag
 
     add_node_flag(p)
     p.set_defaults(handler=handle)
 
 
+def shown_tail(path, n: int, all_lines: bool = False) -> tuple[list[str], int]:
+    """``(last n lines to show, poll lines hidden among what was read)`` of log file ``path``: with
+    ``all_lines`` False the access-log lines of successful polls are skipped and ``n`` counts the rest."""
+    from vllm_deploy_wizard.launcher.noise import is_poll_noise
+    from vllm_deploy_wizard.launcher.runs import log_tail
+
+    if all_lines or n == 0:
+        return log_tail(path, n), 0
+    want = n * 2 + 50
+    while True:
+        raw = log_tail(path, want)
+        kept = [line for line in raw if not is_poll_noise(line)]
+        if len(kept) >= n or len(raw) < want:
+            return kept[-n:], len(raw) - len(kept)
+        want *= 4
+
+
 def handle(args: argparse.Namespace) -> int:
     """Print the log tails; see the module docstring."""
     from vllm_deploy_wizard.errors import LaunchError
     from vllm_deploy_wizard.launcher import find_run, list_runs
-    from vllm_deploy_wizard.launcher.runs import log_tail, process_logs
+    from vllm_deploy_wizard.launcher.runs import process_logs
 
     if args.lines < 0:
         raise LaunchError(f"-n {args.lines}: the number of lines must be 0 or more")
@@ -62,9 +84,11 @@ def handle(args: argparse.Namespace) -> int:
         cause = rec.get("cause") or {}
         head = f"==> {name} ({rec.get('state', '?')}) {path}"
         print(head + (f"  cause: {cause.get('summary')}" if cause.get("summary") else "") + " <==")
-        lines = log_tail(path, args.lines)
+        lines, hidden = shown_tail(path, args.lines, getattr(args, "all_lines", False))
         if not lines:
             print("(no output yet)" if not path.exists() else "(empty)")
         for line in lines:
             print(line)
+        if hidden:
+            print(f"({hidden} health/metrics poll lines hidden; --all-lines shows them)")
     return 0

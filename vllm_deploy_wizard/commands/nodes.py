@@ -51,7 +51,7 @@ def launch(args: argparse.Namespace, data: Any) -> int:
     """``launch PLAN --all-nodes``: every machine started (or none); 0, or LaunchError."""
     from vllm_deploy_wizard.commands.launch import detected_defaults, parse_values
     from vllm_deploy_wizard.launcher.engines.ssh import launch_all_nodes, parse_hosts
-    from vllm_deploy_wizard.launcher.spec import plan_node_labels, plan_placeholders
+    from vllm_deploy_wizard.launcher.plan_file import plan_node_labels, plan_placeholders
 
     labels = plan_node_labels(data)
     local = args.node or (labels[0] if labels else "node-0")

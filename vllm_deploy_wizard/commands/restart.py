@@ -1,4 +1,4 @@
-"""``vllm-wizard restart [RUN] PROCESS``: restart one process of a live run (tester finding 20).
+"""``vllm-wizard restart [RUN] PROCESS``: restart one process of a live run.
 
 Asks the run's supervisor (``RunClient.restart``, the call the TUI monitor's ``r`` makes): a
 STARTING/READY process is stopped (stop signal, SIGKILL of its tree after its timeout) and started

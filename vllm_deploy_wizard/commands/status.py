@@ -1,4 +1,4 @@
-"""``vllm-wizard status [RUN]``: list runs and their processes (issue 4).
+"""``vllm-wizard status [RUN]``: list runs and their processes.
 
 Without RUN: every running, starting or stale run (``--all`` adds finished ones), one line per
 process. A *starting* run has a live supervisor that has not recorded its processes yet. A
@@ -7,9 +7,9 @@ counted (by pid + start time, and process group) and ``vllm-wizard stop RUN`` is
 ``--json`` prints a JSON list instead. Exit status 0; 1 when a stale run still has live processes.
 
 Under a process that has a cause (its last failure, classified by launcher.causes) the cause, its
-fix and the process's log file are printed (tester finding 10). In a stale run the recorded state
+fix and the process's log file are printed. In a stale run the recorded state
 is no longer true: a process with live leftovers shows ``ORPHANED`` (running, unsupervised), one
-without shows its last recorded state marked ``(stale)`` (tester finding 19).
+without shows its last recorded state marked ``(stale)``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``vllm-wizard stop [RUN]``: stop a run cleanly and verify nothing is left (issue 4).
+"""``vllm-wizard stop [RUN]``: stop a run cleanly and verify nothing is left.
 
 A running (or starting) run: the supervisor stops its processes (reverse launch order, stop signal, SIGKILL of the
 whole tree after the timeout) and this command follows until it reports zero survivors. A stale
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from vllm_deploy_wizard.launcher.timeouts import STALE_STOP_TIMEOUT_S
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``stop`` sub-command."""
@@ -18,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Stop a run (default: the newest running one) and verify no process survives.")
     p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix")
     p.add_argument("--all", action="store_true", help="stop every running, starting or stale run")
-    p.add_argument("--timeout", type=float, default=15.0, metavar="S",
+    p.add_argument("--timeout", type=float, default=STALE_STOP_TIMEOUT_S, metavar="S",
                    help="for stale runs: seconds between SIGTERM and SIGKILL (default 15)")
     from vllm_deploy_wizard.commands.nodes import add_all_nodes_flag
 

@@ -1,0 +1,299 @@
+"""One launch path for the CLI and the wizard: plan file + node + values + node facts → a run.
+
+:func:`launch` (and :func:`prepare`, the same without starting) is what ``vllm-wizard launch`` and
+the wizard's review screen call. Decided here once:
+
+* Placeholder defaults from node facts (:func:`placeholder_defaults`): the names in
+  :data:`SELF_ADDRESS` (the head, the router host, the first prefill/decode node, the Mooncake
+  master, the Dynamo control plane) default to this host's primary address when this launch is node
+  0 — the node the wizard runs on — and :data:`SELF_IFACE` names to the interface carrying it on any
+  node; the plan's ``placeholder_defaults`` fill the rest; ``--set`` values win over both.
+* Node checks beyond :func:`~vllm_deploy_wizard.launcher.preflight.check`, from :class:`NodeFacts`
+  passed in (the launcher never imports detection): the plan's accelerators vs this node (a GPU plan
+  on a CPU node is refused unless ``force``), memory fit (CPU: one NUMA node's memory vs the
+  utilization vLLM reserves and the KV cache space; GPU: free device memory vs utilization), and
+  ``HF_HUB_OFFLINE=1`` with a model missing from the local Hugging Face cache.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.launcher.argv import last_flag_value
+from vllm_deploy_wizard.launcher.causes import DEFAULT_GPU_UTIL, UTIL_MARGIN
+from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
+from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
+
+#: Placeholders naming the head of the deployment (node 0's address): this host's address when
+#: launching node 0, over any plan default.
+HEAD_ADDRESS = frozenset({"HEAD_IP", "HEAD_NODE_IP", "MASTER_ADDR", "MOONCAKE_MASTER_IP", "DYN_CONTROL_IP"})
+#: Placeholders naming the router host or the first node of a pool: the plan's default first (a
+#: co-located PD plan says 127.0.0.1), else this host's address when launching node 0.
+POOL_ADDRESS = frozenset({"ROUTER_HOST", "PREFILL_NODE_1", "DECODE_NODE_1", "VLLM_INSTANCE_1"})
+#: Placeholders naming this node's own address on every node (a multi-node member's ``VLLM_HOST_IP``,
+#: docs/multi-node.md §1).
+NODE_ADDRESS = frozenset({"NODE_IP"})
+#: Placeholders that may name an address of this host.
+SELF_ADDRESS = HEAD_ADDRESS | POOL_ADDRESS | NODE_ADDRESS
+#: Placeholders that name this node's network interface (this host's, on any node, over any plan default).
+SELF_IFACE = frozenset({"IFACE_NAME", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"})
+
+_GIB = 2**30
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the launch needs to know about this node, detected by the caller (plain values).
+
+    ``primary_ip`` / ``default_iface``: this host's address and its interface (None: unknown, the
+    kernel's route choice is used). ``accelerator``: ``cuda``, ``rocm``, ``xpu``, ``npu`` … or None on
+    a CPU-only node; ``device_free_bytes`` / ``device_total_bytes``: per device, in index order (empty
+    when unknown). ``numa_mem_total_bytes`` / ``numa_mem_free_bytes``: the smallest NUMA node with CPUs
+    (vLLM's CPU backend binds to one node), None when unknown. ``hf_cache``: the Hugging Face hub cache
+    folder (None: huggingface_hub's default for the process env).
+    """
+
+    primary_ip: str | None = None
+    default_iface: str | None = None
+    accelerator: str | None = None
+    device_free_bytes: tuple[int, ...] = ()
+    device_total_bytes: tuple[int, ...] = ()
+    numa_mem_total_bytes: int | None = None
+    numa_mem_free_bytes: int | None = None
+    hf_cache: str | None = None
+
+    @property
+    def accelerators(self) -> int:
+        """Number of devices known (0 on a CPU node)."""
+        return len(self.device_total_bytes) if self.accelerator else 0
+
+
+def _primary_address() -> str:
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("10.255.255.255", 1))  # a UDP connect sends nothing: the kernel's route choice
+        return probe.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
+    finally:
+        probe.close()
+
+
+def _interface_of(address: str) -> str:
+    import psutil
+
+    for name, addrs in psutil.net_if_addrs().items():
+        if any(a.family == socket.AF_INET and a.address == address for a in addrs):
+            return name
+    return ""
+
+
+def self_facts_needed(names: Iterable[str], node_rank: int = 0) -> bool:
+    """Whether :func:`placeholder_defaults` would read this host's address or interface for ``names``."""
+    return any(n in SELF_IFACE or n in NODE_ADDRESS or (n in SELF_ADDRESS and node_rank == 0) for n in names)
+
+
+def placeholder_defaults(names: Iterable[str], facts: NodeFacts | None = None, node_rank: int = 0,
+                         plan_defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """``{name: default}`` for each placeholder name (no ``$``), ``""`` where nothing is known.
+
+    In order: :data:`HEAD_ADDRESS` names on node 0, :data:`NODE_ADDRESS` and :data:`SELF_IFACE` names from this host's
+    facts; then the plan's own defaults; then :data:`POOL_ADDRESS` names on node 0 from this host's
+    facts. ``facts`` None (nothing detected) uses the kernel's route choice for the address and the
+    interface carrying it; a fact that ``facts`` lacks stays unknown (``""``)."""
+    names = list(names)
+    plan_defaults = {k: str(v) for k, v in (plan_defaults or {}).items() if v not in (None, "")}
+    address, iface = (facts.primary_ip or "", facts.default_iface or "") if facts is not None else ("", "")
+    if facts is None and self_facts_needed(names, node_rank):
+        address = _primary_address()
+        iface = _interface_of(address) if any(n in SELF_IFACE for n in names) else ""
+    out = {}
+    for name in names:
+        if ((name in HEAD_ADDRESS and node_rank == 0) or name in NODE_ADDRESS) and address:
+            out[name] = address
+        elif name in SELF_IFACE and iface:
+            out[name] = iface
+        elif name in plan_defaults:
+            out[name] = plan_defaults[name]
+        elif name in POOL_ADDRESS and node_rank == 0:
+            out[name] = address
+        else:
+            out[name] = ""
+    return out
+
+
+# ---------------------------------------------------------------- node checks
+
+
+def _util(p: ProcessSpec) -> float:
+    try:
+        return float(last_flag_value(p.argv, "--gpu-memory-utilization") or DEFAULT_GPU_UTIL)
+    except ValueError:
+        return DEFAULT_GPU_UTIL
+
+
+def _fits(free: float, total: float) -> float:
+    return (math.floor(free / total * 100 + 1e-9) - UTIL_MARGIN * 100) / 100
+
+
+def _devices_needed(p: ProcessSpec) -> int:
+    n = 1
+    for flags in (("--tensor-parallel-size", "-tp"), ("--pipeline-parallel-size", "-pp"),
+                  ("--data-parallel-size-local",)):
+        for flag in flags:
+            v = last_flag_value(p.argv, flag)
+            if v and v.isdigit():
+                n *= int(v)
+                break
+    return n
+
+
+def _on_cpu(p: ProcessSpec) -> bool:
+    return (p.env.get("VLLM_TARGET_DEVICE", "").lower() == "cpu" or "VLLM_CPU_KVCACHE_SPACE" in p.env
+            or (last_flag_value(p.argv, "--device") or "").lower() == "cpu")
+
+
+def node_problems(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None = None,
+                  force: bool = False) -> list[str]:
+    """Problems of running ``spec`` on the node ``facts`` describe (module docstring), one line each.
+
+    ``plan_accelerator``: the accelerator the plan was made for (its ``hardware``), None when the
+    plan does not say. ``force`` turns the hardware mismatch into no problem (memory is still checked).
+    """
+    problems: list[str] = []
+    serves = [p for p in spec.processes if is_vllm_serve(p.argv)]
+    gpu_plan = (plan_accelerator not in (None, "", "cpu")) or any(
+        not _on_cpu(p) and _devices_needed(p) > 1 for p in serves)
+    if serves and gpu_plan and not facts.accelerator and not force:
+        what = f"a {plan_accelerator} plan" if plan_accelerator else "a plan for accelerators"
+        problems.append(f"{what} on a node without accelerators: this node has none, so vLLM would fail at start; "
+                        "plan for this node (vllm-wizard plan --hardware cpu …) or launch with --force")
+    elif serves and facts.accelerator and not force:
+        for p in serves:
+            need = _devices_needed(p)
+            if not _on_cpu(p) and need > facts.accelerators > 0:
+                problems.append(f"{p.name!r} needs {need} devices (tensor × pipeline × data parallel) but this node "
+                                f"has {facts.accelerators}; lower the parallel sizes or launch on a larger node")
+    for p in serves:
+        util = _util(p)
+        if _on_cpu(p) or not facts.accelerator:
+            total, free = facts.numa_mem_total_bytes, facts.numa_mem_free_bytes
+            if total and free is not None and free < util * total:
+                fits = _fits(free, total)
+                problems.append(
+                    f"{p.name!r}: vLLM's CPU backend reserves --gpu-memory-utilization {util:g} of one NUMA node "
+                    f"({util * total / _GIB:.1f} of {total / _GIB:.1f} GiB) but {free / _GIB:.1f} GiB is free; "
+                    + (f"set --gpu-memory-utilization {fits:g}" if fits >= 0.05 else "free memory first"))
+            space = p.env.get("VLLM_CPU_KVCACHE_SPACE")
+            if total and space and space.replace(".", "", 1).isdigit() and float(space) * _GIB > util * total:
+                problems.append(f"{p.name!r}: VLLM_CPU_KVCACHE_SPACE={space} GiB is more than the "
+                                f"{util * total / _GIB:.1f} GiB vLLM may use of the NUMA node; lower it")
+        elif facts.device_total_bytes and facts.device_free_bytes:
+            for i, (free, total) in enumerate(zip(facts.device_free_bytes, facts.device_total_bytes)):
+                if i >= _devices_needed(p):
+                    break
+                if total and free < util * total:
+                    fits = _fits(free, total)
+                    problems.append(
+                        f"{p.name!r}: device {i} has {free / _GIB:.1f} of {total / _GIB:.1f} GiB free, less than "
+                        f"--gpu-memory-utilization {util:g} ({util * total / _GIB:.1f} GiB); "
+                        + (f"set --gpu-memory-utilization {fits:g} or free the device" if fits >= 0.05 else
+                           "free the device (another process holds its memory)"))
+                    break
+    for p in serves:
+        problem = offline_problem(p, facts)
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def offline_problem(p: ProcessSpec, facts: NodeFacts) -> str | None:
+    """With ``HF_HUB_OFFLINE=1`` (the process env or this environment) and a Hugging Face model id,
+    the problem line when the model's ``config.json`` is not in the local cache; else None."""
+    env = {**os.environ, **p.env}
+    if str(env.get("HF_HUB_OFFLINE", "")).lower() not in ("1", "true", "yes", "on"):
+        return None
+    argv = list(p.argv)
+    model = last_flag_value(argv, "--model") or (argv[2] if len(argv) > 2 and not argv[2].startswith("-") else None)
+    if not model or model.startswith(("/", "./", "../", "~")) or Path(model).exists() or model.count("/") != 1:
+        return None
+    from huggingface_hub import try_to_load_from_cache
+
+    cache = facts.hf_cache or env.get("HF_HUB_CACHE") or (
+        str(Path(env["HF_HOME"]) / "hub") if env.get("HF_HOME") else None)
+    found = try_to_load_from_cache(model, "config.json", cache_dir=cache,
+                                   revision=last_flag_value(argv, "--revision"))
+    if isinstance(found, str):
+        return None
+    return (f"{p.name!r}: HF_HUB_OFFLINE=1 but {model} is not in the local Hugging Face cache"
+            f"{f' ({cache})' if cache else ''}; download it first (`hf download {model}`) or unset HF_HUB_OFFLINE")
+
+
+# ---------------------------------------------------------------- the launch function
+
+
+@dataclass
+class Prepared:
+    """A launch checked but not started: the ``spec`` for this machine, the placeholder ``values`` used
+    (and which came from node facts, ``detected``, or the plan, ``planned``), every ``problems`` line
+    (empty = go) and ``warnings``."""
+
+    spec: RunSpec | None
+    values: dict[str, str]
+    detected: dict[str, str] = field(default_factory=dict)
+    planned: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def prepare(plan: str | Path | Mapping[str, Any], node: str | None = None, node_rank: int = 0,
+            values: Mapping[str, str] | None = None, facts: NodeFacts | None = None, *, force: bool = False,
+            check_flags: bool = True, preflight_kw: Mapping[str, Any] | None = None) -> Prepared:
+    """Read ``plan`` (a plan file path, or its parsed data), fill placeholders (``values`` first, then
+    :func:`placeholder_defaults`), select this machine's processes (``node`` label, else
+    ``node_rank``) and run every check: :func:`~vllm_deploy_wizard.launcher.preflight.check` and
+    :func:`node_problems`. Raises :class:`LaunchError` only when the plan cannot be read or selected
+    (unreadable, malformed, unresolved placeholders); everything else is in ``problems``."""
+    from vllm_deploy_wizard.launcher.plan_file import parse_plan, plan_placeholders, read_plan_data
+    from vllm_deploy_wizard.launcher.preflight import check
+
+    source = None if isinstance(plan, Mapping) else str(plan)
+    data = plan if isinstance(plan, Mapping) else read_plan_data(plan)
+    given = dict(values or {})
+    names = plan_placeholders(data)
+    inner = data.get("plan") if isinstance(data, Mapping) else None
+    plan_defaults = (inner or {}).get("placeholder_defaults") or {} if isinstance(inner, Mapping) else {}
+    defaults = placeholder_defaults([n for n in names if n not in given], facts, node_rank, plan_defaults)
+    planned = {n: v for n, v in defaults.items() if v and str(plan_defaults.get(n, "")) == v}
+    detected = {n: v for n, v in defaults.items() if v and n not in planned}
+    used = {**detected, **planned, **given}
+    spec = parse_plan(data, source=source, node_rank=node_rank, values=used, node=node)
+    warnings: list[str] = []
+    problems = check(spec, check_flags=check_flags, warnings=warnings, **dict(preflight_kw or {}))
+    hardware = (inner or {}).get("hardware") if isinstance(inner, Mapping) else None
+    accel = hardware.get("accelerator") if isinstance(hardware, Mapping) else hardware if isinstance(hardware, str) else None
+    if facts is not None:
+        problems += node_problems(spec, facts, accel, force)
+    return Prepared(spec, used, detected, planned, problems, warnings)
+
+
+def launch(plan: str | Path | Mapping[str, Any], node: str | None = None, node_rank: int = 0,
+           values: Mapping[str, str] | None = None, facts: NodeFacts | None = None, *, detach: bool = True,
+           force: bool = False, check_flags: bool = True):
+    """Prepare (:func:`prepare`) and start this machine's part of ``plan``; returns the
+    :class:`~vllm_deploy_wizard.launcher.runs.RunInfo`. ``detach`` True: the supervisor is a daemon
+    that outlives the caller. Raises :class:`LaunchError` listing every problem when any."""
+    from vllm_deploy_wizard.launcher.daemon import start_run
+
+    prepared = prepare(plan, node, node_rank, values, facts, force=force, check_flags=check_flags)
+    if prepared.problems:
+        raise LaunchError(f"preflight found {len(prepared.problems)} problem(s):\n"
+                          + "\n".join(f"  - {x}" for x in prepared.problems))
+    assert prepared.spec is not None
+    return start_run(prepared.spec, detach=detach)

@@ -1,0 +1,385 @@
+"""The plan-file reader (contracts §2): YAML/JSON plan data → :class:`~vllm_deploy_wizard.launcher.spec.RunSpec`
+for one machine.
+
+The launcher reads the plan file as plain YAML/JSON data and never imports the catalog. A plan is a
+*template*: argv/env/health URLs may hold ``$PLACEHOLDERS`` (``$HEAD_IP``, ``${ROUTER_HOST}``…,
+plan-json §3.2, see :mod:`~vllm_deploy_wizard.launcher.placeholders`) that are filled at launch from
+``values``; anything still unresolved refuses to launch with a
+:class:`~vllm_deploy_wizard.errors.LaunchError` naming every one.
+
+Decisions:
+
+* The ``setup`` prelude runs in bash where ``$VARS`` are legitimate, so only placeholders the plan
+  declares are filled/checked there.
+* Default phase by role (plan-json §3.2 roles): ``mooncake_master``/``mooncake_store`` → infra,
+  ``companion`` → before, engines (``serve``, ``head``, ``worker``, ``prefill``, ``decode``) →
+  engine, ``router`` → after. ``depends_on`` absent means "every process of earlier phases"
+  (contracts §2).
+* Which processes a launch runs: a plan lists every machine's processes. ``node="LABEL"`` selects
+  those whose per-process ``node`` label (contracts §2: ``node-0``, ``prefill-node-0``,
+  ``decode-node-1``, ``instance-1-node-0``, ``router``, ``services``) equals it — the only exact
+  choice for PD and Mooncake plans, where prefill-0 and decode-0 both have ``node_rank`` 0 but run
+  on different machines. Otherwise ``node_rank`` selects those whose ``node_rank`` equals the
+  requested one, plus the unbound ones (``node_rank: null`` — router, Mooncake) on node 0; when that
+  would put processes of two different ``node`` labels with a node rank on one machine, the plan is
+  refused with the labels to pick from. A ``depends_on`` entry naming a plan process that is not
+  selected is dropped (it runs on another machine; cross-machine order is the operator's).
+* Optional per-process extras beyond contracts §2 (all have defaults): ``restart`` (policy,
+  backoff, crash-loop window), ``stop`` (signal, timeout), ``ready_timeout_s``, ``cwd``, and in
+  ``health``: ``interval_s`` (poll cadence until READY, default 1 s), ``ready_interval_s`` (cadence
+  while READY, default 5 s — see :class:`~vllm_deploy_wizard.launcher.spec.Probe`), ``timeout_s``,
+  ``unhealthy_after``, ``liveness`` (what a READY process must keep answering,
+  :class:`~vllm_deploy_wizard.launcher.spec.Liveness`) and ``remote`` (answered by another machine by design).
+* Refused at load, every problem at once (contracts §3), each naming process and field: a
+  ``health.url`` that is not an http(s) URL, a process name used twice, ``depends_on`` naming an
+  unknown process (with did-you-mean), a process depending on itself, a dependency cycle,
+  unresolved placeholders; and, alone, a file that is not UTF-8 text (naming the byte and offset)
+  and the output of ``plan --json`` (no ``plan`` key; the message says to use ``plan --out``).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any, Mapping
+
+from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
+from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
+from vllm_deploy_wizard.launcher.spec import (
+    PHASES, RESTART_MODES, Liveness, ProcessSpec, Probe, RestartPolicy, RunSpec, dependency_problems,
+    duplicate_names_problem,
+)
+
+#: Default phase for each plan-json §3.2 role.
+ROLE_PHASE: dict[str, str] = {
+    "mooncake_master": "infra",
+    "mooncake_store": "infra",
+    "companion": "before",
+    "serve": "engine",
+    "head": "engine",
+    "worker": "engine",
+    "prefill": "engine",
+    "decode": "engine",
+    "router": "after",
+}
+
+
+def load_plan_file(path: str | Path, node_rank: int = 0, values: Mapping[str, str] | None = None,
+                   node: str | None = None) -> RunSpec:
+    """Read a plan file (contracts §2, YAML or JSON) into a :class:`RunSpec` for one machine:
+    the processes whose ``node`` label is ``node`` when given, else those of ``node_rank`` (see the
+    module docstring).
+
+    ``values`` fills ``$PLACEHOLDERS``. Raises :class:`LaunchError` when the file is unreadable,
+    not a plan (every problem listed, each naming the field), ``node`` is no label of the plan,
+    ``node_rank`` is ambiguous (PD / Mooncake plans: names the labels), or placeholders stay
+    unresolved (all named, with the ``--set NAME=VALUE`` that would fill them).
+    """
+    return parse_plan(read_plan_data(path), source=str(path), node_rank=node_rank, values=values or {}, node=node)
+
+
+def node_label_of(proc: Mapping[str, Any]) -> str | None:
+    """A process's machine label: its ``node`` field, else (plan files from before ``node``
+    existed) ``node-<node_rank>``; None for an unbound process without a label."""
+    label = proc.get("node")
+    if label:
+        return str(label)
+    rank = proc.get("node_rank")
+    return f"node-{rank}" if isinstance(rank, int) else None
+
+
+def plan_node_labels(data: Any) -> list[str]:
+    """The distinct machine labels of plan-file ``data`` in plan order ([] when not a plan)."""
+    plan = data.get("plan") if isinstance(data, dict) else None
+    procs = plan.get("processes") if isinstance(plan, dict) else None
+    out: list[str] = []
+    for proc in procs if isinstance(procs, list) else []:
+        label = node_label_of(proc) if isinstance(proc, dict) else None
+        if label and label not in out:
+            out.append(label)
+    return out
+
+
+def read_plan_data(path: str | Path) -> Any:
+    """The parsed content of plan file ``path`` (YAML, or JSON for ``*.json``), not yet checked.
+
+    Raises :class:`LaunchError` when it cannot be read, is not UTF-8 text (naming the first bad
+    byte and its offset) or cannot be parsed.
+    """
+    import yaml
+
+    from vllm_deploy_wizard.errors import not_utf8
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LaunchError(f"cannot read plan file {p}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise LaunchError(not_utf8(p, exc, "a plan file written by `vllm-wizard plan --out FILE` "
+                                   "(YAML, or JSON for *.json; contracts §2)")) from None
+    try:
+        return json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise LaunchError(f"{p}: not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}") from None
+
+
+def plan_placeholders(data: Any) -> list[str]:
+    """Every placeholder name plan-file ``data`` has, sorted: those declared in
+    ``plan.placeholders`` plus those written in any process's argv, env, health URL or ports
+    (all node ranks). ``[]`` for data that is not a plan (parse_plan explains why)."""
+    plan = data.get("plan") if isinstance(data, dict) else None
+    if not isinstance(plan, dict):
+        return []
+    names = {str(x) for x in plan.get("placeholders") or []}
+    for proc in plan.get("processes") or []:
+        if not isinstance(proc, dict):
+            continue
+        texts = [*(proc.get("argv") or []), *(proc.get("env") or {}).values(), *(proc.get("ports") or [])]
+        if isinstance(proc.get("health"), dict):
+            texts.append(proc["health"].get("url", ""))
+        for t in texts:
+            names.update(placeholders_in(str(t)))
+    return sorted(names)
+
+
+def _looks_like_plan_json(data: Any) -> bool:
+    """True for ``vllm-wizard plan --json`` output (plan-json §3): processes at the top level."""
+    return isinstance(data, dict) and isinstance(data.get("processes"), list) and (
+        "deploy_type" in data or "resolved" in data or "install" in data)
+
+
+def _health_url_problem(where: str, url: str) -> str | None:
+    """Why ``url`` (placeholders filled) is no usable probe URL, or None."""
+    from urllib.parse import urlsplit
+
+    if placeholders_in(url):
+        return None  # reported as unresolved
+    u = urlsplit(url)
+    if u.scheme in ("http", "https") and u.hostname:
+        return None
+    return (f"{where}: health.url {url!r} is not an http(s) URL; expected e.g. http://127.0.0.1:8000/health "
+            "(or health: null for ready-when-started)")
+
+
+def _num(where: str, value: Any, problems: list[str], kind: type = float) -> Any:
+    try:
+        return kind(value)
+    except (TypeError, ValueError):
+        problems.append(f"{where}: expected a number, got {value!r}")
+        return None
+
+
+def _liveness(where: str, name: str, raw: Any, filled: Any, problems: list[str]) -> Liveness | None:
+    """``health.liveness`` of a plan process as a :class:`Liveness` (problems appended, None if absent)."""
+    if not raw:
+        return None
+    if not isinstance(raw, dict) or "url" not in raw:
+        problems.append(f"{where}: health.liveness must be null or {{url, body, expect_status, "
+                        "timeout_s, failure_threshold}")
+        return None
+    url = filled(f"{name} health.liveness.url", raw["url"])
+    bad = _health_url_problem(where, url)
+    if bad:
+        problems.append(bad.replace("health.url", "health.liveness.url"))
+    body = raw.get("body")
+    if body is not None and not isinstance(body, dict):
+        problems.append(f"{where}: health.liveness.body must be a mapping (sent as JSON), got {body!r}")
+        body = None
+    threshold = _num(f"{where}: health.liveness.failure_threshold", raw.get("failure_threshold", 3), problems, int)
+    return Liveness(
+        url=url, body=body,
+        expect_status=_num(f"{where}: health.liveness.expect_status", raw.get("expect_status", 200), problems, int) or 200,
+        timeout_s=_num(f"{where}: health.liveness.timeout_s", raw.get("timeout_s", 10.0), problems) or 10.0,
+        failure_threshold=max(1, threshold or 3),
+    )
+
+
+def _deps_or_default(s: Mapping[str, Any], specs: list[dict[str, Any]]) -> tuple[str, ...]:
+    """A parsed process's ``depends_on``; when absent, every process of earlier phases (contracts §2)."""
+    if s["depends_on"] is not None:
+        return tuple(str(d) for d in s["depends_on"])
+    rank = PHASES.index(s["phase"])
+    return tuple(o["name"] for o in specs if PHASES.index(o["phase"]) < rank)
+
+
+def parse_plan(
+    data: Any, source: str | None = None, node_rank: int = 0, values: Mapping[str, str] | None = None,
+    node: str | None = None,
+) -> RunSpec:
+    """Turn plan-file data (already parsed) into a :class:`RunSpec`; see :func:`load_plan_file`."""
+    src = source or "plan"
+    values = dict(values or {})
+    if _looks_like_plan_json(data):
+        raise LaunchError(f"{src}: this looks like `plan --json` output; write a launchable plan file with "
+                          "`vllm-wizard plan … --out plan.yaml`")
+    if not isinstance(data, dict) or not isinstance(data.get("plan"), dict):
+        raise LaunchError(f"{src}: not a plan file: expected a mapping with a 'plan' key (contracts §2)")
+    version = data.get("plan_version", 1)
+    if version != 1:
+        raise LaunchError(f"{src}: plan_version {version!r} is not supported (valid: 1)")
+    plan = data["plan"]
+    raw = plan.get("processes")
+    if not isinstance(raw, list) or not raw:
+        raise LaunchError(f"{src}: plan.processes must be a non-empty list")
+    declared = [str(x) for x in plan.get("placeholders") or []]
+    problems: list[str] = []
+    unresolved: dict[str, list[str]] = {}
+
+    def filled(where: str, text: Any) -> str:
+        for name in placeholders_in(str(text)):
+            if name not in values:
+                unresolved.setdefault(name, []).append(where)
+        return fill(str(text), values)
+
+    selected: list[dict[str, Any]] = []
+    for i, proc in enumerate(raw):
+        where = f"{src}: plan.processes[{i}]"
+        if not isinstance(proc, dict):
+            problems.append(f"{where}: expected a mapping")
+            continue
+        rank = proc.get("node_rank")
+        if node is not None:
+            if node_label_of(proc) == node:
+                selected.append(proc | {"_where": where})
+        elif (rank is None and node_rank == 0) or rank == node_rank:
+            selected.append(proc | {"_where": where})
+    labels = plan_node_labels(data)
+    if node is not None and not selected and not problems:
+        import difflib
+
+        close = difflib.get_close_matches(node, labels, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise LaunchError(f"{src}: no process on node {node!r}.{hint} The plan's nodes: {', '.join(labels)}")
+    if not selected and not problems:
+        ranks = sorted({p.get("node_rank") for p in raw if isinstance(p, dict) and p.get("node_rank") is not None})
+        raise LaunchError(f"{src}: no process for node_rank {node_rank}; the plan has node ranks {ranks}")
+    if node is None:
+        machines = sorted({p["node"] for p in selected if p.get("node") and p.get("node_rank") is not None})
+        if len(machines) > 1:
+            raise LaunchError(f"{src}: node_rank {node_rank} is on {len(machines)} machines in this plan "
+                              f"({', '.join(machines)}); pick one with --node LABEL. The plan's nodes: "
+                              f"{', '.join(labels)}")
+    elsewhere = {p.get("name") for p in raw if isinstance(p, dict)} - {p.get("name") for p in selected}
+
+    specs: list[dict[str, Any]] = []
+    for proc in selected:
+        where = proc["_where"]
+        name = proc.get("name")
+        if not isinstance(name, str) or not name:
+            problems.append(f"{where}.name: required, a non-empty string")
+            continue
+        where = f"{src}: process {name!r}"
+        argv = proc.get("argv")
+        if not isinstance(argv, list) or not argv:
+            problems.append(f"{where}: argv must be a non-empty list of strings")
+            continue
+        role = proc.get("role")
+        phase = proc.get("phase") or ROLE_PHASE.get(role or "", "engine")
+        if phase not in PHASES:
+            problems.append(f"{where}: phase {phase!r} is not one of {', '.join(PHASES)}")
+            continue
+        env = {str(k): filled(f"{name} env {k}", v) for k, v in (proc.get("env") or {}).items()}
+        health = proc.get("health")
+        probe = None
+        if health:
+            if not isinstance(health, dict) or "url" not in health:
+                problems.append(f"{where}: health must be null or {{url, expect_status}}")
+            else:
+                url = filled(f"{name} health.url", health["url"])
+                bad_url = _health_url_problem(where, url)
+                if bad_url:
+                    problems.append(bad_url)
+                ready_iv = health.get("ready_interval_s")
+                probe = Probe(
+                    url=url,
+                    expect_status=_num(f"{where}: health.expect_status", health.get("expect_status", 200), problems, int) or 200,
+                    interval_s=_num(f"{where}: health.interval_s", health.get("interval_s", 1.0), problems) or 1.0,
+                    timeout_s=_num(f"{where}: health.timeout_s", health.get("timeout_s", 2.0), problems) or 2.0,
+                    ready_interval_s=None if ready_iv is None else
+                    (_num(f"{where}: health.ready_interval_s", ready_iv, problems) or None),
+                    unhealthy_after=_num(f"{where}: health.unhealthy_after", health.get("unhealthy_after", UNHEALTHY_AFTER),
+                                         problems, int) or UNHEALTHY_AFTER,
+                    liveness=_liveness(where, name, health.get("liveness"), filled, problems),
+                    remote=bool(health.get("remote", False)),
+                )
+        ports: list[int] = []
+        for port in proc.get("ports") or []:
+            s = filled(f"{name} ports", port)
+            if not placeholders_in(s):
+                n = _num(f"{where}: ports", s, problems, int)
+                if n is not None:
+                    if not 0 < n < 65536:
+                        problems.append(f"{where}: port {n} out of range 1–65535")
+                    ports.append(n)
+        restart_raw = proc.get("restart") or {}
+        if isinstance(restart_raw, str):
+            restart_raw = {"mode": restart_raw}
+        try:
+            restart = RestartPolicy(**{("mode" if k == "policy" else k): v for k, v in restart_raw.items()})
+        except TypeError as exc:
+            problems.append(f"{where}: restart: {exc}; valid keys: {', '.join(RestartPolicy.__dataclass_fields__)}")
+            restart = RestartPolicy()
+        if restart.mode not in RESTART_MODES:
+            problems.append(f"{where}: restart mode {restart.mode!r} is not one of {', '.join(RESTART_MODES)}")
+        stop = proc.get("stop") or {}
+        sig_name = str(stop.get("signal", "SIGTERM")).upper()
+        sig_name = sig_name if sig_name.startswith("SIG") else "SIG" + sig_name
+        stop_signal = getattr(signal, sig_name, None)
+        if not isinstance(stop_signal, signal.Signals):
+            problems.append(f"{where}: stop.signal {stop.get('signal')!r} is not a signal name (e.g. SIGTERM, SIGINT)")
+            stop_signal = signal.SIGTERM
+        deps = proc.get("depends_on")
+        if deps is not None and (not isinstance(deps, list) or not all(isinstance(d, str) for d in deps)):
+            problems.append(f"{where}: depends_on must be a list of process names, got {deps!r}")
+            deps = None
+        if deps is not None:
+            deps = [d for d in deps if d not in elsewhere]  # runs on another machine
+        setup = proc.get("setup")
+        if setup:
+            for ph in placeholders_in(str(setup)):
+                if ph in declared and ph not in values:
+                    unresolved.setdefault(ph, []).append(f"{name} setup")
+            setup = fill(str(setup), values, only=declared)
+        specs.append(
+            dict(
+                name=name,
+                argv=tuple(filled(f"{name} argv", a) for a in argv),
+                env=env,
+                cwd=proc.get("cwd"),
+                phase=phase,
+                role=role,
+                depends_on=deps,
+                probe=probe,
+                restart=restart,
+                stop_signal=int(stop_signal),
+                stop_timeout_s=_num(f"{where}: stop.timeout_s", stop.get("timeout_s", STOP_TIMEOUT_S), problems) or STOP_TIMEOUT_S,
+                ready_timeout_s=_num(f"{where}: ready_timeout_s", proc.get("ready_timeout_s", READY_TIMEOUT_S), problems) or READY_TIMEOUT_S,
+                ports=tuple(ports),
+                setup=setup or None,
+            )
+        )
+    names = [s["name"] for s in specs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        problems.append(duplicate_names_problem(src, dup))
+    graph: dict[str, tuple[str, ...]] = {}
+    for s in specs:  # a repeated name's dependencies are merged: each is checked
+        graph[s["name"]] = (*graph.get(s["name"], ()), *_deps_or_default(s, specs))
+    problems += [f"{src}: {x}" for x in dependency_problems(graph)]
+    if unresolved:
+        parts = [f"${n} (in {', '.join(sorted(set(w)))})" for n, w in sorted(unresolved.items())]
+        sets = " ".join(f"--set {n}=VALUE" for n in sorted(unresolved))
+        problems.append(f"{src}: unresolved placeholders: {'; '.join(parts)}; fill them with {sets}")
+    if problems:
+        raise LaunchError("\n".join(problems))
+
+    procs = sorted(specs, key=lambda s: PHASES.index(s["phase"]))  # stable: keeps plan order in a phase
+    out = []
+    for s in procs:
+        s["depends_on"] = _deps_or_default(s, procs)
+        out.append(ProcessSpec(**s))
+    min_v = plan.get("min_vllm_version") or (data.get("provenance") or {}).get("min_vllm_version")
+    return RunSpec(processes=tuple(out), source=source, node_rank=node_rank, min_vllm_version=min_v, node=node)

@@ -1,0 +1,89 @@
+"""The one launch path: placeholder defaults decided once, node checks from facts passed in."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.launcher.launch import NodeFacts, launch, node_problems, placeholder_defaults, prepare
+from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
+
+GIB = 2**30
+HOST = NodeFacts(primary_ip="10.1.2.3", default_iface="ens5")
+
+
+def test_placeholder_defaults_head_and_iface_from_facts_then_plan_then_pool_names():
+    names = ["HEAD_IP", "IFACE_NAME", "ROUTER_HOST", "PREFILL_NODE_1", "ROUTER_PORT", "DECODE_NODE_2"]
+    plan = {"ROUTER_HOST": "127.0.0.1", "ROUTER_PORT": 30000, "HEAD_IP": "192.0.2.9"}
+    assert placeholder_defaults(names, HOST, 0, plan) == {
+        "HEAD_IP": "10.1.2.3", "IFACE_NAME": "ens5", "ROUTER_HOST": "127.0.0.1", "PREFILL_NODE_1": "10.1.2.3",
+        "ROUTER_PORT": "30000", "DECODE_NODE_2": ""}
+    # another node: the head's address is not this host's; the interface is
+    assert placeholder_defaults(["HEAD_IP", "IFACE_NAME"], HOST, 1) == {"HEAD_IP": "", "IFACE_NAME": "ens5"}
+    # facts without an address: unknown stays unknown
+    assert placeholder_defaults(["HEAD_IP"], NodeFacts(), 0) == {"HEAD_IP": ""}
+
+
+def _serve(*args, env=None):
+    return ProcessSpec(name="vllm", argv=("vllm", "serve", "Qwen/Qwen3-0.6B", *args), env=env or {})
+
+
+def test_a_gpu_plan_on_a_cpu_node_is_refused_unless_forced():
+    spec = RunSpec((_serve("--tensor-parallel-size", "8"),))
+    [problem] = node_problems(spec, NodeFacts(), plan_accelerator="h200")
+    assert "a h200 plan on a node without accelerators" in problem and "--force" in problem
+    assert node_problems(spec, NodeFacts(), plan_accelerator="h200", force=True) == []
+    # parallel sizes alone say accelerators too
+    assert node_problems(spec, NodeFacts())
+    # more devices than the node has
+    two = NodeFacts(accelerator="cuda", device_total_bytes=(80 * GIB, 80 * GIB))
+    [problem] = node_problems(spec, two)
+    assert "needs 8 devices" in problem and "has 2" in problem
+
+
+def test_cpu_memory_fit_is_one_numa_node_against_the_utilization_vllm_reserves():
+    facts = NodeFacts(numa_mem_total_bytes=int(12.59 * GIB), numa_mem_free_bytes=int(11.0 * GIB))
+    spec = RunSpec((_serve("--gpu-memory-utilization", "0.92", env={"VLLM_CPU_KVCACHE_SPACE": "4"}),))
+    [problem] = node_problems(spec, facts)
+    assert "one NUMA node" in problem and "11.0 GiB is free" in problem and "--gpu-memory-utilization 0.85" in problem
+    ok = RunSpec((_serve("--gpu-memory-utilization", "0.8", env={"VLLM_CPU_KVCACHE_SPACE": "4"}),))
+    assert node_problems(ok, facts) == []
+    big = RunSpec((_serve("--gpu-memory-utilization", "0.5", env={"VLLM_CPU_KVCACHE_SPACE": "9"}),))
+    [problem] = node_problems(big, facts)
+    assert "VLLM_CPU_KVCACHE_SPACE=9 GiB" in problem
+
+
+def test_gpu_memory_fit_uses_the_free_device_memory():
+    facts = NodeFacts(accelerator="cuda", device_total_bytes=(80 * GIB,), device_free_bytes=(40 * GIB,))
+    [problem] = node_problems(RunSpec((_serve(),)), facts)
+    assert "device 0 has 40.0 of 80.0 GiB free" in problem and "--gpu-memory-utilization 0.48" in problem
+
+
+def test_offline_model_must_be_in_the_local_cache(tmp_path):
+    cache = tmp_path / "hub"
+    spec = RunSpec((_serve(env={"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)}),))
+    [problem] = node_problems(spec, NodeFacts(numa_mem_total_bytes=None))
+    assert "HF_HUB_OFFLINE=1 but Qwen/Qwen3-0.6B is not in the local Hugging Face cache" in problem
+    assert "hf download Qwen/Qwen3-0.6B" in problem
+    snap = cache / "models--Qwen--Qwen3-0.6B" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text("{}")
+    (cache / "models--Qwen--Qwen3-0.6B" / "refs").mkdir()
+    (cache / "models--Qwen--Qwen3-0.6B" / "refs" / "main").write_text("abc")
+    assert node_problems(spec, NodeFacts()) == []
+
+
+def test_launch_lists_every_problem_at_once_and_starts_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    plan = tmp_path / "p.yaml"
+    plan.write_text(yaml.safe_dump({"plan_version": 1, "plan": {"hardware": "h200", "processes": [
+        {"name": "vllm", "role": "serve", "argv": [str(tmp_path / "no-venv" / "vllm"), "serve", "m", "--max-model-len",
+                                                    "--host", "$HEAD_IP"]}]}}))
+    prepared = prepare(plan, values={}, facts=HOST, check_flags=False)
+    assert prepared.values == {"HEAD_IP": "10.1.2.3"} and prepared.detected == {"HEAD_IP": "10.1.2.3"}
+    with pytest.raises(LaunchError) as err:
+        launch(plan, facts=HOST, check_flags=False)
+    text = str(err.value)
+    assert "--max-model-len has no value" in text and "not found" in text and "h200 plan" in text
+    assert not (tmp_path / "state" / "vllm-wizard" / "runs").exists() or not list((tmp_path / "state" / "vllm-wizard" / "runs").iterdir())
