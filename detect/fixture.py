@@ -31,11 +31,11 @@ import yaml
 
 from vllm_deploy_wizard.detect.facts import CommandResult, Facts
 from vllm_deploy_wizard.detect.nvidia import NVIDIA_SMI_QUERY
+from vllm_deploy_wizard import yamlio
 from vllm_deploy_wizard.errors import DetectionError
 
 SCHEMA = "vllm-wizard/detect-fixture/v1"
 #: libyaml's loader when PyYAML was built with it (several times faster on the larger fixtures).
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DOCKER_VERSION = "docker version --format {{.Server.Version}}"
 DOCKER_RUNTIMES = "docker info --format {{json .Runtimes}}"
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
@@ -210,16 +210,14 @@ def _load_yaml(path: Path) -> Any:
     from vllm_deploy_wizard.errors import not_utf8
 
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a safe loader
+        return yamlio.load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise DetectionError(f"{path}: cannot read detection fixture ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise DetectionError(not_utf8(path, exc, "a detection fixture: a capture written by "
                                       "`vllm-wizard detect --capture FILE` (YAML)")) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise DetectionError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        raise DetectionError(yamlio.error_message(path, exc)) from None
 
 
 def _expand_pci(spec: Any) -> list[dict[str, Any]] | None:
@@ -266,7 +264,7 @@ def _siblings(directory: Path) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for path in sorted(directory.glob("*.yaml")):
         try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a safe loader
+            data = yamlio.load(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             continue
         if not isinstance(data, dict) or "scenarios" in data:
@@ -485,10 +483,9 @@ class FixtureFacts:
                 raise DetectionError(f"{path} holds scenarios; choose one with --scenario: {', '.join(ids)}")
             match = next((s for s in data["scenarios"] if str(s.get("id")) == scenario), None)
             if match is None:
-                import difflib
+                from vllm_deploy_wizard.suggest import did_you_mean
 
-                close = difflib.get_close_matches(scenario, ids, n=1)
-                hint = f" - did you mean {close[0]!r}?" if close else ""
+                hint = did_you_mean(scenario, ids)
                 raise DetectionError(f"{path}: no scenario {scenario!r}{hint}")
             return cls(expand_scenario(match, path.parent), path.parent, name=f"{path}#{scenario}")
         if scenario is not None:

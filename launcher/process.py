@@ -398,26 +398,9 @@ def gpu_memory_held(pids: set[int]) -> dict[int, int] | None:
 
     Imports pynvml lazily and swallows every NVML error (no driver → None), like detection does.
     """
-    try:
-        import pynvml  # type: ignore
+    from vllm_deploy_wizard import nvml
 
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no library/driver is an expected state here
-        return None
-    held: dict[int, int] = {}
-    try:
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            for fn in (pynvml.nvmlDeviceGetComputeRunningProcesses, pynvml.nvmlDeviceGetGraphicsRunningProcesses):
-                try:
-                    for info in fn(h):
-                        if info.pid in pids:
-                            held[info.pid] = held.get(info.pid, 0) + int(info.usedGpuMemory or 0)
-                except Exception:  # noqa: BLE001
-                    continue
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
-    return held
+    with nvml.session() as session:
+        if session.module is None:
+            return None
+        return nvml.process_memory(session.module, set(pids), graphics=True)

@@ -41,12 +41,12 @@ Decisions:
 from __future__ import annotations
 
 import json
-import re
 import signal
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from vllm_deploy_wizard import placeholders
 from vllm_deploy_wizard.errors import LaunchError
 
 #: Launch phases in order (contracts §2).
@@ -65,10 +65,10 @@ ROLE_PHASE: dict[str, str] = {
     "router": "after",
 }
 
-#: A placeholder: ``$NAME`` or ``${NAME}`` with an upper-case name (plan-json §3.2) — or the escape
-#: ``$$`` in front of such a name (``$$NAME``, ``$${NAME}``), matched first so it is never one: the
-#: groups are empty for an escape, which :func:`fill` turns into a single ``$``.
-PLACEHOLDER_RE = re.compile(r"\$\$(?=\{[A-Z][A-Z0-9_]*\}|[A-Z])|\$\{([A-Z][A-Z0-9_]*)\}|\$([A-Z][A-Z0-9_]*)")
+#: Placeholder names and filling: the one grammar of :mod:`vllm_deploy_wizard.placeholders`
+#: (``$NAME``, ``${NAME}``; ``$$NAME`` is the escape for a literal ``$NAME``).
+placeholders_in = placeholders.names
+fill = placeholders.fill
 
 #: Restart modes: restart on any exit, only on a non-zero exit, or never.
 RESTART_MODES = ("always", "on-failure", "never")
@@ -241,7 +241,7 @@ def dependency_problems(deps: Mapping[str, Iterable[str]]) -> list[str]:
     processes waiting forever for a dependency that can never be READY, so the plan is refused
     at load instead (issue 4, start order).
     """
-    import difflib
+    from vllm_deploy_wizard.suggest import did_you_mean
 
     names = list(deps)
     problems: list[str] = []
@@ -250,9 +250,8 @@ def dependency_problems(deps: Mapping[str, Iterable[str]]) -> list[str]:
             if d == name:
                 problems.append(f"process {name!r} depends on itself (depends_on: [{d}]); remove it from its depends_on")
             elif d not in deps:
-                close = difflib.get_close_matches(d, names, n=3, cutoff=0.5)
-                hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
-                problems.append(f"process {name!r} depends_on unknown {d!r}; {hint}known: {', '.join(names)}")
+                hint = did_you_mean(d, names, n=3)
+                problems.append(f"process {name!r} depends_on unknown {d!r}{hint}; known: {', '.join(names)}")
     # cycles (self-loops are reported above): depth-first search, colouring nodes
     colour: dict[str, int] = {}
     path: list[str] = []
@@ -280,33 +279,6 @@ def dependency_problems(deps: Mapping[str, Iterable[str]]) -> list[str]:
         if n not in colour:
             visit(n)
     return problems
-
-
-def placeholders_in(text: str) -> list[str]:
-    """Names of the ``$PLACEHOLDERS`` in ``text`` in order of appearance (duplicates kept); an
-    escaped ``$$NAME`` is none (``placeholders_in("$$HOME $PORT") == ["PORT"]``)."""
-    return [m.group(1) or m.group(2) for m in PLACEHOLDER_RE.finditer(text) if m.group(1) or m.group(2)]
-
-
-def fill(text: str, values: Mapping[str, str], only: Iterable[str] | None = None) -> str:
-    """Replace each placeholder of ``values`` in ``text``; unknown ones stay literal; the escape
-    ``$$NAME`` (``$${NAME}``) becomes the literal ``$NAME`` (``${NAME}``), never filled. One pass:
-    a value that itself contains ``$X`` is inserted as is, never filled again.
-
-    ``only`` restricts filling to those names (used for bash ``setup`` preludes).
-    ``fill("$$HOME:$P", {"P": "1", "HOME": "x"}) == "$HOME:1"``.
-    """
-    allowed = set(only) if only is not None else None
-
-    def sub(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(2)
-        if not name:
-            return "$"  # the escape $$NAME → $NAME
-        if name in values and (allowed is None or name in allowed):
-            return str(values[name])
-        return m.group(0)
-
-    return PLACEHOLDER_RE.sub(sub, text)
 
 
 def load_plan_file(path: str | Path, node_rank: int = 0, values: Mapping[str, str] | None = None,
@@ -353,6 +325,7 @@ def read_plan_data(path: str | Path) -> Any:
     """
     import yaml
 
+    from vllm_deploy_wizard import yamlio
     from vllm_deploy_wizard.errors import not_utf8
 
     p = Path(path)
@@ -364,9 +337,11 @@ def read_plan_data(path: str | Path) -> Any:
         raise LaunchError(not_utf8(p, exc, "a plan file written by `vllm-wizard plan --out FILE` "
                                    "(YAML, or JSON for *.json; contracts §2)")) from None
     try:
-        return json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise LaunchError(f"{p}: not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}") from None
+        return json.loads(text) if p.suffix == ".json" else yamlio.load(text)
+    except yaml.YAMLError as exc:
+        raise LaunchError(yamlio.error_message(p, exc)) from None
+    except ValueError as exc:
+        raise LaunchError(f"{p}: not valid JSON: {exc}") from None
 
 
 def plan_placeholders(data: Any) -> list[str]:
@@ -466,11 +441,10 @@ def parse_plan(
             selected.append(proc | {"_where": where})
     labels = plan_node_labels(data)
     if node is not None and not selected and not problems:
-        import difflib
+        from vllm_deploy_wizard.suggest import did_you_mean
 
-        close = difflib.get_close_matches(node, labels, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise LaunchError(f"{src}: no process on node {node!r}.{hint} The plan's nodes: {', '.join(labels)}")
+        raise LaunchError(f"{src}: no process on node {node!r}{did_you_mean(node, labels)}. "
+                          f"The plan's nodes: {', '.join(labels)}")
     if not selected and not problems:
         ranks = sorted({p.get("node_rank") for p in raw if isinstance(p, dict) and p.get("node_rank") is not None})
         raise LaunchError(f"{src}: no process for node_rank {node_rank}; the plan has node ranks {ranks}")

@@ -36,8 +36,10 @@ def _gib(value: int | None) -> str:
     return f"{value / 2**30:.1f} GiB" if value else "?"
 
 
-def render(inv: Any, candidates: list[Any], profiles: Any) -> str:
-    """The human summary of ``detect`` (plain text, one fact per line)."""
+def render(inv: Any, candidates: list[Any], profiles: Any, colour: bool = False) -> str:
+    """The human summary of ``detect`` (one fact per line; probe statuses coloured with ``colour``)."""
+    from vllm_deploy_wizard import tables
+
     lines = []
     best = candidates[0] if candidates else None
     if best is not None and best.profile_id:
@@ -93,7 +95,7 @@ def render(inv: Any, candidates: list[Any], profiles: Any) -> str:
     lines += [f"  note: {n}" for n in sw.notes + inv.notes]
     lines.append("")
     lines.append("Probes:")
-    lines += [f"  {name:10} {p.status:11} {p.reason}" for name, p in inv.probes.items()]
+    lines += tables.render([[name, p.status, p.reason] for name, p in inv.probes.items()], colour=colour).splitlines()
     lines.append(f"(detected from {inv.source} in {inv.elapsed_ms:.0f} ms)")
     return "\n".join(lines)
 
@@ -127,5 +129,7 @@ def run(args: argparse.Namespace) -> int:
                "device_count": inv.device_count}
         print(json.dumps(out, indent=2, default=str))
     else:
-        print(render(inv, candidates, profiles))
+        from vllm_deploy_wizard.tables import colour_for
+
+        print(render(inv, candidates, profiles, colour=colour_for(sys.stdout)))
     return 0

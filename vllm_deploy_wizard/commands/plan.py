@@ -249,45 +249,28 @@ def _write(flag: str, path: Path, text: str, mode: int) -> None:
     disk, then renamed over ``path``: a reader sees the old file or the whole new one, and an
     existing file's wider mode is not kept. OSError → SelectionError naming the flag.
     """
-    import os
-    import tempfile
-
     from vllm_deploy_wizard.errors import SelectionError
+    from vllm_deploy_wizard.files import write_atomic
 
-    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), mode)
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        tmp = None
+        write_atomic(path, text, mode=mode)
     except OSError as exc:
         raise SelectionError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
 
 
 def _check_kv_offload(cat: Any, value: str | None) -> None:
     """An unknown ``kv_offload`` id is an error listing the valid ids (taxonomy options + kv_store
     ids, recipes-synthesis §2.9) with the closest ones."""
-    import difflib
-
     from vllm_deploy_wizard.errors import SelectionError
+    from vllm_deploy_wizard.suggest import did_you_mean
 
     if value is None or value in ("none", "off"):
         return
     valid = sorted([*cat.taxonomy.kv_offload, *cat.kv_stores])
     if value in valid:
         return
-    close = [v for v in valid if value.lower() in v.lower()]  # 'mooncake' → the kv_store ids
-    close += [v for v in difflib.get_close_matches(value, valid, n=3, cutoff=0.5) if v not in close]
-    hint = f" Did you mean: {', '.join(close[:3])}?" if close else ""
-    raise SelectionError(f"--kv-offload {value!r}: unknown KV offload id.{hint} Valid: none, {', '.join(valid)}")
+    hint = did_you_mean(value, valid, n=3)  # 'mooncake' → the kv_store ids
+    raise SelectionError(f"--kv-offload {value!r}: unknown KV offload id{hint}. Valid: none, {', '.join(valid)}")
 
 
 def _head_warnings(recipe: Any, plan: Any) -> list[str]:
