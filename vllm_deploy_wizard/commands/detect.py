@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from vllm_deploy_wizard.commands import add_recipes_flag
+
 
 def register(subparsers: Any) -> None:
     """Add the ``detect`` sub-command."""
@@ -28,7 +30,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--replay", metavar="FILE", type=Path,
                         help="detect from a captured fixture FILE instead of this machine")
     parser.add_argument("--scenario", metavar="ID", help="scenario id inside a scenario file (failure_modes.yaml)")
-    parser.add_argument("--recipes", metavar="DIR", type=Path, help="take hardware profiles from a recipes checkout")
+    add_recipes_flag(parser)
     parser.set_defaults(handler=run)
 
 

@@ -32,6 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from vllm_deploy_wizard.commands import add_recipes_flag
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``plan`` sub-command."""
@@ -42,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "variant, hardware, strategy, nodes, PD pools, KV offload, features, …) and print them, as JSON "
         "(--json), as a plan file for `vllm-wizard launch` (--out) or as per-node scripts (--script).",
     )
-    p.add_argument("--recipes", type=Path, metavar="DIR", help="recipes checkout replacing the bundled catalog")
+    add_recipes_flag(p)
     p.add_argument("--selection", type=Path, metavar="FILE", help="selection file (YAML or JSON, plan-json §2)")
     p.add_argument("--model", help="recipe HF id (case-insensitive), a variant's model id, or a custom model: an HF id "
                    "whose config.json is in the local HF cache, or a local folder holding config.json "
