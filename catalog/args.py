@@ -17,8 +17,11 @@ from __future__ import annotations
 import re
 import shlex
 
+from vllm_deploy_wizard import placeholders
+
 _BARE_VALUE = re.compile(r"[A-Za-z0-9_./=:@,+%-]+")
-_SHELL_VAR = re.compile(r"\$[A-Z_][A-Z0-9_]*")
+#: A value that is exactly one ``$NAME`` placeholder stays bare (§2.5; ``${NAME}`` is quoted like the builder does).
+_SHELL_VAR = re.compile(r"\$" + placeholders.NAME)
 
 
 def units(tokens: list[str]) -> list[tuple[str, str | None]]:

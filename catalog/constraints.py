@@ -314,11 +314,10 @@ def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx
     hw_id = _sel(selection, "hardware") or detected or pick_default_hardware(catalog, recipe, variant_key)
     profile = profiles.get(hw_id)
     if profile is None:
-        import difflib
+        from vllm_deploy_wizard.suggest import did_you_mean
 
-        close = difflib.get_close_matches(str(hw_id), list(profiles), n=3)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise SelectionError(f"selection: hardware {hw_id!r} is not a profile of the catalog.{hint}")
+        hint = did_you_mean(str(hw_id), profiles, n=3)
+        raise SelectionError(f"selection: hardware {hw_id!r} is not a profile of the catalog{hint}.")
     if landing_variant and not recipe.is_omni and not variant_runs_on(recipe, variant, hw_id, profile):
         # landing on hardware the default variant can't run on: the variant a hardware pick
         # switches to (H4), the largest one that runs there

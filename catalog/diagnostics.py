@@ -35,7 +35,6 @@ Decisions:
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,10 +45,7 @@ from pydantic import BaseModel, ValidationError
 
 from .models import DynamoRouter, KvStore, Recipe, SmgRouter, Strategy, Taxonomy
 
-try:
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - PyYAML without libyaml
-    _Loader = yaml.SafeLoader
+from vllm_deploy_wizard import suggest, yamlio
 
 
 #: Keys some models don't declare but catalogs legitimately carry (model class → extra key names).
@@ -87,22 +83,12 @@ class Report:
 # text helpers
 
 
-def did_you_mean(word: str, candidates: Iterable[str]) -> str:
-    """``" (did you mean 'x'?)"`` for the closest candidate (difflib, cutoff 0.6), else ``""``."""
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+#: ``" (did you mean 'x'?)"`` for the closest candidate, else ``""`` (:mod:`vllm_deploy_wizard.suggest`).
+did_you_mean = suggest.did_you_mean
 
 
-def yaml_error_message(path: Path | str, exc: yaml.YAMLError) -> str:
-    """``"file:line: invalid YAML: problem"`` from a PyYAML error (1-based line of its mark)."""
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-    problem = getattr(exc, "problem", None) or str(exc)
-    context = getattr(exc, "context", None)
-    cmark = getattr(exc, "context_mark", None)
-    if context and cmark is not None and mark is not None and cmark.line != mark.line:
-        context = f"{context} started at line {cmark.line + 1}"
-    return f"{where}: invalid YAML: {problem}" + (f" ({context})" if context else "")
+#: ``"file:line: invalid YAML: problem"`` from a PyYAML error (:func:`vllm_deploy_wizard.yamlio.error_message`).
+yaml_error_message = yamlio.error_message
 
 
 def node_line(root: yaml.Node | None, loc: Iterable[Any], *, key: bool = False) -> int | None:
@@ -132,7 +118,7 @@ def node_line(root: yaml.Node | None, loc: Iterable[Any], *, key: bool = False) 
 def compose(text: str) -> yaml.Node | None:
     """The node tree of ``text`` (None when empty or not parseable)."""
     try:
-        return yaml.compose(text, Loader=_Loader)
+        return yamlio.compose(text)
     except yaml.YAMLError:
         return None
 
@@ -287,7 +273,7 @@ def _read(path: Path, report: Report) -> _File | None:
         report.errors.append(f"{path}: cannot read ({exc})")
         return None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_Loader)
+        data = json.loads(text) if path.suffix == ".json" else yamlio.load(text)
     except json.JSONDecodeError as exc:
         report.errors.append(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}")
         return None
@@ -558,7 +544,7 @@ def _check_recipe_facts(path: Path, ids: dict[str, set[str]], loaded: dict[str, 
 
 def _no_profiles(f: _File) -> str:
     """The error for a taxonomy without hardware profiles, naming a misspelled key when there is one."""
-    near = difflib.get_close_matches("hardware_profiles", [str(k) for k in f.data], n=1, cutoff=0.6)
+    near = suggest.close_matches("hardware_profiles", [str(k) for k in f.data], n=1)
     if near and near[0] != "hardware_profiles":
         return (f"{f.line((near[0],))}: `{near[0]}` is not a taxonomy key — did you mean `hardware_profiles`? "
                 "Without it the catalog has no hardware profiles and plan can't pick any hardware")

@@ -35,7 +35,6 @@ Decisions:
 from __future__ import annotations
 
 import contextlib
-import difflib
 import gc
 import hashlib
 import json
@@ -47,14 +46,11 @@ from typing import Any, Iterable
 import yaml
 from pydantic import ValidationError
 
+from vllm_deploy_wizard import suggest, yamlio
 from vllm_deploy_wizard.errors import CatalogError, SelectionError
 
 from .models import KvStore, Recipe, Strategy, Taxonomy
 
-try:  # libyaml is much faster; fall back to the pure-Python loader where it is missing
-    _YamlLoader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _YamlLoader = yaml.SafeLoader
 
 #: Folder of the bundled catalog (package data).
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -100,10 +96,9 @@ class Catalog:
         """
         hit = self._index.get(model_id.lower())
         if hit is None:
-            close = difflib.get_close_matches(model_id, list(self.recipes), n=3, cutoff=0.5)
-            hint = f" Did you mean: {', '.join(close)}?" if close else ""
+            hint = suggest.did_you_mean(model_id, self.recipes, n=3)
             raise SelectionError(
-                f"unknown model {model_id!r}: no recipe in the {self.source} catalog has that id.{hint}"
+                f"unknown model {model_id!r}: no recipe in the {self.source} catalog has that id{hint}."
             )
         hf_id, variant = hit
         return self.recipes[hf_id], variant
@@ -223,14 +218,11 @@ class _Reader:
         try:
             if path.suffix == ".json":
                 return json.loads(data)
-            return yaml.load(data, Loader=_YamlLoader)
+            return yamlio.load(data)
         except json.JSONDecodeError as exc:
             self.problems.append(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}")
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-            what = getattr(exc, "problem", None) or str(exc)
-            self.problems.append(f"{where}: invalid YAML: {what}")
+            self.problems.append(yamlio.error_message(path, exc))
         return None
 
     def validate(self, model: type, data: Any, path: Path, prefix: str = "") -> Any:

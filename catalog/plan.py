@@ -13,17 +13,16 @@ on the same plan; synthesis fills it explicitly so the launcher needs no rules o
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from vllm_deploy_wizard import placeholders
 
 Phase = Literal["infra", "before", "engine", "after"]
 #: Launch order of the phases.
 PHASES: tuple[Phase, ...] = ("infra", "before", "engine", "after")
 
-#: A shell placeholder still to fill (recipes-synthesis §2.13): ``$UPPER_NAME``.
-PLACEHOLDER_RE = re.compile(r"\$([A-Z_][A-Z0-9_]*)")
 
 
 class Health(BaseModel):
@@ -113,17 +112,8 @@ def node_label(plan: LaunchPlan, proc: PlanProcess) -> str:
 
 def find_placeholders(processes: list[PlanProcess]) -> list[str]:
     """Sorted unique placeholder names (no ``$``) in every argv element and env value."""
-    found: set[str] = set()
-    for proc in processes:
-        for token in proc.argv:
-            if "$" in token:
-                found.update(PLACEHOLDER_RE.findall(token))
-        for value in proc.env.values():
-            if "$" in value:
-                found.update(PLACEHOLDER_RE.findall(value))
-        if proc.setup and "$" in proc.setup:
-            pass  # setup text references the shell's own variables ($HOME, …), not plan placeholders
-    return sorted(found)
+    # setup text references the shell's own variables ($HOME, …), not plan placeholders
+    return placeholders.names_in(t for proc in processes for t in [*proc.argv, *proc.env.values()] if "$" in t)
 
 
 def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:

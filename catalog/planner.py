@@ -30,7 +30,6 @@ docs/constraints.md §3):
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from collections.abc import Mapping
@@ -40,6 +39,8 @@ from typing import Any
 from vllm_deploy_wizard.errors import SelectionError
 
 from . import gates
+from vllm_deploy_wizard.suggest import did_you_mean
+
 from .hostfit import HostCapacity
 from .models import HardwareProfile, Recipe, Strategy, Variant
 from .selection import Selection
@@ -477,26 +478,22 @@ def check_ids(catalog: Any, selection: Selection) -> None:
     if value is not None and value not in ("none", "off"):
         valid = sorted([*catalog.taxonomy.kv_offload, *catalog.kv_stores])
         if value not in valid:
-            close = [v for v in valid if value.lower() in v.lower()]  # 'mooncake' → the kv_store ids
-            close += [v for v in difflib.get_close_matches(value, valid, n=3, cutoff=0.5) if v not in close]
-            hint = f" Did you mean: {', '.join(close[:3])}?" if close else ""
-            raise SelectionError(f"--kv-offload {value!r}: unknown KV offload id.{hint} "
+            hint = did_you_mean(value, valid, n=3)  # 'mooncake' → the kv_store ids
+            raise SelectionError(f"--kv-offload {value!r}: unknown KV offload id{hint}. "
                                  f"Valid: none, {', '.join(valid)}")
     if isinstance(selection.features, list):
         recipe = catalog.recipe(selection.model)
         known = list(recipe.features)
         for key in [*selection.features, *selection.feature_modes]:
             if key not in recipe.features:
-                close = difflib.get_close_matches(key, known, n=3, cutoff=0.5)
-                hint = f" Did you mean: {', '.join(close)}?" if close else ""
-                raise SelectionError(f"--feature {key!r}: unknown feature of {recipe.hf_id}.{hint} "
+                hint = did_you_mean(key, known, n=3)
+                raise SelectionError(f"--feature {key!r}: unknown feature of {recipe.hf_id}{hint}. "
                                      f"Valid: {', '.join(known) or '(this recipe has none)'}")
         for key, mode in selection.feature_modes.items():
             modes = recipe.features[key].modes or {}
             if mode not in modes:
-                close = difflib.get_close_matches(mode, list(modes), n=3, cutoff=0.5)
-                hint = f" Did you mean: {', '.join(close)}?" if close else ""
-                raise SelectionError(f"--feature {key}={mode}: unknown mode of {key}.{hint} "
+                hint = did_you_mean(mode, list(modes), n=3)
+                raise SelectionError(f"--feature {key}={mode}: unknown mode of {key}{hint}. "
                                      f"Valid: {', '.join(modes) or '(this feature has no modes)'}")
 
 

@@ -26,10 +26,11 @@ import re
 from typing import Any
 
 from .node_groups import add_group_supervision
+from vllm_deploy_wizard import placeholders as ph
+
 from .plan import PHASES, LaunchPlan, PlanProcess, node_label, plan_to_json
 
 _BARE = re.compile(r"[A-Za-z0-9_./=:@,+%~-]+")
-_PLACEHOLDER = re.compile(r"\$[A-Z_][A-Z0-9_]*")
 #: Default locations of Mooncake config files (recipes-synthesis §2.9, the builder's config script).
 CONFIG_DEFAULT_PATHS = {
     "MOONCAKE_CONFIG_PATH": "/etc/mooncake/mooncake_vllm_config.json",
@@ -58,21 +59,21 @@ PLAN_VERSION = 1
 
 def shell_word(token: str) -> str:
     """``token`` as one shell word that the shell turns back into ``token`` — except that
-    ``$PLACEHOLDER`` references are left for the shell to expand."""
-    if token and (_BARE.fullmatch(token) or _PLACEHOLDER.fullmatch(token)):
+    placeholders (``$NAME``, ``${NAME}``; :mod:`vllm_deploy_wizard.placeholders`) are left for the
+    shell to expand, and an escape ``$$NAME`` becomes the literal ``$NAME`` it stands for."""
+    if token and (_BARE.fullmatch(token) or ph.is_placeholder(token)):
         return token
-    if _PLACEHOLDER.search(token):
-        out = []
-        i = 0
-        while i < len(token):
-            m = _PLACEHOLDER.match(token, i)
-            if m:
-                out.append(m.group(0))
-                i = m.end()
-                continue
-            ch = token[i]
-            out.append("\\" + ch if ch in '\\"`$' else ch)
-            i += 1
+    found = list(ph.tokens(token))
+    if found:
+        def quoted(text: str) -> str:
+            return "".join("\\" + ch if ch in '\\"`$' else ch for ch in text)
+
+        out, pos = [], 0
+        for t in found:
+            out.append(quoted(token[pos:t.start]))
+            out.append(quoted(t.literal) if t.escape else token[t.start:t.end])
+            pos = t.end
+        out.append(quoted(token[pos:]))
         return '"' + "".join(out) + '"'
     return "'" + token.replace("'", "'\\''") + "'"
 
@@ -186,8 +187,7 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
     scripts: dict[str, str] = {}
     r = plan.resolved
     for label, procs in group_by_node(plan).items():
-        placeholders = sorted({m[1:] for p in procs for t in [*p.argv, *p.env.values()]
-                               for m in _PLACEHOLDER.findall(t)})
+        placeholders = ph.names_in(t for p in procs for t in [*p.argv, *p.env.values()])
         lines = [
             "#!/usr/bin/env bash",
             f"# vllm-wizard plan for {r['model']} ({r['variant']}) on {r['hardware']} — {label}",
@@ -199,7 +199,7 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
         config_lines: list[str] = []
         for name in configs:  # write the config file this node reads (the builder's config script)
             text = json.dumps(plan.config_files[name], indent=2)
-            for var in sorted({m[1:] for m in _PLACEHOLDER.findall(text)}):
+            for var in ph.names_in([text]):
                 if var.endswith("DEVICE_NAME"):  # unset = "" = auto-select the RDMA NICs
                     config_lines.append(f': "${{{var}:=}}"')
                 elif var not in placeholders:

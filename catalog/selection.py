@@ -20,6 +20,7 @@ from typing import Any, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from vllm_deploy_wizard import yamlio
 from vllm_deploy_wizard.errors import SelectionError
 
 PoolMode = Literal["tp", "tep", "dep"]
@@ -173,11 +174,9 @@ def load_selection(path: Path | str) -> Selection:
 
         raise SelectionError(not_utf8(path, exc, "a selection file: YAML or JSON (plan-json §2)")) from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else yamlio.load(text)
     except json.JSONDecodeError as exc:
         raise SelectionError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise SelectionError(f"{where}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        raise SelectionError(yamlio.error_message(path, exc)) from None
     return selection_from_data(data, str(path))

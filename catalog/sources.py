@@ -49,13 +49,14 @@ from typing import Any
 
 import yaml
 
+from vllm_deploy_wizard import appdirs, yamlio
 from vllm_deploy_wizard.errors import WizardError
 
 #: Default archive for ``vllm-wizard recipes sync``: the vllm-project/recipes main branch.
 DEFAULT_SYNC_URL = "https://github.com/vllm-project/recipes/archive/refs/heads/main.tar.gz"
 
-#: Application name used for platformdirs' per-user folders.
-APP_NAME = "vllm-wizard"
+#: Application name of the per-user folders (:mod:`vllm_deploy_wizard.appdirs`).
+APP_NAME = appdirs.APP_NAME
 
 #: File written into every synced checkout: ``{url, revision, sha256, fetched_at}``.
 SYNC_STAMP = ".vllm-wizard-sync.json"
@@ -101,16 +102,12 @@ class CatalogSource:
 
 def config_file() -> Path:
     """The user config file: ``user_config_path("vllm-wizard")/config.yaml`` (XDG on Linux)."""
-    import platformdirs
-
-    return platformdirs.user_config_path(APP_NAME) / "config.yaml"
+    return appdirs.config_dir() / "config.yaml"
 
 
 def cache_root() -> Path:
     """Where synced recipes live: ``user_cache_path("vllm-wizard")/recipes``."""
-    import platformdirs
-
-    return platformdirs.user_cache_path(APP_NAME) / "recipes"
+    return appdirs.cache_dir() / "recipes"
 
 
 #: What to do about a broken config file, appended to every :class:`SourceError` about it.
@@ -135,12 +132,9 @@ def read_config(path: Path | None = None) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"config file {path}: cannot read ({exc}) — {_CONFIG_FIX}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yamlio.load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SourceError(f"config file {where}: not valid YAML ({problem}) — {_CONFIG_FIX}") from None
+        raise SourceError(f"config file {yamlio.error_message(path, exc)} — {_CONFIG_FIX}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -173,13 +167,9 @@ def set_aside_broken_config(path: Path | None = None) -> Path | None:
 
 def write_config(data: dict[str, Any], path: Path | None = None) -> Path:
     """Write the user config atomically (temp file + ``os.replace``); returns its path."""
-    path = path or config_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".config-", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        yaml.safe_dump(data, fh, sort_keys=True)
-    os.replace(tmp, path)
-    return path
+    from vllm_deploy_wizard.files import write_atomic
+
+    return write_atomic(path or config_file(), yaml.safe_dump(data, sort_keys=True))
 
 
 def check_checkout(path: Path) -> Path:

@@ -19,11 +19,12 @@ per-device VRAM stays the profile's (``vram_gb / gpu_count``). With ``gpus`` uns
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from vllm_deploy_wizard import suggest
+from vllm_deploy_wizard import versions as vllm_versions
 from vllm_deploy_wizard.errors import SelectionError
 
 from . import args as A
@@ -61,10 +62,9 @@ def _did_you_mean(kind: str, value: str, choices: Iterable[str], where: str,
     """``unknown KIND 'value' WHERE.`` with the closest choices, and every choice when there are at
     most 12 or ``list_all`` (hardware profiles: ~36 ids, still the list a person needs to pick)."""
     choices = list(choices)
-    close = difflib.get_close_matches(value, choices, n=3, cutoff=0.5)
-    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    hint = suggest.did_you_mean(value, choices, n=3)
     valid = f" Valid: {', '.join(choices)}." if len(choices) <= 12 or list_all else ""
-    return SelectionError(f"unknown {kind} {value!r} {where}.{hint}{valid}")
+    return SelectionError(f"unknown {kind} {value!r} {where}{hint}.{valid}")
 
 
 def _casefold_key(value: str | None, choices: Iterable[str]) -> str | None:
@@ -1147,7 +1147,7 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         base_install=B.base_install(ctx.profile, ctx.recipe, ctx.variant, ctx.install_mode, image),
         notes=_notes(ctx),
         device_count=ctx.gpu_count,
-        min_vllm_version=_max_version(versions),
+        min_vllm_version=vllm_versions.highest(versions),
         unverified=list(ctx.unverified),
     )
 
@@ -1255,8 +1255,7 @@ def _gate_warnings(ctx: _Ctx) -> list[str]:
         out.append(f"{ctx.strategy_id} needs at least {c['strategy_min_nodes']} nodes on {name} (§2.3)")
     for key in ctx.features:
         if key not in ctx.recipe.features:
-            close = difflib.get_close_matches(key, list(ctx.recipe.features), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+            hint = suggest.did_you_mean(key, ctx.recipe.features)
             out.append(f"unknown feature {key!r} ignored{hint}; this recipe has: "
                        f"{', '.join(ctx.recipe.features) or 'none'}")
     if c.get("features_skipped_by_strategy"):
@@ -1274,8 +1273,7 @@ def _gate_warnings(ctx: _Ctx) -> list[str]:
         out.append(f"Mooncake is not supported on {name} (rule M2/M4)")
     if c.get("kv_offload_unknown"):
         valid = sorted([*ctx.cat.taxonomy.kv_offload, *ctx.cat.kv_stores])
-        close = difflib.get_close_matches(ctx.kv_key or "", valid, n=3, cutoff=0.5)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        hint = suggest.did_you_mean(ctx.kv_key or "", valid, n=3)
         out.append(f"unknown kv_offload {ctx.kv_key!r} ignored{hint}; valid: {', '.join(valid) or 'none'}")
     kv_opt = ctx.cat.taxonomy.kv_offload.get(ctx.kv_key or "")
     kv_name = (kv_opt.display_name or ctx.kv_key) if kv_opt is not None else (
@@ -1353,14 +1351,3 @@ def _placeholder_defaults(deploy: str, holes: list[str], pools: dict[str, int] |
     return {k: v for k, v in defaults.items() if k in holes}
 
 
-def _max_version(versions: list[str]) -> str | None:
-    def key(v: str) -> tuple:
-        if v == "nightly":
-            return (10**9,)
-        parts = []
-        for piece in v.split("."):
-            digits = "".join(ch for ch in piece if ch.isdigit())
-            parts.append(int(digits) if digits else 0)
-        return tuple(parts)
-
-    return max(versions, key=key) if versions else None

@@ -75,10 +75,9 @@ class FixtureFacts:
                 raise DetectionError(f"{path} holds scenarios; choose one with --scenario: {', '.join(ids)}")
             match = next((s for s in data["scenarios"] if str(s.get("id")) == scenario), None)
             if match is None:
-                import difflib
+                from vllm_deploy_wizard.suggest import did_you_mean
 
-                close = difflib.get_close_matches(scenario, ids, n=1)
-                hint = f" - did you mean {close[0]!r}?" if close else ""
+                hint = did_you_mean(scenario, ids)
                 raise DetectionError(f"{path}: no scenario {scenario!r}{hint}")
             return cls(expand_scenario(match, path.parent), path.parent, name=f"{path}#{scenario}")
         if scenario is not None:

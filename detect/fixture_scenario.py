@@ -16,12 +16,11 @@ from typing import Any
 
 import yaml
 
+from vllm_deploy_wizard import yamlio
 from vllm_deploy_wizard.detect.nvidia import NVIDIA_SMI_QUERY
 from vllm_deploy_wizard.errors import DetectionError
 
 SCHEMA = "vllm-wizard/detect-fixture/v1"
-#: libyaml's loader when PyYAML was built with it (several times faster on the larger fixtures).
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _load_yaml(path: Path) -> Any:
@@ -29,16 +28,14 @@ def _load_yaml(path: Path) -> Any:
     from vllm_deploy_wizard.errors import not_utf8
 
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a safe loader
+        return yamlio.load(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise DetectionError(f"{path}: cannot read detection fixture ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise DetectionError(not_utf8(path, exc, "a detection fixture: a capture written by "
                                       "`vllm-wizard detect --capture FILE` (YAML)")) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise DetectionError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        raise DetectionError(yamlio.error_message(path, exc)) from None
 
 
 def _expand_pci(spec: Any) -> list[dict[str, Any]] | None:
@@ -85,7 +82,7 @@ def _siblings(directory: Path) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for path in sorted(directory.glob("*.yaml")):
         try:
-            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a safe loader
+            data = yamlio.load(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             continue
         if not isinstance(data, dict) or "scenarios" in data:

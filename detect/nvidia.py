@@ -17,6 +17,8 @@ from typing import Any
 from vllm_deploy_wizard.detect.context import ProbeContext
 from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult
 from vllm_deploy_wizard.detect.pci import NVIDIA
+from vllm_deploy_wizard.nvml import process_memory
+from vllm_deploy_wizard.nvml import session as nvml_session
 
 NVIDIA_SMI_QUERY = [
     "nvidia-smi",
@@ -139,11 +141,9 @@ def _read_device(nvml: Any, index: int, handle: Any, mem_total_host: int | None)
 
 def _nvml_devices(nvml: Any, ctx: ProbeContext, notes: list[str]) -> tuple[list[Device], str | None, str | None]:
     """Open NVML, read every GPU, shut down. Returns (devices, init error class name, driver)."""
-    try:
-        nvml.nvmlInit()
-    except Exception as exc:  # noqa: BLE001 - every NVML error class, and ctypes OSErrors
-        return [], type(exc).__name__, None
-    try:
+    with nvml_session(lambda: nvml) as session:
+        if session.module is None:
+            return [], session.error, None
         driver = _call(nvml, "nvmlSystemGetDriverVersion")
         count = _call(nvml, "nvmlDeviceGetCount") or 0
         devices = []
@@ -155,8 +155,6 @@ def _nvml_devices(nvml: Any, ctx: ProbeContext, notes: list[str]) -> tuple[list[
                 continue
             devices.append(_read_device(nvml, index, handle, ctx.mem_total_bytes))
         return devices, None, _text(driver) if driver else None
-    finally:
-        _call(nvml, "nvmlShutdown")
 
 
 def _smi_devices(ctx: ProbeContext) -> list[Device] | None:
@@ -293,18 +291,5 @@ def gpu_processes(facts: Any = None) -> dict[int, int]:
     from vllm_deploy_wizard.detect.facts import LiveFacts
 
     facts = facts if facts is not None else LiveFacts()
-    try:
-        nvml = facts.module("pynvml")
-        nvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no binding, no driver: nothing to report
-        return {}
-    usage: dict[int, int] = {}
-    try:
-        for index in range(int(_call(nvml, "nvmlDeviceGetCount") or 0)):
-            handle = _call(nvml, "nvmlDeviceGetHandleByIndex", index)
-            for proc in _call(nvml, "nvmlDeviceGetComputeRunningProcesses", handle) or []:
-                used = getattr(proc, "usedGpuMemory", None) or 0  # None under some containers/WDDM
-                usage[int(proc.pid)] = usage.get(int(proc.pid), 0) + int(used)
-    finally:
-        _call(nvml, "nvmlShutdown")
-    return usage
+    with nvml_session(lambda: facts.module("pynvml")) as session:
+        return process_memory(session.module) if session.module is not None else {}

@@ -208,9 +208,15 @@ class RunServer:
             loop.add_signal_handler(sig, self.sup.stop, f"supervisor received {signal.Signals(sig).name}")
         self.write_state()  # before the socket appears: whoever sees the socket also sees the state
         old_umask = os.umask(0o077)  # the socket is created 0600 (and the run dir is 0700 anyway)
+        # Bind under a temporary name and rename once listening: bind creates the file before
+        # listen, and a client connecting in between is refused (seen under load). So control.sock
+        # exists only when it accepts, which is what start_run waits for.
+        staging = sock.with_name(f".control-{os.getpid()}.sock")
+        staging.unlink(missing_ok=True)
         try:
-            with short_socket_path(sock) as addr:
+            with short_socket_path(staging) as addr:
                 server = await asyncio.start_unix_server(self._client, addr)
+            os.replace(staging, sock)
         finally:
             os.umask(old_umask)
         refresher = loop.create_task(self._refresh())

@@ -110,6 +110,7 @@ def read_plan_data(path: str | Path) -> Any:
     """
     import yaml
 
+    from vllm_deploy_wizard import yamlio
     from vllm_deploy_wizard.errors import not_utf8
 
     p = Path(path)
@@ -121,9 +122,11 @@ def read_plan_data(path: str | Path) -> Any:
         raise LaunchError(not_utf8(p, exc, "a plan file written by `vllm-wizard plan --out FILE` "
                                    "(YAML, or JSON for *.json; contracts §2)")) from None
     try:
-        return json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise LaunchError(f"{p}: not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}") from None
+        return json.loads(text) if p.suffix == ".json" else yamlio.load(text)
+    except yaml.YAMLError as exc:
+        raise LaunchError(yamlio.error_message(p, exc)) from None
+    except ValueError as exc:
+        raise LaunchError(f"{p}: not valid JSON: {exc}") from None
 
 
 def plan_placeholders(data: Any) -> list[str]:
@@ -248,11 +251,10 @@ def parse_plan(
             selected.append(proc | {"_where": where})
     labels = plan_node_labels(data)
     if node is not None and not selected and not problems:
-        import difflib
+        from vllm_deploy_wizard.suggest import did_you_mean
 
-        close = difflib.get_close_matches(node, labels, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise LaunchError(f"{src}: no process on node {node!r}.{hint} The plan's nodes: {', '.join(labels)}")
+        raise LaunchError(f"{src}: no process on node {node!r}{did_you_mean(node, labels)}. "
+                          f"The plan's nodes: {', '.join(labels)}")
     if not selected and not problems:
         ranks = sorted({p.get("node_rank") for p in raw if isinstance(p, dict) and p.get("node_rank") is not None})
         raise LaunchError(f"{src}: no process for node_rank {node_rank}; the plan has node ranks {ranks}")

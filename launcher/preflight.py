@@ -29,7 +29,6 @@ tests replace the subprocess call.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
@@ -39,6 +38,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Mapping
 
+from vllm_deploy_wizard import suggest, versions
 from vllm_deploy_wizard.errors import LaunchError
 from vllm_deploy_wizard.launcher.ports import port_free, port_holder
 from vllm_deploy_wizard.launcher.process import child_env
@@ -51,7 +51,6 @@ from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
 Runner = Callable[[list[str], Mapping[str, str], float], str]
 
 _FLAG_RE = re.compile(r"(?<![\w-])(--[a-zA-Z0-9][a-zA-Z0-9_.-]*)")
-_VERSION_RE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 def run_command(argv: list[str], env: Mapping[str, str], timeout: float) -> str:
@@ -74,19 +73,13 @@ def _cache(cache: Path | None) -> Path:
     return cache
 
 
-def parse_version(text: str) -> tuple[int, int, int] | None:
-    """First ``X.Y[.Z]`` in ``text`` as a tuple (``"0.32.0+cpu"`` → ``(0, 32, 0)``), or None."""
-    m = _VERSION_RE.search(text or "")
-    return (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else None
-
-
 def vllm_version(exe: str, env: Mapping[str, str], runner: Runner = run_command, cache: Path | None = None) -> str | None:
     """``vllm --version`` of executable ``exe`` (last non-empty output line), cached per install."""
     path = _version_path(exe, cache)
     if path.exists():
         return path.read_text().strip() or None
     out = runner([exe, "--version"], env, 180.0)
-    lines = [x.strip() for x in out.splitlines() if parse_version(x.strip()) and not x.startswith(("INFO", "WARNING"))]
+    lines = [x.strip() for x in out.splitlines() if versions.parse(x.strip()) and not x.startswith(("INFO", "WARNING"))]
     version = lines[-1] if lines else ""
     if version:
         path.write_text(version)
@@ -159,8 +152,7 @@ def flag_problem(flag: str, known: set[str], version: str) -> tuple[str | None, 
         if matches:
             return (f"vLLM {version}: {flag} is ambiguous, it could be any of {', '.join(matches)}; "
                     "write the one meant in full"), None
-    close = difflib.get_close_matches(name, sorted(known), n=1)
-    hint = f"; did you mean {close[0]}?" if close else ""
+    hint = suggest.did_you_mean(name, sorted(known))
     return f"vLLM {version} has no flag {name if dot else flag}{hint}", None
 
 
@@ -410,8 +402,7 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
             continue
         problems += path_problems(p, version, vexe)
         if spec.min_vllm_version:
-            have, need = parse_version(version), parse_version(spec.min_vllm_version)
-            if have and need and have < need:
+            if versions.at_least(version, spec.min_vllm_version) is False:
                 problems.append(f"{p.name!r}: vLLM {version} is older than the recipe's min_vllm_version "
                                 f"{spec.min_vllm_version}; upgrade vLLM (pip install -U vllm)")
         try:
@@ -460,9 +451,9 @@ def _cache_root(cache: Path | None, create: bool) -> Path:
         return _cache(cache)
     if cache is not None:
         return cache
-    import platformdirs
+    from vllm_deploy_wizard import appdirs
 
-    return Path(platformdirs.user_cache_dir("vllm-wizard")) / "vllm"
+    return appdirs.cache_dir() / "vllm"
 
 
 def _version_path(exe: str, cache: Path | None, create: bool = True) -> Path:

@@ -41,6 +41,7 @@ from typing import Any
 
 import psutil
 
+from vllm_deploy_wizard import appdirs, files
 from vllm_deploy_wizard.errors import LaunchError
 from vllm_deploy_wizard.launcher.timeouts import STALE_KILL_WAIT_S, STALE_STOP_TIMEOUT_S
 
@@ -52,9 +53,7 @@ def runs_root() -> Path:
     ``XDG_STATE_HOME``) when it cannot be created or used — ``XDG_STATE_HOME`` pointing at a file,
     at /proc, a read-only or full disk.
     """
-    import platformdirs
-
-    root = Path(platformdirs.user_state_dir("vllm-wizard")) / "runs"
+    root = appdirs.state_dir() / "runs"
     try:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(root.parent, 0o700)
@@ -101,14 +100,12 @@ def record_supervisor(run_dir: Path, pid: int) -> None:
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` via a temp file + rename (readers never see half a file).
 
-    The temp name carries the writer's pid, so two processes writing the same file (launcher and
-    supervisor both record supervisor.json) never rename each other's half-written temp file.
+    Each writer gets its own temp file (``mkstemp``), so two processes writing the same file
+    (launcher and supervisor both record supervisor.json) never rename each other's half-written
+    one. No fsync: state.json is rewritten on every event, and a lost last write is recovered from
+    the live processes.
     """
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh, indent=1, default=str)
-    os.replace(tmp, path)
+    files.write_json_atomic(path, data, fsync=False)
 
 
 def _proc_matches(pid: int | None, create_time: float | None) -> psutil.Process | None:

@@ -12,6 +12,7 @@ import signal
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
+from vllm_deploy_wizard import placeholders
 from vllm_deploy_wizard.errors import LaunchError
 from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
 
@@ -220,7 +221,7 @@ def dependency_problems(deps: Mapping[str, Iterable[str]]) -> list[str]:
     processes waiting forever for a dependency that can never be READY, so the plan is refused
     at load instead.
     """
-    import difflib
+    from vllm_deploy_wizard.suggest import did_you_mean
 
     names = list(deps)
     problems: list[str] = []
@@ -229,9 +230,8 @@ def dependency_problems(deps: Mapping[str, Iterable[str]]) -> list[str]:
             if d == name:
                 problems.append(f"process {name!r} depends on itself (depends_on: [{d}]); remove it from its depends_on")
             elif d not in deps:
-                close = difflib.get_close_matches(d, names, n=3, cutoff=0.5)
-                hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
-                problems.append(f"process {name!r} depends_on unknown {d!r}; {hint}known: {', '.join(names)}")
+                hint = did_you_mean(d, names, n=3)
+                problems.append(f"process {name!r} depends_on unknown {d!r}{hint}; known: {', '.join(names)}")
     # cycles (self-loops are reported above): depth-first search, colouring nodes
     colour: dict[str, int] = {}
     path: list[str] = []

@@ -37,12 +37,30 @@ SHARED = ROOT.parent / "shared"
 XDG_VARS = ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
 
 
+#: Skip reason of every test that reads ``../shared`` when it is absent (counted in the summary).
+SHARED_MISSING = "../shared is not beside the project"
+
+
 @pytest.fixture(scope="session")
 def shared() -> Path:
     """Path of ``../shared``; skips the test when it is not there (a bare clone elsewhere)."""
     if not SHARED.is_dir():
-        pytest.skip("../shared is not beside the project")
+        pytest.skip(SHARED_MISSING)
     return SHARED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """Say how many tests were skipped because ``../shared`` is missing, and what they need."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if isinstance(r.longrepr, tuple) and SHARED_MISSING in str(r.longrepr[-1])]
+    if not skipped:
+        return
+    files = sorted({r.nodeid.split("::", 1)[0] for r in skipped})
+    terminalreporter.write_sep("=", "tests that need ../shared")
+    terminalreporter.write_line(
+        f"{len(skipped)} tests skipped: {SHARED} is missing. They read the reference material beside the "
+        "project (recipes snapshot, golden cases, detect fixtures, specs); put a checkout of it there to "
+        f"run them. Files: {', '.join(files)}")
 
 
 @pytest.fixture(scope="session", autouse=True)

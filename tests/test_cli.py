@@ -1,15 +1,131 @@
-"""The CLI dispatcher: help lists every command, a closed pipe is not a traceback."""
+"""The CLI: every sub-command answers ``--help`` and does its job on a real invocation; the
+dispatcher never hides a command module that fails to import; a closed pipe is not a traceback.
+
+Real invocations run ``python -m vllm_deploy_wizard`` in a subprocess with the session's private
+XDG folders (tests/conftest.py), so runs, config and caches are the test's own.
+"""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from vllm_deploy_wizard import cli
 
 
-def test_help_lists_every_headless_command() -> None:
-    out = subprocess.run([sys.executable, "-m", "vllm_deploy_wizard", "--help"], capture_output=True, text=True, check=True)
-    for command in ("detect", "plan", "launch", "status", "attach", "stop", "catalog", "recipes"):
-        assert command in out.stdout
+def wizard(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "vllm_deploy_wizard", *args], capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def test_every_command_module_registers_its_command() -> None:
+    assert cli.sub_commands(cli.build_parser()) == set(cli.COMMAND_MODULES)
+
+
+def test_a_command_module_that_fails_to_import_is_an_error(monkeypatch) -> None:
+    monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "no_such_command"))
+    with pytest.raises(ModuleNotFoundError, match="no_such_command"):
+        cli.build_parser()
+
+
+@pytest.mark.parametrize("command", cli.COMMAND_MODULES)
+def test_help_of_each_command(command: str) -> None:
+    out = wizard(command, "--help")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"usage: vllm-wizard {command}")
+    assert "Traceback" not in out.stderr
+
+
+def test_top_level_help_lists_every_command() -> None:
+    out = wizard("--help")
+    commands = out.stdout.split("  COMMAND\n", 1)[1].split("\n\n", 1)[0]
+    listed = [line.split()[0] for line in commands.splitlines() if line.startswith("    ") and line.strip()
+              and not line.startswith("      ")]
+    assert out.returncode == 0 and listed == list(cli.COMMAND_MODULES)
+
+
+def test_detect_json_is_an_inventory_with_a_profile() -> None:
+    out = wizard("detect", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["inventory"]["probes"] and data["match"] in ("exact", "count_mismatch", "nearest", "pci_only", "none")
+
+
+def test_plan_json_is_the_serve_command() -> None:
+    out = wizard("plan", "--model", "Qwen/Qwen3-32B", "--hardware", "h200", "--json")
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    serve = [p for p in plan["processes"] if p["role"] == "serve"]
+    assert plan["resolved"]["hardware"] == "h200" and serve[0]["argv"][:3] == ["vllm", "serve", "Qwen/Qwen3-32B"]
+
+
+def test_catalog_check_and_recipes_show_the_bundled_catalog() -> None:
+    check = wizard("catalog", "check")
+    assert check.returncode == 0 and "bundled catalog" in check.stdout and "0 error(s)" in check.stdout
+    show = wizard("recipes", "show")
+    assert show.returncode == 0 and show.stdout.startswith("source:") and "bundled" in show.stdout
+
+
+def test_wizard_without_a_terminal_points_to_the_headless_commands() -> None:
+    out = wizard("wizard")
+    assert out.returncode == 2 and "needs a terminal" in out.stderr and "vllm-wizard plan" in out.stderr
+
+
+def plan_file(tmp_path: Path, code: str) -> Path:
+    path = tmp_path / "plan.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        plan_version: 1
+        plan:
+          processes:
+            - name: job
+              role: companion
+              node_rank: 0
+              argv: [{json.dumps(sys.executable)}, -c, {json.dumps(code)}]
+              env: {{}}
+              phase: before
+              health: null
+        """))
+    return path
+
+
+def run_id_of(text: str) -> str:
+    return text.split("run ", 1)[1].split()[0]
+
+
+def test_launch_status_logs_restart_attach_stop_on_real_runs(tmp_path) -> None:
+    # foreground: the one-shot job runs, prints, exits 0; status and logs read the finished run
+    done = wizard("launch", str(plan_file(tmp_path, "print('hello from the plan')")), "--foreground")
+    assert done.returncode == 0, done.stderr
+    assert "job | hello from the plan" in done.stdout and "run finished: exited" in done.stdout
+    finished = run_id_of(done.stdout)
+    runs = json.loads(wizard("status", "--all", "--json").stdout)
+    assert [(r["status"], r["outcome"]) for r in runs if r["run_id"] == finished] == [("finished", "exited")]
+    logs = wizard("logs", finished, "job")
+    assert logs.returncode == 0 and "hello from the plan" in logs.stdout
+
+    # detached: a job that lives a few seconds; restart it, attach until the run ends
+    live_plan = plan_file(tmp_path, "import time; print('up', flush=True); time.sleep(4)")
+    started = wizard("launch", str(live_plan), "--wait")
+    assert started.returncode == 0, started.stderr
+    status = wizard("status")
+    assert status.returncode == 0 and "job" in status.stdout
+    restarted = wizard("restart", "job", "--no-wait")
+    assert restarted.returncode == 0, restarted.stderr
+    attached = wizard("attach", "--tail", "5", timeout=60)
+    assert attached.returncode == 0, attached.stderr
+    assert "restarts=1" in attached.stdout and "run finished: exited" in attached.stdout
+
+    # stop: a live run stops; with none left, stop says so
+    wizard("launch", str(live_plan), "--wait")
+    stopped = wizard("stop")
+    assert stopped.returncode == 0, stopped.stderr
+    nothing = wizard("stop")
+    assert nothing.returncode == 2 and "no running run" in nothing.stderr
 
 
 def test_closed_pipe_exits_quietly() -> None:
@@ -27,9 +143,6 @@ def test_closed_pipe_exits_quietly() -> None:
 
 def test_wizard_flags_without_the_command_name_reach_the_wizard() -> None:
     """`vllm-wizard --model X --help` is the wizard's help (the default command), not an argparse error."""
-    out = subprocess.run(
-        [sys.executable, "-m", "vllm_deploy_wizard", "--model", "Qwen/Qwen3-32B", "--help"],
-        capture_output=True, text=True,
-    )
+    out = wizard("--model", "Qwen/Qwen3-32B", "--help")
     assert out.returncode == 0, out.stderr
     assert "usage: vllm-wizard wizard" in out.stdout

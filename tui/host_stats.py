@@ -14,20 +14,12 @@ from typing import Any
 #: Seconds between samples.
 PERIOD_S = 2.0
 
-_nvml_state: dict[str, Any] = {"ready": None}
-
 
 def _nvml():
     """The initialised ``pynvml`` module, or None when NVML is not available here."""
-    if _nvml_state["ready"] is None:
-        try:
-            import pynvml
+    from vllm_deploy_wizard import nvml
 
-            pynvml.nvmlInit()
-            _nvml_state["ready"] = pynvml
-        except Exception:  # noqa: BLE001 — no driver / library: CPU stats only
-            _nvml_state["ready"] = False
-    return _nvml_state["ready"] or None
+    return nvml.shared()
 
 
 def gpu_stats() -> list[dict[str, Any]]:

@@ -26,9 +26,9 @@ def default_export_dir() -> Path:
 
 def runs_plan_path(stamp: str) -> Path:
     """Where a launched plan is kept: ``<XDG state>/vllm-wizard/plans/plan-<stamp>.yaml`` (0700 dir)."""
-    from platformdirs import user_state_dir
+    from vllm_deploy_wizard import appdirs
 
-    folder = Path(user_state_dir("vllm-wizard")) / "plans"
+    folder = appdirs.state_dir() / "plans"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     return folder / f"plan-{stamp}.yaml"
 
@@ -81,24 +81,10 @@ def write_plan_file(app: Any, path: Path) -> Path:
     only in its run dir), so the file is readable by its owner alone (tester finding 11) and never
     seen half-written: the text goes to a ``mkstemp`` file (created 0600) in the same folder, which
     is then renamed over ``path``. Raises OSError when the folder cannot be written."""
-    import os
-    import tempfile
+    from vllm_deploy_wizard.files import write_atomic
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(plan_document(app), sort_keys=False, allow_unicode=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
+    return write_atomic(path, text, mode=0o600)
 
 
 def write_scripts(plan: Any, directory: Path) -> list[Path]:

@@ -1,10 +1,20 @@
 """The seam between the wizard and the headless cores (docs/contracts.md §1, §3, §4).
 
-The app never imports ``vllm_deploy_wizard.catalog``/``detect``/``launcher`` directly: it calls through one
-:class:`Services` object, built by :func:`real_services` with the real modules (imported lazily, so
-``import vllm_deploy_wizard.tui`` stays cheap and the first frame paints before any core is loaded) or by
-tests with fakes. One object, not monkeypatching: tests pass it to :func:`vllm_deploy_wizard.tui.app.make_app`
-(DESIGN.md style 5 and 8).
+What goes through this seam: every *effect* and every slow or machine-dependent call — loading the
+catalog, detecting the node, planning (options, synthesis), resolving a custom model, and the
+launcher (preflight, start, runs, clients). The app reaches them only through one :class:`Services`
+object, built by :func:`real_services` with the real modules (imported lazily, so ``import
+vllm_deploy_wizard.tui`` stays cheap and the first frame paints before any core is loaded) or by
+tests with fakes. One object, not monkeypatching: tests pass it to
+:func:`vllm_deploy_wizard.tui.app.make_app` (docs/architecture.md §3 style 5 and 8).
+
+What does not: pure, side-effect-free helpers and constants of the cores, which tui modules import
+directly because a fake could only copy them — rendering a plan as text and scripts
+(``catalog.render`` in plan_view, plan_export, screen_review), the hardware listing of the
+constraints (``catalog.constraints.hardware_listing``), host-fit warnings (``catalog.hostfit``), argv
+flag lookup (``launcher.spec.last_flag_value`` in fixes, smoke), the launcher's log vocabulary
+(``launcher.causes``, ``launcher.noise``, ``launcher.vllm``, the transition-note pattern in
+monitor_model). ``launch_port`` is the real :class:`LauncherPort` itself and imports the launcher.
 
 Every function here is *blocking* and *pure* with respect to the UI: the app runs the slow ones
 (``load_catalog``, ``detect``) in thread workers and posts the result as a message.

@@ -40,14 +40,8 @@ def build_parser(only: tuple[str, ...] | None = None) -> argparse.ArgumentParser
     )
     parser.add_argument("--version", action="version", version=f"vllm-wizard {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in only or COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"vllm_deploy_wizard.commands.{name}")
-        except ModuleNotFoundError as exc:  # a command not built yet must not break the others
-            if exc.name != f"vllm_deploy_wizard.commands.{name}":
-                raise
-            continue
-        module.register(sub)
+    for name in only or COMMAND_MODULES:  # a command module that fails to import is an error, never skipped
+        importlib.import_module(f"vllm_deploy_wizard.commands.{name}").register(sub)
     return parser
 
 

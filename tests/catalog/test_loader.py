@@ -67,7 +67,7 @@ def test_case_insensitive_lookup_and_variant_aliases(snap) -> None:
 
 
 def test_unknown_model_suggests_close_ids(snap) -> None:
-    with pytest.raises(SelectionError, match=r"Did you mean: moonshotai/Kimi-K3"):
+    with pytest.raises(SelectionError, match=r"\(did you mean 'moonshotai/Kimi-K3'"):
         snap.recipe("moonshotai/Kimi-K33")
 
 

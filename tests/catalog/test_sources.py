@@ -190,7 +190,7 @@ def test_vanished_remembered_dir_is_an_error(tmp_path):
 def test_bad_config_file_named(tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text("recipes_dir: [\n")
-    with pytest.raises(SourceError, match=rf"^config file {config}:2: not valid YAML .* — fix it or delete it"):
+    with pytest.raises(SourceError, match=rf"^config file {config}:2: invalid YAML: .* — fix it or delete it"):
         read_config(config)
     config.write_text("- a list\n")
     with pytest.raises(SourceError, match=rf"^config file {config}:1: expected a mapping of settings"):
@@ -209,7 +209,7 @@ def test_broken_config_is_one_clear_line_for_every_reader(argv, tmp_path, monkey
     config.write_text(BROKEN_CONFIG)
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert f"config file {config}:2: not valid YAML" in err and "fix it or delete it" in err
+    assert f"config file {config}:2: invalid YAML" in err and "fix it or delete it" in err
     assert "Traceback" not in err
 
 

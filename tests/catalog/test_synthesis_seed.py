@@ -68,7 +68,7 @@ def test_python_frontend_removes_a_recipe_rust_switch(seed_catalog) -> None:
 
 
 def test_unknown_frontend_is_refused(seed_catalog) -> None:
-    with pytest.raises(SelectionError, match="unknown frontend 'rusty'.*Did you mean: rust"):
+    with pytest.raises(SelectionError, match="unknown frontend 'rusty'.*did you mean 'rust'"):
         plan(seed_catalog, frontend="rusty")
 
 

@@ -12,7 +12,7 @@ from vllm_deploy_wizard.launcher.causes import classify
 from vllm_deploy_wizard.launcher.logs import Redactor
 from vllm_deploy_wizard.launcher.metrics import parse_metrics, rates
 from vllm_deploy_wizard.launcher.ports import free_port
-from vllm_deploy_wizard.launcher.preflight import check, check_or_raise, parse_version
+from vllm_deploy_wizard.launcher.preflight import check, check_or_raise
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import StartupProgress
 
@@ -120,10 +120,6 @@ def test_log_batches_decode_lazily_and_keep_bad_bytes_readable():
         LogLines("v")
 
 
-def test_version_parse():
-    assert parse_version("0.32.0+cpu") == (0, 32, 0) and parse_version("vllm 0.10") == (0, 10, 0)
-
-
 def test_preflight_lists_every_problem(tmp_path):
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
@@ -151,7 +147,7 @@ def test_preflight_lists_every_problem(tmp_path):
     assert f"port {port}: claimed by both 'vllm' and 'router'" in text
     assert "'no-such-router-binary' not found" in text
     assert "vLLM 0.9.1 is older than the recipe's min_vllm_version 0.10.0" in text
-    assert "no flag --max-modle-len; did you mean --max-model-len?" in text
+    assert "no flag --max-modle-len (did you mean '--max-model-len'?)" in text
     assert "--no-enable-prefix-caching" not in text and "no flag --no-max-model-len" in text
     assert len(problems) == 6
     # cached: a second check does not run vllm again
@@ -200,7 +196,7 @@ def test_preflight_reads_flags_as_vllms_argparse_does(tmp_path):
         "'vllm': vLLM 0.32.0+cpu: --max-num is ambiguous, it could be any of --max-num-batched-tokens, "
         "--max-num-seqs; write the one meant in full",
         "'vllm': vLLM 0.32.0+cpu has no flag --no-such-flag-xyz",
-        "'vllm': vLLM 0.32.0+cpu has no flag --max-modle-len; did you mean --max-model-len?",
+        "'vllm': vLLM 0.32.0+cpu has no flag --max-modle-len (did you mean '--max-model-len'?)",
         "'vllm': vLLM 0.32.0+cpu has no flag --bogus"]
     # without a warnings list the prefix is still accepted (the TUI's preflight call)
     assert check(spec, runner=runner, cache=tmp_path / "cache") == problems

@@ -119,7 +119,7 @@ def test_self_dependency_and_cycles_are_refused_naming_them():
 def test_unknown_dependency_suggests_the_closest_name():
     with pytest.raises(LaunchError) as exc:
         parse_plan(_plan(LMCACHE, {**VLLM, "argv": ["vllm", "serve", "m"], "env": {}, "depends_on": ["kv_offload:lmcach"]}))
-    assert "process 'vllm' depends_on unknown 'kv_offload:lmcach'; did you mean 'kv_offload:lmcache'?" in str(exc.value)
+    assert "process 'vllm' depends_on unknown 'kv_offload:lmcach' (did you mean 'kv_offload:lmcache'?)" in str(exc.value)
     with pytest.raises(LaunchError, match="depends_on must be a list of process names, got 'cache'"):
         parse_plan(_plan({"name": "a", "argv": ["x"], "depends_on": "cache"}))
 

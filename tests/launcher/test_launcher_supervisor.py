@@ -198,28 +198,40 @@ async def test_stop_while_waiting_for_ports_never_starts_it():
 
 
 async def test_probes_never_overlap_and_a_slow_poll_stretches_the_cycle():
+    """A poll slower than the interval delays the next one (no overlap, no extra wait after it).
+
+    Fake clock: the supervisor's ``clock`` is the real one plus 0.3 s for each probe, so a probe
+    "takes" 0.3 s without the test waiting for it. After such a poll the loop must not sleep (the
+    0.1 s interval has passed): the next poll starts 0.3 s later, not 0.4 s."""
+    import time
+
     from vllm_deploy_wizard.launcher.health import ProbeResult
 
-    active, starts, peak = [0], [], [0]
+    skew, active, starts, peak = [0.0], [0], [], [0]
+
+    def clock() -> float:
+        return time.monotonic() + skew[0]
 
     async def slow_probe(url, expect_status=200, timeout=2.0, body=False):
         active[0] += 1
         peak[0] = max(peak[0], active[0])
-        starts.append(asyncio.get_running_loop().time())
-        await asyncio.sleep(0.3)  # slower than the 0.1 s interval
+        starts.append(clock())
+        await asyncio.sleep(0.005)  # a concurrent second poll would start here
+        skew[0] += 0.3  # slower than the 0.1 s interval
         active[0] -= 1
-        return ProbeResult(True, 200, "HTTP 200", 0.3)
+        return ProbeResult(False, None, "connection refused", 0.3)  # stays STARTING: the 0.1 s cadence
 
     spec = RunSpec((ProcessSpec("p", (PY, "-c", "import time; time.sleep(60)"),
                                 probe=Probe("http://127.0.0.1:9/health", interval_s=0.1)),))
-    sup = Supervisor(spec, probe=slow_probe, metrics=False)
+    sup = Supervisor(spec, probe=slow_probe, metrics=False, clock=clock)
     task = asyncio.create_task(sup.run())
     await until(lambda: len(starts) >= 4, 20, "four polls")
     sup.stop()
     await asyncio.wait_for(task, 30)
     assert peak[0] == 1
     gaps = [b - a for a, b in zip(starts, starts[1:])]
-    assert min(gaps) >= 0.3
+    # the next poll starts when the slow one ends; waiting another interval would make it >= 0.4
+    assert all(0.3 <= g < 0.39 for g in gaps), gaps
 
 
 async def test_health_polls_slow_down_once_ready():

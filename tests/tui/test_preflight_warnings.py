@@ -31,4 +31,4 @@ def test_real_launcher_preflight_keeps_warnings_apart_from_problems(tmp_path: Pa
         "flag starting with --max-num-seq)"]
     plan.write_text(plan.read_text().replace("--max-num-seq", "--max-nmu-seqs"))
     problems = launcher.preflight(plan, {})
-    assert len(problems) == 1 and "did you mean --max-num-seqs" in problems[0] and launcher.last_warnings == []
+    assert len(problems) == 1 and "did you mean '--max-num-seqs'" in problems[0] and launcher.last_warnings == []

@@ -253,7 +253,8 @@ async def test_stale_run_with_leftovers_is_offered_a_stop(build_app, state_home,
 
     app = build_app(launcher=RealLauncher())  # ignore: nothing is stopped, the wizard goes on
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(lambda: isinstance(app.screen, ConfirmPrompt), 10, "the stale-run question", pilot)
+        await until(lambda: isinstance(app.screen, ConfirmPrompt) and len(app.screen.query("#confirm-question")) > 0,
+                    10, "the stale-run question", pilot)  # pushed and composed
         assert str(app.screen.query_one("#confirm-question").render()) == question
         await pilot.press("n")
         await settle(pilot)
@@ -262,7 +263,8 @@ async def test_stale_run_with_leftovers_is_offered_a_stop(build_app, state_home,
 
     app = build_app(launcher=RealLauncher())  # stop: the leftovers go, the run is recorded stopped
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(lambda: isinstance(app.screen, ConfirmPrompt), 10, "the stale-run question", pilot)
+        await until(lambda: isinstance(app.screen, ConfirmPrompt) and len(app.screen.query("#confirm-question")) > 0,
+                    10, "the stale-run question", pilot)  # pushed and composed
         await pilot.press("y")
         await until(lambda: app.stopped_stale is not None, 20, "the leftovers stopped", pilot)
         assert app.stopped_stale == (info.run_id, [child])

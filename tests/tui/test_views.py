@@ -94,12 +94,23 @@ def test_feature_toggle_starts_from_resolved_defaults(catalog):
     assert off["features"] == ["tool_calling"]
 
 
+def _pd_selection_with_mode_pills(catalog):
+    """The first bundled recipe whose PD decode pool offers several modes on h200 (PD1 hides a
+    single mode), as ``(selection, options, views)``; fails when the catalog has none."""
+    for hf_id, recipe in catalog.recipes.items():
+        if "pd_cluster" not in (recipe.compatible_strategies or []):
+            continue
+        sel = {"model": hf_id, "hardware": "h200", "strategy": "pd_cluster"}
+        opts, views = _views(catalog, sel)
+        row = views.get("pd_modes:decode")
+        if row is not None and len(row.choices) >= 2:
+            return sel, opts, views
+    pytest.fail("no bundled recipe offers several PD pool modes on h200")
+
+
 def test_pd_pool_mode_pick_writes_the_pd_mapping(catalog):
-    sel = {"model": "Qwen/Qwen3-235B-A22B-Instruct-2507", "hardware": "h200", "strategy": "pd_cluster"}
-    opts, views = _views(catalog, sel)
-    row = views.get("pd_modes:decode")
-    if row is None:
-        pytest.skip("this recipe offers a single pool mode on h200 (PD1 hides the pills)")
+    sel, opts, views = _pd_selection_with_mode_pills(catalog)
+    row = views["pd_modes:decode"]
     picked = apply_choice(sel, row, row.choices[-1].id, opts)
     assert picked["pd"] == {"decode": {"mode": row.choices[-1].id}}
     Selection(**picked)  # the catalog accepts it
@@ -145,11 +156,19 @@ def test_feature_mode_rows_mark_the_resolved_default_mode(shared):
     from vllm_deploy_wizard.catalog import load_catalog
 
     snap = load_catalog(shared / "recipes-snapshot")
-    sel = {"model": "mindlab-research/Macaron-V1-Coding-Venti", "hardware": "h100"}
-    opts = options(snap, Selection(**sel))
-    if not opts.feature_modes:
-        pytest.skip("snapshot recipe has no feature modes on h100 any more")
-    feature, default = next(iter(opts.resolved["feature_modes"].items()))
+    for hf_id, recipe in snap.recipes.items():  # the first recipe with a modal feature offering 2+ modes
+        if not any(getattr(f, "modes", None) for f in recipe.features.values()):
+            continue
+        sel = {"model": hf_id, "hardware": "h100"}
+        opts = options(snap, Selection(**sel))
+        rows = [v for v in axis_views(opts, sel) if v.key.startswith("feature_modes:")
+                and sum(c.state == "available" for c in v.choices) >= 2]
+        if rows and opts.resolved.get("feature_modes", {}).get(rows[0].key.split(":", 1)[1]):
+            break
+    else:
+        pytest.fail("no snapshot recipe has a feature with two available modes on h100")
+    feature = rows[0].key.split(":", 1)[1]
+    default = opts.resolved["feature_modes"][feature]
     views = {v.key: v for v in axis_views(opts, sel)}
     row = views[f"feature_modes:{feature}"]
     assert [c.id for c in row.choices if c.selected] == [default]

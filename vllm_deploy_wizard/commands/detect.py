@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from vllm_deploy_wizard.commands import add_recipes_flag
+
 
 def register(subparsers: Any) -> None:
     """Add the ``detect`` sub-command."""
@@ -28,7 +30,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--replay", metavar="FILE", type=Path,
                         help="detect from a captured fixture FILE instead of this machine")
     parser.add_argument("--scenario", metavar="ID", help="scenario id inside a scenario file (failure_modes.yaml)")
-    parser.add_argument("--recipes", metavar="DIR", type=Path, help="take hardware profiles from a recipes checkout")
+    add_recipes_flag(parser)
     parser.set_defaults(handler=run)
 
 
@@ -36,8 +38,9 @@ def _gib(value: int | None) -> str:
     return f"{value / 2**30:.1f} GiB" if value else "?"
 
 
-def render(inv: Any, candidates: list[Any], profiles: Any) -> str:
-    """The human summary of ``detect`` (plain text, one fact per line)."""
+def render(inv: Any, candidates: list[Any], profiles: Any, colour: bool = False) -> str:
+    """The human summary of ``detect`` (one fact per line; probe statuses coloured with ``colour``)."""
+    from vllm_deploy_wizard import tables
     from vllm_deploy_wizard.detect.partitions import vllm_view
 
     lines = []
@@ -99,7 +102,7 @@ def render(inv: Any, candidates: list[Any], profiles: Any) -> str:
     lines += [f"  note: {n}" for n in sw.notes + inv.notes]
     lines.append("")
     lines.append("Probes:")
-    lines += [f"  {name:10} {p.status:11} {p.reason}" for name, p in inv.probes.items()]
+    lines += tables.render([[name, p.status, p.reason] for name, p in inv.probes.items()], colour=colour).splitlines()
     lines.append(f"(detected from {inv.source} in {inv.elapsed_ms:.0f} ms)")
     return "\n".join(lines)
 
@@ -138,5 +141,7 @@ def run(args: argparse.Namespace) -> int:
                "vllm_view": asdict(vllm_view(inv.primary)) if inv.primary else None}
         print(json.dumps(out, indent=2, default=str))
     else:
-        print(render(inv, candidates, profiles))
+        from vllm_deploy_wizard.tables import colour_for
+
+        print(render(inv, candidates, profiles, colour=colour_for(sys.stdout)))
     return 0

@@ -176,10 +176,12 @@ class Printer:
 
 def summary(processes: list[dict[str, Any]], out: TextIO = sys.stdout) -> None:
     """Print one line per process: name, state, restarts, last status, cause."""
-    for p in processes:
-        cause = (p.get("cause") or {}).get("summary")
-        out.write(f"  {p['name']:<20} {p['state']:<9} restarts={p.get('restarts', 0)} "
-                  f"last_status={p.get('last_rc')}" + (f"  cause: {cause}" if cause else "") + "\n")
+    from vllm_deploy_wizard import tables
+
+    rows = [[p["name"], p["state"], f"restarts={p.get('restarts', 0)}", f"last_status={p.get('last_rc')}",
+             f"cause: {(p.get('cause') or {}).get('summary')}" if (p.get("cause") or {}).get("summary") else ""]
+            for p in processes]
+    tables.print_table(rows, out=out)
 
 
 def _host_facts() -> Any:

@@ -33,6 +33,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from vllm_deploy_wizard.commands import add_recipes_flag
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``plan`` sub-command."""
@@ -43,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "variant, hardware, strategy, nodes, PD pools, KV offload, features, …) and print them, as JSON "
         "(--json), as a plan file for `vllm-wizard launch` (--out) or as per-node scripts (--script).",
     )
-    p.add_argument("--recipes", type=Path, metavar="DIR", help="recipes checkout replacing the bundled catalog")
+    add_recipes_flag(p)
     p.add_argument("--selection", type=Path, metavar="FILE", help="selection file (YAML or JSON, plan-json §2)")
     p.add_argument("--model", help="recipe HF id (case-insensitive), a variant's model id, or a custom model: an HF id "
                    "whose config.json is in the local HF cache, or a local folder holding config.json "
@@ -290,27 +292,13 @@ def _write(flag: str, path: Path, text: str, mode: int) -> None:
     disk, then renamed over ``path``: a reader sees the old file or the whole new one, and an
     existing file's wider mode is not kept. OSError → SelectionError naming the flag.
     """
-    import os
-    import tempfile
-
     from vllm_deploy_wizard.errors import SelectionError
+    from vllm_deploy_wizard.files import write_atomic
 
-    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), mode)
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        tmp = None
+        write_atomic(path, text, mode=mode)
     except OSError as exc:
         raise SelectionError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+
+from vllm_deploy_wizard import tables
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,6 +60,7 @@ def handle(args: argparse.Namespace) -> int:
     if not rows:
         print("no runs" + ("" if args.all else " running (--all shows finished ones)"))
         return 0
+    colour = tables.colour_for(sys.stdout)
     for row in rows:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["started"])) if row["started"] else "?"
         out = f" ({row['outcome']})" if row["outcome"] else ""
@@ -66,13 +70,17 @@ def handle(args: argparse.Namespace) -> int:
         hint = cluster_hint(row["run_id"])
         if hint:
             print(f"  {hint}")
+        cells = []
         for p in row["processes"]:
             ports = ",".join(str(x) for x in p.get("ports") or [])
             state = p["state"]
             if row["status"] == "stale":
                 state = "ORPHANED" if process_survivors(p) else f"{state} (stale)"
-            print(f"  {p['name']:<22} {state:<9} pid={p.get('pid') or '-':<8} ports={ports or '-':<12} "
-                  f"restarts={p.get('restarts', 0)}")
+            cells.append([p["name"], state, f"pid={p.get('pid') or '-'}", f"ports={ports or '-'}",
+                          f"restarts={p.get('restarts', 0)}"])
+        lines = tables.render(cells, colour=colour).splitlines()
+        for p, line in zip(row["processes"], lines):
+            print(line)
             cause = p.get("cause") or {}
             if cause.get("summary"):
                 fix = f" — fix: {cause['fix']}" if cause.get("fix") else ""

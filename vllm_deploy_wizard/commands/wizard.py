@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TextIO
+
+from vllm_deploy_wizard.commands import add_recipes_flag
 
 #: What to run instead when there is no terminal (printed by :func:`require_terminal`).
 HEADLESS_HINT = (
@@ -35,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the exact commands, launch and monitor them. Keys are shown in the footer; ctrl+p opens the "
         "command palette. Honours NO_COLOR.",
     )
-    parser.add_argument("--recipes", type=Path, metavar="DIR", help="a vLLM recipes checkout replacing the bundled catalog")
+    add_recipes_flag(parser)
     parser.add_argument("--model", metavar="ID|PATH", help="preselect a recipe HF id, or a custom model (HF id or local dir)")
     parser.add_argument("--attach", metavar="RUN", help="open the monitor on this live run")
     parser.set_defaults(handler=run)
