@@ -43,32 +43,23 @@ class Reading:
 
 def read_nvml() -> Reading | None:
     """NVML compute + graphics processes and per-device used memory; None without NVML."""
-    try:
-        import pynvml  # type: ignore
+    from vllm_deploy_wizard import nvml
 
-        pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no library/driver is an expected state here
-        return None
-    out = Reading()
-    try:
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            h = pynvml.nvmlDeviceGetHandleByIndex(i)
-            for fn in (pynvml.nvmlDeviceGetComputeRunningProcesses, pynvml.nvmlDeviceGetGraphicsRunningProcesses):
-                try:
-                    for info in fn(h):
-                        out.per_pid[info.pid] = out.per_pid.get(info.pid, 0) + int(info.usedGpuMemory or 0)
-                except Exception:  # noqa: BLE001 - one failing query must not hide the others
-                    continue
-            try:
-                out.per_device[f"nvml:{i}"] = int(pynvml.nvmlDeviceGetMemoryInfo(h).used)
-            except Exception:  # noqa: BLE001
-                pass
-    finally:
+    with nvml.session() as session:
+        lib = session.module
+        if lib is None:
+            return None  # no library/driver is an expected state here
+        out = Reading(per_pid=nvml.process_memory(lib, graphics=True))
         try:
-            pynvml.nvmlShutdown()
+            count = int(lib.nvmlDeviceGetCount() or 0)
         except Exception:  # noqa: BLE001
-            pass
-    return out
+            count = 0
+        for i in range(count):
+            try:
+                out.per_device[f"nvml:{i}"] = int(lib.nvmlDeviceGetMemoryInfo(lib.nvmlDeviceGetHandleByIndex(i)).used)
+            except Exception:  # noqa: BLE001 - one failing query must not hide the others
+                pass
+        return out
 
 
 def read_amdsmi() -> Reading | None:

@@ -10,7 +10,7 @@ import pytest
 from vllm_deploy_wizard import placeholders
 from vllm_deploy_wizard.catalog.plan import PlanProcess, find_placeholders
 from vllm_deploy_wizard.catalog.render import shell_word
-from vllm_deploy_wizard.launcher.spec import fill, placeholders_in
+from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
 
 #: text → (placeholder names, text after filling HEAD_IP=10.0.0.1 and PORT=8000)
 CASES = [
