@@ -1,4 +1,4 @@
-"""Benchmark: catalog loading and plan synthesis (issue 2 speed targets; prints figures, asserts nothing).
+"""Benchmark: catalog loading and plan synthesis against the speed targets (prints figures, asserts nothing).
 
 1. Load + validate the recipes snapshot and the bundled catalog (seeds + every recipe in facts-only
    form + kv_store) with :func:`load_catalog`, against a bare parse of the same files

@@ -1,4 +1,4 @@
-"""Benchmark: full in-process ``detect()`` on this machine (target ≤ 150 ms, issue 3).
+"""Benchmark: full in-process ``detect()`` on this machine (target ≤ 150 ms).
 
 Prints the import time of ``vllm_deploy_wizard.detect``, the first (cold) detect, and the median/max of
 repeated detects, plus the replay time of every shared fixture. Run: ``python bench/bench_detect.py``.

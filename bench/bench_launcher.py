@@ -1,4 +1,4 @@
-"""Launcher benchmark (issue 4, "Speed and weight"): prints figures against the targets.
+"""Launcher benchmark (speed and weight): prints figures against the targets.
 
     python bench/bench_launcher.py [--lines 200000] [--rounds 7] [--idle-seconds 20] [--deaths 10]
 

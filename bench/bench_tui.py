@@ -1,4 +1,4 @@
-"""Wizard speed benchmark (issue 5, Speed). Prints figures; asserts nothing.
+"""Wizard speed benchmark. Prints figures; asserts nothing.
 
 1. **Import → first interactive frame**, the wizard vs a minimal Textual app, measured in the same
    run as fresh subprocesses (median of ``--runs``). The clock starts at the subprocess's first line

@@ -6,7 +6,7 @@ Public API (docs/contracts.md §1)::
     cat = load_catalog(recipes=Path(d))   # exactly that checkout (--recipes)
     planned = plan_selection(cat, sel)    # the one planner: options, plan, refusals, warnings
     plan = synthesize(cat, Selection(model="Qwen/Qwen3-32B", hardware="h200"))
-    plan_to_json(plan)                    # shared/spec/plan-json.md §3 (+ contract extras)
+    plan_to_json(plan)                    # docs/plan-file.md §3 (+ contract extras)
     options(cat, sel)                     # every axis with state and reason (constraints.py)
 """
 

@@ -1,6 +1,6 @@
 """vLLM argument lists: last-wins dedupe, command text, quoting and shell-text word splitting.
 
-Rules from ``shared/spec/recipes-synthesis.md`` §2.5 and ``shared/spec/plan-json.md`` §3.4:
+Rules from ``docs/synthesis.md`` §2.5 and ``docs/plan-file.md`` §3.4:
 
 * a token starting with ``-`` is a flag; the next token is its value unless it starts with ``-``;
   other tokens are positionals and always kept;
@@ -96,7 +96,7 @@ def flatten(kept: list[tuple[str, str | None]]) -> list[str]:
 
 
 def argv_tokens(kept: list[tuple[str, str | None]]) -> list[str]:
-    """argv elements of deduped units: flags containing whitespace split (plan-json §3.4)."""
+    """argv elements of deduped units: flags containing whitespace split (docs/plan-file.md §3.4)."""
     out: list[str] = []
     for flag, value in kept:
         if flag.startswith("-") and any(c.isspace() for c in flag):
@@ -109,7 +109,7 @@ def argv_tokens(kept: list[tuple[str, str | None]]) -> list[str]:
 
 
 def remove_flags(kept: list[tuple[str, str | None]], names: list[str]) -> list[tuple[str, str | None]]:
-    """Drop every unit whose flag is in ``names`` (seed ``remove_args``, recipes-synthesis §4.6)."""
+    """Drop every unit whose flag is in ``names`` (seed ``remove_args``, docs/synthesis.md §4.6)."""
     if not names:
         return kept
     drop = set(names)
@@ -135,7 +135,7 @@ def command_text(head: str, kept: list[tuple[str, str | None]], indent: str = " 
 
 
 def split_shell_text(text: str) -> list[str]:
-    """Word split of reference shell text (plan-json §3.4): drop whole-line ``#`` comments, join
+    """Word split of reference shell text (docs/plan-file.md §3.4): drop whole-line ``#`` comments, join
     ``\\`` + newline continuations, split on blanks, remove quoting; ``$VARS`` stay literal."""
     lines = [ln for ln in text.splitlines() if not ln.lstrip().startswith("#")]
     joined = re.sub(r"\\\n", " ", "\n".join(lines))

@@ -121,7 +121,7 @@ def backend_for(profile: HardwareProfile) -> Backend:
 
 
 def resolve_install_mode(recipe: Recipe, profile: HardwareProfile, requested: str | None) -> str:
-    """Effective install mode ``pip`` | ``docker`` (plan-json §2 ``install_mode``; §2.10 I1).
+    """Effective install mode ``pip`` | ``docker`` (docs/plan-file.md §2 ``install_mode``; docs/synthesis.md §2.10; docs/constraints.md §3.1 I1).
 
     Nothing requested: the recipe's first install tab, docker when pip is off (recipe or seed
     hardware ``install.pip: false``). pip is forced to docker on TPU/XPU (the reference offers no
@@ -317,7 +317,7 @@ def docker_image(profile: HardwareProfile, hw_id: str, model: ModelSpec, variant
 
 
 def last_port(argv: list[str], default: int = 8000) -> int:
-    """Value of the last ``--port N`` or ``--port=N`` in ``argv`` (plan-json §3.4), else ``default``."""
+    """Value of the last ``--port N`` or ``--port=N`` in ``argv`` (docs/plan-file.md §3.4), else ``default``."""
     port = default
     for i, tok in enumerate(argv):
         if tok == "--port" and i + 1 < len(argv) and argv[i + 1].isdigit():
@@ -339,7 +339,7 @@ def _ascend_devices(env: Mapping[str, str], count: int) -> list[str]:
 def docker_argv(serve_argv: list[str], env: dict[str, str], image: str, profile: HardwareProfile,
                 extra_flags: list[str] | None = None, device_count: int | None = None,
                 multi_node: bool = False) -> list[str]:
-    """``buildDockerArgv`` over a pip serve argv ``["vllm", "serve", model, *args]`` (plan-json §3.4).
+    """``buildDockerArgv`` over a pip serve argv ``["vllm", "serve", model, *args]`` (docs/plan-file.md §3.4).
 
     Flags: the backend's device / mount / shm flags (Ascend: one ``--device /dev/davinciN`` per NPU
     the process uses, from ``ASCEND_RT_VISIBLE_DEVICES`` else ``device_count``), then
@@ -596,7 +596,7 @@ def foreground(argv: list[str]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# what a backend has not validated (recipes-synthesis §3.1 K1, M1, N3)
+# what a backend has not validated (docs/constraints.md §3.1 K1, M1, N3)
 
 
 def xpu_unvalidated(name: str) -> str:

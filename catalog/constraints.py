@@ -3,7 +3,7 @@
 For every axis of the wizard (hardware, variant, strategy, nodes, PD pool modes per role, PD
 connector, PD router, KV offload options and Mooncake topologies, features and their modes, frontend,
 install mode, Advanced presets) this returns :class:`Choice` rows — ``available``, ``disabled`` with a
-one-line reason, or ``hidden`` — following ``shared/spec/recipes-synthesis.md``:
+one-line reason, or ``hidden`` — following ``docs/synthesis.md``:
 
 * §3.1, rules H1–H5, P1, V1–V3, S1–S6, N1–N5, PD1–PD2, K1–K7, M1–M5, F1–F4, A1, I1, B1 — reason texts
   copied verbatim where the spec gives them (each rule id is named next to its code below);
@@ -21,9 +21,9 @@ one-line reason, or ``hidden`` — following ``shared/spec/recipes-synthesis.md`
 Decisions:
 
 * The detected profile (``detected_profile`` on the selection, or the keyword argument) is always
-  offered, even when ``restricted`` and not declared by the recipe (H1 exception, issue 2).
+  offered, even when ``restricted`` and not declared by the recipe (the H1 exception).
 * Devices per node = ``selection.gpus`` when given, else the profile's ``gpu_count``; VRAM per
-  device stays the profile's (issue 2), so node VRAM = devices × (``vram_gb / gpu_count``).
+  device stays the profile's, so node VRAM = devices × (``vram_gb / gpu_count``).
 * Rules apply in the order the spec lists them; the first failing rule gives the reason.
 * H4/V2 ("picking this also switches …") are *available* choices: their text goes to
   :attr:`Choice.warning`, not :attr:`Choice.reason`.
@@ -78,7 +78,7 @@ class Choice:
         id: the value the selection uses (profile id, variant key, strategy id, node count as str, …).
         label: text to show.
         state: ``"available"`` | ``"disabled"`` | ``"hidden"``.
-        reason: why it is disabled (one line, recipes-synthesis §3 text); ``None`` when available.
+        reason: why it is disabled (one line, docs/constraints.md §3 text); ``None`` when available.
         warning: a caveat on an available choice (H4/V2 switches, §3.2 max_gpus, …).
         description: longer help (pool-mode tips, KV option description, preset description).
         args: vLLM args the choice adds (Advanced presets only), else ``()``.
@@ -188,7 +188,7 @@ def hardware_listing(catalog: Any, recipe: Recipe, hw_id: str, detected: str | N
     - ``("disabled", reason)``: H2 unsupported, or H3/H5 no variant runs there (verbatim §3.1 texts);
     - ``("available", None)`` otherwise.
 
-    Raises KeyError for an unknown ``hw_id``. recipes-synthesis §3.1 H1–H3, H5.
+    Raises KeyError for an unknown ``hw_id``. docs/constraints.md §3.1 H1–H3, H5.
     """
     p = catalog.taxonomy.hardware_profiles[hw_id]
     label = p.display_name or hw_id
@@ -239,11 +239,11 @@ class _Ctx:
 
 
 def options(catalog: Any, selection: Any, *, detected_profile: str | None = None) -> Options:
-    """Every axis with its choices for ``selection`` (recipes-synthesis §3, §3.2, §4, §2.14).
+    """Every axis with its choices for ``selection`` (docs/constraints.md §3, §3.2; docs/synthesis.md §4, §2.14).
 
     Args:
         catalog: a loaded :class:`~vllm_deploy_wizard.catalog.loader.Catalog`.
-        selection: the Selection (pydantic model, dataclass or dict) with plan-json §2 keys
+        selection: the Selection (pydantic model, dataclass or dict) with docs/plan-file.md §2 keys
             (``model, variant, hardware, strategy, nodes, features, feature_modes, kv_offload, pd,
             install_mode, frontend``) plus extensions ``gpus, connector, router, detected_profile``.
             Missing values take the §2.14 defaults.
@@ -747,7 +747,7 @@ def _feature_rows(ctx: _Ctx, opts: Options) -> None:
 
 
 def _effective_install(recipe: Recipe, profile: HardwareProfile, requested: str | None) -> str:
-    """Effective install mode (plan-json §2 ``install_mode``, §2.10 I1): the one rule synthesis uses."""
+    """Effective install mode (docs/plan-file.md §2 ``install_mode``; docs/synthesis.md §2.10; docs/constraints.md §3.1 I1): the one rule synthesis uses."""
     return backends.resolve_install_mode(recipe, profile, requested)
 
 
@@ -849,7 +849,7 @@ def _banners(ctx: _Ctx, opts: Options) -> None:
             "(KV cache requires more). Switch to a higher-memory GPU, use multi-node TP, or lower "
             "--max-model-len to shrink the KV cache footprint.")
     if ctx.strategy_id == "single_node_tp" and ctx.nodes == 1:  # §2.2 [UI] hint
-        # Decision (lead, after a tester's report): the hint only when TP < devices, also on CPU (the
+        # Decision: the hint only when TP < devices, also on CPU (the
         # spec's "(or CPU)" printed "runs on 4 of 4 … to scale up"); CPU TP is not clamped (§2.2
         # step 1), so TP > devices is a warning naming both numbers.
         tp = gates.single_node_tp(ctx.recipe, ctx.variant, "single_node_tp", ctx.hw_id, p, ctx.gpus)

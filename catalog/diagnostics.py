@@ -10,7 +10,7 @@ file, and reports
   ``hardware_profiles:`` key), a checkout without strategies, a non-positive number where only a
   positive one makes sense (GPU counts, VRAM, TP, GPU floors, context length) and a recipe none of
   whose strategies loads;
-* **warnings** (a newer recipes checkout may legitimately have them — spec §5: unknown ids are
+* **warnings** (a newer recipes checkout may legitimately have them — docs/synthesis.md §5: unknown ids are
   ignored, not rejected): keys the models don't know, ids that name no strategy / hardware profile /
   KV option / feature / variant of the catalog — each with "did you mean …" (difflib) when a
   close id exists; an unknown precision (the known ones listed); a model file outside
@@ -26,7 +26,7 @@ Decisions:
   libyaml load), so checking the whole snapshot stays cheap.
 * Messages are sorted by file then line so the output reads top-down per file.
 * Keys the seed strategies carry for documentation only (``pd_cluster.smg.docs``,
-  ``pd_cluster.dynamo.docs`` — recipes-synthesis §4.7–4.8) are not declared by the models (owned by
+  ``pd_cluster.dynamo.docs`` — docs/synthesis.md §4.7–4.8) are not declared by the models (owned by
   the loader's author); :data:`EXTRA_KNOWN_KEYS` lists them so they don't warn.
 * When a catalog-wide id set is empty because its source is broken (no hardware profiles, no
   strategy loads), the per-recipe "unknown hardware/strategy id" warnings are skipped: the one error says what is wrong, instead of
@@ -49,7 +49,7 @@ from vllm_deploy_wizard import suggest, yamlio
 
 
 #: Keys some models don't declare but catalogs legitimately carry (model class → extra key names).
-#: The seed's PD routers have a ``docs`` link (recipes-synthesis §4.7–4.8, seed 001).
+#: The seed's PD routers have a ``docs`` link (docs/synthesis.md §4.7–4.8, seed 001).
 EXTRA_KNOWN_KEYS: dict[type[BaseModel], frozenset[str]] = {
     SmgRouter: frozenset({"docs"}),
     DynamoRouter: frozenset({"docs"}),

@@ -1,9 +1,9 @@
 """Hardware-keyed lookups and the reference's gate facts and defaults.
 
 Everything here is a pure function of (recipe, variant, profile, strategy) and follows
-``shared/spec/recipes-synthesis.md``: the three lookup styles of §2.1, single-node TP (§2.2), GPU
+``docs/synthesis.md``: the three lookup styles of §2.1, single-node TP (§2.2), GPU
 floors (§2.3), precision (§3.1 P1), strategy gates (S3–S5), default hardware and recommended
-strategy (§2.14). Synthesis uses them for the plan and its ``checks`` (plan-json §3.7); the
+strategy (§2.14). Synthesis uses them for the plan and its ``checks`` (docs/plan-file.md §3.7); the
 constraints API (``options``) can reuse them so the two never disagree.
 """
 
@@ -116,7 +116,7 @@ _BRAND_RANK = {"NVIDIA": 0, "AMD": 1}
 
 
 def default_hardware(recipe: Recipe, variant: Variant, profiles: Mapping[str, HardwareProfile]) -> str:
-    """``pickDefaultHardware`` (§2.14, plan-json §2)."""
+    """``pickDefaultHardware`` (§2.14, docs/plan-file.md §2)."""
     cands = [hw for hw, p in profiles.items() if hw_candidate(recipe, variant, hw, p)]
     if recipe.meta.default_hardware in cands:
         return recipe.meta.default_hardware  # type: ignore[return-value]
@@ -188,7 +188,7 @@ def reachable(recipe: Recipe, key: str, hw_id: str, gpu_count: int, scales_out: 
 
 
 def recommend_strategy(recipe: Recipe, nodes: int) -> str:
-    """``recommendStrategy`` (§2.14, plan-json §2)."""
+    """``recommendStrategy`` (§2.14, docs/plan-file.md §2)."""
     offered = offered_strategies(recipe)
     default = recipe.default_strategy
     if default and default in offered:

@@ -6,7 +6,7 @@ Simple offload for ``cpu_bytes_to_use_per_rank`` 220 GiB per GPU rank and the Of
 CPU tier for ``cpu_bytes_to_use`` 512 GiB in total. The golden corpus pins those command texts, so
 synthesis keeps them; when the caller knows the host (``plan --detect`` / ``--replay``, the TUI's
 detected inventory) :func:`host_fit_warnings` adds plan warnings that say, with a concrete number,
-what to lower. detection.md §5.1 asks for exactly this: "report min(host RAM, cgroup limit) as
+what to lower. docs/detection.md §5.1 asks for exactly this: "report min(host RAM, cgroup limit) as
 usable for offload and warn when the limit is below the option's default".
 
 Decisions:
@@ -15,18 +15,18 @@ Decisions:
   host arrives as a :class:`HostCapacity` of plain numbers; :meth:`HostCapacity.from_inventory`
   reads a ``vllm_deploy_wizard.detect`` inventory by attribute (duck-typed, no import). A plan made without
   host facts gets no such warnings — ``plan`` without ``--detect`` plans for the profile, not a node.
-* **Usable RAM** = min(host RAM for KV offload, cgroup limit) (detection.md §5.1). The node this
+* **Usable RAM** = min(host RAM for KV offload, cgroup limit) (docs/detection.md §5.1). The node this
   runs on stands for every node of the plan (clusters are homogeneous in every profile).
 * **How much of it an L1 / CPU tier may take**: the recipe's own rule, "size --l1-size-gb to ~75 %
-  of the host DRAM you can dedicate" (taxonomy comment; detection.md §5.1), on accelerator nodes;
+  of the host DRAM you can dedicate" (taxonomy comment; docs/detection.md §5.1), on accelerator nodes;
   half on CPU profiles (``gen: cpu``), where vLLM's own KV cache lives in the same RAM
-  (``VLLM_CPU_KVCACHE_SPACE``, default half the RAM, detection.md §3.4). The suggested value is that share, floored to
+  (``VLLM_CPU_KVCACHE_SPACE``, default half the RAM, docs/detection.md §3.4). The suggested value is that share, floored to
   whole GiB, and never above the RAM free right now (``launch`` preflight refuses an
   ``--l1-size-gb`` above free RAM, launcher/preflight.py).
 * **Units**: ``--l1-size-gb`` is read as GiB, as the launcher's preflight reads it; connector byte
   counts are bytes.
 * **Ranks on a node** (Simple's per-rank knob): the serve process's TP × PP × DP / ``--nnodes``, or
-  TP × ``--data-parallel-size-local`` when given (recipes-synthesis §2.6 shapes).
+  TP × ``--data-parallel-size-local`` when given (docs/synthesis.md §2.6 shapes).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ GIB = 2**30
 ACCELERATOR_NODE_SHARE = 0.75
 #: The same on CPU profiles, where vLLM's KV cache takes RAM too.
 CPU_NODE_SHARE = 0.5
-#: The LMCache companion's process name (plan-json §3.2: ``kv_offload:<key>``).
+#: The LMCache companion's process name (docs/plan-file.md §3.2: ``kv_offload:<key>``).
 LMCACHE_PROCESS = "kv_offload:lmcache"
 
 _SERVE_ROLES = ("serve", "head", "worker", "prefill", "decode")
@@ -54,7 +54,7 @@ _SERVE_ROLES = ("serve", "head", "worker", "prefill", "decode")
 class HostCapacity:
     """What the node offers, all optional (None = unknown, nothing is checked against it).
 
-    ``ram_bytes``: host RAM for KV offload (detection.md §5.1: NUMA nodes with CPUs, else MemTotal);
+    ``ram_bytes``: host RAM for KV offload (docs/detection.md §5.1: NUMA nodes with CPUs, else MemTotal);
     ``available_bytes``: MemAvailable now; ``cgroup_limit_bytes``: container memory limit;
     ``cpus``: CPUs this process may run on (affinity), else logical CPUs;
     ``numa_nodes``: NUMA nodes that have CPUs — the device count of a CPU backend (vLLM CPU binds
@@ -79,7 +79,7 @@ class HostCapacity:
 
     @property
     def usable_bytes(self) -> int | None:
-        """min(RAM, cgroup limit), the RAM an offload tier can use (detection.md §5.1); None if unknown."""
+        """min(RAM, cgroup limit), the RAM an offload tier can use (docs/detection.md §5.1); None if unknown."""
         known = [b for b in (self.ram_bytes, self.cgroup_limit_bytes) if b]
         return min(known) if known else None
 
@@ -252,7 +252,7 @@ def companion_fixes(cat: Catalog, plan: LaunchPlan, host: HostCapacity) -> dict[
 
 
 def ranks_on_node(argv: list[str]) -> int:
-    """Worker ranks a serve process runs on its node (recipes-synthesis §2.6 shapes): TP × DP-local
+    """Worker ranks a serve process runs on its node (docs/synthesis.md §2.6 shapes): TP × DP-local
     when ``--data-parallel-size-local`` is given, else TP × PP × DP / ``--nnodes``; at least 1."""
     def num(*names: str) -> int:
         for n in names:

@@ -61,7 +61,7 @@ class Catalog:
     """A loaded catalog.
 
     ``strategies`` holds serving strategies keyed by id; ``kv_stores`` the Mooncake deployments
-    (``deploy_type: kv_store_lb``) — recipes-synthesis §0 loads both into one map, :meth:`strategy_map`
+    (``deploy_type: kv_store_lb``) — docs/synthesis.md §0 loads both into one map, :meth:`strategy_map`
     gives that view. ``recipes`` is keyed by canonical hf id (path case).
     """
 
@@ -85,7 +85,7 @@ class Catalog:
             self._index = build_index(self.recipes)
 
     def strategy_map(self) -> dict[str, Strategy | KvStore]:
-        """Strategies and kv_store entries in one map keyed by name (recipes-synthesis §0)."""
+        """Strategies and kv_store entries in one map keyed by name (docs/synthesis.md §0)."""
         return {**self.strategies, **self.kv_stores}
 
     def resolve_model(self, model_id: str) -> tuple[Recipe, str | None]:
@@ -277,7 +277,7 @@ def _load_kv_stores(reader: _Reader, paths: Iterable[Path]) -> dict[str, KvStore
 
 
 def load_recipes_dir(root: Path) -> Catalog:
-    """Load a recipes checkout laid out like ``shared/recipes-snapshot`` (plan-json §1).
+    """Load a recipes checkout, laid out as the module docstring says (docs/plan-file.md §1).
 
     Raises :class:`CatalogError` listing every problem (missing ``taxonomy.yaml``, YAML syntax with
     file:line, schema errors with the key path).

@@ -1,11 +1,11 @@
 """Typed models of the vLLM recipes catalog: taxonomy, strategies, kv_store and model recipes.
 
-Schemas follow ``shared/spec/recipes-synthesis.md`` §1 (snapshot) and §4/§5 (seed extensions).
+Schemas follow ``docs/synthesis.md`` §1 (snapshot) and §4/§5 (seed extensions).
 
 Decisions:
 
 * Every model allows unknown keys (``extra="allow"``) so a newer recipes checkout still loads;
-  reporting unknown keys as warnings is the job of ``catalog check`` (teammate B), not of the model.
+  reporting unknown keys as warnings is the job of ``catalog check`` (:mod:`.diagnostics`), not of the model.
 * ``null`` is "absent" (§0): :class:`CatalogModel` drops ``None`` values before validation so the
   field default applies. The one place where a key's presence and order matter, ``model.install``,
   is kept as a plain ``dict`` (§2.10: ``install.<mode> is False`` hides a mode; key order picks
@@ -13,7 +13,7 @@ Decisions:
 * YAML dates become ``YYYY-MM-DD`` strings; env values are stringified the way JavaScript's
   ``String()`` does (``PYTHONHASHSEED: 0`` → ``"0"``, ``true`` → ``"true"``), because every consumer
   exports them into a shell or a process environment (§0).
-* JSON configs that are *data* (Mooncake ``config``/``template``) stay typed (plan-json §3.1).
+* JSON configs that are *data* (Mooncake ``config``/``template``) stay typed (docs/plan-file.md §3.1).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 def js_string(value: Any) -> str:
     """Stringify a scalar as JavaScript's ``String()`` would (``0`` → ``"0"``, ``True`` → ``"true"``).
 
-    Used for env values (spec §0: ``PYTHONHASHSEED: 0`` is an int in YAML but a string when exported).
+    Used for env values (docs/synthesis.md §0: ``PYTHONHASHSEED: 0`` is an int in YAML but a string when exported).
     Floats that are whole numbers print without ``.0``; dicts/lists become compact JSON.
     """
     if isinstance(value, str):
@@ -57,7 +57,7 @@ def _string_list(value: Any) -> Any:
     return value
 
 
-#: An env value: any YAML scalar, stored as its JavaScript string form (spec §0).
+#: An env value: any YAML scalar, stored as its JavaScript string form (docs/synthesis.md §0).
 EnvValue = Annotated[str, BeforeValidator(js_string)]
 #: An environment mapping, insertion order preserved (it fixes docker ``-e`` order, §2.7).
 Env = dict[str, EnvValue]
@@ -68,7 +68,7 @@ DateStr = Annotated[str, BeforeValidator(_date_string)]
 
 
 class CatalogModel(BaseModel):
-    """Base of every catalog model: unknown keys allowed, ``null`` treated as absent (spec §0)."""
+    """Base of every catalog model: unknown keys allowed, ``null`` treated as absent (docs/synthesis.md §0)."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 

@@ -20,7 +20,7 @@ head answers. So the plan file adds, per group:
 * ``group``: ``{id, leader, size, rank}`` on every member, so engines that run groups themselves
   (Kubernetes LeaderWorkerSet, Slurm) read the group from the plan file.
 
-These are plan-file extras only: ``plan --json`` (plan-json §3, the goldens) is unchanged.
+These are plan-file extras only: ``plan --json`` (docs/plan-file.md §3, the goldens) is unchanged.
 """
 
 from __future__ import annotations

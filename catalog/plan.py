@@ -1,6 +1,6 @@
 """The launch plan: what synthesis produces and what ``plan --json`` / ``plan --out`` print.
 
-:class:`LaunchPlan` carries the fields of ``shared/spec/plan-json.md`` §3 plus the per-process
+:class:`LaunchPlan` carries the fields of ``docs/plan-file.md`` §3 plus the per-process
 extras of ``docs/contracts.md`` §2 (``phase``, ``depends_on``, ``ports``, ``health``, ``setup``) and
 the plan-level ``placeholders``. :func:`plan_to_json` is the one place that shapes the JSON, so the
 golden contract and the plan file cannot drift apart.
@@ -35,7 +35,7 @@ class Health(BaseModel):
 
 
 class PlanProcess(BaseModel):
-    """One process of a plan (plan-json §3.2 + contracts §2 extras)."""
+    """One process of a plan (docs/plan-file.md §3.2 + contracts §2 extras)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -63,7 +63,7 @@ class PlanProcess(BaseModel):
 
 
 class LaunchPlan(BaseModel):
-    """A synthesized plan (plan-json §3 + contracts §2)."""
+    """A synthesized plan (docs/plan-file.md §3 + contracts §2)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -73,14 +73,14 @@ class LaunchPlan(BaseModel):
     resolved: dict[str, Any]
     processes: list[PlanProcess]
     install: list[str] = Field(default_factory=list)
-    """Extra install snippets besides vLLM itself (plan-json §3.5)."""
+    """Extra install snippets besides vLLM itself (docs/plan-file.md §3.5)."""
     docker: dict[str, str] | None = None
     config_files: dict[str, Any] = Field(default_factory=dict)
     checks: dict[str, Any] = Field(default_factory=dict)
     placeholders: list[str] = Field(default_factory=list)
     """``$VARS`` (without ``$``) still present in any argv/env; launch refuses until filled."""
     placeholder_defaults: dict[str, str] = Field(default_factory=dict)
-    """Reference defaults for some placeholders (recipes-synthesis §2.13), e.g. ``ROUTER_PORT: 30000``
+    """Reference defaults for some placeholders (docs/synthesis.md §2.13), e.g. ``ROUTER_PORT: 30000``
     for PD; a launcher may offer them, never apply them silently."""
     base_install: list[str] = Field(default_factory=list)
     """The vLLM install itself for the effective mode (pip wheel / docker pull), product business."""
@@ -117,10 +117,10 @@ def find_placeholders(processes: list[PlanProcess]) -> list[str]:
 
 
 def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:
-    """The plan as a JSON-ready dict, exactly plan-json §3 (+ contracts §2 extras when ``extras``).
+    """The plan as a JSON-ready dict, exactly docs/plan-file.md §3 (+ contracts §2 extras when ``extras``).
 
     Process objects always carry ``name, role, node_rank, argv, env``; ``instance`` only when set
-    (plan-json §3.2: absent = null). With ``extras`` they also carry ``node`` (the machine, see
+    (docs/plan-file.md §3.2: absent = null). With ``extras`` they also carry ``node`` (the machine, see
     :func:`node_label` — ``node_rank`` alone is per group, so PD prefill-0 and decode-0 share rank 0),
     ``phase, depends_on, ports, health, setup``, and the plan carries ``placeholders``, ``placeholder_defaults``, ``base_install``, ``notes``,
     ``device_count``, ``min_vllm_version`` and ``unverified`` (ignored by the golden tool, §4).

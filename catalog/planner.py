@@ -204,7 +204,7 @@ def options_for(catalog: Any, selection: Any, *, detected_profile: str | None = 
 
 
 def precision_ok(variant: Variant, profile: HardwareProfile | None) -> bool:
-    """P1 (recipes-synthesis §3.1): see :func:`.gates.precision_ok`; False for an unknown profile."""
+    """P1 (docs/constraints.md §3.1): see :func:`.gates.precision_ok`; False for an unknown profile."""
     return profile is not None and gates.precision_ok(profile, variant)
 
 
@@ -227,7 +227,7 @@ def variant_runs_on(recipe: Recipe, variant: Variant, hw_id: str, profile: Hardw
 
 
 def pick_default_hardware(catalog: Any, recipe: Recipe, variant_key: str | None = "default") -> str:
-    """``pickDefaultHardware`` (recipes-synthesis §2.14) for a variant key → profile id.
+    """``pickDefaultHardware`` (docs/synthesis.md §2.14) for a variant key → profile id.
 
     Delegates to :func:`.gates.default_hardware` (the same function synthesis uses).
     """
@@ -329,7 +329,7 @@ def default_pool_mode(recipe: Recipe, role: str, strategy: Strategy | None, hw_i
 
 def effective_feature_mode(key: str, feature: Any, variant_key: str, variant: Variant, hw_id: str,
                            profile: HardwareProfile, requested: str | None = None) -> str | None:
-    """``resolveModeKey`` (recipes-synthesis §2.8) → the mode key feature ``key`` runs with, or ``None``
+    """``resolveModeKey`` (docs/synthesis.md §2.8) → the mode key feature ``key`` runs with, or ``None``
     when it has no modes (or none is open here).
 
     Candidates are the modes whose ``variants`` list is empty or names ``variant_key`` (F4) and

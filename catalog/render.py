@@ -31,7 +31,7 @@ from vllm_deploy_wizard import placeholders as ph
 from .plan import PHASES, LaunchPlan, PlanProcess, node_label, plan_to_json
 
 _BARE = re.compile(r"[A-Za-z0-9_./=:@,+%~-]+")
-#: Default locations of Mooncake config files (recipes-synthesis §2.9, the builder's config script).
+#: Default locations of Mooncake config files (docs/synthesis.md §2.9, the builder's config script).
 CONFIG_DEFAULT_PATHS = {
     "MOONCAKE_CONFIG_PATH": "/etc/mooncake/mooncake_vllm_config.json",
     "MOONCAKE_STORE_CONFIG_PATH": "/etc/mooncake/mooncake_store_config.json",
@@ -80,7 +80,7 @@ def shell_word(token: str) -> str:
 
 def command_lines(argv: list[str]) -> str:
     """argv as a multi-line command: executable + leading positionals on the first line, then one
-    flag (with its value) per continuation line, two-space indented (recipes-synthesis §2.5 style)."""
+    flag (with its value) per continuation line, two-space indented (docs/synthesis.md §2.5 style)."""
     words = [shell_word(t) for t in argv]
     lines: list[str] = []
     current: list[str] = []

@@ -1,13 +1,13 @@
-"""The selection a plan is made from: ``shared/spec/plan-json.md`` §2 plus product extensions.
+"""The selection a plan is made from: ``docs/plan-file.md`` §2 plus product extensions.
 
 Every key but ``model`` is optional; ``None`` means "the reference builder's default" and is resolved
 by synthesis (never here), so the same selection file means the same thing for every catalog.
 
 Product extensions (never used by the goldens): ``gpus`` (devices per node, default the profile's
 ``gpu_count``), ``connector`` (PD KV connector, seed §4.7), ``router`` (PD router, seed §4.8).
-``frontend`` is in plan-json §2 already (seed §4.2).
+``frontend`` is in docs/plan-file.md §2 already (seed §4.2).
 
-Decision: unknown keys are rejected (plan-json §2 allows it) — a typo such as ``hardwre`` would
+Decision: unknown keys are rejected (docs/plan-file.md §2 allows it) — a typo such as ``hardwre`` would
 otherwise silently plan the default hardware. Errors name the file and the key and say what is valid.
 """
 
@@ -27,7 +27,7 @@ PoolMode = Literal["tp", "tep", "dep"]
 
 
 class PdPool(BaseModel):
-    """One PD pool (plan-json §2 ``pd.<role>``): node count (0 = co-located half node) and mode."""
+    """One PD pool (docs/plan-file.md §2 ``pd.<role>``): node count (0 = co-located half node) and mode."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -56,7 +56,7 @@ class KvInstances(BaseModel):
 
 
 class Selection(BaseModel):
-    """A selection to plan (plan-json §2). Only ``model`` is required; ``None`` = reference default.
+    """A selection to plan (docs/plan-file.md §2). Only ``model`` is required; ``None`` = reference default.
 
     ``features``: a list of feature keys, ``"default"`` or ``"none"`` (None = ``"default"``).
     ``kv_offload``: a taxonomy ``kv_offload`` key, a kv_store id, or ``"none"``.

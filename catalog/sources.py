@@ -177,7 +177,7 @@ def check_checkout(path: Path) -> Path:
     sync cache's ``current`` link stays valid across syncs).
 
     A checkout has ``taxonomy.yaml`` and a ``models/`` folder (``strategies/`` and ``kv_store/`` are
-    looked for by the loader; plan-json §1).
+    looked for by the loader; docs/plan-file.md §1).
 
     Raises:
         SourceError: the folder does not exist or lacks ``taxonomy.yaml`` / ``models/``.

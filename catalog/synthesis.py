@@ -1,9 +1,9 @@
 """Plan synthesis: a :class:`Selection` over a :class:`Catalog` → a :class:`LaunchPlan`.
 
 A port of the reference builder's ``resolveCommand`` / ``resolveOmniCommand`` as specified in
-``shared/spec/recipes-synthesis.md`` §2 (argument order §2.4, dedupe §2.5, parallelism §2.6, env
+``docs/synthesis.md`` §2 (argument order §2.4, dedupe §2.5, parallelism §2.6, env
 §2.7, features §2.8, KV offload §2.9, docker/install §2.10, shapes §2.11, omni §2.12) and shaped as
-``shared/spec/plan-json.md`` §3. The golden corpus (``shared/golden``) is the judge of the snapshot
+``docs/plan-file.md`` §3. The golden corpus (docs/plan-file.md §4) is the judge of the snapshot
 semantics; the seed extensions of §4 are layered on top and only fire when the catalog carries the
 seed fields (a recipes checkout replaces the seeds, so goldens never see them).
 
@@ -499,7 +499,7 @@ def _default_features(recipe: Recipe, variant: Variant, hw: str) -> list[str]:
 
 
 def _kv_option_gates(ctx: _Ctx, key: str, opt: KvOffloadOption) -> dict[str, bool]:
-    """K2–K6 facts for a taxonomy option (plan-json §3.7) — seed gates folded in."""
+    """K2–K6 facts for a taxonomy option (docs/plan-file.md §3.7) — seed gates folded in."""
     st = ctx.strategy
     deploy = ctx.deploy
     allowed = deploy not in ("pd_cluster", "kv_store_lb") or (deploy == "pd_cluster" and bool(opt.pd and opt.pd.roles))
@@ -893,7 +893,7 @@ def _omni(ctx: _Ctx) -> tuple[list[PlanProcess], str | None]:
 
 
 def _install(ctx: _Ctx, has_router: bool, extra_router: str | None = None) -> list[str]:
-    """Extra install snippets (plan-json §3.5)."""
+    """Extra install snippets (docs/plan-file.md §3.5)."""
     brand = ctx.brand
     items: list[tuple[str, bool, list[str] | None]] = []
     for dep in ctx.recipe.dependencies:
@@ -1083,7 +1083,7 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
 
 
 def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
-    """Turn ``sel`` into a :class:`LaunchPlan` (plan-json §3; recipes-synthesis §2 and §4).
+    """Turn ``sel`` into a :class:`LaunchPlan` (docs/plan-file.md §3; docs/synthesis.md §2 and §4).
 
     Raises :class:`SelectionError` for an unknown model, variant, hardware, strategy, task,
     frontend, connector or router (with "did you mean"), or a seed combination that can't be built.
@@ -1153,7 +1153,7 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
 
 
 def _resolved(ctx: _Ctx, omni: bool, task_key: str | None) -> dict[str, Any]:
-    """plan-json §3.1 ``resolved`` (+ the product extensions actually in use)."""
+    """docs/plan-file.md §3.1 ``resolved`` (+ the product extensions actually in use)."""
     resolved: dict[str, Any] = {
         "model": ctx.recipe.hf_id,
         "variant": ctx.variant_key,
@@ -1176,7 +1176,7 @@ def _resolved(ctx: _Ctx, omni: bool, task_key: str | None) -> dict[str, Any]:
 
 
 def _config_files(ctx: _Ctx) -> dict[str, Any]:
-    """Mooncake config files keyed by the env var naming their path (plan-json §3.1)."""
+    """Mooncake config files keyed by the env var naming their path (docs/plan-file.md §3.1)."""
     store = ctx.kv_store
     files: dict[str, Any] = {}
     if store is None or (ctx.is_pd and store.pd is None):
@@ -1207,7 +1207,7 @@ def _notes(ctx: _Ctx) -> list[str]:
     return [n for n in notes if n]
 
 
-#: Plain-words reason for each failed KV-option fact (recipes-synthesis §3.1 rules K1–K6, seed §4.3).
+#: Plain-words reason for each failed KV-option fact (docs/constraints.md §3.1 rules K1–K6, seed §4.3).
 _KV_REASONS = {
     "kv_allowed_for_strategy": ("", ""),  # see _kv_strategy_reason
     "kv_supported_for_recipe": ("this recipe marks it unsupported or not yet verified", "K2/K3"),
@@ -1218,7 +1218,7 @@ _KV_REASONS = {
 
 
 def _gate_warnings(ctx: _Ctx) -> list[str]:
-    """One ``warning: …`` line per gate that fails (plan-json §3.7 ``checks``), plus one per
+    """One ``warning: …`` line per gate that fails (docs/plan-file.md §3.7 ``checks``), plus one per
     selection key that the resolved shape ignores (:func:`_ignored_selection`).
 
     The reference renders such selections anyway (goldens contain only passing ones), so the plan
@@ -1336,10 +1336,10 @@ LOCAL_ADDRESS = "127.0.0.1"
 def _placeholder_defaults(deploy: str, holes: list[str], pools: dict[str, int] | None = None) -> dict[str, str]:
     """Defaults for the placeholders a plan still has (contracts §2 ``placeholder_defaults``):
 
-    * recipes-synthesis §2.13: PD router ``ROUTER_HOST=localhost``, ``ROUTER_PORT=30000``; Mooncake
+    * docs/synthesis.md §2.13: PD router ``ROUTER_HOST=localhost``, ``ROUTER_PORT=30000``; Mooncake
       router localhost:30080;
     * PD with **every** pool co-located (``pools`` = ``pd_pool_nodes``, all 0: prefill and decode
-      share node-0, plan-json §3.1): the pool addresses ``PREFILL_NODE_1`` / ``DECODE_NODE_1`` (NIXL
+      share node-0, docs/plan-file.md §3.1): the pool addresses ``PREFILL_NODE_1`` / ``DECODE_NODE_1`` (NIXL
       side-channel host, router ``--prefill``/``--decode`` URLs) are this machine,
       :data:`LOCAL_ADDRESS`. The command text keeps the placeholders (the goldens pin them); with one
       pool on its own nodes the addresses must be reachable from another machine, so no default.

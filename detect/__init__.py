@@ -6,7 +6,7 @@ inv = detect()                                   # Inventory; never raises
 cands = match_profiles(inv, cat.taxonomy.hardware_profiles)   # [Candidate(profile_id, quality, notes)]
 ```
 
-Layering (detection.md §0): the PCI scan runs first and needs nothing; vendor probes (NVML,
+Layering (docs/detection.md §0): the PCI scan runs first and needs nothing; vendor probes (NVML,
 amdsmi, npu-smi, xe sysfs, VFIO) fill in names, memory and links; host, CPU and software probes
 follow. Every probe runs inside :func:`_guarded`, so a bug in one becomes an ``error`` status
 with its reason instead of an exception. ``detect(facts=FixtureFacts.load(path))`` replays a

@@ -1,9 +1,9 @@
-"""AMD Instinct GPUs through ``amdsmi`` with a sysfs fallback, detection.md §3.2.
+"""AMD Instinct GPUs through ``amdsmi`` with a sysfs fallback, docs/detection.md §3.2.
 
 Decisions:
 
 * ``import amdsmi`` is caught broadly: on a host without ROCm the wheel raises
-  ``KeyError('libamd_smi.so')`` at import, not ImportError (measured, DESIGN.md).
+  ``KeyError('libamd_smi.so')`` at import, not ImportError (measured, docs/architecture.md §4, docs/detection.md §3.2).
 * Physical cards are counted from PCI functions (class 0x12, not VFs), never from amdsmi handles:
   in CPX/NPS4 mode an 8-card box exposes 64 handles (§3.2 "Partitions").
 * A GPU is usable only when ``/dev/kfd`` exists and is read/writable by this user; otherwise the
@@ -33,7 +33,7 @@ DEVICE_FAMILY = {
 def gfx_from_kfd(value: int) -> str:
     """KFD ``gfx_target_version`` (major·10000 + minor·100 + stepping, decimal) → ``gfx942``.
 
-    Rule inferred in detection.md §3.2 (90402 → gfx942, 90500 → gfx950); the minor and stepping
+    Rule inferred in docs/detection.md §3.2 (90402 → gfx942, 90500 → gfx950); the minor and stepping
     digits are printed in hex as in LLVM target names (gfx90a).
     """
     major, minor, step = value // 10000, (value // 100) % 100, value % 100

@@ -1,4 +1,4 @@
-"""Huawei Ascend NPUs from PCI, /dev/davinci* and ``npu-smi info``, detection.md §3.5.
+"""Huawei Ascend NPUs from PCI, /dev/davinci* and ``npu-smi info``, docs/detection.md §3.5.
 
 Count = dies (logical NPUs): on an Atlas 800 A3 every NPU id has two chip rows named
 ``Ascend910`` (16 dies on 8 modules). A3/910C is recognised by PCI id 0xd803 or by those two chip
@@ -64,7 +64,7 @@ def parse_npu_smi_mapping(text: str) -> dict[tuple[int, int], dict[str, int]]:
 
     Columns are found by their header names (``NPU ID``, ``Chip ID``, ``Chip Logic ID``, and on 950
     ``Slot ID`` / ``Chip Phy-ID``); rows without a logic id (``-``, the ``Mcu``) are skipped.
-    ``ASCEND_RT_VISIBLE_DEVICES`` takes these logic ids (detection.md §3.5).
+    ``ASCEND_RT_VISIBLE_DEVICES`` takes these logic ids (docs/detection.md §3.5).
     """
     names = {"npu id": "npu", "chip id": "chip", "chip logic id": "logic_id", "slot id": "slot_id",
              "chip phy-id": "phy_id"}

@@ -1,7 +1,7 @@
 """What every vendor probe receives: the facts source plus the cheap facts gathered first.
 
 The PCI scan, the /dev listing, container evidence and MemTotal are read once by
-:func:`vllm_deploy_wizard.detect.detect` and shared, so that the vendor probes (detection.md §3) can pair
+:func:`vllm_deploy_wizard.detect.detect` and shared, so that the vendor probes (docs/detection.md §3) can pair
 "present on the PCI bus" with "device node passed in" without re-reading sysfs.
 """
 

@@ -1,4 +1,4 @@
-"""The host CPU (detection.md §3.4) and Intel QAT / DSA / IAA engines (§3.7).
+"""The host CPU (docs/detection.md §3.4) and Intel QAT / DSA / IAA engines (§3.7).
 
 Generation comes from ``cpu family``/``model`` (Linux ``intel-family.h``), never from flags:
 a real Xeon 6972P on an older kernel shows no ``amx_fp16``, and a hypervisor can hide AMX. The
@@ -15,7 +15,7 @@ from vllm_deploy_wizard.detect.facts import Facts
 from vllm_deploy_wizard.detect.inventory import CpuFacts, ProbeResult
 from vllm_deploy_wizard.detect.pci import DSA_IDS, IAA_IDS, INTEL, QAT_DRIVERS, QAT_PF_IDS, PciFunction
 
-#: (family, model) → (codename, seed profile it maps to, exact?). detection.md §3.4 table.
+#: (family, model) → (codename, seed profile it maps to, exact?). docs/detection.md §3.4 table.
 INTEL_MODELS: dict[tuple[int, int], tuple[str, str, bool]] = {
     (6, 0xAD): ("Granite Rapids (P-core)", "xeon6", True),
     (6, 0xAE): ("Granite Rapids-D (P-core, edge)", "xeon6", True),

@@ -4,7 +4,7 @@ Every probe reads the node only through a :class:`Facts` object, so the *same* p
 the live machine (:class:`LiveFacts`: sysfs, procfs, /dev, environment, PATH, vendor Python
 modules) and on a captured or hand-written fixture
 (:class:`vllm_deploy_wizard.detect.fixture.FixtureFacts`, schema ``vllm-wizard/detect-fixture/v1``).
-This is the injection point detection.md §6 asks for (``sysfs_root``, ``env``, ``which``, ``run``,
+This is the injection point docs/detection.md §6 asks for (``sysfs_root``, ``env``, ``which``, ``run``,
 vendor facades).
 
 Decision: the methods return *raw facts in the fixture schema's shapes* (a PCI entry is the dict a
@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
 
-#: Default timeout for external tools (detection.md §6: 5 s per command).
+#: Default timeout for external tools (docs/detection.md §6: 5 s per command).
 COMMAND_TIMEOUT_S = 5.0
 
 #: PCI class prefixes worth reading in full (gpustack's default ``02,03,0b,12`` plus 0x0880 for
-#: DSA/IAA, detection.md §2/§3.7). Other functions are skipped after reading ``class``.
+#: DSA/IAA, docs/detection.md §2/§3.7). Other functions are skipped after reading ``class``.
 PCI_CLASS_PREFIXES = ("0x02", "0x03", "0x0b", "0x12", "0x0880")
 
 #: /dev entries the probes care about (device nodes that prove a device was passed in).
@@ -324,7 +324,7 @@ class LiveFacts:
         return out
 
     def xe_vram_bytes(self, bdf: str) -> int | None:
-        """Sum of ``tile*/physical_vram_size_bytes`` (hex) for an xe GPU (detection.md §3.3)."""
+        """Sum of ``tile*/physical_vram_size_bytes`` (hex) for an xe GPU (docs/detection.md §3.3)."""
         dev = self._p(f"/sys/bus/pci/devices/{bdf}")
         total = 0
         for pattern in ("tile*/physical_vram_size_bytes", "tile*/memory/physical_vram_size_bytes"):

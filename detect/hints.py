@@ -1,6 +1,6 @@
 """Deployment hints derived from an inventory: multi-node fabric and IAXL KVShrink eligibility.
 
-These are the facts the wizard's option gates ask for (detection.md §3.7 eligibility, §5.3
+These are the facts the wizard's option gates ask for (docs/detection.md §3.7 eligibility, §5.3
 fabric), named as in the fixtures' ``host_hints`` blocks so the shared fixtures check them.
 IAXL needs an Intel CPU host (CPU-only) or NVIDIA GPUs on a 4th-Gen-Xeon-or-later host; its QAT
 path needs at least TP-size QAT physical functions, so ``iaxl_max_tp_by_qat`` is the PF count.

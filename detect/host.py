@@ -1,4 +1,4 @@
-"""Host facts for deployment choices: RAM, NUMA, disks, network, container (detection.md §5).
+"""Host facts for deployment choices: RAM, NUMA, disks, network, container (docs/detection.md §5).
 
 Host RAM usable for KV offload is the sum of the NUMA nodes that *have CPUs*: on non-CDMM Grace
 systems each GPU's HBM is a memory-only node and MemTotal would count it (§5.1). The network

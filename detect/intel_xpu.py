@@ -1,4 +1,4 @@
-"""Intel data-centre/workstation GPUs (Arc Pro B60/B70, vLLM's XPU backend), detection.md §3.3.
+"""Intel data-centre/workstation GPUs (Arc Pro B60/B70, vLLM's XPU backend), docs/detection.md §3.3.
 
 There is no NVML-like library in common use, so the PCI layer is the primary source: device id
 (e211 B60, e223 B70, e212 B50), bound driver (``xe``, older ``i915``) and a render node under

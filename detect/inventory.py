@@ -10,9 +10,9 @@ Decisions:
 * Dataclasses, not pydantic: the inventory is produced by our own code, never parsed from user
   input (fixtures are parsed by :mod:`.fixture`), and building it must stay cheap (detect target
   ≤ 150 ms). :meth:`Inventory.to_dict` gives the JSON form.
-* Memory is stored in bytes (detection.md §6); GiB only for display and matching.
+* Memory is stored in bytes (docs/detection.md §6); GiB only for display and matching.
 * ``count`` of an :class:`AcceleratorGroup` is the physical count in the seed taxonomy's sense
-  (detection.md §4.3): GPUs, Ascend dies, TPU chips — never MIG slices or CPX partitions.
+  (docs/detection.md §4.3): GPUs, Ascend dies, TPU chips — never MIG slices or CPX partitions.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-#: Status of one probe (detection.md §0.2): it worked, worked through a fallback, found hardware it
+#: Status of one probe (docs/detection.md §0.2): it worked, worked through a fallback, found hardware it
 #: cannot use, found nothing to probe, or failed unexpectedly (a bug, caught so detect never raises).
 Status = Literal["ok", "degraded", "unavailable", "absent", "error"]
 STATUSES: tuple[str, ...] = ("ok", "degraded", "unavailable", "absent", "error")
@@ -66,7 +66,7 @@ class Device:
 
 @dataclass
 class AcceleratorGroup:
-    """All devices of one vendor probe, summarised for matching (detection.md §4.1)."""
+    """All devices of one vendor probe, summarised for matching (docs/detection.md §4.1)."""
 
     brand: str
     kind: str
@@ -120,7 +120,7 @@ class AcceleratorGroup:
 
 @dataclass
 class CpuFacts:
-    """The host CPU (detection.md §3.4) and Intel offload engines (§3.7)."""
+    """The host CPU (docs/detection.md §3.4) and Intel offload engines (§3.7)."""
 
     vendor: str | None = None
     """Intel | AMD | Arm | None (unknown)."""
@@ -167,7 +167,7 @@ class NumaNode:
 
 @dataclass
 class Disk:
-    """Free space at a candidate KV-tier path (detection.md §5.4)."""
+    """Free space at a candidate KV-tier path (docs/detection.md §5.4)."""
 
     path: str
     total_bytes: int
@@ -179,7 +179,7 @@ class Disk:
 
 @dataclass
 class NetPort:
-    """An RDMA port or Ethernet interface (detection.md §5.3)."""
+    """An RDMA port or Ethernet interface (docs/detection.md §5.3)."""
 
     name: str
     kind: str
@@ -192,7 +192,7 @@ class NetPort:
 
 @dataclass
 class HostFacts:
-    """Host memory, NUMA, disks, network and environment (detection.md §5)."""
+    """Host memory, NUMA, disks, network and environment (docs/detection.md §5)."""
 
     arch: str | None = None
     kernel: str | None = None
@@ -238,7 +238,7 @@ class Tool:
 
 @dataclass
 class SoftwareFacts:
-    """Installed software relevant to deployment (detection.md §5.5); read without importing it."""
+    """Installed software relevant to deployment (docs/detection.md §5.5); read without importing it."""
 
     vllm: Tool = field(default_factory=Tool)
     vllm_build: str | None = None

@@ -1,4 +1,4 @@
-"""Inventory → ranked hardware-profile candidates (detection.md §4).
+"""Inventory → ranked hardware-profile candidates (docs/detection.md §4).
 
 Identity first, count second, memory only as a check:
 

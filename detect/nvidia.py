@@ -1,4 +1,4 @@
-"""NVIDIA GPUs through NVML (``nvidia-ml-py``, import name ``pynvml``), detection.md §3.1.
+"""NVIDIA GPUs through NVML (``nvidia-ml-py``, import name ``pynvml``), docs/detection.md §3.1.
 
 Order of sources, each used only when the previous one fails: NVML → ``nvidia-smi`` CSV (5 s
 timeout) → the PCI id table (``pci_only``). NVML is opened and shut down inside the probe, never
@@ -185,7 +185,7 @@ def _smi_devices(ctx: ProbeContext) -> list[Device] | None:
 
 
 def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
-    """Detect NVIDIA GPUs. Never raises; status per detection.md §3.1 failure table."""
+    """Detect NVIDIA GPUs. Never raises; status per docs/detection.md §3.1 failure table."""
     on_pci = ctx.by_vendor.get(NVIDIA, [])
     notes: list[str] = []
     binding_problem: str | None = None

@@ -1,10 +1,10 @@
-"""The PCI layer (detection.md §2): what *should* be there, before any vendor library is loaded.
+"""The PCI layer (docs/detection.md §2): what *should* be there, before any vendor library is loaded.
 
 :func:`scan` turns the raw PCI entries of a :class:`~vllm_deploy_wizard.detect.facts.Facts` source into
 :class:`PciFunction` objects and keeps the accelerators: display (0x03xx) and processing
 accelerator (0x12xx) classes of the known vendors, excluding bridges, audio functions, the ASPEED
 BMC VGA, SR-IOV virtual functions and Intel client iGPUs at 00:02.0. The id tables below are the
-ones in detection.md §2 / §3.7; names are decoration for pci_only reports, never required.
+ones in docs/detection.md §2 / §3.7; names are decoration for pci_only reports, never required.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ VENDORS: dict[str, tuple[str, str, str]] = {
     THEAD: ("Zhenwu", "ppu", "PPU"),
 }
 
-#: (vendor, device) → (name, nominal memory GiB or None). detection.md §2 table.
+#: (vendor, device) → (name, nominal memory GiB or None). docs/detection.md §2 table.
 DEVICE_NAMES: dict[tuple[str, str], tuple[str, float | None]] = {
     (NVIDIA, "0x2330"): ("NVIDIA H100 80GB HBM3", 80),
     (NVIDIA, "0x2335"): ("NVIDIA H200", 141),

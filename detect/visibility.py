@@ -1,4 +1,4 @@
-"""Device-control variables: "host has N, this shell sees M" (detection.md §0.6, §3.1).
+"""Device-control variables: "host has N, this shell sees M" (docs/detection.md §0.6, §3.1).
 
 NVML, amdsmi, DCMI and sysfs enumerate physical devices and ignore ``CUDA_VISIBLE_DEVICES`` and
 friends, so the profile keeps the physical count and the variable becomes a note plus

@@ -1,7 +1,7 @@
 """vLLM ``/metrics`` → a small snapshot, parsed with prometheus_client's text parser.
 
 Counters are totals; rates (tokens/s) and the mean TTFT of an interval come from two snapshots
-(:func:`rates`). Names are vLLM's (``vllm:`` prefix, ../shared/notes/real-vllm-on-cpu.md);
+(:func:`rates`). Names are vLLM's (``vllm:`` prefix, docs/supervision.md §9);
 samples are summed over label sets (engines, models). ``kv_cache_usage_perc`` is a 0–1 fraction
 in vLLM ≥ 0.10 (older: ``gpu_cache_usage_perc``).
 """

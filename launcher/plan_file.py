@@ -3,7 +3,7 @@ for one machine.
 
 The launcher reads the plan file as plain YAML/JSON data and never imports the catalog. A plan is a
 *template*: argv/env/health URLs may hold ``$PLACEHOLDERS`` (``$HEAD_IP``, ``${ROUTER_HOST}``…,
-plan-json §3.2, see :mod:`~vllm_deploy_wizard.launcher.placeholders`) that are filled at launch from
+docs/plan-file.md §3.2, see :mod:`~vllm_deploy_wizard.launcher.placeholders`) that are filled at launch from
 ``values``; anything still unresolved refuses to launch with a
 :class:`~vllm_deploy_wizard.errors.LaunchError` naming every one.
 
@@ -11,7 +11,7 @@ Decisions:
 
 * The ``setup`` prelude runs in bash where ``$VARS`` are legitimate, so only placeholders the plan
   declares are filled/checked there.
-* Default phase by role (plan-json §3.2 roles): ``mooncake_master``/``mooncake_store`` → infra,
+* Default phase by role (docs/plan-file.md §3.2 roles): ``mooncake_master``/``mooncake_store`` → infra,
   ``companion`` → before, engines (``serve``, ``head``, ``worker``, ``prefill``, ``decode``) →
   engine, ``router`` → after. ``depends_on`` absent means "every process of earlier phases"
   (contracts §2).
@@ -52,7 +52,7 @@ from vllm_deploy_wizard.launcher.spec import (
     duplicate_names_problem,
 )
 
-#: Default phase for each plan-json §3.2 role.
+#: Default phase for each docs/plan-file.md §3.2 role.
 ROLE_PHASE: dict[str, str] = {
     "mooncake_master": "infra",
     "mooncake_store": "infra",
@@ -149,7 +149,7 @@ def plan_placeholders(data: Any) -> list[str]:
 
 
 def _looks_like_plan_json(data: Any) -> bool:
-    """True for ``vllm-wizard plan --json`` output (plan-json §3): processes at the top level."""
+    """True for ``vllm-wizard plan --json`` output (docs/plan-file.md §3): processes at the top level."""
     return isinstance(data, dict) and isinstance(data.get("processes"), list) and (
         "deploy_type" in data or "resolved" in data or "install" in data)
 

@@ -1,6 +1,6 @@
 """Supervision policy: every decision about starting, restarting and stopping, in one place.
 
-"Events in, decisions in one place" (DESIGN.md style 4, honcho): readers and timers turn OS facts
+"Events in, decisions in one place" (docs/architecture.md §3 style 4, honcho): readers and timers turn OS facts
 into the small input events below; :class:`Policy` consumes them one at a time with the current
 clock value and answers with :class:`Action` objects for the runtime
 (:class:`~vllm_deploy_wizard.launcher.supervisor.Supervisor`) to carry out. The policy never touches the OS

@@ -21,7 +21,7 @@ prefix would make it ambiguous). A prefix of several flags is an error listing t
 ``warnings`` list a caller passes to :func:`check`.
 
 ``vllm --version`` and ``vllm serve --help=all`` take ~12 s each
-(../shared/notes/real-vllm-on-cpu.md), so both are cached in
+(docs/supervision.md §9), so both are cached in
 ``user_cache_dir("vllm-wizard")/vllm``: the version per executable (keyed by its real path, size
 and mtime — a reinstall invalidates it) and the flag list per version. The ``runner`` seam lets
 tests replace the subprocess call.

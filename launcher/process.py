@@ -1,6 +1,6 @@
 """OS processes: spawn in an own session, signal and kill whole trees, verify nothing survives.
 
-The hazard this module exists for (../shared/notes/real-vllm-on-cpu.md): SIGKILL of vLLM's API
+The hazard this module exists for (docs/supervision.md §9): SIGKILL of vLLM's API
 server orphans EngineCore and Worker, which keep running (and keep GPU memory). So:
 
 * every child starts in its own session (``start_new_session=True``): its process group id equals

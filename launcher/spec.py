@@ -106,7 +106,7 @@ class ProcessSpec:
     """One supervised process (contracts §2 process entry, after placeholder filling).
 
     ``argv`` is executed directly (never through a shell) unless ``setup`` is set, in which case
-    ``bash -c 'setup; exec "$@"' bash argv…`` runs (DESIGN.md, launch). ``depends_on`` is resolved:
+    ``bash -c 'setup; exec "$@"' bash argv…`` runs (docs/architecture.md §4, launch). ``depends_on`` is resolved:
     the names that must be READY before this one starts. ``ports`` are every TCP port it listens
     on (preflight). ``probe`` None = READY as soon as it is running. Timeouts are seconds.
     """

@@ -1,8 +1,8 @@
-"""The per-process state machine (DESIGN.md style 3, contracts §3).
+"""The per-process state machine (docs/architecture.md §3 style 3, contracts §3).
 
 STOPPED → STARTING → READY → STOPPING → STOPPED, plus BACKOFF (waiting to restart), EXITED (ended
 on its own and will not be restarted) and FATAL (crash loop, or a failure the policy gives up on).
-Contracts §3 calls the up state READY (DESIGN.md says RUNNING); READY is used throughout: a process
+Contracts §3 and docs/supervision.md §1 call the up state READY, and so does the code: a process
 is up when its probe passes, not when a timer says so.
 
 Every change of state goes through :func:`transition`, which refuses a move the table does not

@@ -2,9 +2,9 @@
 
 All decisions live in :class:`~vllm_deploy_wizard.launcher.policy.Policy`; this module only *observes*
 (process exits, probe results, timers) and *acts* (spawn, signal, kill), feeding one asyncio queue
-that a single loop drains — events in, decisions in one place (DESIGN.md style 4).
+that a single loop drains — events in, decisions in one place (docs/architecture.md §3 style 4).
 
-Seams (DESIGN.md style 5), each with a real default: ``clock`` (monotonic seconds, for timers and
+Seams (docs/architecture.md §3 style 5), each with a real default: ``clock`` (monotonic seconds, for timers and
 policy times), ``spawn`` (``async (ProcessSpec, env) -> ManagedProcess``), ``probe``
 (``async (url, expect_status, timeout, body=False) -> ProbeResult``).
 

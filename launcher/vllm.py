@@ -1,6 +1,6 @@
 """vLLM-specific observation: startup phase and weight-loading progress from its log lines.
 
-DESIGN.md lets vLLM knowledge live here (the launcher supervises named commands; it doesn't know
+docs/architecture.md §2 lets vLLM knowledge live here (the launcher supervises named commands; it doesn't know
 recipes). Phases, in the order a `vllm serve` start goes through them, with the log text that
 marks each (vLLM 0.1x–0.3x wording; matched loosely so small rewordings still match):
 config → engine init → loading weights (with % from the tqdm "Loading safetensors checkpoint

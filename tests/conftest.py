@@ -1,6 +1,6 @@
 """Shared test fixtures: where ../shared lives, and private XDG directories for the whole session.
 
-Why private XDG dirs (tester finding 24): plans saved by the TUI (``$XDG_STATE_HOME/vllm-wizard/
+Why private XDG dirs: plans saved by the TUI (``$XDG_STATE_HOME/vllm-wizard/
 plans``), run directories, the remembered recipes dir (``$XDG_CONFIG_HOME``) and the preflight's
 vLLM flag cache (``$XDG_CACHE_HOME/vllm-wizard``) all go through ``platformdirs``, so without this
 ``pytest`` wrote into the developer's real ``~/.local/state`` and ``~/.cache``. The autouse session

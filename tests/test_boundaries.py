@@ -1,4 +1,4 @@
-"""The headless cores never import Textual, and catalog/launcher don't import each other (DESIGN.md)."""
+"""The headless cores never import Textual, and catalog/launcher don't import each other (docs/architecture.md §2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tester findings 6, 11, 22c/d: bad input files, plan/script file permissions, unknown ids — as a
+"""Bad input files, plan/script file permissions, unknown ids — as a
 person runs the CLI (``python -m vllm_deploy_wizard …``), checking exit status and the one-line message."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-#: A stand-in for the tester's ``head -c 3000 /bin/ls > bad5.yaml``: an ELF-like header whose first
-#: byte that is not UTF-8 is 0xd0 at offset 24 (as in the report).
+#: A stand-in for ``head -c 3000 /bin/ls > bad5.yaml``: an ELF-like header whose first byte that is
+#: not UTF-8 is 0xd0 at offset 24.
 BINARY = b"\x7fELF" + b"A" * 20 + b"\xd0\x01\x02 rest of the file"
 
 
@@ -38,7 +38,7 @@ def test_a_file_that_is_not_utf8_is_a_one_line_error_exit_2(tmp_path, args, expe
 
 
 def test_plan_out_and_script_are_owner_only_and_replace_an_open_file(tmp_path):
-    """Tester finding 11: ``plan --out`` wrote 0644 with the API key in clear; now 0600 (scripts 0700),
+    """``plan --out`` writes 0600 (scripts 0700), since the plan may hold the API key in clear, and
     atomically: an existing wider file is replaced (new inode), no temporary file is left behind."""
     out = tmp_path / "plans" / "sec.yaml"
     out.parent.mkdir()
@@ -58,7 +58,7 @@ def test_plan_out_and_script_are_owner_only_and_replace_an_open_file(tmp_path):
 
 
 def test_unknown_hardware_lists_every_profile_like_unknown_strategy_does(tmp_path):
-    """Tester finding 22c: ``--hardware bogus`` named no valid id (the list was cut above 12 ids)."""
+    """``--hardware bogus`` lists every valid id, not only the first 12."""
     from vllm_deploy_wizard.catalog import load_catalog
     from vllm_deploy_wizard.catalog.sources import resolve_source
 

@@ -1,4 +1,4 @@
-"""Tester finding 24: the suite keeps out of the user's real XDG dirs, but not out of the e2e cache."""
+"""The suite keeps out of the user's real XDG dirs, but not out of the e2e cache."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """The wizard app: ``make_app(catalog=…, inventory=…, launcher=…)`` shared by the CLI and the tests.
 
 Decisions:
-- **First paint never waits** (issue 5). ``compose`` builds the hardware screen from nothing; the
+- **First paint never waits.** ``compose`` builds the hardware screen from nothing; the
   catalog load and detection run in *thread* workers that call one core function each and post the
-  result as a message (DESIGN.md style 2). The app's handlers store the result and forward a
+  result as a message (docs/architecture.md §3 style 2). The app's handlers store the result and forward a
   :class:`DataChanged` to every screen on the stack; widgets change only in those handlers.
-- **One selection, one place.** The selection is a plain ``dict`` of plan-json §2 keys (plus product
+- **One selection, one place.** The selection is a plain ``dict`` of docs/plan-file.md §2 keys (plus product
   extensions ``gpus``, ``connector``, ``router``…) owned by the app; screens call
   :meth:`WizardApp.update_selection`, which recomputes the constraints answer synchronously (it is
   pure and fast — the benchmark pins keystroke→panel p95 ≤ 16 ms) and posts
@@ -17,11 +17,11 @@ Decisions:
   (READY, ✓, ⚠, ✗, ●/○, [x]).
 - Screens are pushed in wizard order (hardware → model → configure → review → monitor); ``escape``
   goes back one, closes a popup (F1 help, a y/n question) when one is open, and on the first screen
-  asks "Quit vllm-wizard?" instead of quitting (tester finding 13; ctrl+q quits at once). The command
+  asks "Quit vllm-wizard?" instead of quitting (ctrl+q quits at once). The command
   palette (ctrl+p) offers jumps to every step and the review's and monitor's actions.
 - On start the wizard looks for runs left behind: a run whose supervisor is gone but whose processes
-  still run is offered a stop (the launcher's ``stop_stale``, as ``vllm-wizard stop`` does; tester
-  finding 15), then a live run is offered for attaching.
+  still run is offered a stop (the launcher's ``stop_stale``, as ``vllm-wizard stop`` does),
+  then a live run is offered for attaching.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ class WizardApp(App):
         self.errors: dict[str, str] = {}
         self.plan_json: dict | None = None
         self.plan: Any = None
-        self.launched_plans: dict[str, dict] = {}  # run id → plan-json this wizard launched it from
+        self.launched_plans: dict[str, dict] = {}  # run id → plan JSON this wizard launched it from
         self.live_runs: list[str] = []
         self.stopped_stale: tuple[str, list[int]] | None = None  # (run id, pids) of the last stale stop
         self._gpus_typed = False  # devices per node typed by the person (kept across hardware picks)
@@ -189,8 +189,8 @@ class WizardApp(App):
 
     @work(thread=True, group="runs", exit_on_error=False)
     def _find_live_runs(self) -> None:
-        """Look for live runs (offer to attach) and stale runs with leftovers (offer to stop them;
-        tester finding 15); stale offers come first, one per run."""
+        """Look for live runs (offer to attach) and stale runs with leftovers (offer to stop them);
+        stale offers come first, one per run."""
         launcher = self.launcher
         if launcher is None:
             return
@@ -300,8 +300,8 @@ class WizardApp(App):
 
     def _default_gpus(self) -> None:
         """Devices per node default — the rule ``vllm-wizard plan --detect`` applies
-        (``commands/plan.py`` ``detect_defaults``), so both plan the same node alike (tester finding
-        16): on the detected profile, detect's ``device_count`` when it is non-zero and differs from
+        (``commands/plan.py`` ``detect_defaults``), so both plan the same node alike:
+        on the detected profile, detect's ``device_count`` when it is non-zero and differs from
         the profile's ``gpu_count``; otherwise (a CPU-only node detects 0 accelerators, or another
         profile was picked) the profile's own count (key unset). A count the person typed
         (``_gpus_typed``) is kept."""
@@ -328,7 +328,7 @@ class WizardApp(App):
         """Set selection keys (``None`` removes one), recompute the constraints answer, notify.
 
         Changing ``hardware`` or ``model`` drops the dependent axes so defaults apply again
-        (recipes-synthesis §2.14).
+        (docs/synthesis.md §2.14).
         """
         for key, value in changes.items():
             if value is None:
@@ -374,7 +374,7 @@ class WizardApp(App):
         try:  # the resolved feature list (defaults) marks the feature row; a plan error shows on review
             plan = self._plan(self.services.make_selection(self.planned_selection()))
             self.resolved_features = list(getattr(plan, "resolved", {}).get("features") or [])
-            # the plan's own "warning: …" notes (gate rules H1, N5, S3…, recipes-synthesis §3.1), shown
+            # the plan's own "warning: …" notes (gate rules H1, N5, S3…, docs/constraints.md §3.1), shown
             # by the configure pane as review and `vllm-wizard plan` show them
             self.plan_warnings = [n.removeprefix("warning: ") for n in getattr(plan, "notes", []) or []
                                   if isinstance(n, str) and n.startswith("warning: ")]
@@ -400,7 +400,7 @@ class WizardApp(App):
         return landing_selection(self.selection, self.options)
 
     def build_plan(self) -> dict:
-        """Synthesize :meth:`planned_selection`; returns plan-json §3 dict. Raises WizardError."""
+        """Synthesize :meth:`planned_selection`; returns docs/plan-file.md §3 dict. Raises WizardError."""
         sel = self.services.make_selection(self.planned_selection())
         self.plan = self._plan(sel)
         self.plan_json = self.services.plan_to_json(self.plan)
@@ -475,7 +475,7 @@ class WizardApp(App):
 
     def action_help(self) -> None:
         """F1: the keys of the screen in front (:func:`~vllm_deploy_wizard.tui.help_text.help_text`) in a
-        popup that wraps to the terminal and closes with escape/F1 (tester findings 13, 23); F1 on
+        popup that wraps to the terminal and closes with escape/F1; F1 on
         an open help closes it."""
         from vllm_deploy_wizard.tui.help_text import help_text
         from vllm_deploy_wizard.tui.prompts import HelpPrompt

@@ -8,14 +8,14 @@ its title, which selection key a pick writes and how; an axis the catalog adds l
 does not know is still shown (generic single-pick writing the same-named selection key), so the
 screen never hides a choice.
 
-Rules that are the wizard's, not the catalog's (recipes-synthesis §2.9 pill/sub-row UI):
+Rules that are the wizard's, not the catalog's (docs/synthesis.md §2.9 pill/sub-row UI):
 - the KV offload row holds ``none``, options, *group* ids and ``mooncake``; picking a group or
   ``mooncake`` selects its first available member/topology, and the matching sub-row is shown only
   while that group/Mooncake is the active pill;
 - Advanced presets are toggles of their ``args`` inside ``advanced_args`` (on = the args appear as a
   contiguous run in front of the typed ones, so a flag the person typed wins; off removes that run),
   so free-text args typed by the person are kept;
-- picking the active frontend again turns the frontend off (``frontend: null``, plan-json §2);
+- picking the active frontend again turns the frontend off (``frontend: null``, docs/plan-file.md §2);
 - a row the person has not picked shows the value that will be used: ``resolved`` (PD pool modes
   ``resolved["pd_modes"]``, feature modes ``resolved["feature_modes"]``, KV offload, set-axes).
 

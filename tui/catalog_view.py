@@ -2,10 +2,10 @@
 
 Rows are computed here, not in widgets, so the filters and marks are unit-testable and the screens
 only paint. Field access goes through :func:`field` because recipes and profiles are pydantic models
-from the catalog (recipes-synthesis §1.1/§1.2) but a custom-model recipe or a test fake may be a
+from the catalog (docs/synthesis.md §1.1/§1.2) but a custom-model recipe or a test fake may be a
 plain mapping.
 
-Fit and verified marks (model screen, issue 5):
+Fit and verified marks (model screen):
 - *fits*: some variant's ``vram_minimum_gb`` ≤ the memory of one node — the detected machine's when
   the chosen profile is the detected one (host RAM on CPU, devices × memory on GPUs), else the
   profile's nominal per-node ``vram_gb`` — or the
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any, Callable, Iterable, Mapping
 
-#: Brand order of the hardware list (spec §2.14: NVIDIA first, then AMD, then others alphabetical).
+#: Brand order of the hardware list (docs/synthesis.md §2.14: NVIDIA first, then AMD, then others alphabetical).
 BRAND_ORDER = ("NVIDIA", "AMD")
 
-#: Task filter values (recipes-synthesis §1.1 ``meta.tasks``); "" = any.
+#: Task filter values (docs/synthesis.md §1.1 ``meta.tasks``); "" = any.
 TASKS = ("text", "multimodal", "omni", "embedding")
 
 
@@ -53,7 +53,7 @@ def profile_groups(profiles: Mapping[str, Any], candidates: Iterable[Any] = ()) 
 
     ``candidates`` are detect's ranked ``Candidate(profile_id, quality, notes)``; the first one with
     a quality other than ``none`` is marked ``detected``. The detected profile is always listed,
-    even when ``restricted`` (issue 2: "the detected profile is always offered").
+    even when ``restricted`` (the H1 exception, docs/constraints.md §3.1).
     """
     best, quality = None, ""
     for cand in candidates:

@@ -2,7 +2,7 @@
 
 A reusable widget (carries ``DEFAULT_CSS``). It holds no state of its own: :meth:`show` is called
 from the owning screen's ``SelectionChanged`` handler with the warnings of the constraints answer
-(recipes-synthesis §3: N5 banner, TP hints, …) and any selection error; it repaints only when the
+(docs/constraints.md §3: N5 banner, TP hints, …) and any selection error; it repaints only when the
 text changed, so the benchmarked keystroke→panel path stays one ``Static.update``.
 """
 

@@ -1,5 +1,5 @@
 """Host and accelerator load for the monitor's side panel: per-GPU memory and utilisation where NVML
-answers, CPU and RAM otherwise (issue 5, Monitor).
+answers, CPU and RAM otherwise.
 
 Sampled by the monitor in a thread worker every :data:`PERIOD_S` seconds (NVML calls block briefly;
 never on the UI thread). NVML is initialised once per process and its absence is remembered, so a

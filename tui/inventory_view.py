@@ -1,6 +1,6 @@
 """The hardware screen's "detected" panel text, from detect's Inventory (pure, no Textual).
 
-The inventory is detect's pydantic model (contracts §4; shared/spec/detection.md §4.1 summary and §5
+The inventory is detect's pydantic model (contracts §4; docs/detection.md §4.1 summary and §5
 host facts). The panel shows what a person needs to trust the preselection: the primary accelerator
 (brand, family, count, memory), the host (CPU, RAM), the probes that did not answer and why, and the
 match (profile, quality, notes). Access is tolerant (``field``) so a partial inventory — a probe that

@@ -5,7 +5,7 @@ pid, ts, detail, cause, tail), log lines (name + lines) and metric snapshots (na
 arrive as dataclasses or as their ``to_dict()`` form with a ``type`` key. :func:`kind_of` tells them
 apart by shape, so the monitor keeps working whichever form the client yields.
 
-Bounded memory (DESIGN.md, log panes): each process keeps the last :data:`LOG_TAIL` lines; each
+Bounded memory (docs/architecture.md §4, log panes): each process keeps the last :data:`LOG_TAIL` lines; each
 metric the last :data:`HISTORY` samples. The screen drains :attr:`MonitorModel.pending` every
 50–100 ms (a batch), never per line.
 

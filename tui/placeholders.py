@@ -1,10 +1,10 @@
-"""Defaults for a plan's placeholders (recipes-synthesis §2.13) offered on the review screen.
+"""Defaults for a plan's placeholders (docs/synthesis.md §2.13) offered on the review screen.
 
 A plan is a template: ``$HEAD_IP``, ``$IFACE_NAME``, ``$ROUTER_HOST``, ``$PREFILL_NODE_1`` … stay
-literal until launch (plan-json §3.2). Which default each gets is the launcher's decision, made once
+literal until launch (docs/plan-file.md §3.2). Which default each gets is the launcher's decision, made once
 for the CLI and the wizard (:func:`~vllm_deploy_wizard.launcher.launch.placeholder_defaults`); the
 wizard passes this host's detected address and interface (``inventory.host.primary_ip`` /
-``default_iface``, detection.md §5.3) and launches node 0. Defaults are offered, never applied
+``default_iface``, docs/detection.md §5.3) and launches node 0. Defaults are offered, never applied
 silently — they are editable inputs.
 """
 

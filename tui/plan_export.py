@@ -78,7 +78,7 @@ def write_plan_file(app: Any, path: Path) -> Path:
     returns ``path``.
 
     The plan holds what the person typed, API keys included (``--api-key K``; the launcher masks them
-    only in its run dir), so the file is readable by its owner alone (tester finding 11) and never
+    only in its run dir), so the file is readable by its owner alone and never
     seen half-written: the text goes to a ``mkstemp`` file (created 0600) in the same folder, which
     is then renamed over ``path``. Raises OSError when the folder cannot be written."""
     from vllm_deploy_wizard.files import write_atomic

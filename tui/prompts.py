@@ -1,9 +1,9 @@
 """The wizard's small modal dialogs: a yes/no question and the F1 help popup.
 
-Decisions (tester findings 13, 14, 23):
+Decisions:
 - **Escape closes what is open.** Both dialogs are modal screens, so escape always closes the popup in
-  front and never reaches the screen underneath (on the first screen escape used to quit the app while
-  people pressed it to close the help).
+  front and never reaches the screen underneath (on the first screen it would otherwise quit the app
+  while people press it to close the help).
 - **Confirm before acting on a live server.** :class:`ConfirmPrompt` answers ``True`` on ``y``/``enter``
   and ``False`` on ``n``/``escape``; the question names what happens ("Stop the run (vllm, router)?").
 - **The help wraps.** :class:`HelpPrompt` is at most the screen's width (minus a margin) and scrolls,

@@ -1,14 +1,14 @@
 """Step 1 — hardware: what was detected, the preselected profile, every profile by brand to override.
 
 Once a model is chosen (coming back from a later step, or ``--model``), the list follows the
-constraints answer's hardware row (recipes-synthesis §3.1 H1–H5): hidden profiles are left out (the
+constraints answer's hardware row (docs/constraints.md §3.1 H1–H5): hidden profiles are left out (the
 detected one always stays), disabled ones show their one-line reason, and a pick that would also
 switch the variant (H4) says so.
 
 Paints immediately with "Detecting…"/"Loading catalog…" placeholders; fills in on
 :class:`~vllm_deploy_wizard.tui.app.DataChanged`. Picking a profile (enter) sets ``hardware`` and moves on
 to the model step; the device count per node (``gpus``, defaulting to the detected count when it
-differs from the profile — issue 2) and node count are editable here.
+differs from the profile) and node count are editable here.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from vllm_deploy_wizard.tui.app import DataChanged, SelectionChanged
 from vllm_deploy_wizard.tui.catalog_view import profile_groups
 from vllm_deploy_wizard.tui.inventory_view import inventory_lines, match_lines
 
-#: Nodes range of the Nodes input (recipes-synthesis §2.3 ``MAX_NODES`` = 16; Selection ``nodes`` 1..16).
+#: Nodes range of the Nodes input (docs/synthesis.md §2.3 ``MAX_NODES`` = 16; Selection ``nodes`` 1..16).
 MAX_NODES = 16
 
 

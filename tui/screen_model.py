@@ -4,7 +4,7 @@ The table is recomputed from :func:`~vllm_deploy_wizard.tui.catalog_view.recipe_
 the search box (pure, ~1 ms for the 173-recipe corpus). If the catalog is still loading the screen
 says so and fills in on :class:`~vllm_deploy_wizard.tui.app.DataChanged` — it never blocks.
 
-Custom model (issue 2): an HF id or a local directory typed in the bottom box; the catalog's
+Custom model: an HF id or a local directory typed in the bottom box; the catalog's
 ``custom_recipe`` derives a recipe from its config.json (in a worker: the HF cache lookup touches the
 disk). Errors name what was tried and are shown, not raised.
 """

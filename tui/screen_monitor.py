@@ -1,7 +1,7 @@
 """Step 5 — monitor a run: process table, live log, startup progress, health/metrics sparklines,
 host/GPU stats, classified failure with a one-key relaunch, and stop / restart / detach / smoke keys.
 
-Event flow (DESIGN.md style 2, log panes): an async worker iterates the launcher client's
+Event flow (docs/architecture.md §3 style 2, log panes): an async worker iterates the launcher client's
 ``events()`` and folds each into a :class:`~vllm_deploy_wizard.tui.monitor_model.MonitorModel` (no widget
 touched); a 80 ms timer drains the model's pending lines into the log pane in one batch and repaints
 the table/side panel only when something changed. The log pane keeps :data:`LOG_TAIL` lines and wraps

@@ -1,7 +1,7 @@
 """Step 4 — review: the commands per node in launch order, env, install steps, placeholders with
 detected defaults, preflight; export (plan file, scripts), copy (OSC 52), one key launches.
 
-The plan is synthesized on mount from the app's selection (pure, < 2 ms per issue 2) and laid out by
+The plan is synthesized on mount from the app's selection (pure, < 2 ms) and laid out by
 :func:`~vllm_deploy_wizard.tui.plan_view.process_blocks`; each command is a focusable :class:`CommandBlock`
 so ``c`` / ctrl+y copies the focused one. Keys are in :data:`REVIEW_ACTIONS` (ctrl keys work even
 from a placeholder Input, and each action is in the command palette). Launch writes the plan file into the state dir and hands it to the
@@ -69,7 +69,7 @@ REVIEW_ACTIONS: tuple[tuple[str, str, str, str, str], ...] = (
 )
 
 #: The actions whose keys the footer shows: with ``^q Quit`` and ``f1 Help`` they fit 80 columns
-#: (tester finding 23); the others are in F1 and the command palette.
+#: (80×24 is the smallest terminal the wizard supports); the others are in F1 and the command palette.
 FOOTER_ACTIONS = frozenset({"launch", "preflight", "export"})
 
 
@@ -161,7 +161,7 @@ class ReviewScreen(Screen):
 
     def _installed_text(self, plan: dict) -> str:
         """What is installed vs what the plan needs: vLLM version vs the recipe's minimum,
-        vllm-router and LMCache (detection.md §5.5 facts, ``inventory.software``)."""
+        vllm-router and LMCache (docs/detection.md §5.5 facts, ``inventory.software``)."""
         software = getattr(self.app.inventory, "software", None)
         if software is None:
             return ""

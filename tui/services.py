@@ -65,7 +65,7 @@ class Services:
       ``synthesize(catalog, selection) -> LaunchPlan`` (raises SelectionError);
       ``plan(catalog, selection, host, detected_profile=) -> Planned`` (catalog.planner, the one
       entry point ``vllm-wizard plan`` uses too);
-      ``plan_to_json(plan) -> dict`` (shared/spec/plan-json.md §3)
+      ``plan_to_json(plan) -> dict`` (docs/plan-file.md §3)
     - ``custom_recipe(catalog, id_or_path) -> (catalog', hf_id)``: the catalog with the recipe derived
       from a custom model's config.json added, and the id to select (raises SelectionError naming
       every place tried)

@@ -5,17 +5,17 @@ its health URL, else its ``--host``/``--port`` — placeholders such as ``$ROUTE
 by the monitor with the values given at launch), else the first serve/head/decode process with a
 health URL, whose base URL is that URL without ``/health`` (without a health URL: its
 ``--host``/``--port``, vLLM's default port 8000); the model name is ``--served-model-name`` if given,
-else the ``vllm serve`` positional model (plan-json §3.4).
+else the ``vllm serve`` positional model (docs/plan-file.md §3.4).
 Uses ``/v1/completions`` (works for base and chat models alike) with ``max_tokens`` 16.
 
 Where the plan comes from (:func:`find_target`), first that serves something:
 
 1. the plan the wizard launched (in memory, placeholders filled with the launch values);
 2. the run's ``spec.json`` (``<run dir>/spec.json``: what was launched, processes with ``probe.url``)
-   — this is what a run the wizard *attached* to has (tester finding 5);
+   — this is what a run the wizard *attached* to has;
 3. the processes of the live snapshot (argv and ports only).
 
-The API key (tester finding 4): vLLM refuses ``/v1/*`` with 401 when started with ``--api-key K``
+The API key: vLLM refuses ``/v1/*`` with 401 when started with ``--api-key K``
 (several keys may follow; any one is accepted, the first is sent) or with ``VLLM_API_KEY`` in its
 environment. The key is read from the served process's argv/env in the plan; the launcher masks
 secrets (``***``) in ``spec.json`` and snapshots, so where the plan's value is masked or absent it is
@@ -34,7 +34,7 @@ from vllm_deploy_wizard.launcher.argv import last_flag_value
 
 #: What the launcher writes in place of a secret value (launcher/logs.py ``MASK``).
 MASKED = "***"
-#: The roles that serve the OpenAI API themselves (plan-json §3.4).
+#: The roles that serve the OpenAI API themselves (docs/plan-file.md §3.4).
 SERVE_ROLES = ("serve", "head", "decode")
 
 
@@ -78,7 +78,7 @@ def _served(procs: list[dict]) -> tuple[dict | None, str | None]:
 def endpoint_of(plan_json: dict) -> tuple[str, str] | None:
     """``(base_url, model)`` to send the smoke request to, or None when the plan serves nothing.
 
-    ``plan_json`` is a plan-json §3 mapping (``processes`` with ``argv``, ``role``, ``health.url``);
+    ``plan_json`` is a docs/plan-file.md §3 mapping (``processes`` with ``argv``, ``role``, ``health.url``);
     see the module docstring for the order tried."""
     procs = plan_json.get("processes", [])
     _, model = _served(procs)
@@ -150,7 +150,7 @@ def live_argv_env(pid: int | None) -> tuple[list[str], dict[str, str]]:
 
 def spec_as_plan(spec: Mapping[str, Any]) -> dict:
     """A launcher ``spec.json`` mapping (``RunSpec.to_dict``: processes with ``probe.url``) in the
-    plan-json §3 shape :func:`endpoint_of` reads (``health.url``)."""
+    docs/plan-file.md §3 shape :func:`endpoint_of` reads (``health.url``)."""
     procs = []
     for p in spec.get("processes") or []:
         q = dict(p)

@@ -3,7 +3,7 @@
 With no command the Textual wizard opens. Each headless command lives in its own module under
 :mod:`vllm_deploy_wizard.commands` exposing ``register(subparsers)``; modules import their heavy
 dependencies inside the handler so ``vllm-wizard --help`` stays fast and the headless commands never
-import Textual (DESIGN.md, boundaries).
+import Textual (docs/architecture.md §2 boundaries).
 
 Exit codes: 0 success, 1 the command ran and reports a failure (e.g. a launch that ended FATAL),
 2 bad input (a :class:`~vllm_deploy_wizard.errors.WizardError`), 130 interrupted.

@@ -1,4 +1,4 @@
-"""Argument lists (recipes-synthesis §2.5, plan-json §3.4) and the shell renderings of a plan."""
+"""Argument lists (docs/synthesis.md §2.5, docs/plan-file.md §3.4) and the shell renderings of a plan."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_values_starting_with_dash_are_not_values() -> None:
 
 
 def test_whitespace_flag_is_split_only_in_argv_after_dedupe() -> None:
-    # "--max-model-len auto" is its own flag name for last-wins (plan-json §3.4, MiMo-V2.5-Pro)
+    # "--max-model-len auto" is its own flag name for last-wins (docs/plan-file.md §3.4, MiMo-V2.5-Pro)
     kept = A.dedupe_units(["--max-model-len auto", "--max-model-len", "8192", "--max-model-len auto"])
     assert A.argv_tokens(kept) == ["--max-model-len", "8192", "--max-model-len", "auto"]
 

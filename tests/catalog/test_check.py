@@ -107,7 +107,7 @@ def test_all_problems_reported_at_once(checkout):
 
 
 def test_snapshot_checks_clean_with_tolerated_unknown_ids(shared):
-    """All snapshot files load; ids outside the taxonomy (a100, h20, mi350x — spec §1.1) only warn."""
+    """All snapshot files load; ids outside the taxonomy (a100, h20, mi350x — docs/synthesis.md §1.1) only warn."""
     report = check_catalog(shared / "recipes-snapshot")
     assert report.errors == []
     unknown_hw = sorted({w.split("unknown hardware id ")[1].split()[0] for w in report.warnings if "hardware id" in w})

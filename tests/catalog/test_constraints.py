@@ -1,4 +1,4 @@
-"""``options(catalog, selection)``: every constraint rule of recipes-synthesis §3 (plus the §3.2
+"""``options(catalog, selection)``: every constraint rule of docs/constraints.md §3 (plus the §3.2
 decisions and the seed gates of §4), each pinned with a recipe that triggers it and its reason text.
 
 Snapshot rules use real recipes from ``../shared/recipes-snapshot``; where no snapshot recipe carries

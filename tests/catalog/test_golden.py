@@ -1,5 +1,5 @@
 """Golden parity: every case of ``shared/golden/cases.jsonl`` planned in-process and compared with
-``shared/tools/golden_compare.compare_plan`` (plan-json §4). The goldens are the judge, except for
+``shared/tools/golden_compare.compare_plan`` (docs/plan-file.md §4). The goldens are the judge, except for
 the intentional differences of ``golden_differences.json`` (docs/backends.md §10): for a case its
 selector picks, the tokens its rule names are removed from the wizard's argv and the rest must
 still match byte for byte. No NVIDIA or AMD case may be on that list."""

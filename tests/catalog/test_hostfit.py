@@ -1,5 +1,5 @@
 """Plans against the node they are planned on (catalog/hostfit.py), PD placeholder defaults for a
-one-machine PD plan, and the H1 sentence for custom models (tester findings 8, 25, 16)."""
+one-machine PD plan, and the H1 sentence for custom models."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from vllm_deploy_wizard.catalog.plan import LaunchPlan, PlanProcess
 from vllm_deploy_wizard.catalog.render import plan_text
 
 GIB = 2**30
-#: The tester's node (finding 8): 23.5 GiB of RAM, 2 CPUs.
+#: A small CPU node: 23.5 GiB of RAM, 2 CPUs.
 SMALL_CPU_NODE = HostCapacity(ram_bytes=int(23.5 * GIB), available_bytes=23 * GIB, cpus=2)
 BIG_GPU_NODE = HostCapacity(ram_bytes=2048 * GIB, available_bytes=1900 * GIB, cpus=224)
 

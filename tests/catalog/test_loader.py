@@ -1,4 +1,4 @@
-"""Loading: the whole recipes snapshot, the seeds (bundled), both strategy formats (spec §0, §5)."""
+"""Loading: the whole recipes snapshot, the seeds (bundled), both strategy formats (docs/synthesis.md §0, §5)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_snapshot_strategies_and_kv_stores_are_separate(snap) -> None:
     }
     assert set(snap.kv_stores) == {"kv_store_distributed_mooncake", "kv_store_centralized_mooncake"}
     assert set(snap.strategy_map()) == set(snap.strategies) | set(snap.kv_stores)
-    # a recipes checkout replaces the seeds: nothing seed-only leaks in (plan-json §1)
+    # a recipes checkout replaces the seeds: nothing seed-only leaks in (docs/plan-file.md §1)
     assert "single_node_dpa_tp" not in snap.strategies
     assert snap.taxonomy.frontends == {}
     assert "vr200" not in snap.taxonomy.hardware_profiles
@@ -50,7 +50,7 @@ def test_dates_are_strings_and_env_values_stringified(snap) -> None:
     assert k3.meta.date_added == "2026-07-27"
     store = snap.kv_stores["kv_store_centralized_mooncake"]
     assert store.vllm.env["PYTHONHASHSEED"] == "0"  # an int in the YAML (§0)
-    # JSON configs stay typed (plan-json §3.1)
+    # JSON configs stay typed (docs/plan-file.md §3.1)
     assert store.mooncake_vllm_config.template["global_segment_size"] == 0
 
 

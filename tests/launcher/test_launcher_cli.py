@@ -228,8 +228,8 @@ def test_launch_of_plan_json_output_says_to_use_plan_out(tmp_path, env):
 
 @pytest.mark.parametrize("terminal", ["still open", "gone"])
 def test_foreground_sighup_stops_every_child_cleanly(tmp_path, env, terminal):
-    """Tester finding 2: closing the terminal of ``launch --foreground`` (SIGHUP) killed it with the
-    default action and orphaned the children. Now it is a clean stop; with the terminal gone (its
+    """Closing the terminal of ``launch --foreground`` (SIGHUP) is a clean stop, not the default action
+    that would orphan the children; with the terminal gone (its
     output closed: writes fail with EPIPE, as EIO on a closed tty) the stop still completes."""
     from pathlib import Path
 
@@ -266,7 +266,7 @@ def test_foreground_sighup_stops_every_child_cleanly(tmp_path, env, terminal):
 
 
 def test_printer_hides_health_and_metrics_polls_unless_all_lines():
-    """Tester finding 18: every poll was an access-log line in ``attach`` / ``--foreground``."""
+    """Health and metrics polls are not printed as access-log lines in ``attach`` / ``--foreground``."""
     from vllm_deploy_wizard.commands.launch import Printer
     from vllm_deploy_wizard.launcher import LogLines
 
@@ -311,7 +311,7 @@ echo "  --max-num-seqs MAX_NUM_SEQS"
 
 
 def test_preflight_banner_says_whether_vllm_runs_and_prefix_flags_warn(tmp_path, env):
-    """Tester findings 22a and 12: the '~30 s' banner only for a vLLM plan whose flags are not cached
+    """The '~30 s' banner only for a vLLM plan whose flags are not cached
     yet; an abbreviated flag vLLM would expand is a warning naming the expansion, not a refusal."""
     import socket
 
@@ -339,7 +339,7 @@ def test_preflight_banner_says_whether_vllm_runs_and_prefix_flags_warn(tmp_path,
 
 
 def test_foreground_on_a_terminal_that_closes_stops_every_child(tmp_path, env):
-    """Finding 2 as a person meets it: ``launch --foreground`` runs on a terminal (a pty whose
+    """SIGHUP as a person meets it: ``launch --foreground`` runs on a terminal (a pty whose
     controlling process it is) and the terminal goes away — the kernel sends SIGHUP and later
     writes fail with EIO. The run must stop cleanly all the same."""
     import fcntl

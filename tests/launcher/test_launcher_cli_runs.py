@@ -1,6 +1,5 @@
-"""CLI fixes from the fresh-user tester's report: an unusable state dir (finding 7), causes in
-``status`` and ``vllm-wizard logs`` for finished runs (finding 10), ``vllm-wizard restart``
-(finding 20), stale-run wording (findings 17/19). Real commands in subprocesses, polled to deadlines."""
+"""Run commands of the CLI: an unusable state dir, causes in ``status`` and ``vllm-wizard logs`` for
+finished runs, ``vllm-wizard restart``, stale-run wording. Real commands in subprocesses, polled to deadlines."""
 
 from __future__ import annotations
 
@@ -108,7 +107,7 @@ def test_restart_a_process_of_a_running_run(tmp_path, env):
 
 
 def test_stale_run_shows_orphaned_processes_and_counts_agree(tmp_path, env):
-    # the tester's d1: a server and a shell with two sleeping children (one process group)
+    # a server and a shell with two sleeping children (one process group)
     port = free_port()
     sleeper = {"name": "sleeper", "role": "companion", "phase": "before", "argv": ["bash", "-c", "sleep 1000 & sleep 1000 & wait"]}
     r = _cli(env, "launch", _plan(tmp_path, [_web(port), sleeper]), "--wait")
@@ -143,7 +142,7 @@ def test_signal_note_counts_every_group_member_signalled(tmp_path, env):
 
 
 def test_wait_returns_when_a_one_shot_job_finished_and_the_server_is_ready(tmp_path, env):
-    """Tester 2, N3: a one-shot companion (no probe) exiting 0 is done, not 'not READY yet'."""
+    """A one-shot companion (no probe) exiting 0 is done, not 'not READY yet'."""
     port = free_port()
     oneshot = {"name": "oneshot", "role": "companion", "phase": "before", "argv": [PY, "-c", "print('prepared')"]}
     r = _cli(env, "launch", _plan(tmp_path, [oneshot, _web(port)]), "--wait", timeout=45)

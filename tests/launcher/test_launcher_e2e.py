@@ -1,6 +1,6 @@
 """End to end with the real thing: lmcache server → vLLM (CPU build, tiny test-made model) → vllm-router.
 
-One detached run goes through the whole life the issue asks for: preflight against the real
+One detached run goes through the whole life of a run: preflight against the real
 ``vllm serve --help=all``; companions before the engine, router after it, each gated on its real
 health endpoint; a completion routed through the router; ``/metrics`` parsed; detach and re-attach;
 SIGKILL of vLLM's API server → the supervisor notices, reaps EngineCore/Worker, restarts it; stop →

@@ -1,4 +1,5 @@
-"""Supervision fixes from the fresh-user tester's report (findings 1, 3, 9, 10b): real children
+"""Supervision of exits and probes: the pid recorded while starting, a server exiting 0 after engine
+death, the cause of an unmatched failure, probes answered by another server, group signals; real children
 from ``sys.executable -c`` scripts, polled to deadlines, never fixed sleeps."""
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ sys.exit(0)
 """
 
 
-# ---------------------------------------------------------------- finding 1
+# ---------------------------------------------------------------- the pid while starting
 
 
 def test_pid_is_recorded_while_starting_so_stop_finds_the_children_of_a_killed_supervisor(tmp_path, monkeypatch):
@@ -125,7 +126,7 @@ def test_pid_is_recorded_while_starting_so_stop_finds_the_children_of_a_killed_s
     assert find_run(info.run_id).status == "finished"
 
 
-# ---------------------------------------------------------------- finding 3
+# ---------------------------------------------------------------- exit 0 after engine death
 
 
 async def test_a_server_exiting_0_after_engine_death_is_restarted_with_the_engine_dead_cause(tmp_path):
@@ -167,7 +168,7 @@ async def test_a_one_shot_process_exiting_0_is_done(tmp_path):
     assert last.state is State.EXITED and last.cause is None
 
 
-# ---------------------------------------------------------------- finding 10 (b)
+# ---------------------------------------------------------------- unmatched failures
 
 
 async def test_an_unmatched_failure_still_names_the_exit_status_and_last_error_line():
@@ -183,7 +184,7 @@ async def test_an_unmatched_failure_still_names_the_exit_status_and_last_error_l
         assert ev.cause["summary"] == "exited with status 3; last error line: ZeroDivisionError: division by zero"
 
 
-# ---------------------------------------------------------------- finding 9
+# ---------------------------------------------------------------- whose server answers the probe
 
 
 def _holder(port: int):
@@ -266,7 +267,7 @@ async def test_a_probe_answered_by_its_own_server_is_ready():
         await asyncio.wait_for(task, 30)
 
 
-# ---------------------------------------------------------------- finding 17
+# ---------------------------------------------------------------- signalling a process group
 
 
 async def test_signal_tree_counts_group_members_the_group_signal_already_ended(monkeypatch):

@@ -175,7 +175,7 @@ def _fake_vllm(tmp_path, flags):
 
 
 def test_preflight_reads_flags_as_vllms_argparse_does(tmp_path):
-    """Tester finding 12: vLLM's FlexibleArgumentParser (allow_abbrev=True) expands a unique prefix;
+    """vLLM's FlexibleArgumentParser (allow_abbrev=True) expands a unique prefix;
     an ambiguous one and an unknown one are refused; ``_`` reads as ``-``; ``--x.key`` needs ``--x``."""
     exe, runner = _fake_vllm(tmp_path, ["--max-num-seqs", "--max-num-batched-tokens", "--max-model-len",
                                          "--compilation-config", "--enable-prefix-caching", "--no-enable-prefix-caching"])
@@ -203,7 +203,7 @@ def test_preflight_reads_flags_as_vllms_argparse_does(tmp_path):
 
 
 def test_vllm_probe_needed_says_whether_vllm_must_be_run(tmp_path):
-    """Tester finding 22: the '~30 s' preflight banner only when vLLM's version/flags are not cached."""
+    """The '~30 s' preflight banner only when vLLM's version/flags are not cached."""
     from vllm_deploy_wizard.launcher.preflight import vllm_probe_needed
 
     exe, runner = _fake_vllm(tmp_path, ["--port"])
@@ -320,7 +320,8 @@ def test_startup_progress_reads_the_config_dump_as_engine_init_and_cpu_warmup_as
 
 
 def test_preflight_names_a_local_model_path_that_does_not_exist(tmp_path):
-    """Tester finding 10: `vllm serve /nonexistent/model` crash-looped ~30 s before saying why."""
+    """Preflight names a local model path that does not exist, so `vllm serve /nonexistent/model` does
+    not crash-loop ~30 s before saying why."""
     from vllm_deploy_wizard.launcher.preflight import missing_model_path
     from vllm_deploy_wizard.launcher.spec import ProcessSpec
 

@@ -1,4 +1,4 @@
-"""Supervision policy, driven by scripted event histories and a fake clock (DESIGN.md testing)."""
+"""Supervision policy, driven by scripted event histories and a fake clock (docs/architecture.md §3 style 5)."""
 
 from __future__ import annotations
 
@@ -200,7 +200,7 @@ def test_on_failure_clean_exit_of_a_one_shot_process_is_exited_and_never_restart
 
 
 def test_unrequested_clean_exit_of_a_server_is_a_failure_with_its_cause():
-    # vLLM's API server exits 0 after EngineDeadError (tester finding 3): a server (has a probe)
+    # vLLM's API server exits 0 after EngineDeadError: a server (has a probe)
     # that exits without being asked is restarted, and the cause is kept
     h = History(_spec(restart=RestartPolicy(mode="on-failure", backoff_initial_s=1, max_failures=2, window_s=60)))
     _bring_up(h)

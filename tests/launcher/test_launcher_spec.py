@@ -175,7 +175,7 @@ def test_flag_values_reads_both_spellings_and_last_wins():
 
 
 def test_duplicate_names_are_listed_with_every_other_problem():
-    """Tester finding 22: duplicate names used to be a pass of their own, hiding the rest (contracts §3)."""
+    """Duplicate names are reported with every other problem, not in a pass of their own (contracts §3)."""
     procs = [{"name": "a", "argv": ["x"], "depends_on": ["a"]}, {"name": "a", "argv": ["y"]},
              {"name": "b", "argv": ["z"], "depends_on": ["nope"], "ports": [70000]}]
     with pytest.raises(LaunchError) as exc:
@@ -196,7 +196,7 @@ def test_a_default_dependency_cycle_is_listed_with_the_other_problems():
 
 
 def test_double_dollar_is_a_literal_dollar_never_a_placeholder():
-    """Tester finding 21: ``$$NAME`` → ``$NAME`` for a shell; other ``$$`` and lower-case ``$x`` untouched."""
+    """``$$NAME`` → ``$NAME`` for a shell; other ``$$`` and lower-case ``$x`` untouched."""
     from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
     from vllm_deploy_wizard.launcher.plan_file import plan_placeholders
 
@@ -218,7 +218,7 @@ def test_double_dollar_is_a_literal_dollar_never_a_placeholder():
 
 
 def test_a_plan_file_that_is_not_utf8_is_a_launch_error_naming_byte_and_offset(tmp_path):
-    """Tester finding 6: a binary file given as PLAN raised UnicodeDecodeError (exit 1)."""
+    """A binary file given as PLAN is a launch error naming the byte and offset, not a UnicodeDecodeError."""
     f = tmp_path / "bad.yaml"
     f.write_bytes(b"plan_version: 1\nplan:\n  \xd0\x01 binary")
     with pytest.raises(LaunchError) as exc:

@@ -301,7 +301,7 @@ async def test_a_requested_restart_clears_the_last_cause(tmp_path):
 
 
 async def test_a_restart_waits_until_the_old_tree_released_its_gpu_memory(tmp_path, monkeypatch):
-    """Issue 4: a restart must not race the old process for GPU memory. NVML is faked here (no GPU
+    """A restart must not race the old process for GPU memory. NVML is faked here (no GPU
     on the test machines): it reports the crashed pid holding 2 GiB for two polls, then nothing."""
     import vllm_deploy_wizard.launcher.supervisor as supervisor_mod
 

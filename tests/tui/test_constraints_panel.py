@@ -1,5 +1,5 @@
 """The configure screen shows every choice of the constraints API, disables the unavailable ones with
-their one-line reason, and the constraint panel follows the selection live (issue 5, Tests)."""
+their one-line reason, and the constraint panel follows the selection live."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A fresh-user tester's findings, each pinned: --model before detection, detected devices and memory
+"""What a first-time user meets, each pinned: --model before detection, detected devices and memory
 for Fit, the model screen's enter/^n, F1 per screen, frontend default, Nodes validation, local
 provider, the review after detach, and the machine picker of multi-machine plans."""
 
@@ -77,7 +77,7 @@ def test_fit_measured_against_given_memory_and_local_provider(snapshot):
     profile = snapshot.taxonomy.hardware_profiles["xeon6"]
     big = {"Qwen/Qwen3-235B-A22B-Instruct-2507": snapshot.recipe("Qwen/Qwen3-235B-A22B-Instruct-2507")}
     nominal = recipe_rows(big, profile, "xeon6")
-    assert nominal[0].fits == "yes"  # 4 × 256 GB nominal: the tester's "✓ fits"
+    assert nominal[0].fits == "yes"  # 4 × 256 GB nominal: "✓ fits"
     measured = recipe_rows(big, profile, "xeon6", have_gb=24 * GIB / 1e9)
     assert measured[0].fits != "yes"
     local = {"/root/.cache/models/mymodel": {"hf_id": "/root/.cache/models/mymodel",

@@ -44,7 +44,7 @@ async def test_launch_opens_monitor_showing_ready_process(build_app, tmp_path, m
         assert list(screen.query_one("#spark-generation_tokens_per_s", Sparkline).data) == [42.0, 55.0]
         assert list(screen.query_one("#spark-kv_cache_usage", Sparkline).data) == [25.0, 50.0]
         assert "CPU 37% · RAM 12.0/24.0 GiB" in str(screen.query_one("#stats").render())
-        # r and s ask first (tester finding 14): n / escape cancel, y / enter confirm
+        # r and s ask first: n / escape cancel, y / enter confirm
         await pilot.press("r")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmPrompt)
@@ -107,7 +107,7 @@ def test_model_bounds_log_tail_and_counts_restarts():
 
 
 def test_ready_column_follows_the_current_state():
-    """Tester 2 nit: a stopped process kept its ✓ in the Ready column."""
+    """The Ready column follows the state: a stopped process loses its ✓."""
     from vllm_deploy_wizard.launcher import ProcessEvent, State
 
     model = MonitorModel()
@@ -243,7 +243,7 @@ def test_token_rates_are_the_launchers_and_the_model_derives_none():
 ])
 async def test_fix_and_relaunch_after_the_supervisor_already_finished(build_app, tmp_path, monkeypatch,
                                                                       stop_error, relaunches):
-    """A FATAL run's supervisor exits: stopping it then raises 'run … is finished' (tester 2, N1).
+    """A FATAL run's supervisor exits: stopping it then raises 'run … is finished'.
     x must still go to review with the fix; any other stop failure must not relaunch."""
     from vllm_deploy_wizard.errors import LaunchError
 
@@ -267,7 +267,7 @@ async def test_fix_and_relaunch_after_the_supervisor_already_finished(build_app,
 
 
 async def test_launch_with_an_unusable_state_dir_says_why(build_app, tmp_path, monkeypatch):
-    """Tester 2, N2: XDG_STATE_HOME is a file — the launch must say so, not hang on 'Preflight and launch…'."""
+    """XDG_STATE_HOME is a file — the launch must say so, not hang on 'Preflight and launch…'."""
     from textual.widgets import Static
 
     bad = tmp_path / "statefile"

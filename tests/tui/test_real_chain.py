@@ -1,4 +1,4 @@
-"""The real chain from the app (issue 5, Tests): detection on this machine, the test-made tiny model
+"""The real chain from the app: detection on this machine, the test-made tiny model
 as a custom model, the real ``vllm serve`` CPU build launched from the review screen, READY in the
 monitor, a smoke request answered, detach, re-attach from a new app, stop, zero survivors.
 

@@ -2,7 +2,7 @@
 screen shows (the person's picks plus ``options().resolved``), on the recipes snapshot.
 
 Example: with no strategy picked, Kimi-K3 on one Xeon 6 node showed "● Prefill/Decode Disaggregation" on
-configure (options() resolves a usable strategy, recipes-synthesis §2.14) while review showed the
+configure (options() resolves a usable strategy, docs/synthesis.md §2.14) while review showed the
 reference pick ``single_node_tp`` (synthesize alone).
 """
 

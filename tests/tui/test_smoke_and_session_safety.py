@@ -1,5 +1,6 @@
-"""Tester findings 4, 5, 11, 13, 14 (in test_monitor), 15, 16 and 23, each replayed against the real
-thing where it matters: a tiny HTTP server that demands ``Authorization: Bearer``, runs started by
+"""Smoke requests with an API key, smoke on an attached run, stale runs, escape and help, owner-only
+plan files, the detected devices and plan warnings, and the monitor at 80×24 (the confirm prompts of
+r and s are in test_monitor), each checked against the real thing where it matters: a tiny HTTP server that demands ``Authorization: Bearer``, runs started by
 the real launcher (``sys.executable`` children), a supervisor killed with SIGKILL."""
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def serve_spec(vllm: Path, port: int, *extra: str, env: dict | None = None):
     ),))
 
 
-# ------------------------------------------------------------------ finding 4: --api-key
+# ------------------------------------------------------------------ --api-key
 
 
 def test_api_key_rules():
@@ -166,7 +167,7 @@ async def test_smoke_sends_the_api_key_the_server_was_started_with(fake_vllm, ho
                                "health": {"url": f"http://127.0.0.1:{port}/health"}}]}
         target = find_target(plan, None, None)
         bare = await smoke_request(target.base_url, target.model)
-        assert not bare.ok and bare.text.startswith("HTTP 401")  # what the tester saw
+        assert not bare.ok and bare.text.startswith("HTTP 401")  # without the key the server refuses
         result = await smoke_request(target.base_url, target.model, api_key=target.api_key)
         assert result.ok and result.text == " Paris (key ok)", result
     finally:
@@ -174,7 +175,7 @@ async def test_smoke_sends_the_api_key_the_server_was_started_with(fake_vllm, ho
         proc.wait(10)
 
 
-# ------------------------------------------------------------------ finding 5: smoke on an attached run
+# ------------------------------------------------------------------ smoke on an attached run
 
 
 async def test_smoke_on_an_attached_run_finds_endpoint_and_masked_key(build_app, state_home, fake_vllm):
@@ -230,7 +231,7 @@ def test_find_target_reads_spec_json_shape_and_live_argv():
     assert (target.base_url, target.model, target.source) == ("http://127.0.0.1:8123", "m", "the live processes")
 
 
-# ------------------------------------------------------------------ finding 15: stale runs
+# ------------------------------------------------------------------ stale runs
 
 
 async def test_stale_run_with_leftovers_is_offered_a_stop(build_app, state_home, fake_vllm):
@@ -273,7 +274,7 @@ async def test_stale_run_with_leftovers_is_offered_a_stop(build_app, state_home,
     assert find_run(info.run_id).status == "finished"
 
 
-# ------------------------------------------------------------------ finding 13, 23: escape and help
+# ------------------------------------------------------------------ escape and help
 
 
 async def test_escape_closes_help_and_asks_before_quitting(build_app):
@@ -317,7 +318,7 @@ async def test_f1_help_of_the_review_lists_its_keys(build_app):
         assert isinstance(app.screen, ReviewScreen)
 
 
-# ------------------------------------------------------------------ finding 11: plan file 0600
+# ------------------------------------------------------------------ plan file 0600
 
 
 async def test_launched_plan_file_is_owner_only(build_app, tmp_path, monkeypatch):
@@ -338,7 +339,7 @@ async def test_launched_plan_file_is_owner_only(build_app, tmp_path, monkeypatch
     assert [p.name for p in plan_file.parent.iterdir()] == [plan_file.name]  # no temp file left
 
 
-# ------------------------------------------------------------------ finding 16: devices and warnings
+# ------------------------------------------------------------------ devices and warnings
 
 
 @pytest.fixture(scope="module")
@@ -390,7 +391,7 @@ async def test_cpu_node_plans_like_the_cli_and_configure_shows_the_plan_warnings
         assert all(w in notes for w in cli_warnings)
 
 
-# ------------------------------------------------------------------ finding 23: monitor at 80×24
+# ------------------------------------------------------------------ monitor at 80×24
 
 
 async def test_monitor_table_fits_80_columns_without_a_scrollbar(build_app):
@@ -410,7 +411,7 @@ async def test_monitor_table_fits_80_columns_without_a_scrollbar(build_app):
 
 
 async def test_smoke_after_a_wizard_launch_uses_the_typed_api_key(build_app, tmp_path, monkeypatch, fake_vllm):
-    """The tester's repro: --api-key typed in Advanced args, launched from review, m once READY."""
+    """--api-key typed in Advanced args, launched from review: m once READY sends that key."""
     from canned import ready_run
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))

@@ -2,7 +2,7 @@
 
 Each case drives the app with key presses (Pilot) and then compares the commands on the review
 screen with ``plan_to_json(synthesize(catalog, Selection(...)))`` for the selection a person would
-type on the command line (issue 5, Tests).
+type on the command line.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ async def test_review_actions_work_from_a_placeholder_input(build_app, tmp_path,
         written = list(tmp_path.glob("vllm-wizard-*/plan.yaml"))
         assert len(written) == 1 and "plan_version: 1" in written[0].read_text()
         shown = {key for key, b in app.screen.active_bindings.items() if b.binding.show}
-        # the footer shows launch/preflight/export with ^q and f1 (all fit 80 columns, tester finding 23);
+        # the footer shows launch/preflight/export with ^q and f1 (all fit 80 columns);
         # scripts and copy stay bound (priority) and are in F1 and the palette
         assert {"ctrl+l", "ctrl+r", "ctrl+o", "ctrl+q", "f1"} <= shown and not {"ctrl+t", "ctrl+y"} & shown
         assert {"ctrl+t", "ctrl+y"} <= set(app.screen.active_bindings)

@@ -2,7 +2,7 @@
 
 Prints every warning and error as ``file:line: message`` (warnings first, each line prefixed with
 ``warning:`` / ``error:``), then a one-line summary. Exit status 0 when there are only warnings,
-1 when there is at least one error (recipes-synthesis §5: unknown keys and ids are warnings).
+1 when there is at least one error (docs/synthesis.md §5: unknown keys and ids are warnings).
 """
 
 from __future__ import annotations

@@ -247,7 +247,7 @@ def detected_defaults(names: list[str], given: dict[str, str], node_rank: int,
 def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sys.stderr,
                    host_facts: Callable[[], Any] = _host_facts) -> dict[str, str]:
     """The placeholder values for plan-file ``data``: ``--set`` ``items``, then detected defaults,
-    then the plan's own ``placeholder_defaults`` (contracts §2: recipes-synthesis §2.13's
+    then the plan's own ``placeholder_defaults`` (contracts §2: docs/synthesis.md §2.13's
     ``ROUTER_HOST``/``ROUTER_PORT``; 127.0.0.1 for the pools of a co-located PD plan).
 
     Warns on ``err`` about each ``--set NAME`` that is no placeholder of the plan (naming the ones

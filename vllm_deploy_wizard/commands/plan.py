@@ -1,13 +1,13 @@
 """``vllm-wizard plan``: synthesize the commands for a selection and print / save them.
 
-Inputs: ``--selection FILE`` (YAML/JSON, ``shared/spec/plan-json.md`` §2) and/or flags for humans;
+Inputs: ``--selection FILE`` (YAML/JSON, ``docs/plan-file.md`` §2) and/or flags for humans;
 a flag wins over the same key of the file. The catalog is ``--recipes DIR`` (replacing the bundled
 one), else the remembered recipes dir of the user config, else the bundled catalog.
 
 Outputs (combinable, except that ``--json`` owns stdout):
 
 * default: readable commands per node in launch order with ``export`` lines;
-* ``--json``: exactly one JSON object, plan-json §3 (+ the contract extras), nothing else on stdout;
+* ``--json``: exactly one JSON object, docs/plan-file.md §3 (+ the contract extras), nothing else on stdout;
 * ``--out FILE``: the plan file of ``docs/contracts.md`` §2 (YAML, or JSON for ``*.json``) with
   provenance (catalog source and revision, hardware profile, device count, tool version, selection);
 * ``--script DIR``: one executable bash script per node;
@@ -15,7 +15,7 @@ Outputs (combinable, except that ``--json`` owns stdout):
 
 Both are written atomically (temporary file + rename) with owner-only permissions — plan files 0600,
 scripts 0700 — because they carry the argv/env to run, secrets such as ``--api-key`` or
-``HF_TOKEN`` included (tester finding 11; run directories mask them, these files cannot).
+``HF_TOKEN`` included (run directories mask them, these files cannot).
 
 Warnings (gated-off combinations, flags the resolved shape ignores, ``--arg`` values with blanks)
 are ``# warning:`` lines of the text output; whenever the text plan is not printed (``--json``,
@@ -233,7 +233,7 @@ def detect_defaults(args: argparse.Namespace, cat: Any, data: dict[str, Any]) ->
         "matched_profile": best.profile_id,
         "match_quality": best.quality,
         "notes": list(best.notes),
-        # RAM/CPUs of the node, for catalog.hostfit's warnings (detection.md §5.1)
+        # RAM/CPUs of the node, for catalog.hostfit's warnings (docs/detection.md §5.1)
         "host_capacity": asdict(HostCapacity.from_inventory(inv)),
         "vllm_view": asdict(view) if view is not None else None,
     }
@@ -278,8 +278,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
             raise SelectionError(f"--script {args.script}: {parent} is a file, not a folder")
 
 
-#: Plan files hold the argv and env to run, which may carry secrets (``--api-key``, ``HF_TOKEN``;
-#: tester finding 11), so they are readable by their owner only; scripts too, and executable.
+#: Plan files hold the argv and env to run, which may carry secrets (``--api-key``, ``HF_TOKEN``),
+#: so they are readable by their owner only; scripts too, and executable.
 PLAN_FILE_MODE = 0o600
 SCRIPT_MODE = 0o700
 

@@ -2,7 +2,7 @@
 
 The default command (cli.py runs it when no command is given). Textual and the TUI package are
 imported inside the handler only, so ``vllm-wizard --help`` and the headless commands never load
-them (DESIGN.md boundaries; tests/test_boundaries.py).
+them (docs/architecture.md §2 boundaries; tests/test_boundaries.py).
 
 The wizard is full-screen: without a terminal on both stdin and stdout (``vllm-wizard </dev/null
 >out.txt``, a cron job, a pipe) Textual would start anyway and write escape codes into the file while
