@@ -299,16 +299,18 @@ class _Exporter:
             env.append({"name": key, "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": key}}})
 
     # -- pieces
-    def _probes(self, proc: Mapping[str, Any]) -> dict[str, Any]:
+    def _probes(self, proc: Mapping[str, Any], inside: dict[str, str]) -> dict[str, Any]:
+        """Startup/readiness/liveness probes from the process's health URL (placeholders filled,
+        e.g. the router's ``$ROUTER_PORT``), else a TCP probe on its first port; {} without either."""
+        name = proc.get("name")
         health = proc.get("health") or {}
         url = health.get("url")
+        ports = self._ports(proc, inside)
         if url and not health.get("remote"):
-            u = urlsplit(url)
-            port = u.port or 80
-            action = {"httpGet": {"path": u.path or "/", "port": port}}
-        elif proc.get("ports"):
-            port = int(str(proc["ports"][0]))
-            action = {"tcpSocket": {"port": port}}
+            u = urlsplit(self._fill(f"process {name!r} health.url", str(url), inside))
+            action = {"httpGet": {"path": u.path or "/", "port": u.port or 80}}
+        elif ports:
+            action = {"tcpSocket": {"port": ports[0]}}
         else:
             return {}
         period = 10
@@ -349,7 +351,7 @@ class _Exporter:
         ports = self._ports(proc, inside)
         if ports:
             c["ports"] = [{"containerPort": p, "name": f"p{p}"} for p in ports]
-        c.update(self._probes(proc))
+        c.update(self._probes(proc, inside))
         mounts = []
         if self._uses_config(proc):
             mounts.append({"name": "config", "mountPath": CONFIG_DIR, "readOnly": True})
