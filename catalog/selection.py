@@ -172,7 +172,7 @@ def load_selection(path: Path | str) -> Selection:
     except UnicodeDecodeError as exc:
         from vllm_deploy_wizard.errors import not_utf8
 
-        raise SelectionError(not_utf8(path, exc, "a selection file: YAML or JSON (plan-json §2)")) from None
+        raise SelectionError(not_utf8(path, exc, "a selection file: YAML or JSON (docs/plan-file.md §2)")) from None
     try:
         data = json.loads(text) if path.suffix == ".json" else yamlio.load(text)
     except json.JSONDecodeError as exc:

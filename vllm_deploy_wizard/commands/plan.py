@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(--json), as a plan file for `vllm-wizard launch` (--out) or as per-node scripts (--script).",
     )
     add_recipes_flag(p)
-    p.add_argument("--selection", type=Path, metavar="FILE", help="selection file (YAML or JSON, plan-json §2)")
+    p.add_argument("--selection", type=Path, metavar="FILE", help="selection file (YAML or JSON, docs/plan-file.md §2)")
     p.add_argument("--model", help="recipe HF id (case-insensitive), a variant's model id, or a custom model: an HF id "
                    "whose config.json is in the local HF cache, or a local folder holding config.json "
                    "(relative paths are fine; it is served by its absolute path)")
@@ -90,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--replay", type=Path, metavar="FIXTURE", help="like --detect, replaying a detect fixture file")
     p.add_argument("--scenario", metavar="ID",
                    help="with --replay: scenario id inside a scenario file (failure_modes.yaml)")
-    p.add_argument("--json", action="store_true", help="print the plan as JSON (plan-json §3) and nothing else")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON (docs/plan-file.md §3) and nothing else")
     p.add_argument("--out", type=Path, metavar="FILE",
                    help="write the plan file for `vllm-wizard launch` (YAML, or JSON for *.json); missing "
                    "parent folders are created. Written atomically, readable by you only (mode 0600): it "
