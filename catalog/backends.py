@@ -76,6 +76,11 @@ def multi_node_env(profile: HardwareProfile) -> dict[str, str]:
     """Env a process of a multi-node plan needs for its backend's fabric (docs/backends.md §8)."""
     return dict(MULTI_NODE_ENV.get(backend_for(profile).key, {}))
 
+#: Backends whose image starts a shell (vllm-ascend's and vllm-tpu's Dockerfiles end in
+#: ``CMD ["/bin/bash"]``; the Zhenwu image is the person's own): ``vllm serve`` is named explicitly
+#: (``--entrypoint vllm IMAGE serve MODEL …``). The vllm-openai images' entrypoint is ``vllm serve``.
+SHELL_IMAGES = frozenset({"ascend", "tpu", "ppu"})
+
 BACKENDS: dict[str, Backend] = {
     "cuda": Backend("cuda", "NVIDIA CUDA", "nvidia", "vllm/vllm-openai:latest", "vllm/vllm-openai:nightly",
                     ("--gpus", "all"), ("CUDA_VISIBLE_DEVICES",)),
@@ -346,7 +351,8 @@ def docker_argv(serve_argv: list[str], env: dict[str, str], image: str, profile:
     ``extra_flags`` (seed connector docker block, e.g. ``--network host --ulimit memlock=-1``), then
     ``--network host`` for a ``multi_node`` process of a backend other than NVIDIA/AMD (their
     reference text is kept; docs/backends.md §8), ``--privileged --ipc=host``, the port, the HF cache
-    and ``*_CONFIG_PATH`` mounts, one ``-e`` per env entry, the image and the serve arguments.
+    and ``*_CONFIG_PATH`` mounts, one ``-e`` per env entry, the image and the serve arguments
+    (``--entrypoint vllm IMAGE serve …`` for the images of :data:`SHELL_IMAGES`).
     """
     backend = backend_for(profile)
     model_id, args = serve_argv[2], serve_argv[3:]
@@ -367,7 +373,10 @@ def docker_argv(serve_argv: list[str], env: dict[str, str], image: str, profile:
             out += ["-v", f"{value}:{value}:ro"]
     for key, value in env.items():
         out += ["-e", f"{key}={value}"]
-    out += [image, model_id, *args]
+    if backend.key in SHELL_IMAGES:
+        out += ["--entrypoint", "vllm", image, "serve", model_id, *args]
+    else:
+        out += [image, model_id, *args]
     return out
 
 

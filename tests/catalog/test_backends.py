@@ -93,7 +93,8 @@ def test_ascend_docker_passes_npu_devices_and_driver_mounts(cat) -> None:
         "-v", "/usr/local/Ascend/driver/version.info:/usr/local/Ascend/driver/version.info",
         "-v", "/etc/ascend_install.info:/etc/ascend_install.info", "--shm-size", "16g",
         "--privileged", "--ipc=host", "-p", "8000:8000", *HF,
-        "quay.io/ascend/vllm-ascend:latest", MOE_ID, "--trust-remote-code", "--tensor-parallel-size", "1"]
+        "--entrypoint", "vllm", "quay.io/ascend/vllm-ascend:latest", "serve", MOE_ID, "--trust-remote-code",
+        "--tensor-parallel-size", "1"]  # the image starts a shell: vLLM is named
     assert "--gpus" not in proc(p, "vllm")["argv"]
 
 
@@ -114,8 +115,8 @@ def test_ppu_has_no_runnable_install_and_asks_for_the_image(cat) -> None:
     p = plan(cat, hardware="810e")
     assert p["install_mode"] == "docker"  # seed profile: install.pip false
     argv = proc(p, "vllm")["argv"]
-    assert argv == ["docker", "run", "--privileged", "--ipc=host", "-p", "8000:8000", *HF, "$PPU_VLLM_IMAGE",
-                    MOE_ID, "--trust-remote-code", "--tensor-parallel-size", "1"]
+    assert argv == ["docker", "run", "--privileged", "--ipc=host", "-p", "8000:8000", *HF, "--entrypoint", "vllm",
+                    "$PPU_VLLM_IMAGE", "serve", MOE_ID, "--trust-remote-code", "--tensor-parallel-size", "1"]
     assert not any("vllm/vllm-openai" in t or t == "--gpus" for t in argv)
     assert "PPU_VLLM_IMAGE" in p["placeholders"]
     assert any("no public vLLM install" in n and "PPU_VLLM_IMAGE" in n for n in p["notes"])
@@ -128,6 +129,9 @@ def test_tpu_docker_and_colocated_pinning(cat) -> None:
     assert p["base_install"] == ["docker pull vllm/vllm-tpu:latest"]
     assert proc(p, "vllm")["argv"][:7] == ["docker", "run", "--privileged", "--network", "host", "-v",
                                            "/dev/shm:/dev/shm"]
+    argv = proc(p, "vllm")["argv"]  # the image starts a shell: `--entrypoint vllm IMAGE serve MODEL …`
+    at = argv.index("vllm/vllm-tpu:latest")
+    assert argv[at - 2:at] == ["--entrypoint", "vllm"] and argv[at + 1] == "serve"
     assert any("counts chips" in n for n in p["notes"])
     pd = plan(cat, hardware="trillium", strategy="pd_cluster", pd=PD_COLOCATED)
     assert proc(pd, "prefill-0")["env"] == {
