@@ -88,6 +88,9 @@ class LaunchPlan(BaseModel):
     """Install notes, hardware notes and warnings worth showing next to the commands."""
     device_count: int = 1
     """Devices per node the plan was made for."""
+    accelerator: str = "cuda"
+    """The backend family the plan runs on (:data:`.backends.BACKENDS` key: ``cuda``, ``rocm``,
+    ``ascend``, ``ppu``, ``tpu``, ``xpu``, ``cpu``); the launcher checks it against the node."""
     min_vllm_version: str | None = None
     unverified: list[str] = Field(default_factory=list)
     """One line per gate lifted by ``Selection.allow_unverified`` (what runs without a verified
@@ -157,6 +160,7 @@ def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:
         out["base_install"] = list(plan.base_install)
         out["notes"] = list(plan.notes)
         out["device_count"] = plan.device_count
+        out["accelerator"] = plan.accelerator
         out["min_vllm_version"] = plan.min_vllm_version
         out["unverified"] = list(plan.unverified)
     return out

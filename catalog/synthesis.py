@@ -1147,6 +1147,7 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         base_install=B.base_install(ctx.profile, ctx.recipe, ctx.variant, ctx.install_mode, image),
         notes=_notes(ctx),
         device_count=ctx.gpu_count,
+        accelerator=B.backend_for(ctx.profile).key,
         min_vllm_version=vllm_versions.highest(versions),
         unverified=list(ctx.unverified),
     )

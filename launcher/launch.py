@@ -163,7 +163,8 @@ def node_problems(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
                   force: bool = False) -> list[str]:
     """Problems of running ``spec`` on the node ``facts`` describe (module docstring), one line each.
 
-    ``plan_accelerator``: the accelerator the plan was made for (its ``hardware``), None when the
+    ``plan_accelerator``: the backend the plan was made for (the plan file's ``plan.accelerator``:
+    ``cuda``, ``rocm``, ``ascend``, ``tpu``, ``xpu``, ``cpu`` …, docs/plan-file.md §6), None when the
     plan does not say. ``force`` turns the hardware mismatch into no problem (memory is still checked).
     """
     problems: list[str] = []
@@ -173,7 +174,7 @@ def node_problems(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
     if serves and gpu_plan and not facts.accelerator and not force:
         what = f"a {plan_accelerator} plan" if plan_accelerator else "a plan for accelerators"
         problems.append(f"{what} on a node without accelerators: this node has none, so vLLM would fail at start; "
-                        "plan for this node (vllm-wizard plan --hardware cpu …) or launch with --force")
+                        "plan for this node (vllm-wizard plan --detect …) or launch with --force")
     elif serves and facts.accelerator and not force:
         for p in serves:
             need = _devices_needed(p)
@@ -276,8 +277,8 @@ def prepare(plan: str | Path | Mapping[str, Any], node: str | None = None, node_
     spec = parse_plan(data, source=source, node_rank=node_rank, values=used, node=node)
     warnings: list[str] = []
     problems = check(spec, check_flags=check_flags, warnings=warnings, **dict(preflight_kw or {}))
-    hardware = (inner or {}).get("hardware") if isinstance(inner, Mapping) else None
-    accel = hardware.get("accelerator") if isinstance(hardware, Mapping) else hardware if isinstance(hardware, str) else None
+    accel = (inner or {}).get("accelerator") if isinstance(inner, Mapping) else None
+    accel = str(accel) if accel else None  # plan files from before the field: judged by the argv
     if facts is not None:
         problems += node_problems(spec, facts, accel, force)
     return Prepared(spec, used, detected, planned, problems, warnings)

@@ -77,7 +77,7 @@ def test_offline_model_must_be_in_the_local_cache(tmp_path):
 def test_launch_lists_every_problem_at_once_and_starts_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     plan = tmp_path / "p.yaml"
-    plan.write_text(yaml.safe_dump({"plan_version": 1, "plan": {"hardware": "h200", "processes": [
+    plan.write_text(yaml.safe_dump({"plan_version": 1, "plan": {"accelerator": "cuda", "processes": [
         {"name": "vllm", "role": "serve", "argv": [str(tmp_path / "no-venv" / "vllm"), "serve", "m", "--max-model-len",
                                                     "--host", "$HEAD_IP"]}]}}))
     prepared = prepare(plan, values={}, facts=HOST, check_flags=False)
@@ -85,5 +85,28 @@ def test_launch_lists_every_problem_at_once_and_starts_nothing(tmp_path, monkeyp
     with pytest.raises(LaunchError) as err:
         launch(plan, facts=HOST, check_flags=False)
     text = str(err.value)
-    assert "--max-model-len has no value" in text and "not found" in text and "h200 plan" in text
+    assert "--max-model-len has no value" in text and "not found" in text and "cuda plan" in text
     assert not (tmp_path / "state" / "vllm-wizard" / "runs").exists() or not list((tmp_path / "state" / "vllm-wizard" / "runs").iterdir())
+
+
+def test_a_planned_single_gpu_plan_is_refused_on_a_node_without_accelerators(tmp_path):
+    """A real plan file for one H200 (TP 1, nothing in its argv says GPU) names its backend, and
+    launch preflight refuses it on a CPU-only node unless forced."""
+    import yaml
+
+    from vllm_deploy_wizard.catalog import load_catalog
+    from vllm_deploy_wizard.catalog.planner import plan_selection
+    from vllm_deploy_wizard.catalog.render import plan_file
+    from vllm_deploy_wizard.catalog.selection import Selection
+
+    cat = load_catalog()
+    planned = plan_selection(cat, Selection(model="Qwen/Qwen3-32B", hardware="h200", gpus=1))
+    data = plan_file(planned.plan, {"catalog_source": "bundled"}, "test")
+    assert data["plan"]["accelerator"] == "cuda"
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    cpu_node = NodeFacts()
+    refused = prepare(str(path), facts=cpu_node, check_flags=False)
+    assert any("a cuda plan on a node without accelerators" in p for p in refused.problems), refused.problems
+    forced = prepare(str(path), facts=cpu_node, check_flags=False, force=True)
+    assert not any("without accelerators" in p for p in forced.problems)
