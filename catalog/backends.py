@@ -188,6 +188,18 @@ def cpu_pip_install(nightly: bool) -> list[str]:
     return lines
 
 
+def extra_install(profile: HardwareProfile, command: str) -> str:
+    """An extra install step (LMCache, router, connector…) as it runs on ``profile``'s backend.
+
+    On the CPU backend the venv made by :func:`cpu_pip_install` may have no ``uv`` and its torch is
+    the CPU wheel: ``uv pip install X`` becomes ``python -m pip install X`` with the PyTorch CPU
+    index, so a package that depends on torch keeps the CPU build (docs/backends.md §7). Other
+    backends keep the command as written."""
+    if backend_for(profile).key != "cpu" or not command.startswith("uv pip install "):
+        return command
+    return f"{_PIP} install {command[len('uv pip install '):]} --extra-index-url {TORCH_CPU_INDEX}"
+
+
 def base_install(profile: HardwareProfile, recipe: Recipe, variant: Variant, mode: str,
                  image: str | None) -> list[str]:
     """The vLLM install itself (§2.10 install block; product business, not compared by goldens).

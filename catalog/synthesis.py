@@ -925,10 +925,11 @@ def _install(ctx: _Ctx, has_router: bool, extra_router: str | None = None) -> li
             continue
         if ctx.install_mode not in (modes if modes is not None else ["pip"]):
             continue
+        cmd = B.extra_install(ctx.profile, cmd)
         if cmd not in out:
             out.append(cmd)
     if has_router:
-        router_cmd = extra_router or ROUTER_INSTALL
+        router_cmd = B.extra_install(ctx.profile, extra_router or ROUTER_INSTALL)
         if router_cmd not in out:
             out.append(router_cmd)
     return out

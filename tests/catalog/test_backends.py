@@ -363,3 +363,13 @@ def test_ascend_multi_node_gets_its_fabric_env_and_host_network(cat) -> None:
     assert "/usr/local/Ascend/driver/tools/hccn_tool:/usr/local/Ascend/driver/tools/hccn_tool" in argv
     single = proc(plan(cat, hardware="ascend_910c", install_mode="docker"), "vllm")
     assert "HCCL_SOCKET_IFNAME" not in single["env"] and "--network" not in single["argv"]
+
+
+def test_cpu_extra_installs_use_the_venvs_pip_and_the_torch_cpu_index(cat) -> None:
+    """The CPU venv may have no uv and holds the CPU torch: LMCache installs with its pip and the
+    PyTorch CPU index, like vLLM itself; other backends keep the recipe's ``uv pip install``."""
+    p = plan(cat, hardware="xeon6", kv_offload="lmcache")
+    lmcache = [line for line in p["install"] if "lmcache" in line]
+    assert lmcache == ['python -m pip install "lmcache==0.5.1" --extra-index-url https://download.pytorch.org/whl/cpu']
+    gpu = plan(cat, hardware="h200", kv_offload="lmcache")
+    assert 'uv pip install "lmcache==0.5.1"' in gpu["install"]
