@@ -151,6 +151,9 @@ def _devices_needed(p: ProcessSpec) -> int:
             if v and v.isdigit():
                 n *= int(v)
                 break
+    nodes = last_flag_value(p.argv, "--nnodes")  # vLLM's --nnodes spreads TP × PP over the nodes
+    if nodes and nodes.isdigit() and int(nodes) > 1:
+        n = max(1, -(-n // int(nodes)))
     return n
 
 
@@ -169,8 +172,10 @@ def node_problems(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
     """
     problems: list[str] = []
     serves = [p for p in spec.processes if is_vllm_serve(p.argv)]
-    gpu_plan = (plan_accelerator not in (None, "", "cpu")) or any(
-        not _on_cpu(p) and _devices_needed(p) > 1 for p in serves)
+    if plan_accelerator:  # the plan says what it runs on
+        gpu_plan = plan_accelerator != "cpu"
+    else:  # an older plan file: parallel sizes above 1 on a non-CPU process say accelerators
+        gpu_plan = any(not _on_cpu(p) and _devices_needed(p) > 1 for p in serves)
     if serves and gpu_plan and not facts.accelerator and not force:
         what = f"a {plan_accelerator} plan" if plan_accelerator else "a plan for accelerators"
         problems.append(f"{what} on a node without accelerators: this node has none, so vLLM would fail at start; "
@@ -178,7 +183,7 @@ def node_problems(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
     elif serves and facts.accelerator and not force:
         for p in serves:
             need = _devices_needed(p)
-            if not _on_cpu(p) and need > facts.accelerators > 0:
+            if plan_accelerator != "cpu" and not _on_cpu(p) and need > facts.accelerators > 0:
                 problems.append(f"{p.name!r} needs {need} devices (tensor × pipeline × data parallel) but this node "
                                 f"has {facts.accelerators}; lower the parallel sizes or launch on a larger node")
     for p in serves:

@@ -110,3 +110,11 @@ def test_a_planned_single_gpu_plan_is_refused_on_a_node_without_accelerators(tmp
     assert any("a cuda plan on a node without accelerators" in p for p in refused.problems), refused.problems
     forced = prepare(str(path), facts=cpu_node, check_flags=False, force=True)
     assert not any("without accelerators" in p for p in forced.problems)
+
+
+def test_a_cpu_plan_across_two_nodes_is_no_accelerator_plan():
+    """TP 2 over ``--nnodes 2`` on the CPU backend: one rank per node, and the plan says ``cpu``."""
+    spec = RunSpec((_serve("--tensor-parallel-size", "2", "--nnodes", "2", "--node-rank", "0"),))
+    assert node_problems(spec, NodeFacts(), plan_accelerator="cpu") == []
+    # without the plan's word, TP 2 over two nodes is still one device per node
+    assert node_problems(spec, NodeFacts()) == []
