@@ -34,7 +34,19 @@ class VllmView:
 
 
 def vllm_view(group: AcceleratorGroup) -> VllmView:
-    """The group as vLLM sees it (module docstring); never raises."""
+    """The group as vLLM sees it (module docstring); never raises. A device-control variable that
+    limits this shell (``CUDA_VISIBLE_DEVICES``, ``ASCEND_RT_VISIBLE_DEVICES`` …) limits vLLM too:
+    ``devices`` is then the visible count."""
+    view = _partitions(group)
+    visible = group.visible
+    if visible is not None and 0 < visible < view.devices:
+        return VllmView(visible, view.memory_bytes_each,
+                        f"this shell sees {visible} of {view.devices} devices (device-control variable)")
+    return view
+
+
+def _partitions(group: AcceleratorGroup) -> VllmView:
+    """MIG instances, AMD partitions and XPU tiles (module docstring)."""
     physical = group.count
     each = int(group.mem_gib_each * 2**30) if group.mem_gib_each else None
     if group.brand == "NVIDIA" and group.flags.get("mig"):

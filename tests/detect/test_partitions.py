@@ -77,6 +77,18 @@ def test_detect_shows_and_plan_uses_what_vllm_sees(fixture_dir) -> None:
     assert any("vLLM sees 64 devices of 24 GiB each" in n and "192 GB each" in n for n in plan["notes"])
 
 
+@pytest.mark.parametrize("scenario, physical, visible", [
+    ("cuda_visible_devices_subset", 8, 4), ("ascend_visible_subset", 16, 8)])
+def test_a_device_control_variable_limits_what_vllm_sees_and_the_plan(fixture_dir, scenario, physical,
+                                                                       visible) -> None:
+    group, view = _view(fixture_dir / "failure_modes.yaml", scenario)
+    assert group.count == physical and view.devices == visible
+    assert f"sees {visible} of {physical}" in view.reason
+    planned = _cli("plan", "--model", "Qwen/Qwen3-32B", "--replay", str(fixture_dir / "failure_modes.yaml"),
+                   "--scenario", scenario, "--allow-unverified", "--json")
+    assert json.loads(planned.stdout)["resolved"]["gpus"] == visible, planned.stderr
+
+
 @pytest.fixture()
 def fixture_dir(shared: Path) -> Path:
     return shared / "fixtures" / "detect"
