@@ -15,8 +15,10 @@ docs/multi-node.md §1):
 * a ``Service`` per workload that listens (every plan port), selecting the leader pod of a group.
 
 Each container: the plan's image (docker plans: the argv after the image in ``docker run``), the
-vendor's device resource (:data:`DEVICE_RESOURCES`) for engines, ``/dev/shm`` as a memory
-``emptyDir``, readiness/startup/liveness probes on the process's health path (a TCP probe on its
+vendor's device resource (:data:`DEVICE_RESOURCES`) for engines, as many as the process uses on
+its node (a ``*_VISIBLE_DEVICES`` pin's ids, else its parallel-size flags, else the plan's
+``device_count``; the pin itself is dropped: the pod's devices are numbered from 0), ``/dev/shm``
+as a memory ``emptyDir``, readiness/startup/liveness probes on the process's health path (a TCP probe on its
 first port when it has none), ``HF_TOKEN`` and every secret-named env or secret flag value
 (``--api-key``) from a ``Secret`` reference (:data:`SECRET_NAME`), never inline. What depends on
 another workload (``depends_on``: an engine on its companions, a router on its engines) gets an
@@ -41,6 +43,7 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.launcher.argv import devices_on_node
 from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
 from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
 from vllm_deploy_wizard.launcher.spec import PHASES
@@ -329,15 +332,23 @@ class _Exporter:
                 out.append(int(s))
         return sorted(set(out))
 
-    def _devices(self, proc: Mapping[str, Any], env: dict[str, str]) -> int:
-        visible = env.get("CUDA_VISIBLE_DEVICES") or env.get("ASCEND_RT_VISIBLE_DEVICES")
-        if visible and not placeholders_in(visible):
-            return len([x for x in visible.split(",") if x.strip()])
-        return self.devices
+    def _devices(self, argv: list[str], env: dict[str, str]) -> int:
+        """Accelerators one engine container requests: the count of ids a ``*_VISIBLE_DEVICES``
+        pin lists (a co-located PD pool), else what its parallel-size flags use on its node
+        (:func:`~vllm_deploy_wizard.launcher.argv.devices_on_node`), else the plan's ``device_count``."""
+        for key, visible in env.items():
+            if key.endswith("_VISIBLE_DEVICES") and visible and not placeholders_in(visible):
+                return len([x for x in visible.split(",") if x.strip()])
+        return devices_on_node(argv) or self.devices
 
     def _container(self, proc: dict[str, Any], inside: dict[str, str], argv_edit=None) -> dict[str, Any]:
         name = str(proc["name"])
         argv, env = container_command(proc, self.image)
+        devices = self._devices(argv, env)
+        if self.resource and proc.get("role") in ENGINE_ROLES:
+            # the device plugin gives the pod exactly its devices, numbered from 0: a host's pin
+            # (a co-located pool's 4,5,6,7) would name devices the pod does not have
+            env = {k: v for k, v in env.items() if not k.endswith("_VISIBLE_DEVICES")}
         if argv_edit is not None:
             argv = argv_edit(argv)
         if proc.get("setup"):
@@ -361,8 +372,7 @@ class _Exporter:
             c["volumeMounts"] = mounts
         if proc.get("role") in ENGINE_ROLES:
             if self.resource:
-                n = self._devices(proc, env)
-                c["resources"] = {"limits": {self.resource: n}, "requests": {self.resource: n}}
+                c["resources"] = {"limits": {self.resource: devices}, "requests": {self.resource: devices}}
         return c
 
     def _pod(self, proc: dict[str, Any], labels: dict[str, str], container: dict[str, Any],
@@ -518,12 +528,18 @@ def write_manifests(directory: Path, files: list[tuple[str, list[dict[str, Any]]
     (created); returns the paths. Each starts with how to create the Secret it reads."""
     import yaml
 
+    class Dumper(yaml.SafeDumper):
+        """Every shared value written out in full: no ``&id``/``*id`` anchors and aliases."""
+
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
     directory.mkdir(parents=True, exist_ok=True)
     header = (f"# vllm-wizard: kubectl apply -f {directory}/ — secrets come from Secret {SECRET_NAME!r}:\n"
               f"#   kubectl create secret generic {SECRET_NAME} --from-literal=HF_TOKEN=…\n")
     out = []
     for fname, docs in files:
         path = directory / fname
-        path.write_text(header + yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+        path.write_text(header + yaml.dump_all(docs, Dumper=Dumper, sort_keys=False), encoding="utf-8")
         out.append(path)
     return out

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from vllm_deploy_wizard.cli import main
+from vllm_deploy_wizard.launcher.argv import devices_on_node, last_flag_value
 from vllm_deploy_wizard.launcher.engines.kubernetes import DEVICE_RESOURCES, SECRET_NAME, device_resource
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -95,6 +96,8 @@ def export(tmp_path: Path, *args: str, selection: dict | None = None) -> dict[st
         sel.write_text(json.dumps(selection))
         argv += ["--selection", str(sel)]
     assert main(argv) == 0
+    for p in out.iterdir():  # every value written in full: kubectl users read and edit these files
+        assert not re.search(r"[&*]id\d+", p.read_text()), f"{p.name}: YAML anchor/alias"
     return {p.name: list(yaml.safe_load_all(p.read_text())) for p in sorted(out.iterdir())}
 
 
@@ -226,3 +229,66 @@ def test_data_parallel_workers_start_at_their_own_rank(tmp_path) -> None:
     # worker k of 3 starts at DP rank 4·k (4 local ranks each); $$ is Kubernetes' escape for a literal $
     assert c["args"][:2] == ["-c", 'exec "$0" "$@" --data-parallel-start-rank $$((LWS_WORKER_INDEX * 4))']
     assert c["args"][2:4] == ["vllm", "serve"] and "--data-parallel-start-rank" not in c["args"][2:]
+
+
+def _engines(files: dict[str, list[dict]]) -> list[dict]:
+    """The engine containers (those requesting a device) of every workload."""
+    return [c for ds in files.values() for d in ds for c in _containers(d) if "resources" in c]
+
+
+def test_single_node_tp1_requests_one_gpu_not_the_profiles_eight(tmp_path) -> None:
+    files = export(tmp_path, "--model", "Qwen/Qwen3-32B", "--hardware", "h200")
+    (c,) = _engines(files)
+    assert last_flag_value(c["args"], "--tensor-parallel-size") == "1"
+    assert c["resources"] == {"limits": {"nvidia.com/gpu": 1}, "requests": {"nvidia.com/gpu": 1}}
+
+
+def test_single_node_tp8_requests_eight_gpus(tmp_path) -> None:
+    files = export(tmp_path, "--model", "Qwen/Qwen3-32B", "--hardware", "h200", "--arg=--tensor-parallel-size 8")
+    (c,) = _engines(files)
+    assert last_flag_value(c["args"], "--tensor-parallel-size") == "8"
+    assert c["resources"]["limits"] == {"nvidia.com/gpu": 8}
+
+
+def test_single_node_data_parallel_requests_tp_times_dp(tmp_path) -> None:
+    files = export(tmp_path, "--model", "Qwen/Qwen3-32B", "--hardware", "h200", "--arg=--tensor-parallel-size 2",
+                   "--arg=--data-parallel-size 2")
+    (c,) = _engines(files)
+    assert c["resources"]["limits"] == {"nvidia.com/gpu": 4}
+
+
+def test_co_located_pd_pools_request_their_pinned_devices_numbered_in_the_pod(tmp_path) -> None:
+    files = export(tmp_path, "--model", "Qwen/Qwen3-Coder-480B-A35B-Instruct", "--hardware", "h200",
+                   "--strategy", "pd_cluster", "--pd-prefill", "0", "--pd-decode", "0")
+    engines = _engines(files)
+    assert len(engines) == 2
+    for c in engines:
+        assert c["resources"]["limits"] == {"nvidia.com/gpu": 4} and last_flag_value(c["args"], "--tensor-parallel-size") == "4"
+        # the device plugin hands the pod its 4 devices as 0-3: the host's 4,5,6,7 pin would name none of them
+        assert not [e for e in c["env"] if e["name"].endswith("_VISIBLE_DEVICES")]
+
+
+def test_multi_node_pods_request_their_nodes_share(tmp_path) -> None:
+    files = export(tmp_path, "--model", "Qwen/Qwen3-Coder-480B-A35B-Instruct", "--hardware", "h200",
+                   "--strategy", "pd_cluster", "--pd-prefill", "2", "--pd-decode", "2")
+    engines = _engines(files)
+    assert len(engines) == 4  # leader + worker template of each pool, TP 16 over 2 nodes
+    assert {c["resources"]["limits"]["nvidia.com/gpu"] for c in engines} == {8}
+
+
+@pytest.mark.parametrize("args, devices", [
+    ("", None),
+    ("--max-model-len 4096", None),
+    ("-tp 4", 4),
+    ("--tensor-parallel-size=2 --tensor-parallel-size 8", 8),
+    ("-tp 8 -pp 2", 16),
+    ("--tensor-parallel-size 16 --nnodes 2 --node-rank 1", 8),
+    ("-tp 8 --pipeline-parallel-size 3 --nnodes 3", 8),
+    ("--tensor-parallel-size 24 --nnodes 3", 8),
+    ("--data-parallel-size 12 --data-parallel-size-local 4", 4),
+    ("-tp 2 -dp 4 -dpl 2", 4),
+    ("--data-parallel-size 2", 2),
+    ("-tp $TP", None),
+])
+def test_devices_on_node_reads_the_parallel_sizes(args: str, devices: int | None) -> None:
+    assert devices_on_node(["vllm", "serve", "m", *args.split()]) == devices
