@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.launcher.argv import last_flag_value
+from vllm_deploy_wizard.launcher.argv import devices_on_node, last_flag_value
 from vllm_deploy_wizard.launcher.causes import DEFAULT_GPU_UTIL, UTIL_MARGIN
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
@@ -143,18 +143,8 @@ def _fits(free: float, total: float) -> float:
 
 
 def _devices_needed(p: ProcessSpec) -> int:
-    n = 1
-    for flags in (("--tensor-parallel-size", "-tp"), ("--pipeline-parallel-size", "-pp"),
-                  ("--data-parallel-size-local",)):
-        for flag in flags:
-            v = last_flag_value(p.argv, flag)
-            if v and v.isdigit():
-                n *= int(v)
-                break
-    nodes = last_flag_value(p.argv, "--nnodes")  # vLLM's --nnodes spreads TP × PP over the nodes
-    if nodes and nodes.isdigit() and int(nodes) > 1:
-        n = max(1, -(-n // int(nodes)))
-    return n
+    """Devices ``p`` uses on this node (:func:`..argv.devices_on_node`; 1 when no size is given)."""
+    return devices_on_node(p.argv) or 1
 
 
 def _on_cpu(p: ProcessSpec) -> bool:
