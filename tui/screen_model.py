@@ -64,7 +64,7 @@ class ModelScreen(Screen):
     HELP_TITLE = "Model"
     HELP_INTRO = ("Type to search; enter picks when one model matches, else moves to the table (enter picks the "
                   "row). Fit is measured against the detected machine on the detected profile (see the line under "
-                  "the table). Status: ✓ verified on this hardware, ⚠ unlisted (a restricted profile the recipe "
+                  "the table). Rows verified on this hardware come first. Status: ✓ verified on this hardware, ⚠ unlisted (a restricted profile the recipe "
                   "does not list, offered because it was detected), ✗ unsupported. Custom model: HF id or local "
                   "path in the bottom box, enter.")
 
