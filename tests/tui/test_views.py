@@ -51,7 +51,8 @@ def test_recipe_rows_verified_first_then_unlisted_then_unsupported(catalog, hw):
         names = [(r.provider.lower(), r.title.lower()) for r, rg in zip(rows, groups) if rg == g]
         assert names == sorted(names), g
     plain = recipe_rows(catalog.recipes)  # no hardware chosen: one group, provider then title
-    assert [(r.provider.lower(), r.title.lower()) for r in plain] == sorted((r.provider.lower(), r.title.lower()) for r in plain)
+    names = [(r.provider.lower(), r.title.lower()) for r in plain]
+    assert names == sorted(names)
 
 
 def test_profile_groups_nvidia_first_and_detected_marked(catalog):
