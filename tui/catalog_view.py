@@ -12,6 +12,10 @@ Fit and verified marks (model screen):
   recipe declares a multi-node/PD strategy and the profile is scalable (``multi``); else ``no``.
   Precision gates (P1) are left to the constraints API on the next screen.
 - *verified*: ``meta.hardware[hw] == "verified"`` (badge rule B1).
+
+Row order (model screen): recipes verified for the chosen hardware first, then the other available
+ones, then ``unlisted``, then ``disabled`` (:func:`listing_rank`); by provider then title within each
+group. Without a chosen hardware every row is in the same group.
 """
 
 from __future__ import annotations
@@ -91,6 +95,17 @@ class RecipeRow:
     listing_reason: str = ""
 
 
+def listing_rank(row: RecipeRow) -> int:
+    """Where ``row``'s group sorts on the model screen: 0 verified on the hardware, 1 available,
+    2 ``unlisted``, 3 ``disabled`` (the same precedence as the Status column: the listing state wins
+    over the verified mark)."""
+    if row.listing == "disabled":
+        return 3
+    if row.listing == "unlisted":
+        return 2
+    return 0 if row.verified else 1
+
+
 def _fits(recipe: Any, profile: Any, have_gb: float | None = None) -> str:
     if profile is None:
         return "?"
@@ -116,7 +131,8 @@ def recipe_rows(
 ) -> list[RecipeRow]:
     """Recipes matching ``query`` (case-insensitive substring of title, HF id or provider; every
     blank-separated word must match), ``task`` (one of :data:`TASKS` or "" for any) and
-    ``architecture`` (``dense``/``moe``/""), sorted by provider then title.
+    ``architecture`` (``dense``/``moe``/""), grouped by :func:`listing_rank` (verified on
+    ``hardware_id`` first, then available, unlisted, disabled), each group by provider then title.
 
     ``have_gb``: the memory (GB) fit is measured against instead of the profile's nominal
     ``vram_gb`` — the detected machine's (see ``inventory_view.detected_memory_gb``).
@@ -146,4 +162,4 @@ def recipe_rows(
             continue
         rows.append(RecipeRow(str(field(rec, "hf_id", default=hf_id)), title, provider, tasks, arch,
                               _fits(rec, profile, have_gb), verified, str(state), reason or ""))
-    return sorted(rows, key=lambda r: (r.provider.lower(), r.title.lower()))
+    return sorted(rows, key=lambda r: (listing_rank(r), r.provider.lower(), r.title.lower()))

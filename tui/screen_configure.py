@@ -113,8 +113,8 @@ class ConfigureScreen(Screen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("ctrl+n", "next", "Review"),
-        Binding("ctrl+u", "toggle_unverified", "Unverified", show=False),
-        Binding("ctrl+g", "fit_fix", "Fit fix", show=False),
+        Binding("ctrl+u", "toggle_unverified", "Unverified"),
+        Binding("ctrl+g", "fit_fix", "Fit fix"),
     ]
 
     def compose(self) -> ComposeResult:

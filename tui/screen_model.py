@@ -64,9 +64,9 @@ class ModelScreen(Screen):
     HELP_TITLE = "Model"
     HELP_INTRO = ("Type to search; enter picks when one model matches, else moves to the table (enter picks the "
                   "row). Fit is measured against the detected machine on the detected profile (see the line under "
-                  "the table). Status: ✓ verified on this hardware, ⚠ unlisted (a restricted profile the recipe "
-                  "does not list, offered because it was detected), ✗ unsupported. Custom model: HF id or local "
-                  "path in the bottom box, enter.")
+                  "the table). Status: ✓ verified on this hardware (listed first), ⚠ unlisted (a restricted "
+                  "profile the recipe does not list, offered because it was detected), ✗ unsupported (listed "
+                  "last). Custom model: HF id or local path in the bottom box, enter.")
 
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),

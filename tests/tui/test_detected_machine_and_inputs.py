@@ -107,6 +107,10 @@ async def test_model_screen_fit_and_count_use_the_detected_machine(snapshot):
         table = screen.query_one("#recipes", DataTable)
         row = table.get_row("Qwen/Qwen3-32B")
         assert row[2] == "⚠ unlisted"
+        marks = [table.get_row_at(i)[2] for i in range(table.row_count)]  # verified rows lead the table
+        verified = marks.count("✓ verified")
+        assert verified and marks[:verified] == ["✓ verified"] * verified
+        assert marks[verified:] == sorted(marks[verified:], key=["", "⚠ unlisted", "✗ unsupported"].index)
         assert str(table.columns[ColumnKey("fit")].label) == "Fit (detected)"
 
 

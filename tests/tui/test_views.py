@@ -38,6 +38,23 @@ def test_recipe_rows_mark_fit_per_hardware(catalog):
     assert rows["Qwen/Qwen3-235B-A22B-Instruct-2507"].fits in ("yes", "multi")
 
 
+@pytest.mark.parametrize("hw", ["xeon6", "h200"])
+def test_recipe_rows_verified_first_then_unlisted_then_unsupported(catalog, hw):
+    from vllm_deploy_wizard.catalog.constraints import hardware_listing
+
+    profile = catalog.taxonomy.hardware_profiles[hw]
+    rows = recipe_rows(catalog.recipes, profile, hw, listing=lambda rec: hardware_listing(catalog, rec, hw, hw))
+    groups = [0 if r.listing == "available" and r.verified else 1 if r.listing == "available"
+              else 2 if r.listing == "unlisted" else 3 for r in rows]
+    assert groups == sorted(groups) and groups[0] == 0 and len(set(groups)) > 1
+    for g in set(groups):  # provider, then title, inside each group
+        names = [(r.provider.lower(), r.title.lower()) for r, rg in zip(rows, groups) if rg == g]
+        assert names == sorted(names), g
+    plain = recipe_rows(catalog.recipes)  # no hardware chosen: one group, provider then title
+    names = [(r.provider.lower(), r.title.lower()) for r in plain]
+    assert names == sorted(names)
+
+
 def test_profile_groups_nvidia_first_and_detected_marked(catalog):
     cands = [SimpleNamespace(profile_id="mi300x", quality="count_mismatch", notes=[])]
     groups = profile_groups(catalog.taxonomy.hardware_profiles, cands)

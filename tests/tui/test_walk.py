@@ -87,3 +87,24 @@ async def test_review_actions_work_from_a_placeholder_input(build_app, tmp_path,
         assert app.screen.query_one(Footer).display
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert {"Review: Launch", "Review: Export", "Review: Copy", "Review: Scripts"} <= set(titles)
+
+
+async def test_configure_footer_shows_unverified_and_fit_fix_within_80_columns(build_app):
+    """ctrl+u and ctrl+g are in the configure footer next to the step keys, and at 80×24 every key
+    and the palette hint stay inside the line without overlapping."""
+    from textual.widgets import Footer
+    from tui_steps import pick_hardware, pick_model
+
+    from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
+
+    app = build_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pick_hardware(pilot, "h200")
+        await pick_model(pilot, "Qwen/Qwen3-32B")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfigureScreen)
+        items = sorted((c.region for c in app.screen.query_one(Footer).children if c.region.width), key=lambda r: r.x)
+        keys = {getattr(c, "key", None): str(c.render()) for c in app.screen.query_one(Footer).children}
+        assert "Unverified" in keys.get("ctrl+u", "") and "Fit fix" in keys.get("ctrl+g", "")
+        assert {"escape", "ctrl+n", "ctrl+q", "f1"} <= set(keys)
+        assert all(a.right <= b.x for a, b in zip(items, items[1:])) and items[-1].right <= 80
