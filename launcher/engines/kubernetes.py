@@ -43,7 +43,7 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.launcher.argv import devices_on_node
+from vllm_deploy_wizard.launcher.argv import devices_on_node, last_flag_value
 from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
 from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
 from vllm_deploy_wizard.launcher.spec import PHASES
@@ -145,15 +145,6 @@ def _replace_flag(argv: list[str], flag: str, value: str) -> list[str]:
     return out
 
 
-def _flag_value(argv: list[str], flag: str) -> str | None:
-    for i, tok in enumerate(argv):
-        if tok == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if tok.startswith(flag + "="):
-            return tok.split("=", 1)[1]
-    return None
-
-
 def _port_of(url: str) -> int | None:
     try:
         return urlsplit(url).port
@@ -196,7 +187,7 @@ class _Exporter:
 
     def _master_addr(self, proc: Mapping[str, Any]) -> str | None:
         argv = [str(a) for a in proc.get("argv") or []]
-        return _flag_value(argv, "--master-addr") or _flag_value(argv, "--data-parallel-address")
+        return last_flag_value(argv, "--master-addr") or last_flag_value(argv, "--data-parallel-address")
 
     # -- values
     def _host_of(self, name: str) -> str | None:
@@ -475,7 +466,7 @@ class _Exporter:
 
         def worker_argv(argv: list[str]) -> list[str]:
             out = _replace_flag(argv, "--node-rank", "$(LWS_WORKER_INDEX)")
-            start = _flag_value(argv, "--data-parallel-start-rank")
+            start = last_flag_value(argv, "--data-parallel-start-rank")
             if start is not None and len(members) > 2:
                 step = int(start)  # worker k starts at k * (local DP size)
                 rest = [a for i, a in enumerate(out) if not (a == "--data-parallel-start-rank"
