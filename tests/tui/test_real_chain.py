@@ -89,7 +89,8 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_
         await settle(pilot)
         assert isinstance(app.screen, ReviewScreen)
         await pilot.press("ctrl+l")  # works whatever has focus
-        await _until(pilot, lambda: isinstance(app.screen, MonitorScreen), 120, "the monitor (preflight + start)")
+        # preflight runs `vllm serve --help=all` on a cold flag cache (~13 s idle, minutes on a loaded 2-core box)
+        await _until(pilot, lambda: isinstance(app.screen, MonitorScreen), 300, "the monitor (preflight + start)")
         monitor = app.screen
         run_id = monitor.run_id
         await _until(pilot, lambda: "vllm" in monitor.model.procs and monitor.model.procs["vllm"].ready,
