@@ -26,6 +26,7 @@ from typing import Any, Iterable
 from vllm_deploy_wizard import suggest
 from vllm_deploy_wizard import versions as vllm_versions
 from vllm_deploy_wizard.errors import SelectionError
+from vllm_deploy_wizard.flags import last_flag_value, set_flag
 
 from . import args as A
 from . import gates as G
@@ -969,20 +970,6 @@ COMPANION_ARGS = {
 }
 
 
-def _set_flag(argv: list[str], flag: str, value: str, add: bool = False) -> list[str]:
-    """``argv`` with ``flag``'s value replaced (``--flag v`` or ``--flag=v``); appended when absent and
-    ``add``."""
-    out, found = list(argv), False
-    for i, tok in enumerate(out):
-        if tok == flag and i + 1 < len(out):
-            out[i + 1], found = value, True
-        elif tok.startswith(flag + "="):
-            out[i], found = f"{flag}={value}", True
-    if not found and add:
-        out += [flag, value]
-    return out
-
-
 def _apply_companion_args(ctx: _Ctx, procs: list[PlanProcess]) -> None:
     """Apply ``sel.companion_args`` to the companion processes (before ports are read).
 
@@ -1000,27 +987,18 @@ def _apply_companion_args(ctx: _Ctx, procs: list[PlanProcess]) -> None:
     for p in procs:
         if p.name.startswith("kv_offload:lmcache"):
             if "l1_size_gb" in given:
-                p.argv = _set_flag(p.argv, "--l1-size-gb", given["l1_size_gb"])
-                init = _flag_value(p.argv, "--l1-init-size-gb")
+                p.argv = set_flag(p.argv, "--l1-size-gb", given["l1_size_gb"])
+                init = last_flag_value(p.argv, "--l1-init-size-gb")
                 if init is not None and init.replace(".", "", 1).isdigit() and float(init) > float(given["l1_size_gb"]):
-                    p.argv = _set_flag(p.argv, "--l1-init-size-gb", given["l1_size_gb"])
+                    p.argv = set_flag(p.argv, "--l1-init-size-gb", given["l1_size_gb"])
             if "max_cpu_workers" in given:
-                p.argv = _set_flag(p.argv, "--max-cpu-workers", given["max_cpu_workers"])
+                p.argv = set_flag(p.argv, "--max-cpu-workers", given["max_cpu_workers"])
         if p.argv[:1] == ["vllm-router"] and "prometheus_port" in given:
-            p.argv = _set_flag(p.argv, "--prometheus-port", given["prometheus_port"], add=True)
+            p.argv = set_flag(p.argv, "--prometheus-port", given["prometheus_port"], add=True)
         for hole, value in fill.items():
             if value is not None:
                 p.argv = [tok.replace(hole, value) for tok in p.argv]
                 p.env = {k: v.replace(hole, value) for k, v in p.env.items()}
-
-
-def _flag_value(argv: list[str], flag: str) -> str | None:
-    for i, tok in enumerate(argv):
-        if tok == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if tok.startswith(flag + "="):
-            return tok.split("=", 1)[1]
-    return None
 
 
 def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:

@@ -44,7 +44,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from vllm_deploy_wizard.launcher.argv import last_flag_value
+from vllm_deploy_wizard.flags import last_flag_value
 
 #: How many last log lines a caller should classify: a vLLM start that fails in a worker prints
 #: ~120 lines of EngineCore/API-server tracebacks after the root cause (vLLM 0.32 CPU).

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.launcher.argv import devices_on_node, last_flag_value
+from vllm_deploy_wizard.flags import last_flag_value
+from vllm_deploy_wizard.launcher.argv import devices_on_node
 from vllm_deploy_wizard.launcher.causes import DEFAULT_GPU_UTIL, UTIL_MARGIN
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve

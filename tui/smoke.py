@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from vllm_deploy_wizard.launcher.argv import last_flag_value
+from vllm_deploy_wizard.flags import last_flag_value
 
 #: What the launcher writes in place of a secret value (launcher/logs.py ``MASK``).
 MASKED = "***"

@@ -43,7 +43,8 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.launcher.argv import devices_on_node, last_flag_value
+from vllm_deploy_wizard.flags import last_flag_value
+from vllm_deploy_wizard.launcher.argv import devices_on_node
 from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
 from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
 from vllm_deploy_wizard.launcher.spec import PHASES

@@ -163,16 +163,6 @@ def test_ready_cadence_defaults_to_5_s_unless_configured():
     assert spec.processes[0].probe.ready_cadence_s == 2
 
 
-def test_flag_values_reads_both_spellings_and_last_wins():
-    from vllm_deploy_wizard.launcher.argv import flag_values, last_flag_value
-
-    argv = ["vllm", "serve", "m", "--port", "8000", "--host=127.0.0.1", "--port=8001", "--enforce-eager"]
-    assert flag_values(argv, "--port") == ["8000", "8001"]
-    assert last_flag_value(argv, "--port") == "8001"
-    assert last_flag_value(argv, "--host") == "127.0.0.1"
-    assert last_flag_value(argv, "--max-model-len") is None
-    assert flag_values(["vllm", "--port"], "--port") == []  # a trailing flag has no value
-
 
 def test_duplicate_names_are_listed_with_every_other_problem():
     """Duplicate names are reported with every other problem, not in a pass of their own (contracts §3)."""

@@ -1,0 +1,30 @@
+"""vllm_deploy_wizard.flags: flags read and edited in an argv as vLLM's argparse reads them."""
+
+from vllm_deploy_wizard.flags import flag_values, last_flag_value, set_flag
+
+
+def test_flag_values_reads_both_spellings_and_last_wins():
+    argv = ["vllm", "serve", "m", "--port", "8000", "--host=127.0.0.1", "--port=8001", "--enforce-eager"]
+    assert flag_values(argv, "--port") == ["8000", "8001"]
+    assert last_flag_value(argv, "--port") == "8001"
+    assert last_flag_value(argv, "--host") == "127.0.0.1"
+    assert last_flag_value(argv, "--max-model-len") is None
+    assert flag_values(["vllm", "--port"], "--port") == []  # a trailing flag has no value
+
+
+def test_a_flag_is_not_read_out_of_a_longer_flag_name():
+    argv = ["lmcache", "server", "--l1-size-gb", "4", "--l1-size-gb-extra=9"]
+    assert flag_values(argv, "--l1-size-gb") == ["4"]
+
+
+def test_set_flag_replaces_every_occurrence_in_its_own_spelling():
+    argv = ["lmcache", "server", "--l1-size-gb", "60", "--l1-size-gb=70", "--port", "6555"]
+    assert set_flag(argv, "--l1-size-gb", "8") == ["lmcache", "server", "--l1-size-gb", "8", "--l1-size-gb=8",
+                                                   "--port", "6555"]
+    assert argv[3] == "60", "the input argv is left as it was"
+
+
+def test_set_flag_appends_only_when_asked():
+    argv = ["vllm-router", "--port", "8000"]
+    assert set_flag(argv, "--prometheus-port", "29100") == argv
+    assert set_flag(argv, "--prometheus-port", "29100", add=True) == argv + ["--prometheus-port", "29100"]
