@@ -133,6 +133,8 @@ def transition(
     ps.since = ts
     if pid is not None:
         ps.pid = pid
+    elif new is State.STARTING:
+        ps.pid = None  # entered before the spawn: a restart's old process is gone, the new one has no pid yet
     if new in SETTLED or new is State.BACKOFF:
         pid_out = ps.pid
         ps.pid = None

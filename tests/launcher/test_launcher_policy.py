@@ -240,6 +240,12 @@ def test_restart_request_stops_then_starts_again():
     assert Signal("vllm", signal.SIGTERM) in acts and h.state("vllm") is State.STOPPING
     acts = h.at(101.0, Exited("vllm", 0))
     assert Spawn("vllm") in acts and h.state("vllm") is State.STARTING
+    # the restarted process has no pid until it is spawned: the old one (12) is gone
+    assert h.events[-1].state is State.STARTING and h.events[-1].pid is None
+    assert h.policy.states["vllm"].pid is None
+    h.at(101.2, Started("vllm", 21))
+    h.at(140.0, ProbePassed("vllm"))
+    assert (h.events[-1].state, h.events[-1].pid) == (State.READY, 21)
 
 
 def test_transition_table_refuses_impossible_moves():
