@@ -83,13 +83,26 @@ class WizardApp(App):
     ]
 
     async def action_quit(self) -> None:
-        """Quit (ctrl+q). From the monitor a live run goes on, and the terminal is told how to
-        re-attach or stop it once the app has closed."""
-        quit_keep_running = getattr(self.screen, "action_quit_keep_running", None)
-        if quit_keep_running is not None:
-            quit_keep_running()
-        else:
-            self.exit()
+        """Quit (ctrl+q). Live runs go on, and the terminal is told how to re-attach or stop each once
+        the app has closed: the monitor (also under a popup) says it for its run; elsewhere every live
+        run the launcher knows is named (a run launched, then detached from, included)."""
+        for screen in reversed(self.screen_stack):
+            quit_keep_running = getattr(screen, "action_quit_keep_running", None)
+            if quit_keep_running is not None:
+                quit_keep_running()
+                return
+        self.exit(message=self._live_runs_text())
+
+    def _live_runs_text(self) -> str | None:
+        """One "run … keeps running; …" line per live run, or None when there is none (or no launcher)."""
+        from vllm_deploy_wizard.tui.screen_monitor import keeps_running_text
+
+        launcher = self.launcher
+        try:
+            runs = launcher.live_runs() if launcher is not None else []
+        except Exception:  # noqa: BLE001 — no run dir yet etc.
+            runs = []
+        return "\n".join(keeps_running_text(r) for r in runs) or None
 
     def __init__(
         self,

@@ -193,3 +193,42 @@ async def test_quit_from_the_monitor_exits_with_the_keeps_running_message(build_
         await pilot.press(key)
         await settle(pilot)
     assert exits == [keeps_running_text("run-1")]
+
+
+async def test_quit_after_detaching_names_the_live_runs(build_app):
+    app = build_app(launcher=FakeLauncher(live=["run-1"]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _monitor(app, pilot, [ProcessEvent("vllm", State.STARTING, State.STOPPED, 0)])
+        await pilot.press("d")
+        await settle(pilot)
+        assert not isinstance(app.screen, MonitorScreen)
+        exits = []
+        app.exit = lambda result=None, return_code=0, message=None: exits.append(message)
+        await pilot.press("ctrl+q")
+        await settle(pilot)
+    assert exits == [keeps_running_text("run-1")]
+
+
+async def test_quit_with_help_open_over_the_monitor_still_says_the_run_keeps_running(build_app):
+    app = build_app(launcher=FakeLauncher())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _monitor(app, pilot, [ProcessEvent("vllm", State.STARTING, State.STOPPED, 0)])
+        await pilot.press("f1")
+        await settle(pilot)
+        assert not isinstance(app.screen, MonitorScreen)
+        exits = []
+        app.exit = lambda result=None, return_code=0, message=None: exits.append(message)
+        await pilot.press("ctrl+q")
+        await settle(pilot)
+    assert exits == [keeps_running_text("run-1")]
+
+
+async def test_quit_without_live_runs_exits_silently(build_app):
+    app = build_app(launcher=FakeLauncher())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        exits = []
+        app.exit = lambda result=None, return_code=0, message=None: exits.append(message)
+        await pilot.press("ctrl+q")
+        await settle(pilot)
+    assert exits == [None]
