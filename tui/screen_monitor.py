@@ -81,7 +81,7 @@ MONITOR_ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("detach", "Detach (d)", "Leave the run running and go back"),
     ("relaunch_fix", "Fix and relaunch (x)", "Apply the failure's suggested flag change and launch again"),
     ("follow", "Follow log (f)", "Toggle following the end of the log"),
-    ("search", "Search log (/)", "Filter the log pane by a string"),
+    ("search", "Search log (/)", "Filter the log pane by a string (enter applies, escape closes the box)"),
 )
 
 
@@ -98,7 +98,7 @@ class MonitorScreen(Screen):
         Binding("x", "relaunch_fix", "Fix+run"),
         Binding("f", "follow", "Follow", show=False),
         Binding("slash", "search", "Search", show=False),
-        Binding("escape", "detach", "Detach", show=False),
+        Binding("escape", "back", "Close search / detach", show=False),
         Binding("q", "quit_keep_running", "Quit (run goes on)", show=False),
     ]
 
@@ -310,9 +310,14 @@ class MonitorScreen(Screen):
         log = self.query_one("#log", RichLog)
         log.clear()
         log.border_title = f"log · {self.selected}" + (f" · /{self.search}" if self.search else "")
+        shown = 0
         for line in self.model.logs.get(self.selected, []):
             if not self.search or self.search in line:
                 log.write(self._styled(line), scroll_end=self.follow)
+                shown += 1
+        if self.search and not shown:
+            log.write(Text(f"no line of {self.selected}'s log contains {self.search!r} yet; new lines that do will "
+                           "show here (/ then enter on an empty box clears the search)", style="dim italic"))
 
     def action_follow(self) -> None:
         """Toggle following the log's end."""
@@ -327,8 +332,21 @@ class MonitorScreen(Screen):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "log-search":
             self.search = event.value.strip()
-            event.input.add_class("hidden")
+            self._close_search()
             self._repaint_log()
+
+    def _close_search(self) -> None:
+        """Hide the log search box and give the keys back to the process table."""
+        self.query_one("#log-search", Input).add_class("hidden")
+        self.query_one("#procs", DataTable).focus()
+
+    def action_back(self) -> None:
+        """escape: close the log search box when it is open (the filter stays), else detach."""
+        box = self.query_one("#log-search", Input)
+        if not box.has_class("hidden"):
+            self._close_search()
+        else:
+            self.action_detach()
 
     def action_stop(self) -> None:
         """Ask "Stop the run (vllm, router …)? y/n", then stop the whole run (SIGTERM, wait, SIGKILL

@@ -170,8 +170,9 @@ def test_help_lists_each_screens_own_keys():
     assert any(line.startswith("ctrl+l / l") and line.endswith("Launch") for line in review)
     assert any(line.startswith("ctrl+y / c") for line in review)
     monitor = "\n".join(help_lines(MonitorScreen("run-1"), SimpleNamespace()))
-    for key in ("s ", "r ", "d / escape", "m ", "x ", "f ", "/ ", "q "):
+    for key in ("s ", "r ", "d ", "m ", "x ", "f ", "/ ", "q "):
         assert key in monitor, key
+    assert any(line.startswith("escape") and line.endswith("Close search / detach") for line in monitor.splitlines())
     assert "Launch" not in monitor
     assert "enter picks when one model matches" in help_text(ModelScreen(), SimpleNamespace())
 

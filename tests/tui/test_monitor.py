@@ -172,6 +172,37 @@ async def test_log_search_filters_and_highlights(build_app, tmp_path, monkeypatc
         assert screen.follow is False
 
 
+async def test_escape_in_log_search_closes_the_box_and_keeps_the_run_attached(build_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    app = build_app(launcher=FakeLauncher(events=ready_run()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _launch(pilot, app)
+        await pilot.press("slash")
+        await settle(pilot)
+        box = screen.query_one("#log-search")
+        await pilot.press("d", "escape")  # "d" is typed into the box, escape only closes it
+        await settle(pilot)
+        assert app.screen is screen and box.has_class("hidden") and box.value == "d"
+        assert app.focused is screen.query_one("#procs")
+        await pilot.press("escape")  # now escape detaches
+        await settle(pilot)
+        assert app.screen is not screen
+
+
+async def test_a_log_search_matching_nothing_says_so(build_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    app = build_app(launcher=FakeLauncher(events=ready_run()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _launch(pilot, app)
+        await pilot.press("slash")
+        await settle(pilot)
+        screen.query_one("#log-search").value = "no-such-text"
+        await pilot.press("enter")
+        await settle(pilot)
+        text = " ".join(strip.text for strip in screen.query_one("#log", RichLog).lines)
+        assert "contains 'no-such-text'" in text and "empty box clears" in text
+
+
 async def test_palette_offers_every_step(build_app):
     from vllm_deploy_wizard.tui.screen_model import ModelScreen
 
