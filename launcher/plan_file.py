@@ -3,7 +3,7 @@ for one machine.
 
 The launcher reads the plan file as plain YAML/JSON data and never imports the catalog. A plan is a
 *template*: argv/env/health URLs may hold ``$PLACEHOLDERS`` (``$HEAD_IP``, ``${ROUTER_HOST}``…,
-docs/plan-file.md §3.2, see :mod:`~vllm_deploy_wizard.launcher.placeholders`) that are filled at launch from
+docs/plan-file.md §3.2, see :mod:`~vllm_deploy_wizard.placeholders`) that are filled at launch from
 ``values``; anything still unresolved refuses to launch with a
 :class:`~vllm_deploy_wizard.errors.LaunchError` naming every one.
 
@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
+from vllm_deploy_wizard.placeholders import fill, names as placeholders_in
 from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
 from vllm_deploy_wizard.launcher.spec import (
     PHASES, RESTART_MODES, Liveness, ProcessSpec, Probe, RestartPolicy, RunSpec, dependency_problems,

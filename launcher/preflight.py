@@ -43,7 +43,7 @@ from vllm_deploy_wizard.errors import LaunchError
 from vllm_deploy_wizard.launcher.ports import port_free, port_holder
 from vllm_deploy_wizard.launcher.process import child_env
 from vllm_deploy_wizard.flags import flag_values, last_flag_value
-from vllm_deploy_wizard.launcher.placeholders import placeholders_in
+from vllm_deploy_wizard.placeholders import names as placeholders_in
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
 

@@ -1,16 +1,17 @@
-"""One placeholder grammar (docs/plan-file.md §6.1): the catalog that writes plans and the launcher
-that fills them read every form the same way."""
+"""One placeholder grammar (docs/plan-file.md §6.1): the catalog that writes plans, the launcher that
+fills them and the review screen that shows them filled read every form the same way."""
 
 from __future__ import annotations
 
 import subprocess
+from types import SimpleNamespace
 
 import pytest
 
 from vllm_deploy_wizard import placeholders
 from vllm_deploy_wizard.catalog.plan import PlanProcess, find_placeholders
 from vllm_deploy_wizard.catalog.render import shell_word
-from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
+from vllm_deploy_wizard.tui.plan_view import process_blocks
 
 #: text → (placeholder names, text after filling HEAD_IP=10.0.0.1 and PORT=8000)
 CASES = [
@@ -31,12 +32,21 @@ VALUES = {"HEAD_IP": "10.0.0.1", "PORT": "8000"}
 
 
 @pytest.mark.parametrize("text, names, filled", CASES)
-def test_catalog_and_launcher_agree(text: str, names: list[str], filled: str) -> None:
-    assert placeholders.names(text) == names
-    assert placeholders_in(text) == names  # launcher
+def test_catalog_launcher_and_review_agree(text: str, names: list[str], filled: str) -> None:
+    assert placeholders.names(text) == names  # what the launcher asks values for
     proc = PlanProcess(name="p", role="serve", node_rank=0, argv=["x", text], env={"E": text})
-    assert find_placeholders([proc]) == sorted(set(names))  # catalog
-    assert fill(text, VALUES) == placeholders.fill(text, VALUES) == filled
+    assert find_placeholders([proc]) == sorted(set(names))  # what the catalog lists in the plan
+    assert placeholders.fill(text, VALUES) == filled  # what the launcher runs
+    # the review screen fills before it renders shell text: bash reads the copied word back as `filled`
+    plan = SimpleNamespace(processes=[proc])
+    command = process_blocks(plan, VALUES)[0].command
+    echoed = subprocess.run(["bash", "-c", f"printf %s {command.split(' ', 1)[1]}"], capture_output=True,
+                            text=True, env={"PREFILL_NODE_2": "$PREFILL_NODE_2", "PATH": "/usr/bin:/bin"})
+    assert echoed.stdout == filled, command
+
+
+def test_keep_escapes_fills_now_and_leaves_the_escape_for_rendering() -> None:
+    assert placeholders.fill("$$HOME:$P ${P}", {"P": "1"}, keep_escapes=True) == "$$HOME:1 1"
 
 
 def test_a_filled_value_is_not_filled_again() -> None:

@@ -9,9 +9,11 @@ screen and the CLI cannot drift apart; this module only cuts that rendering into
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_deploy_wizard import placeholders
 from vllm_deploy_wizard.catalog.render import command_lines, group_by_node, shell_word
 
 
@@ -33,27 +35,28 @@ class ProcessBlock:
         return "\n".join(([self.setup] if self.setup else []) + list(self.exports) + [self.command])
 
 
-def process_blocks(plan: Any) -> list[ProcessBlock]:
+def process_blocks(plan: Any, values: Mapping[str, str] | None = None) -> list[ProcessBlock]:
     """Every process of the LaunchPlan ``plan``, grouped and ordered as ``plan`` prints them.
 
-    Docker-mode processes carry their env as ``-e`` flags, so they get no export lines (as in
-    ``plan_text``)."""
+    With ``values`` (placeholder name → value; empty values skipped) each placeholder is filled in the
+    argv, env and setup *before* they are rendered as shell text, so a filled value is quoted like
+    any other word and an escape (``$$NAME``) still renders as the literal ``$NAME``
+    (:func:`vllm_deploy_wizard.placeholders.fill`). Docker-mode processes carry their env as ``-e``
+    flags, so they get no export lines (as in ``plan_text``)."""
+    given = {k: v for k, v in (values or {}).items() if v}
+
+    def filled(text: str) -> str:
+        return placeholders.fill(text, given, keep_escapes=True) if given else text
+
     blocks = []
     for label, procs in group_by_node(plan).items():
         for p in procs:
-            exports = () if p.argv[:1] == ["docker"] else tuple(f"export {k}={shell_word(v)}" for k, v in p.env.items())
+            argv = [filled(t) for t in p.argv]
+            exports = () if argv[:1] == ["docker"] else tuple(
+                f"export {k}={shell_word(filled(v))}" for k, v in p.env.items())
             title = f"[{p.phase}] {p.name} ({p.role})" + (f" — {p.label}" if p.label else "")
-            blocks.append(ProcessBlock(label, title, (p.setup or "").rstrip(), exports, command_lines(p.argv), p.name))
+            blocks.append(ProcessBlock(label, title, filled(p.setup or "").rstrip(), exports, command_lines(argv), p.name))
     return blocks
-
-
-def fill_placeholders(text: str, values: dict[str, str]) -> str:
-    """``text`` with each ``$NAME`` whose value is non-empty replaced (longest names first, so
-    ``$PREFILL_NODE_10`` is not hit by ``$PREFILL_NODE_1``)."""
-    for name in sorted(values, key=len, reverse=True):
-        if values[name]:
-            text = text.replace(f"${name}", values[name])
-    return text
 
 
 def machine_choices(plan_json: dict) -> list[tuple[str, str | None]]:

@@ -412,7 +412,7 @@ class MonitorScreen(Screen):
         """Where ``m`` sends its request (:func:`~vllm_deploy_wizard.tui.smoke.find_target`): the plan this
         wizard launched as this run (placeholders filled with the launch values), else the run's
         ``spec.json``, else the live snapshot's processes; a ``str`` saying why when none serves."""
-        from vllm_deploy_wizard.tui.plan_view import fill_placeholders
+        from vllm_deploy_wizard import placeholders
         from vllm_deploy_wizard.tui.smoke import SmokeTarget, find_target, read_spec
 
         plan = (getattr(self.app, "launched_plans", None) or {}).get(self.run_id)
@@ -422,9 +422,9 @@ class MonitorScreen(Screen):
                 for n, r in self.model.procs.items()]
         target = find_target(plan, spec, live, {n: r.pid for n, r in self.model.procs.items()})
         if isinstance(target, SmokeTarget) and plan is not None:
-            values = getattr(self.app, "launch_values", {}) or {}
-            key = fill_placeholders(target.api_key, values) if target.api_key else None
-            target = SmokeTarget(fill_placeholders(target.base_url, values), target.model, key, target.source, target.note)
+            values = {k: v for k, v in (getattr(self.app, "launch_values", {}) or {}).items() if v}
+            key = placeholders.fill(target.api_key, values) if target.api_key else None
+            target = SmokeTarget(placeholders.fill(target.base_url, values), target.model, key, target.source, target.note)
         return target
 
     @work(exclusive=True, group="smoke", exit_on_error=False)

@@ -25,7 +25,7 @@ from textual.widgets import Footer, Header, Input, Label, Select, Static
 from vllm_deploy_wizard.tui.dom_ids import dom_id
 from vllm_deploy_wizard.tui.placeholders import detected_defaults
 from vllm_deploy_wizard.tui.plan_export import default_export_dir, write_plan_file, write_scripts
-from vllm_deploy_wizard.tui.plan_view import ProcessBlock, fill_placeholders, machine_choices, process_blocks
+from vllm_deploy_wizard.tui.plan_view import ProcessBlock, machine_choices, process_blocks
 
 
 def plan_header(plan) -> str:
@@ -215,7 +215,8 @@ class ReviewScreen(Screen):
         focused = self.focused if isinstance(self.focused, CommandBlock) else next(iter(self.query(CommandBlock)), None)
         if focused is None:
             return
-        self.app.copy_to_clipboard(fill_placeholders(focused.block.text(), self.values))
+        index = list(self.query(CommandBlock)).index(focused)
+        self.app.copy_to_clipboard(process_blocks(self.app.plan, self.values)[index].text())
         self.notify(f"Copied {focused.block.name}'s command to the clipboard (OSC 52).")
 
     def _export_dir(self) -> Path:

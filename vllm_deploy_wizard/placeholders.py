@@ -83,16 +83,19 @@ def is_placeholder(text: str) -> bool:
     return len(found) == 1 and not found[0].escape and found[0].start == 0 and found[0].end == len(text)
 
 
-def fill(text: str, values: Mapping[str, str], only: Iterable[str] | None = None) -> str:
+def fill(text: str, values: Mapping[str, str], only: Iterable[str] | None = None, *,
+         keep_escapes: bool = False) -> str:
     """Replace each placeholder named in ``values`` (restricted to ``only`` when given); others stay
-    literal; escapes become their literal text. ``fill("$$HOME:$P", {"P": "1"}) == "$HOME:1"``."""
+    literal; escapes become their literal text, or stay as written with ``keep_escapes`` (for a text
+    that is filled now and rendered later, e.g. an argv token before it becomes a shell word).
+    ``fill("$$HOME:$P", {"P": "1"}) == "$HOME:1"``; with ``keep_escapes`` it is ``"$$HOME:1"``."""
     allowed = set(only) if only is not None else None
     out: list[str] = []
     pos = 0
     for t in tokens(text):
         out.append(text[pos:t.start])
         if t.escape:
-            out.append(t.literal)
+            out.append(text[t.start:t.end] if keep_escapes else t.literal)
         elif t.name in values and (allowed is None or t.name in allowed):
             out.append(str(values[t.name]))
         else:

@@ -46,7 +46,7 @@ from vllm_deploy_wizard.errors import LaunchError
 from vllm_deploy_wizard.flags import last_flag_value
 from vllm_deploy_wizard.launcher.argv import devices_on_node
 from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
-from vllm_deploy_wizard.launcher.placeholders import fill, placeholders_in
+from vllm_deploy_wizard.placeholders import fill, names as placeholders_in
 from vllm_deploy_wizard.launcher.spec import PHASES
 
 #: Device-plugin resource per hardware brand (and Intel compute arch): what a pod requests.

@@ -12,7 +12,7 @@ from vllm_deploy_wizard.tui.axes import apply_choice, axis_views
 from vllm_deploy_wizard.tui.catalog_view import profile_groups, recipe_rows
 from vllm_deploy_wizard.tui.fixes import apply_fix, flag_fix
 from vllm_deploy_wizard.tui.placeholders import detected_defaults
-from vllm_deploy_wizard.tui.plan_view import fill_placeholders
+from vllm_deploy_wizard.tui.plan_view import process_blocks
 
 
 def test_recipe_rows_filter_by_query_task_and_architecture(catalog):
@@ -149,10 +149,22 @@ def test_placeholder_defaults_prefer_detection_then_plan():
     assert got == {"HEAD_IP": "10.1.2.3", "IFACE_NAME": "ens5", "ROUTER_PORT": "30000", "DECODE_NODE_2": ""}
 
 
-def test_fill_placeholders_longest_name_first():
-    text = "http://$PREFILL_NODE_10:8001 http://$PREFILL_NODE_1:8001 $EMPTY"
-    assert fill_placeholders(text, {"PREFILL_NODE_1": "a", "PREFILL_NODE_10": "b", "EMPTY": ""}) == \
-        "http://b:8001 http://a:8001 $EMPTY"
+def test_review_blocks_fill_placeholders_before_rendering_shell_text():
+    from types import SimpleNamespace
+
+    from vllm_deploy_wizard.catalog.plan import PlanProcess
+
+    proc = PlanProcess(name="router", role="router", node_rank=None,
+                       argv=["vllm-router", "--worker-urls", "http://$PREFILL_NODE_10:8001", "http://${PREFILL_NODE_1}:8001",
+                             "--api-key", "$EMPTY", "--note", "$$HOME", "--title", "$TITLE"],
+                       env={"HOST": "$PREFILL_NODE_1"})
+    values = {"PREFILL_NODE_1": "a", "PREFILL_NODE_10": "b", "EMPTY": "", "TITLE": "two words"}
+    block = process_blocks(SimpleNamespace(processes=[proc]), values)[0]
+    assert "http://b:8001" in block.command and "http://a:8001" in block.command  # a longer name is its own
+    assert "--api-key $EMPTY" in block.command  # an empty value leaves the placeholder for the shell
+    assert '"\\$HOME"' in block.command  # the escape still renders as the literal $HOME
+    assert "--title 'two words'" in block.command  # a filled value is quoted like any word
+    assert block.exports == ("export HOST=a",)
 
 
 def test_pd_pool_rows_mark_the_resolved_default_modes(catalog):

@@ -89,6 +89,32 @@ async def test_review_actions_work_from_a_placeholder_input(build_app, tmp_path,
         assert {"Review: Launch", "Review: Export", "Review: Copy", "Review: Scripts"} <= set(titles)
 
 
+async def test_copy_puts_the_focused_command_with_typed_values_on_the_clipboard(build_app):
+    """ctrl+y copies the focused command with the placeholder values typed on the review screen filled
+    into its argv (so they are quoted as shell words); a placeholder left empty stays for the shell."""
+    from textual.widgets import Input
+
+    from vllm_deploy_wizard.tui.screen_review import CommandBlock
+
+    app = build_app()
+    copied: list[str] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await walk(pilot, "h200", "Qwen/Qwen3-235B-A22B-Instruct-2507", [("strategy", "pd_cluster"), ("pd_connector", "nixl")])
+        assert isinstance(app.screen, ReviewScreen), app.errors
+        app.copy_to_clipboard = copied.append
+        app.screen.query_one("#ph-ROUTER_HOST", Input).value = "10.0.0.7"
+        await pilot.pause()
+        router = next(b for b in app.screen.query(CommandBlock) if b.block.command.startswith("vllm-router"))
+        router.focus()
+        await pilot.press("ctrl+y")
+        await pilot.pause()
+        port = app.screen.values["ROUTER_PORT"]
+    assert "--host $ROUTER_HOST" in router.block.command and "--port $ROUTER_PORT" in router.block.command
+    assert len(copied) == 1 and copied[0].startswith("vllm-router"), copied
+    assert "--host 10.0.0.7 \\\n" in copied[0] and f"--port {port} \\\n" in copied[0]
+    assert "$ROUTER" not in copied[0]
+
+
 async def test_configure_footer_shows_unverified_and_fit_fix_within_80_columns(build_app):
     """ctrl+u and ctrl+g are in the configure footer next to the step keys, and at 80×24 every key
     and the palette hint stay inside the line without overlapping."""
