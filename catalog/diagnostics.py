@@ -26,8 +26,8 @@ Decisions:
   libyaml load), so checking the whole snapshot stays cheap.
 * Messages are sorted by file then line so the output reads top-down per file.
 * Keys the seed strategies carry for documentation only (``pd_cluster.smg.docs``,
-  ``pd_cluster.dynamo.docs`` — docs/synthesis.md §4.7–4.8) are not declared by the models (owned by
-  the loader's author); :data:`EXTRA_KNOWN_KEYS` lists them so they don't warn.
+  ``pd_cluster.dynamo.docs`` — docs/synthesis.md §4.7–4.8) are not declared by the models (nothing
+  reads them); :data:`EXTRA_KNOWN_KEYS` lists them so they don't warn.
 * When a catalog-wide id set is empty because its source is broken (no hardware profiles, no
   strategy loads), the per-recipe "unknown hardware/strategy id" warnings are skipped: the one error says what is wrong, instead of
   hundreds of consequential warnings.
@@ -81,14 +81,6 @@ class Report:
 
 # --------------------------------------------------------------------------------------------
 # text helpers
-
-
-#: ``" (did you mean 'x'?)"`` for the closest candidate, else ``""`` (:mod:`vllm_deploy_wizard.suggest`).
-did_you_mean = suggest.did_you_mean
-
-
-#: ``"file:line: invalid YAML: problem"`` from a PyYAML error (:func:`vllm_deploy_wizard.yamlio.error_message`).
-yaml_error_message = yamlio.error_message
 
 
 def node_line(root: yaml.Node | None, loc: Iterable[Any], *, key: bool = False) -> int | None:
@@ -278,7 +270,7 @@ def _read(path: Path, report: Report) -> _File | None:
         report.errors.append(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}")
         return None
     except yaml.YAMLError as exc:
-        report.errors.append(yaml_error_message(path, exc))
+        report.errors.append(yamlio.error_message(path, exc))
         return None
     if not isinstance(data, dict):
         report.errors.append(f"{path}:1: expected a mapping at the top level, got {type(data).__name__}")
@@ -294,7 +286,7 @@ def _validate(f: _File, model: type[BaseModel], data: dict, report: Report, pref
         obj = None
     for loc, key, known in unknown_keys(model, data):
         report.warnings.append(f"{f.line((*prefix, *loc))}: unknown key `{'.'.join(map(str, (*prefix, *loc)))}`"
-                               f" (ignored){did_you_mean(key, known)}")
+                               f" (ignored){suggest.did_you_mean(key, known)}")
     return obj
 
 
@@ -351,7 +343,7 @@ def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Re
             report.warnings.append(
                 f"{f.line(('variants', key, 'precision'), key=False)}: unknown precision {v.precision!r} in "
                 f"`variants.{key}.precision` (no VRAM estimate or hardware rule for it; known: "
-                f"{', '.join(precisions)}){did_you_mean(v.precision.lower(), precisions)}")
+                f"{', '.join(precisions)}){suggest.did_you_mean(v.precision.lower(), precisions)}")
     serving = ids.get("serving", set())
     if serving and not recipe.is_omni:
         from .gates import offered_strategies
@@ -365,39 +357,39 @@ def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Re
     for i, sid in enumerate(recipe.compatible_strategies if check_strategy_ids else ()):
         if sid not in strategies:
             report.warnings.append(f"{f.line(('compatible_strategies', i), key=False)}: unknown strategy id "
-                                   f"{sid!r} in `compatible_strategies` (ignored){did_you_mean(sid, strategies)}")
+                                   f"{sid!r} in `compatible_strategies` (ignored){suggest.did_you_mean(sid, strategies)}")
     if check_strategy_ids and recipe.default_strategy and recipe.default_strategy not in strategies:
         report.warnings.append(f"{f.line(('default_strategy',))}: unknown strategy id {recipe.default_strategy!r} "
-                               f"in `default_strategy`{did_you_mean(recipe.default_strategy, strategies)}")
+                               f"in `default_strategy`{suggest.did_you_mean(recipe.default_strategy, strategies)}")
     for field_name in ("strategy_overrides", "strategy_hardware"):
         for sid in getattr(recipe, field_name) if check_strategy_ids else ():
             if sid not in strategies:
                 report.warnings.append(f"{f.line((field_name, sid))}: unknown strategy id {sid!r} in "
-                                       f"`{field_name}` (ignored){did_you_mean(sid, strategies)}")
+                                       f"`{field_name}` (ignored){suggest.did_you_mean(sid, strategies)}")
     for hw in recipe.meta.hardware if hardware else ():  # no profiles at all: one taxonomy error says so
         if hw not in hardware:
             report.warnings.append(f"{f.line(('meta', 'hardware', hw))}: unknown hardware id {hw!r} in "
-                                   f"`meta.hardware` (ignored){did_you_mean(hw, hardware)}")
+                                   f"`meta.hardware` (ignored){suggest.did_you_mean(hw, hardware)}")
     dh = recipe.meta.default_hardware
     if dh and hardware and dh not in hardware:
         report.warnings.append(f"{f.line(('meta', 'default_hardware'))}: unknown hardware id {dh!r} in "
-                               f"`meta.default_hardware`{did_you_mean(dh, hardware)}")
+                               f"`meta.default_hardware`{suggest.did_you_mean(dh, hardware)}")
     for key, v in recipe.variants.items():
         for i, hw in enumerate((v.supported_hardware or []) if hardware else []):
             if hw not in hardware:
                 report.warnings.append(
                     f"{f.line(('variants', key, 'supported_hardware', i), key=False)}: unknown hardware id "
-                    f"{hw!r} in `variants.{key}.supported_hardware` (ignored){did_you_mean(hw, hardware)}")
+                    f"{hw!r} in `variants.{key}.supported_hardware` (ignored){suggest.did_you_mean(hw, hardware)}")
     kv = ids["kv_offload"]
     for key in recipe.kv_offload_support:
         if key not in kv:
             report.warnings.append(f"{f.line(('kv_offload_support', key))}: unknown KV offload option {key!r} "
-                                   f"in `kv_offload_support` (ignored){did_you_mean(key, kv)}")
+                                   f"in `kv_offload_support` (ignored){suggest.did_you_mean(key, kv)}")
     for i, feat in enumerate(recipe.opt_in_features):
         if feat not in recipe.features:
             report.warnings.append(f"{f.line(('opt_in_features', i), key=False)}: `opt_in_features` names "
                                    f"{feat!r}, which is not a feature of this recipe"
-                                   f"{did_you_mean(feat, recipe.features)}")
+                                   f"{suggest.did_you_mean(feat, recipe.features)}")
     for key, v in recipe.variants.items():
         for feat, mode in v.default_modes.items():
             modes = (recipe.features.get(feat).modes or {}) if feat in recipe.features else {}
@@ -405,7 +397,7 @@ def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Re
                 report.warnings.append(
                     f"{f.line(('variants', key, 'default_modes', feat))}: `variants.{key}.default_modes` "
                     f"names {feat}={mode}, which is not a mode of this recipe"
-                    f"{did_you_mean(mode, modes) if feat in recipe.features else did_you_mean(feat, recipe.features)}")
+                    f"{suggest.did_you_mean(mode, modes) if feat in recipe.features else suggest.did_you_mean(feat, recipe.features)}")
 
 
 def _yaml_files(folder: Path, pattern: str) -> list[Path]:

@@ -55,9 +55,6 @@ from vllm_deploy_wizard.errors import WizardError
 #: Default archive for ``vllm-wizard recipes sync``: the vllm-project/recipes main branch.
 DEFAULT_SYNC_URL = "https://github.com/vllm-project/recipes/archive/refs/heads/main.tar.gz"
 
-#: Application name of the per-user folders (:mod:`vllm_deploy_wizard.appdirs`).
-APP_NAME = appdirs.APP_NAME
-
 #: File written into every synced checkout: ``{url, revision, sha256, fetched_at}``.
 SYNC_STAMP = ".vllm-wizard-sync.json"
 

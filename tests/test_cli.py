@@ -108,20 +108,30 @@ def test_launch_status_logs_restart_attach_stop_on_real_runs(tmp_path) -> None:
     logs = wizard("logs", finished, "job")
     assert logs.returncode == 0 and "hello from the plan" in logs.stdout
 
-    # detached: a job that lives a few seconds; restart it, attach until the run ends
-    live_plan = plan_file(tmp_path, "import time; print('up', flush=True); time.sleep(4)")
+    # detached: a job that stays up until it is restarted; its second start stays up until the test says
+    # go, so `attach` is connected before the run ends (no time window: a loaded machine is only slower)
+    starts, go = tmp_path / "starts", tmp_path / "go"
+    live_plan = plan_file(tmp_path, (
+        f"import time, pathlib; f = pathlib.Path({str(starts)!r}); n = len(f.read_text()) if f.exists() else 0; "
+        f"f.write_text('x' * (n + 1)); print('up', n, flush=True); go = pathlib.Path({str(go)!r}); "
+        "t = time.monotonic() + 300\nwhile time.monotonic() < t and not (n and go.exists()): time.sleep(0.05)"))
     started = wizard("launch", str(live_plan), "--wait")
     assert started.returncode == 0, started.stderr
     status = wizard("status")
     assert status.returncode == 0 and "job" in status.stdout
-    restarted = wizard("restart", "job", "--no-wait")
-    assert restarted.returncode == 0, restarted.stderr
-    attached = wizard("attach", "--tail", "5", timeout=60)
-    assert attached.returncode == 0, attached.stderr
-    assert "restarts=1" in attached.stdout and "run finished: exited" in attached.stdout
+    restarted = wizard("restart", "job")  # follows the job until it runs again
+    assert restarted.returncode == 0, restarted.stderr + restarted.stdout
+    attach = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "attach", "--tail", "5"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    first = attach.stdout.readline()  # attach prints the run's state first
+    go.touch()
+    rest, err = attach.communicate(timeout=120)
+    assert attach.returncode == 0, err
+    assert "restarts=1" in first + rest and "run finished: exited" in rest, first + rest
+    assert starts.read_text() == "xx"
 
     # stop: a live run stops; with none left, stop says so
-    wizard("launch", str(live_plan), "--wait")
+    wizard("launch", str(plan_file(tmp_path, "import time; print('up', flush=True); time.sleep(300)")), "--wait")
     stopped = wizard("stop")
     assert stopped.returncode == 0, stopped.stderr
     nothing = wizard("stop")

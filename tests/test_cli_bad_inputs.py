@@ -67,3 +67,13 @@ def test_unknown_hardware_lists_every_profile_like_unknown_strategy_does(tmp_pat
     r = _cli(tmp_path, "plan", "--model", "Qwen/Qwen3-32B", "--hardware", "bogus")
     assert r.returncode == 2
     assert f"unknown hardware profile 'bogus' in the bundled catalog. Valid: {', '.join(profiles)}." in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("word, suggestion", [("stauts", "'status'"), ("lanch", "'launch'"), ("xyzzy", None)])
+def test_a_mistyped_command_is_named_with_did_you_mean(tmp_path, word, suggestion):
+    out = _cli(tmp_path, word)
+    assert out.returncode == 2 and out.stdout == ""
+    first = out.stderr.splitlines()[0]
+    assert first.startswith(f"vllm-wizard: unknown command {word!r}"), out.stderr
+    assert (f"did you mean {suggestion}?" in first) if suggestion else "did you mean" not in first
+    assert "commands: wizard, detect, plan, launch, status" in first

@@ -28,7 +28,7 @@ def test_xdg_dirs_are_private_to_the_session(private_xdg_dirs, tmp_path_factory)
 def test_the_e2e_cache_and_hf_cache_stay_real(tmp_path_factory):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("f2_e2e_env", Path(__file__).parent / "launcher" / "e2e_env.py")
+    spec = importlib.util.spec_from_file_location("e2e_env", Path(__file__).parent / "launcher" / "e2e_env.py")
     e2e_env = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(e2e_env)
     base = tmp_path_factory.getbasetemp()

@@ -120,6 +120,7 @@ def build(root: Path, revision: str | None = None) -> tuple[dict[str, Any], list
     ``problems`` lists ``file: message`` lines (YAML errors, schema errors); empty means valid.
     """
     sys.path.insert(0, str(ROOT))
+    from vllm_deploy_wizard import yamlio
     from vllm_deploy_wizard.catalog.models import Recipe  # the project's own schema
     from pydantic import ValidationError
 
@@ -130,9 +131,9 @@ def build(root: Path, revision: str | None = None) -> tuple[dict[str, Any], list
     recipes: dict[str, Any] = {}
     for path in files:
         try:
-            data = yaml.load(path.read_bytes(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            data = yamlio.load(path.read_bytes())  # duplicate keys are refused with file:line, as the loader does
         except yaml.YAMLError as exc:
-            problems.append(f"{path}: invalid YAML: {exc}")
+            problems.append(yamlio.error_message(path, exc))
             continue
         if not isinstance(data, dict):
             problems.append(f"{path}: top level: expected a mapping")

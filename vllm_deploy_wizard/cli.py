@@ -19,10 +19,10 @@ import sys
 from vllm_deploy_wizard import __version__
 from vllm_deploy_wizard.errors import WizardError
 
-#: Command modules under ``vllm_deploy_wizard.commands``, in ``--help`` order.
 #: Flags that belong to ``vllm-wizard`` itself, not to the default wizard command.
 TOP_LEVEL_FLAGS = ("-h", "--help", "--version")
 
+#: Command modules under ``vllm_deploy_wizard.commands``, in ``--help`` order.
 COMMAND_MODULES = ("wizard", "detect", "plan", "launch", "status", "attach", "logs", "restart", "stop", "catalog",
                    "recipes")
 
@@ -48,6 +48,13 @@ def build_parser(only: tuple[str, ...] | None = None) -> argparse.ArgumentParser
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``), run the command, return its exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and not argv[0].startswith("-") and argv[0] not in COMMAND_MODULES:
+        # the wizard takes no positional argument, so a bare word can only be a mistyped command
+        from vllm_deploy_wizard.suggest import did_you_mean
+
+        print(f"vllm-wizard: unknown command {argv[0]!r}{did_you_mean(argv[0], COMMAND_MODULES)}; commands: "
+              f"{', '.join(COMMAND_MODULES)} (`vllm-wizard --help` says what each does)", file=sys.stderr)
+        return 2
     wizard_only = not argv or (argv[0] not in COMMAND_MODULES and argv[0] not in TOP_LEVEL_FLAGS)
     parser = build_parser(("wizard",) if wizard_only else None)
     commands = sub_commands(parser)

@@ -111,6 +111,18 @@ def test_build_catalog_refuses_a_broken_checkout_and_writes_nothing(tmp_path, sn
     assert not out.exists()
 
 
+def test_build_catalog_refuses_a_recipe_with_a_duplicate_key_naming_file_and_line(tmp_path):
+    root = tmp_path / "recipes"
+    (root / "models" / "acme").mkdir(parents=True)
+    (root / "models" / "acme" / "m.yaml").write_text("meta:\n  title: m\n  title: n\n")
+    out = tmp_path / "out.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_catalog.py"), str(root), "--out", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and not out.exists()
+    assert f"{root / 'models' / 'acme' / 'm.yaml'}:3: invalid YAML" in proc.stderr, proc.stderr
+    assert "title" in proc.stderr
+
+
 def _checkout(tmp_path: Path, snapshot_dir: Path) -> Path:
     """A small checkout: the snapshot's taxonomy plus one new profile, one changed recipe, one new recipe."""
     root = tmp_path / "co"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_deploy_wizard.catalog.diagnostics import check_catalog, did_you_mean, node_line, compose
+from vllm_deploy_wizard.catalog.diagnostics import check_catalog, node_line, compose
 from vllm_deploy_wizard.cli import main
 
 BAD = Path(__file__).parent / "fixtures" / "bad"
@@ -135,6 +135,8 @@ def test_node_line_walks_keys_and_indexes():
 
 
 def test_did_you_mean():
+    from vllm_deploy_wizard.suggest import did_you_mean
+
     assert did_you_mean("single_node_tpp", ["single_node_tp", "pd_cluster"]) == " (did you mean 'single_node_tp'?)"
     assert did_you_mean("zzz", ["single_node_tp"]) == ""
 

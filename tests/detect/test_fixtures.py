@@ -55,12 +55,13 @@ def test_machine_fixture_replays_to_expected_profile(name, fixtures_dir, profile
     expected = data["expected"]
     inv, cands = _replay(FixtureFacts.load(fixtures_dir / name), profiles)
     _assert_expected(inv, cands, expected)
-    if inv.primary is not None:
-        if "per_device_mem_gib" in expected:
-            # 0.15: xe sysfs VRAM (24.0 GiB on a B60) includes reserved memory torch does not (23.9), §3.3
-            assert inv.primary.mem_gib_each == pytest.approx(expected["per_device_mem_gib"], abs=0.15)
-        if "interconnect" in expected:
-            assert inv.primary.interconnect == expected["interconnect"]
+    if "per_device_mem_gib" in expected or "interconnect" in expected:
+        assert inv.primary is not None, f"{name}: expects a device group, detected none"
+    if "per_device_mem_gib" in expected:
+        # 0.15: xe sysfs VRAM (24.0 GiB on a B60) includes reserved memory torch does not (23.9), §3.3
+        assert inv.primary.mem_gib_each == pytest.approx(expected["per_device_mem_gib"], abs=0.15)
+    if "interconnect" in expected:
+        assert inv.primary.interconnect == expected["interconnect"]
     hints = deployment_hints(inv)
     for key, value in (expected.get("host_hints") or {}).items():
         assert hints[key] == value, (key, hints[key])

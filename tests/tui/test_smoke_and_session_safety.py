@@ -305,7 +305,7 @@ async def test_escape_closes_help_and_asks_before_quitting(build_app):
         assert app._exit  # noqa: SLF001 — Textual records a requested exit here
 
 
-async def test_f1_help_of_the_review_lists_its_keys(build_app):
+async def test_help_key_on_the_review_lists_its_keys(build_app):
     app = build_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
