@@ -100,7 +100,8 @@ def node_facts(host: Any = None, inventory: Any = None) -> NodeFacts:
 
 def _numa_memory(host: Any) -> tuple[int | None, int | None]:
     nodes = list(getattr(host, "numa_nodes", None) or [])
-    node = next((n for n in nodes if getattr(n, "cpus", 0)), None) or next((n for n in nodes if getattr(n, "id", None) == 0), None)
+    node = (next((n for n in nodes if getattr(n, "cpus", 0)), None)
+            or next((n for n in nodes if getattr(n, "id", None) == 0), None))
     total = getattr(node, "mem_bytes", None)
     free = getattr(node, "available_bytes", None)
     if not total or free is None:
