@@ -82,6 +82,7 @@ class Facts(Protocol):
     def meminfo_kb(self) -> dict[str, int]: ...
     def numa(self) -> dict[str, Any]: ...
     def cgroup_memory_limit(self) -> int | None: ...
+    def cgroup_memory_usage(self) -> int | None: ...
     def pci(self) -> list[dict[str, Any]] | None: ...
     def xe_vram_bytes(self, bdf: str) -> int | None: ...
     def xe_tiles(self, bdf: str) -> int | None: ...
@@ -261,18 +262,28 @@ class LiveFacts:
         return out
 
     def numa(self) -> dict[str, Any]:
-        """``{online, nodes: {id: {cpulist, mem_total_kb, mem_free_kb}}}`` from ``/sys/devices/system/node``."""
+        """``{online, nodes: {id: {cpulist, mem_total_kb, mem_free_kb, mem_available_kb}}}`` from
+        ``/sys/devices/system/node/nodeN/meminfo`` (KiB; None when a line is missing).
+
+        ``mem_free_kb`` is ``MemFree``; ``mem_available_kb`` is what vLLM's CPU worker counts as the
+        node's free memory at start: ``MemFree + Active(file) + Inactive(file) + SReclaimable``.
+        """
         base = self._p("/sys/devices/system/node")
         nodes: dict[int, dict[str, Any]] = {}
         for path in sorted(_glob.glob(str(base / "node[0-9]*"))):
             node_id = int(Path(path).name[4:])
-            mem = _kv_lines(_read(Path(path) / "meminfo"))
-            total = next((v for k, v in mem.items() if k.endswith("MemTotal")), None)
-            free = next((v for k, v in mem.items() if k.endswith("MemFree")), None)
+            mem: dict[str, int] = {}
+            for key, value in _kv_lines(_read(Path(path) / "meminfo")).items():
+                try:  # "Node 0 MemFree:  123 kB" -> MemFree: 123
+                    mem[key.split()[-1]] = int(value.split()[0])
+                except (ValueError, IndexError):
+                    continue
+            parts = [mem.get(k) for k in ("MemFree", "Active(file)", "Inactive(file)", "SReclaimable")]
             nodes[node_id] = {
                 "cpulist": _read(Path(path) / "cpulist") or "",
-                "mem_total_kb": int(total.split()[0]) if total else None,
-                "mem_free_kb": int(free.split()[0]) if free else None,
+                "mem_total_kb": mem.get("MemTotal"),
+                "mem_free_kb": mem.get("MemFree"),
+                "mem_available_kb": sum(parts) if all(v is not None for v in parts) else None,  # type: ignore[misc]
             }
         return {"online": _read(base / "online"), "nodes": nodes}
 
@@ -286,6 +297,17 @@ class LiveFacts:
                 except ValueError:
                     continue
                 return limit if limit < (1 << 60) else None
+        return None
+
+    def cgroup_memory_usage(self) -> int | None:
+        """Memory the container uses now in bytes (cgroup v2 ``memory.current`` or v1), None if unreadable."""
+        for rel in ("/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory/memory.usage_in_bytes"):
+            value = _read(self._p(rel))
+            if value:
+                try:
+                    return int(value)
+                except ValueError:
+                    continue
         return None
 
     # -- PCI and device sysfs -------------------------------------------------------------------

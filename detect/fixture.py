@@ -115,6 +115,9 @@ class FixtureFacts:
     def cgroup_memory_limit(self) -> int | None:
         return self.host.get("cgroup_memory_limit")
 
+    def cgroup_memory_usage(self) -> int | None:
+        return self.host.get("cgroup_memory_usage")
+
     def pci(self) -> list[dict[str, Any]] | None:
         pci = self.data.get("pci", [])
         return None if pci is None or pci == "unavailable" else list(pci)

@@ -111,6 +111,7 @@ def capture(facts: Facts) -> dict[str, Any]:
         "meminfo_kb": {k: v for k, v in facts.meminfo_kb().items() if k in ("MemTotal", "MemAvailable",
                                                                            "HugePages_Total", "Hugepagesize")},
         "numa": facts.numa(), "cgroup_memory_limit": facts.cgroup_memory_limit(),
+        "cgroup_memory_usage": facts.cgroup_memory_usage(),
         "existing_paths": facts.existing_paths(host_mod.PRELOAD_CANDIDATES),
         "dev_nodes": dev_nodes, "dev_access": {p: facts.access(p) for p in dev_nodes},
         "infiniband": facts.infiniband(), "net": facts.net(),

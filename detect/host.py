@@ -63,9 +63,11 @@ def probe(facts: Facts) -> tuple[ProbeResult, HostFacts]:
         cpulist = str(node.get("cpulist") or "")
         kb = node.get("mem_total_kb")
         free_kb = node.get("mem_free_kb")
+        available_kb = node.get("mem_available_kb")
         host.numa_nodes.append(NumaNode(id=int(node_id), cpus=cpulist_count(cpulist), cpulist=cpulist,
                                         mem_bytes=int(kb) * 1024 if kb else None,
-                                        free_bytes=int(free_kb) * 1024 if free_kb else None))
+                                        free_bytes=int(free_kb) * 1024 if free_kb else None,
+                                        available_bytes=int(available_kb) * 1024 if available_kb else None))
     host.preload_libraries = preload_libraries(facts.existing_paths(PRELOAD_CANDIDATES))
     with_cpus = [n for n in host.numa_nodes if n.cpus > 0 and n.mem_bytes]
     memory_only = [n for n in host.numa_nodes if n.cpus == 0 and n.mem_bytes]
@@ -76,6 +78,8 @@ def probe(facts: Facts) -> tuple[ProbeResult, HostFacts]:
     else:
         host.ram_bytes = host.mem_total_bytes or sum(n.mem_bytes or 0 for n in with_cpus) or None
     host.cgroup_limit_bytes = facts.cgroup_memory_limit()
+    if host.cgroup_limit_bytes:
+        host.cgroup_usage_bytes = facts.cgroup_memory_usage()
     for disk in facts.disks(kv_candidate_paths(env)):
         fs = disk.get("fs")
         host.disks.append(Disk(path=str(disk.get("mount")), total_bytes=int(disk.get("size_bytes") or 0),

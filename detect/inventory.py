@@ -163,6 +163,9 @@ class NumaNode:
     mem_bytes: int | None
     free_bytes: int | None = None
     """``MemFree`` of the node now (what a CPU KV cache on this node can take)."""
+    available_bytes: int | None = None
+    """``MemFree + Active(file) + Inactive(file) + SReclaimable`` of the node now: the free memory
+    vLLM's CPU worker checks its ``--gpu-memory-utilization`` share against at start."""
 
 
 @dataclass
@@ -201,6 +204,8 @@ class HostFacts:
     ram_bytes: int | None = None
     """Host RAM for KV offload: sum over NUMA nodes with CPUs (§5.1), else MemTotal."""
     cgroup_limit_bytes: int | None = None
+    cgroup_usage_bytes: int | None = None
+    """Memory the container uses now (cgroup ``memory.current``), None outside a limited cgroup."""
     numa_nodes: list[NumaNode] = field(default_factory=list)
     disks: list[Disk] = field(default_factory=list)
     ports: list[NetPort] = field(default_factory=list)

@@ -75,6 +75,43 @@ class NodeFacts:
         return len(self.device_total_bytes) if self.accelerator else 0
 
 
+def node_facts(host: Any = None, inventory: Any = None) -> NodeFacts:
+    """This node's :class:`NodeFacts` from detection's objects, read as plain attributes (the
+    launcher does not import detect).
+
+    ``host``: detection's ``HostFacts`` — ``primary_ip``, ``default_iface``, ``numa_nodes`` (each
+    ``id``, ``cpus``, ``mem_bytes``, ``available_bytes``), ``cgroup_limit_bytes`` and
+    ``cgroup_usage_bytes`` (bytes). ``inventory``: detection's ``Inventory``, whose ``primary``
+    accelerator gives the kind and per-device memory. The NUMA memory is the first node with CPUs
+    (node 0 when none has), its ``available_bytes`` being the free memory vLLM's CPU worker checks at
+    start; under a cgroup limit below the node's size the limit is the total and the free memory is
+    at most the limit less the cgroup's usage. ``host`` None gives unknown address, interface and
+    memory (a launch then makes no memory check).
+    """
+    primary = inventory.primary if inventory is not None and getattr(inventory, "accelerators", None) else None
+    totals = tuple(int(d.memory_bytes or 0) for d in primary.devices) if primary is not None else ()
+    total, free = _numa_memory(host) if host is not None else (None, None)
+    return NodeFacts(primary_ip=getattr(host, "primary_ip", None) or None,
+                     default_iface=getattr(host, "default_iface", None) or None,
+                     accelerator=(primary.kind or primary.brand) if primary is not None else None,
+                     device_total_bytes=totals,
+                     numa_mem_total_bytes=total, numa_mem_free_bytes=free)
+
+
+def _numa_memory(host: Any) -> tuple[int | None, int | None]:
+    nodes = list(getattr(host, "numa_nodes", None) or [])
+    node = (next((n for n in nodes if getattr(n, "cpus", 0)), None)
+            or next((n for n in nodes if getattr(n, "id", None) == 0), None))
+    total = getattr(node, "mem_bytes", None)
+    free = getattr(node, "available_bytes", None)
+    if not total or free is None:
+        return None, None
+    limit = getattr(host, "cgroup_limit_bytes", None)
+    if limit and limit < total:
+        total, free = limit, min(free, limit - (getattr(host, "cgroup_usage_bytes", None) or 0))
+    return total, free
+
+
 def _primary_address() -> str:
     probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from vllm_deploy_wizard.launcher.launch import NodeFacts, placeholder_defaults
+from vllm_deploy_wizard.launcher.launch import NodeFacts, node_facts as launcher_node_facts, placeholder_defaults
 
 
 def node_facts(inventory: Any = None) -> NodeFacts | None:
-    """The launcher's :class:`NodeFacts` from the wizard's detected inventory (None when there is none)."""
+    """The launcher's :class:`NodeFacts` from the wizard's detected inventory
+    (:func:`~vllm_deploy_wizard.launcher.launch.node_facts`); None when there is no host — the
+    launcher then uses the kernel's route choice for the address."""
     host = getattr(inventory, "host", None)
-    if host is None:
-        return None
-    return NodeFacts(primary_ip=getattr(host, "primary_ip", None), default_iface=getattr(host, "default_iface", None))
+    return launcher_node_facts(host, inventory) if host is not None else None
 
 
 def detected_defaults(names: Iterable[str], inventory: Any = None,

@@ -88,14 +88,12 @@ def write_plan_file(app: Any, path: Path) -> Path:
 
 
 def write_scripts(plan: Any, directory: Path) -> list[Path]:
-    """One executable bash script per node (``catalog.render.node_scripts``); returns the paths."""
-    from vllm_deploy_wizard.catalog.render import node_scripts
+    """One bash script per node (``catalog.render.node_scripts``) in ``directory``; returns the paths.
 
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, text in node_scripts(plan).items():
-        path = directory / name
-        path.write_text(text, encoding="utf-8")
-        path.chmod(0o755)
-        paths.append(path)
-    return paths
+    Each is written atomically with mode 0700 (owner only, like ``vllm-wizard plan --script``): a
+    script carries what the person typed, ``--api-key`` included. Raises OSError when the folder
+    cannot be written."""
+    from vllm_deploy_wizard.catalog.render import node_scripts
+    from vllm_deploy_wizard.files import write_atomic
+
+    return [write_atomic(directory / name, text, mode=0o700) for name, text in node_scripts(plan).items()]

@@ -291,7 +291,7 @@ class ReviewScreen(Screen):
         try:  # the state dir itself may be unusable (XDG_STATE_HOME a file): say so, never hang
             inventory = getattr(self.app, "inventory", None)
             if hasattr(self.app.launcher, "facts") and inventory is not None:  # for the launch's node checks
-                from vllm_deploy_wizard.commands.launch import node_facts
+                from vllm_deploy_wizard.launcher.launch import node_facts
 
                 self.app.launcher.facts = node_facts(inventory.host, inventory)
             path = runs_plan_path(time.strftime("%Y%m%d-%H%M%S"))

@@ -9,12 +9,18 @@ tests with fakes. One object, not monkeypatching: tests pass it to
 :func:`vllm_deploy_wizard.tui.app.make_app` (docs/architecture.md §3 style 5 and 8).
 
 What does not: pure, side-effect-free helpers and constants of the cores, which tui modules import
-directly because a fake could only copy them — rendering a plan as text and scripts
-(``catalog.render`` in plan_view, plan_export, screen_review), the hardware listing of the
-constraints (``catalog.constraints.hardware_listing``), host-fit warnings (``catalog.hostfit``), argv
-flag lookup (``launcher.spec.last_flag_value`` in fixes, smoke), the launcher's log vocabulary
-(``launcher.causes``, ``launcher.noise``, ``launcher.vllm``, the transition-note pattern in
-monitor_model). ``launch_port`` is the real :class:`LauncherPort` itself and imports the launcher.
+directly because a fake could only copy them —
+``catalog.render`` (rendering a plan as text, plan file and node scripts: plan_view, plan_export,
+screen_review), ``catalog.planner.landing_selection`` (the selection review plans from: app),
+``catalog.hostfit.HostCapacity`` (host-fit facts from the inventory: app),
+``catalog.synthesis.COMPANION_ARGS`` (screen_configure), ``catalog.constraints.hardware_listing``
+(screen_model), ``launcher.launch.placeholder_defaults`` and ``launcher.launch.node_facts``
+(placeholder defaults and the node facts built from the detected inventory: placeholders,
+screen_review), the launcher's log vocabulary (``launcher.causes``, ``launcher.noise``,
+``launcher.vllm``, ``launcher.supervisor.TRANSITION_NOTE_RE``: monitor_model), and the shared
+argv flag lookup ``vllm_deploy_wizard.flags.last_flag_value`` (smoke). ``launch_port`` is the real
+:class:`LauncherPort` itself and imports the launcher. The TUI never imports the CLI or its
+commands (``.importlinter``).
 
 Every function here is *blocking* and *pure* with respect to the UI: the app runs the slow ones
 (``load_catalog``, ``detect``) in thread workers and posts the result as a message.

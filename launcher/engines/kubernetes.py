@@ -43,6 +43,7 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.files import write_atomic
 from vllm_deploy_wizard.flags import last_flag_value
 from vllm_deploy_wizard.launcher.argv import devices_on_node
 from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
@@ -517,7 +518,8 @@ def kubernetes_manifests(data: Mapping[str, Any], image: str, vendor: str | None
 
 def write_manifests(directory: Path, files: list[tuple[str, list[dict[str, Any]]]]) -> list[Path]:
     """Write ``files`` (from :func:`kubernetes_manifests`) as multi-document YAML into ``directory``
-    (created); returns the paths. Each starts with how to create the Secret it reads."""
+    (created), each atomically with mode 0644; returns the paths. Each starts with how to create the
+    Secret it reads. Raises OSError when the folder cannot be written."""
     import yaml
 
     class Dumper(yaml.SafeDumper):
@@ -531,7 +533,7 @@ def write_manifests(directory: Path, files: list[tuple[str, list[dict[str, Any]]
               f"#   kubectl create secret generic {SECRET_NAME} --from-literal=HF_TOKEN=…\n")
     out = []
     for fname, docs in files:
-        path = directory / fname
-        path.write_text(header + yaml.dump_all(docs, Dumper=Dumper, sort_keys=False), encoding="utf-8")
-        out.append(path)
+        # atomic; 0644: the manifests hold no secret value (each is read from the Secret)
+        out.append(write_atomic(directory / fname, header + yaml.dump_all(docs, Dumper=Dumper, sort_keys=False),
+                                mode=0o644))
     return out

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.files import write_atomic
 from vllm_deploy_wizard.launcher.plan_file import plan_node_labels
 
 _SAFE_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -91,9 +92,7 @@ def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vll
 
 
 def write_script(path: Path, data: Mapping[str, Any], plan_path: Path, text: str | None = None) -> Path:
-    """Write the sbatch script for ``data`` (plan file at ``plan_path``) to ``path`` (mode 0700)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text if text is not None else sbatch_script(data, plan_path, job_name=path.stem),
-                    encoding="utf-8")
-    path.chmod(0o700)
-    return path
+    """Write the sbatch script for ``data`` (plan file at ``plan_path``) to ``path``, atomically with
+    mode 0700 (never briefly wider: it may carry ``--api-key``). Raises OSError when it cannot."""
+    return write_atomic(path, text if text is not None else sbatch_script(data, plan_path, job_name=path.stem),
+                        mode=0o700)

@@ -168,3 +168,28 @@ def test_gpu_processes_sums_memory_per_pid_across_gpus(tmp_path):
     fake = FakeNvml({"init": "ok", "devices": [dev0, dev1]})
     assert gpu_processes(facts(make_tree(tmp_path), pynvml=fake)) == {4242: 15 << 30, 7: 0}
     assert gpu_processes(facts(tmp_path, pynvml=FakeNvml({"init": "NVMLError_DriverNotLoaded"}))) == {}
+
+
+def test_numa_node_free_and_available_memory_and_cgroup_usage(tmp_path):
+    """``free_bytes`` is the node's MemFree; ``available_bytes`` adds the page cache and reclaimable
+    slab, as vLLM's CPU worker counts it; the cgroup's usage is read when a limit is set."""
+    root = make_tree(tmp_path)
+    (root / "sys/devices/system/node/node0/meminfo").write_text(
+        "Node 0 MemTotal:       67108864 kB\nNode 0 MemFree:        1000000 kB\n"
+        "Node 0 Active(file):     200000 kB\nNode 0 Inactive(file):   300000 kB\n"
+        "Node 0 SReclaimable:      40000 kB\n")
+    (root / "sys/fs/cgroup").mkdir(parents=True)
+    (root / "sys/fs/cgroup/memory.max").write_text(f"{32 << 30}\n")
+    (root / "sys/fs/cgroup/memory.current").write_text(f"{4 << 30}\n")
+    inv = detect(facts(root, pynvml=ImportError()))
+    [node] = inv.host.numa_nodes
+    assert node.free_bytes == 1000000 * 1024
+    assert node.available_bytes == (1000000 + 200000 + 300000 + 40000) * 1024
+    assert (inv.host.cgroup_limit_bytes, inv.host.cgroup_usage_bytes) == (32 << 30, 4 << 30)
+
+
+def test_numa_node_without_page_cache_lines_has_no_available_memory(tmp_path):
+    inv = detect(facts(make_tree(tmp_path), pynvml=ImportError()))
+    [node] = inv.host.numa_nodes
+    assert node.mem_bytes == 67108864 * 1024 and node.available_bytes is None
+    assert inv.host.cgroup_usage_bytes is None

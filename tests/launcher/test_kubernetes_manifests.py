@@ -101,6 +101,7 @@ def export(tmp_path: Path, *args: str, selection: dict | None = None) -> dict[st
         argv += ["--selection", str(sel)]
     assert main(argv) == 0
     for p in out.iterdir():  # every value written in full: kubectl users read and edit these files
+        assert p.stat().st_mode & 0o777 == 0o644  # no secret value in them: each is read from the Secret
         assert not re.search(r"[&*]id\d+", p.read_text()), f"{p.name}: YAML anchor/alias"
     return {p.name: list(yaml.safe_load_all(p.read_text())) for p in sorted(out.iterdir())}
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace as NS
+
 import pytest
 import yaml
 
 from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.launcher.launch import NodeFacts, launch, node_problems, placeholder_defaults, prepare
+from vllm_deploy_wizard.launcher.launch import (NodeFacts, launch, node_facts, node_problems, placeholder_defaults,
+                                                 prepare)
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 
 GIB = 2**30
@@ -118,3 +121,35 @@ def test_a_cpu_plan_across_two_nodes_is_no_accelerator_plan():
     assert node_problems(spec, NodeFacts(), plan_accelerator="cpu") == []
     # without the plan's word, TP 2 over two nodes is still one device per node
     assert node_problems(spec, NodeFacts()) == []
+
+
+def _host(**over):
+    nodes = [NS(id=0, cpus=0, mem_bytes=96 * GIB, available_bytes=90 * GIB),  # GPU HBM: no CPUs
+             NS(id=1, cpus=32, mem_bytes=64 * GIB, available_bytes=50 * GIB)]
+    return NS(**{"primary_ip": "10.1.2.3", "default_iface": "ens5", "numa_nodes": nodes,
+                 "cgroup_limit_bytes": None, "cgroup_usage_bytes": None, **over})
+
+
+def test_node_facts_from_detection_take_the_first_numa_node_with_cpus_and_the_devices():
+    gpu = NS(kind="cuda", brand="NVIDIA", devices=[NS(memory_bytes=80 * GIB), NS(memory_bytes=None)])
+    facts = node_facts(_host(), NS(accelerators=[gpu], primary=gpu))
+    assert facts == NodeFacts(primary_ip="10.1.2.3", default_iface="ens5", accelerator="cuda",
+                              device_total_bytes=(80 * GIB, 0), numa_mem_total_bytes=64 * GIB,
+                              numa_mem_free_bytes=50 * GIB)
+    assert facts.accelerators == 2
+    cpu_only = node_facts(_host(), NS(accelerators=[], primary=None))
+    assert (cpu_only.accelerator, cpu_only.device_total_bytes, cpu_only.accelerators) == (None, (), 0)
+
+
+def test_node_facts_clamp_numa_memory_to_a_smaller_cgroup_limit():
+    facts = node_facts(_host(cgroup_limit_bytes=16 * GIB, cgroup_usage_bytes=10 * GIB))
+    assert (facts.numa_mem_total_bytes, facts.numa_mem_free_bytes) == (16 * GIB, 6 * GIB)
+    wide = node_facts(_host(cgroup_limit_bytes=128 * GIB, cgroup_usage_bytes=10 * GIB))
+    assert (wide.numa_mem_total_bytes, wide.numa_mem_free_bytes) == (64 * GIB, 50 * GIB)
+
+
+def test_node_facts_without_memory_facts_leave_the_memory_check_out():
+    unknown = node_facts(_host(numa_nodes=[NS(id=0, cpus=4, mem_bytes=8 * GIB, available_bytes=None)]))
+    assert (unknown.numa_mem_total_bytes, unknown.numa_mem_free_bytes) == (None, None)
+    assert node_facts(None) == NodeFacts()
+    assert node_facts(_host(primary_ip="", default_iface="")).primary_ip is None

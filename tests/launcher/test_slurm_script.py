@@ -40,6 +40,7 @@ def test_multi_node_script_runs_one_task_per_node(tmp_path) -> None:
     assert script.stat().st_mode & 0o777 == 0o700
     plan = script.with_name("job.sbatch.plan.yaml")
     assert yaml.safe_load(plan.read_text())["plan"]["processes"][0]["name"] == "vllm-head"
+    assert plan.stat().st_mode & 0o777 == 0o600  # the plan holds what was typed, API keys included
     assert f"export WIZARD_PLAN={plan}" in text
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     out = subprocess.run(["bash", "-c", _task(text)], capture_output=True, text=True,

@@ -190,53 +190,12 @@ def _host_facts() -> Any:
     return detect().host
 
 
-def node_facts(host: Any, inventory: Any = None) -> Any:
-    """The launcher's ``NodeFacts`` from detection: ``HostFacts`` (address, interface, NUMA nodes) and,
-    when given, the inventory's accelerators (kind, per-device memory)."""
-    from vllm_deploy_wizard.launcher.launch import NodeFacts
-
-    primary = inventory.primary if inventory is not None and inventory.accelerators else None
-    totals = tuple(int(d.memory_bytes or 0) for d in primary.devices) if primary is not None else ()
-    total, free = numa_memory(host) if host is not None else (None, None)
-    return NodeFacts(primary_ip=getattr(host, "primary_ip", None) or None,
-                     default_iface=getattr(host, "default_iface", None) or None,
-                     accelerator=(primary.kind or primary.brand) if primary is not None else None,
-                     device_total_bytes=totals,
-                     numa_mem_total_bytes=total, numa_mem_free_bytes=free)
-
-
-def numa_memory(host: Any) -> tuple[int | None, int | None]:
-    """``(total, available)`` bytes of the first NUMA node with CPUs, read the way vLLM's CPU worker
-    reads it (``/sys/devices/system/node/nodeN/meminfo``: MemFree + Active(file) + Inactive(file) +
-    SReclaimable), clamped to the cgroup limit; ``(None, None)`` when unreadable."""
-    nodes = [n for n in getattr(host, "numa_nodes", None) or [] if getattr(n, "cpus", 0)]
-    node = nodes[0].id if nodes else 0
-    try:
-        with open(f"/sys/devices/system/node/node{node}/meminfo") as f:
-            info = {ln.split()[2].rstrip(":"): int(ln.split()[3]) * 1024 for ln in f if len(ln.split()) >= 4}
-    except (OSError, ValueError, IndexError):
-        return None, None
-    try:
-        total = info["MemTotal"]
-        free = info["MemFree"] + info["Active(file)"] + info["Inactive(file)"] + info["SReclaimable"]
-    except KeyError:
-        return None, None
-    limit = getattr(host, "cgroup_limit_bytes", None)
-    if limit and limit < total:
-        try:
-            usage = int(open("/sys/fs/cgroup/memory.current").read())
-        except (OSError, ValueError):
-            usage = 0
-        total, free = limit, min(free, limit - usage)
-    return total, free
-
-
 def detected_defaults(names: list[str], given: dict[str, str], node_rank: int,
                       host_facts: Callable[[], Any] = _host_facts) -> dict[str, str]:
     """The values detection gives the placeholders ``names`` not in ``given`` — the launcher's rule
     (``launcher.launch.placeholder_defaults``) without the plan's own defaults; ``host_facts`` is
     called only when one of them needs this host's facts. A fact detection could not find is left out."""
-    from vllm_deploy_wizard.launcher.launch import placeholder_defaults, self_facts_needed
+    from vllm_deploy_wizard.launcher.launch import node_facts, placeholder_defaults, self_facts_needed
 
     open_names = [n for n in names if n not in given]
     if not self_facts_needed(open_names, node_rank):
@@ -264,7 +223,7 @@ def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sy
         have = ", ".join(f"${n}" for n in names) or "none"
         err.write(f"warning: --set {unknown}={values[unknown]}: the plan has no ${unknown} placeholder; "
                   f"its placeholders: {have}\n")
-    from vllm_deploy_wizard.launcher.launch import placeholder_defaults, self_facts_needed
+    from vllm_deploy_wizard.launcher.launch import node_facts, placeholder_defaults, self_facts_needed
 
     open_names = [n for n in names if n not in values]
     facts = node_facts(host_facts()) if self_facts_needed(open_names, node_rank) else None
@@ -289,6 +248,7 @@ def _launch_facts(spec: Any) -> Any:
     if not any(is_vllm_serve(p.argv) for p in spec.processes):
         return None
     from vllm_deploy_wizard.detect import detect
+    from vllm_deploy_wizard.launcher.launch import node_facts
 
     inventory = detect()
     return node_facts(inventory.host, inventory)

@@ -84,10 +84,10 @@ def export(args: argparse.Namespace, cat: Any, selection: Any, doc: dict[str, An
             else:
                 import yaml
 
+                from vllm_deploy_wizard.files import write_atomic
+
                 plan_path = args.slurm.resolve().with_name(args.slurm.name + ".plan.yaml")
-                plan_path.parent.mkdir(parents=True, exist_ok=True)
-                plan_path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
-                plan_path.chmod(0o600)
+                write_atomic(plan_path, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), mode=0o600)
                 written.append(str(plan_path))
             written.append(str(write_script(args.slurm, doc, plan_path)))
         except OSError as exc:
