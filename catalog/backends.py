@@ -310,7 +310,7 @@ def _pick(value: Any, key: str, cuda: str) -> str | None:
 
 def docker_image(profile: HardwareProfile, hw_id: str, model: ModelSpec, variant: Variant,
                  cuda: str = "cu130") -> str:
-    """The serve image (``computeDockerMeta``, §2.10; seed §4.1 profile image).
+    """The serve image (``computeDockerMeta``, §2.10; docs/synthesis.md §4.1 profile image).
 
     Precedence: variant exact-hw ``hardware_overrides[hw].docker_image`` (any brand) → seed profile
     ``docker_image`` → variant ``docker_image`` → model ``docker_image`` (a plain string is an NVIDIA

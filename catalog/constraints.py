@@ -595,7 +595,7 @@ def _pd_mode(ctx: _Ctx, role: str) -> str:
     block = ctx.pd.get(role) if isinstance(ctx.pd, dict) else None
     requested = str(block["mode"]) if isinstance(block, dict) and block.get("mode") else None
     mode = default_pool_mode(ctx.recipe, role, ctx.strategy, ctx.hw_id, ctx.profile, ctx.gpus, requested)
-    if mode == "dep" and requested is None and ctx.router == "smg":  # seed §4.8: SMG turns DEP pools off
+    if mode == "dep" and requested is None and ctx.router == "smg":  # docs/synthesis.md §4.8: SMG turns DEP pools off
         allowed = gates.pool_modes(ctx.recipe, ctx.hw_id, ctx.profile, ctx.gpus)
         mode = next((m for m in ("tep", "tp") if m in allowed), mode)
     return mode
@@ -609,9 +609,9 @@ def _kv_option_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:
     is_pd = s is not None and s.deploy_type == "pd_cluster"
     if p.gen == "xpu":  # K1
         return backends.xpu_unvalidated(name)
-    if s is not None and s.kv_offload is False:  # seed §4.6
+    if s is not None and s.kv_offload is False:  # docs/synthesis.md §4.6
         return f"{name} can't compose with {_short(s, ctx.strategy_id)}, which takes no KV offload option."
-    if is_pd and ctx.router == "smg":  # seed §4.8
+    if is_pd and ctx.router == "smg":  # docs/synthesis.md §4.8
         return f"{name} can't compose with the SMG router, which runs PD without KV offload."
     if is_pd and not (opt.pd and opt.pd.roles):  # K5 (seed pd.roles composes with PD)
         return (f"{name} can't compose with PD cluster, which owns --kv-transfer-config. "
@@ -622,11 +622,11 @@ def _kv_option_reason(ctx: _Ctx, key: str, opt: KvOffloadOption) -> str | None:
         return f"{name} works with: {names}."
     if opt.brands is not None and p.brand not in opt.brands:  # K4
         return f"{name} needs a CUDA, ROCm or XPU device — not available on {p.brand} {hw_name} backends."
-    if gates.gated_off(opt.hardware, ctx.hw_id, p):  # seed §4.3 hardware gate
+    if gates.gated_off(opt.hardware, ctx.hw_id, p):  # docs/synthesis.md §4.3 hardware gate
         return f"{name} is not supported on {hw_name}."
     if ctx.recipe.kv_offload_support.get(key) == "unsupported":  # K2
         return f"{name} is marked unsupported for this recipe."
-    if opt.docker is False and ctx.install_mode == "docker":  # seed §4.3
+    if opt.docker is False and ctx.install_mode == "docker":  # docs/synthesis.md §4.3
         return f"{name} can't run inside the Docker image — switch the install mode to pip."
     return None
 

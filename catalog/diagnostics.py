@@ -49,7 +49,7 @@ from vllm_deploy_wizard import suggest, yamlio
 
 
 #: Keys some models don't declare but catalogs legitimately carry (model class → extra key names).
-#: The seed's PD routers have a ``docs`` link (docs/synthesis.md §4.7–4.8, seed 001).
+#: The seed's PD routers have a ``docs`` link (docs/synthesis.md §4.7–4.8).
 EXTRA_KNOWN_KEYS: dict[type[BaseModel], frozenset[str]] = {
     SmgRouter: frozenset({"docs"}),
     DynamoRouter: frozenset({"docs"}),

@@ -2,8 +2,8 @@
 
 Sources and layering (``docs/catalog.md``, ``docs/contracts.md`` §1, ``docs/plan-file.md`` §1):
 
-* **bundled** — ``catalog/data/taxonomy.json`` (seed 000), ``catalog/data/strategies.json``
-  (seed 001, a JSON map keyed by strategy id), ``catalog/data/kv_store/*.yaml`` and
+* **bundled** — ``catalog/data/taxonomy.json`` (the seed taxonomy), ``catalog/data/strategies.json``
+  (the seed strategies, a JSON map keyed by strategy id), ``catalog/data/kv_store/*.yaml`` and
   ``catalog/data/recipes.json``: every model recipe of the vLLM recipes repository in a facts-only
   form, written by ``tools/build_catalog.py`` (its ``source`` block names the recipes revision);
   any ``catalog/data/recipes/<org>/<repo>.yaml`` is read after it and wins for its id;

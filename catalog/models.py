@@ -81,7 +81,7 @@ class CatalogModel(BaseModel):
 
 
 # ---------------------------------------------------------------------------------------------
-# taxonomy (§1.2, seed §4.1-4.3)
+# taxonomy (§1.2, docs/synthesis.md §4.1-4.3)
 
 
 class HardwareProfile(CatalogModel):
@@ -182,7 +182,7 @@ class KvOffloadPd(CatalogModel):
 
 
 class KvOffloadOption(CatalogModel):
-    """A composing KV-offload option (``taxonomy.kv_offload.<key>``, §1.2, §2.9, seed §4.3)."""
+    """A composing KV-offload option (``taxonomy.kv_offload.<key>``, §1.2, §2.9, docs/synthesis.md §4.3)."""
 
     display_name: str = ""
     label: str | None = None
@@ -216,7 +216,7 @@ class Frontend(CatalogModel):
 
 
 class Taxonomy(CatalogModel):
-    """The taxonomy (snapshot ``taxonomy.yaml`` or seed 000 JSON, §1.2, §5)."""
+    """The taxonomy (a checkout's ``taxonomy.yaml`` or the bundled ``taxonomy.json``, §1.2, §5)."""
 
     hardware_profiles: dict[str, HardwareProfile] = Field(default_factory=dict)
     tasks: list[Task] = Field(default_factory=list)
@@ -229,7 +229,7 @@ class Taxonomy(CatalogModel):
 
 
 # ---------------------------------------------------------------------------------------------
-# strategies (§1.3, seed §4.4-4.8)
+# strategies (§1.3, docs/synthesis.md §4.4-4.8)
 
 
 class HardwareMatch(CatalogModel):
@@ -331,7 +331,8 @@ class DynamoRouter(CatalogModel):
 
 
 class Strategy(CatalogModel):
-    """A serving strategy (snapshot ``strategies/<name>.yaml`` or a seed 001 map entry, §1.3)."""
+    """A serving strategy (a checkout's ``strategies/<name>.yaml`` or an entry of the bundled
+    ``strategies.json``, §1.3)."""
 
     name: str
     deploy_type: str

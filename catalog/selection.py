@@ -4,8 +4,8 @@ Every key but ``model`` is optional; ``None`` means "the reference builder's def
 by synthesis (never here), so the same selection file means the same thing for every catalog.
 
 Product extensions (never used by the goldens): ``gpus`` (devices per node, default the profile's
-``gpu_count``), ``connector`` (PD KV connector, seed §4.7), ``router`` (PD router, seed §4.8).
-``frontend`` is in docs/plan-file.md §2 already (seed §4.2).
+``gpu_count``), ``connector`` (PD KV connector, docs/synthesis.md §4.7), ``router`` (PD router, docs/synthesis.md §4.8).
+``frontend`` is in docs/plan-file.md §2 already (docs/synthesis.md §4.2).
 
 Decision: unknown keys are rejected (docs/plan-file.md §2 allows it) — a typo such as ``hardwre`` would
 otherwise silently plan the default hardware. Errors name the file and the key and say what is valid.
@@ -84,7 +84,7 @@ class Selection(BaseModel):
     connector: str | None = None
     """PD KV connector id (seed ``pd_cluster.connectors``); None = the connector marked default."""
     router: str | None = None
-    """PD router: ``vllm`` (default), ``smg`` or ``dynamo`` (seed §4.8)."""
+    """PD router: ``vllm`` (default), ``smg`` or ``dynamo`` (docs/synthesis.md §4.8)."""
     companion_args: dict[str, Union[str, int, float]] = Field(default_factory=dict)
     """Values for the companions' own arguments (docs/catalog.md §6): ``l1_size_gb`` and
     ``max_cpu_workers`` (the LMCache server), ``router_host`` and ``router_port`` (fill

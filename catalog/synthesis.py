@@ -566,9 +566,9 @@ def _resolve(cat: Catalog, sel: Selection) -> _Ctx:
             opt = cat.taxonomy.kv_offload[kv_key]
             facts = _kv_option_gates(ctx, kv_key, opt)
             ctx.checks.update(facts)
-            if opt.hardware:  # seed §4.3 gate
+            if opt.hardware:  # docs/synthesis.md §4.3 gate
                 ctx.checks["kv_hardware_ok"] = not G.gated_off(opt.hardware, hw, profile)
-            if opt.docker is False:  # seed §4.3: unavailable in docker mode
+            if opt.docker is False:  # docs/synthesis.md §4.3: unavailable in docker mode
                 ctx.checks["kv_docker_ok"] = install_mode != "docker"
             usable = all(facts.values()) and ctx.checks.get("kv_hardware_ok", True) and ctx.checks.get("kv_docker_ok", True)
             if usable:
@@ -819,7 +819,7 @@ def _pd(ctx: _Ctx, procs: list[PlanProcess]) -> None:
 
 
 def _smg_argv(ctx: _Ctx) -> list[str]:
-    """SMG PD router (seed §4.8; command per SMG's public docs, the seed gives none)."""
+    """SMG PD router (docs/synthesis.md §4.8; command per SMG's public docs, the seed gives none)."""
     smg = ctx.strategy.smg
     argv = ["smg", "--pd-disaggregation"]
     for role in PD_ROLES:
@@ -917,7 +917,7 @@ def _install(ctx: _Ctx, has_router: bool, extra_router: str | None = None) -> li
     if ctx.connector is not None:  # pip-only like every entry without install_modes (§3.5)
         for step in ctx.connector.install:
             items.append((step.command, step.optional, None))
-    if ctx.is_pd and ctx.router == "dynamo":  # seed §4.8: runtime on every worker and the frontend
+    if ctx.is_pd and ctx.router == "dynamo":  # docs/synthesis.md §4.8: runtime on every worker and the frontend
         for step in ctx.strategy.dynamo.install:  # docker mode: the Dynamo runtime image has it
             items.append((step.command, step.optional, ["pip"]))
     out: list[str] = []
@@ -1176,7 +1176,7 @@ def _notes(ctx: _Ctx) -> list[str]:
         if isinstance(mode_block, dict) and mode_block.get("note"):
             notes.append(str(mode_block["note"]))
     notes += B.install_notes(ctx.profile, ctx.install_mode)
-    if ctx.profile.slice_topology:  # seed §4.1: TPU slice shape, {n} = node count
+    if ctx.profile.slice_topology:  # docs/synthesis.md §4.1: TPU slice shape, {n} = node count
         topo = ctx.profile.slice_topology.replace("{n}", str(ctx.nodes))
         notes.append(f"TPU slice topology {topo} ({ctx.profile.chips_per_node or ctx.gpu_count} chips per node)")
     hw_note = ctx.recipe.hardware_notes.get(ctx.hw)
@@ -1187,13 +1187,13 @@ def _notes(ctx: _Ctx) -> list[str]:
     return [n for n in notes if n]
 
 
-#: Plain-words reason for each failed KV-option fact (docs/constraints.md §3.1 rules K1–K6, seed §4.3).
+#: Plain-words reason for each failed KV-option fact (docs/constraints.md §3.1 rules K1–K6, docs/synthesis.md §4.3).
 _KV_REASONS = {
     "kv_allowed_for_strategy": ("", ""),  # see _kv_strategy_reason
     "kv_supported_for_recipe": ("this recipe marks it unsupported or not yet verified", "K2/K3"),
     "kv_brand_ok": ("it needs another accelerator brand than {brand}", "K4"),
     "kv_hardware_ok": ("it is not available on {hw}", "K1"),
-    "kv_docker_ok": ("it is not available in docker install mode", "seed §4.3"),
+    "kv_docker_ok": ("it is not available in docker install mode", "docs/synthesis.md §4.3"),
 }
 
 
@@ -1265,14 +1265,14 @@ def _gate_warnings(ctx: _Ctx) -> list[str]:
 
 def _kv_strategy_reason(ctx: _Ctx) -> tuple[str, str]:
     """Why the strategy refuses the KV option, and the rule: PD owns the KV connector (K5), the
-    option lists other strategies (K6), or the strategy opts out of KV offload (seed §4.6)."""
+    option lists other strategies (K6), or the strategy opts out of KV offload (docs/synthesis.md §4.6)."""
     opt = ctx.cat.taxonomy.kv_offload.get(ctx.kv_key or "")
     if ctx.deploy in ("pd_cluster", "kv_store_lb"):
         return (f"it can't compose with {ctx.strategy_id}, which owns --kv-transfer-config (Mooncake "
                 "kv_store ids compose with PD instead)", "K5")
     if opt is not None and opt.strategies is not None and ctx.strategy_id not in opt.strategies:
         return f"it works with {', '.join(opt.strategies)} only, not {ctx.strategy_id}", "K6"
-    return f"strategy {ctx.strategy_id} does not compose with KV offload", "seed §4.6"
+    return f"strategy {ctx.strategy_id} does not compose with KV offload", "docs/synthesis.md §4.6"
 
 
 def _ignored_selection(ctx: _Ctx) -> list[str]:

@@ -161,7 +161,7 @@ def axis_views(opts: Any, selection: Mapping[str, Any], features: list[str] | No
     Mooncake only while their pill is active. ``features`` = the resolved feature list (from the
     plan) used to mark features on when the selection leaves them at their default.
     ``frontend_default`` = the frontend the plan runs with when none is picked (``python``: vLLM's
-    default; ``rust`` when the recipe's env switches it on, seed §4.2): marked, its label saying so."""
+    default; ``rust`` when the recipe's env switches it on, docs/synthesis.md §4.2): marked, its label saying so."""
     resolved = _get(opts, "resolved") or {}
     kv_now = selection.get("kv_offload") or resolved.get("kv_offload") or "none"
     members = _get(opts, "kv_offload_members") or {}
