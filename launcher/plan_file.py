@@ -120,7 +120,7 @@ def read_plan_data(path: str | Path) -> Any:
         raise LaunchError(f"cannot read plan file {p}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise LaunchError(not_utf8(p, exc, "a plan file written by `vllm-wizard plan --out FILE` "
-                                   "(YAML, or JSON for *.json; contracts §2)")) from None
+                                   "(YAML, or JSON for *.json; docs/contracts.md §2)")) from None
     try:
         return json.loads(text) if p.suffix == ".json" else yamlio.load(text)
     except yaml.YAMLError as exc:
@@ -219,7 +219,7 @@ def parse_plan(
         raise LaunchError(f"{src}: this looks like `plan --json` output; write a launchable plan file with "
                           "`vllm-wizard plan … --out plan.yaml`")
     if not isinstance(data, dict) or not isinstance(data.get("plan"), dict):
-        raise LaunchError(f"{src}: not a plan file: expected a mapping with a 'plan' key (contracts §2)")
+        raise LaunchError(f"{src}: not a plan file: expected a mapping with a 'plan' key (docs/contracts.md §2)")
     version = data.get("plan_version", 1)
     if version != 1:
         raise LaunchError(f"{src}: plan_version {version!r} is not supported (valid: 1)")

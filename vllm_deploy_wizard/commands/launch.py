@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog="exit codes: 0 started/stopped cleanly, 1 a process went FATAL, 2 bad plan or preflight problems, "
         "130/143 (--foreground) stopped by SIGINT/SIGTERM, 130 (--wait) the wait was interrupted (the run goes on)",
     )
-    p.add_argument("plan", metavar="PLAN", help="plan file (YAML or JSON, contracts §2)")
+    p.add_argument("plan", metavar="PLAN", help="plan file written by `vllm-wizard plan --out FILE` (YAML or JSON, docs/contracts.md §2)")
     p.add_argument("--foreground", action="store_true", help="supervise in this terminal, printing every process's output")
     p.add_argument("--wait", action="store_true", help="(detached) wait until every process is READY")
     p.add_argument("--node-rank", type=int, default=0, metavar="N",
