@@ -11,7 +11,7 @@ usable for offload and warn when the limit is below the option's default".
 
 Decisions:
 
-* **Pure, after synthesis.** The catalog never imports detect (tests/test_boundaries.py), so the
+* **Pure, after synthesis.** The catalog never imports detect (``.importlinter``), so the
   host arrives as a :class:`HostCapacity` of plain numbers; :meth:`HostCapacity.from_inventory`
   reads a ``vllm_deploy_wizard.detect`` inventory by attribute (duck-typed, no import). A plan made without
   host facts gets no such warnings — ``plan`` without ``--detect`` plans for the profile, not a node.

@@ -1,4 +1,8 @@
-"""The headless cores never import Textual, and catalog/launcher don't import each other (docs/architecture.md §2)."""
+"""What importing a package really loads (docs/architecture.md §2): the headless cores load no Textual,
+catalog and launcher not each other, and the CLI starts without Textual or the TUI.
+
+``.importlinter`` (tests/test_import_contracts.py) checks the import statements; this checks the modules
+present after ``import`` in a fresh interpreter, which is what start-up time and a headless node see."""
 
 from __future__ import annotations
 
