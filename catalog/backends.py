@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from vllm_deploy_wizard.flags import flag_values
+
 from .models import HardwareProfile, ModelSpec, Recipe, Variant
 
 HF_CACHE_MOUNT = "~/.cache/huggingface:/root/.cache/huggingface"
@@ -335,13 +337,8 @@ def docker_image(profile: HardwareProfile, hw_id: str, model: ModelSpec, variant
 
 def last_port(argv: list[str], default: int = 8000) -> int:
     """Value of the last ``--port N`` or ``--port=N`` in ``argv`` (docs/plan-file.md §3.4), else ``default``."""
-    port = default
-    for i, tok in enumerate(argv):
-        if tok == "--port" and i + 1 < len(argv) and argv[i + 1].isdigit():
-            port = int(argv[i + 1])
-        elif tok.startswith("--port=") and tok[7:].isdigit():
-            port = int(tok[7:])
-    return port
+    ports = [int(v) for v in flag_values(argv, "--port") if v.isdigit()]
+    return ports[-1] if ports else default
 
 
 def _ascend_devices(env: Mapping[str, str], count: int) -> list[str]:
@@ -373,7 +370,7 @@ def docker_argv(serve_argv: list[str], env: dict[str, str], image: str, profile:
     if backend.key == "ascend":
         flags = _ascend_devices(env, device_count or profile.gpu_count) + flags
     flags += extra_flags or []
-    if multi_node and backend.key not in ("cuda", "rocm") and "host" not in _network_values(flags):
+    if multi_node and backend.key not in ("cuda", "rocm") and "host" not in flag_values(flags, "--network", "--net"):
         flags += ["--network", "host"]
     if multi_node:
         flags += list(MULTI_NODE_DOCKER.get(backend.key, ()))
@@ -389,16 +386,6 @@ def docker_argv(serve_argv: list[str], env: dict[str, str], image: str, profile:
         out += ["--entrypoint", "vllm", image, "serve", model_id, *args]
     else:
         out += [image, model_id, *args]
-    return out
-
-
-def _network_values(flags: list[str]) -> list[str]:
-    out = []
-    for i, tok in enumerate(flags):
-        if tok in ("--network", "--net") and i + 1 < len(flags):
-            out.append(flags[i + 1])
-        elif tok.startswith(("--network=", "--net=")):
-            out.append(tok.split("=", 1)[1])
     return out
 
 
@@ -439,13 +426,13 @@ def serve_args(profile: HardwareProfile, tokens: list[str]) -> list[str]:
 
 
 def _int_after(tokens: list[str], flags: tuple[str, ...], default: int) -> int:
+    """The last integer value of any of ``flags`` in ``tokens`` (``--f v`` or ``--f=v``), else ``default``."""
     value = default
-    for i, tok in enumerate(tokens[:-1]):
-        if tok in flags:
-            try:
-                value = int(tokens[i + 1])
-            except ValueError:
-                pass
+    for text in flag_values(tokens, *flags):
+        try:
+            value = int(text)
+        except ValueError:
+            pass
     return value
 
 
@@ -453,7 +440,7 @@ def world_size_on_node(tokens: list[str]) -> int:
     """Ranks one serve process runs on its node: TP × PP × local DP, divided by ``--nnodes``."""
     tp = _int_after(tokens, ("--tensor-parallel-size", "-tp"), 1)
     pp = _int_after(tokens, ("--pipeline-parallel-size", "-pp"), 1)
-    if "--data-parallel-size-local" in tokens:
+    if flag_values(tokens, "--data-parallel-size-local"):
         return max(1, tp * pp * _int_after(tokens, ("--data-parallel-size-local",), 1))
     dp = _int_after(tokens, ("--data-parallel-size",), 1)
     nnodes = max(1, _int_after(tokens, ("--nnodes",), 1))
@@ -597,7 +584,7 @@ def docker_command_argv(command: list[str], env: dict[str, str], image: str, pro
     the HF cache, one ``-e`` per env entry, the image, then ``command`` unchanged."""
     backend = backend_for(profile)
     flags = list(backend.docker_flags)
-    if "host" not in _network_values(flags):
+    if "host" not in flag_values(flags, "--network", "--net"):
         flags += ["--network", "host"]
     out = ["docker", "run", "--rm", *flags, "--ipc=host", "-v", HF_CACHE_MOUNT]
     for key, value in env.items():

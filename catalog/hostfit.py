@@ -36,6 +36,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_deploy_wizard.flags import last_flag_value
+
 from .loader import Catalog
 from .plan import LaunchPlan, PlanProcess
 
@@ -185,17 +187,6 @@ def _why(asked: float, host: HostCapacity, usable: int, share: float, cpu_node: 
     return None
 
 
-def _flag(argv: list[str], name: str) -> str | None:
-    """The value of the last ``name VALUE`` / ``name=VALUE`` in ``argv``, or None."""
-    value = None
-    for i, tok in enumerate(argv):
-        if tok == name and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif tok.startswith(name + "="):
-            value = tok.split("=", 1)[1]
-    return value
-
-
 def _number(text: str | None) -> float | None:
     try:
         return float(text) if text is not None else None
@@ -207,12 +198,12 @@ def _lmcache_warnings(proc: PlanProcess, host: HostCapacity, usable: int | None,
                       cpu_node: bool) -> list[str]:
     """L1 size and CPU workers of the LMCache server against ``host``."""
     out = []
-    l1 = _number(_flag(proc.argv, "--l1-size-gb"))
+    l1 = _number(last_flag_value(proc.argv, "--l1-size-gb"))
     why = _why(l1 * GIB, host, usable, share, cpu_node) if l1 is not None and usable else None
     if why:
         n = suggested_gib(host, share) or 0
         if n >= 1:
-            init = _number(_flag(proc.argv, "--l1-init-size-gb"))
+            init = _number(last_flag_value(proc.argv, "--l1-init-size-gb"))
             also = f" and --l1-init-size-gb at most {n}" if init is not None and init > n else ""
             how = "below free RAM, e.g." if why.startswith("exceeds") else "to at most"
             fix = (f"set --l1-size-gb {how} {n}{also} (`plan --l1-size-gb {n}`, or the {proc.name} process "
@@ -220,7 +211,7 @@ def _lmcache_warnings(proc: PlanProcess, host: HostCapacity, usable: int | None,
         else:
             fix = "this node has no RAM to spare for an LMCache L1 pool; plan without --kv-offload lmcache"
         out.append(f"LMCache L1 size {l1:g} GiB (--l1-size-gb) {why}: {fix}")
-    workers = _number(_flag(proc.argv, "--max-cpu-workers"))
+    workers = _number(last_flag_value(proc.argv, "--max-cpu-workers"))
     if workers is not None and host.cpus and workers > host.cpus:
         out.append(f"LMCache --max-cpu-workers {workers:g} is more than this node's {host.cpus} CPUs: "
                    f"set it to at most {host.cpus} (`plan --max-cpu-workers {host.cpus}`, or the {proc.name} "
@@ -240,12 +231,12 @@ def companion_fixes(cat: Catalog, plan: LaunchPlan, host: HostCapacity) -> dict[
     for proc in plan.processes:
         if not proc.name.startswith(LMCACHE_PROCESS):
             continue
-        l1 = _number(_flag(proc.argv, "--l1-size-gb"))
+        l1 = _number(last_flag_value(proc.argv, "--l1-size-gb"))
         if l1 is not None and usable and _why(l1 * GIB, host, usable, share, cpu_node):
             n = suggested_gib(host, share) or 0
             if n >= 1:
                 fixes["l1_size_gb"] = n
-        workers = _number(_flag(proc.argv, "--max-cpu-workers"))
+        workers = _number(last_flag_value(proc.argv, "--max-cpu-workers"))
         if workers is not None and host.cpus and workers > host.cpus:
             fixes["max_cpu_workers"] = host.cpus
     return fixes
@@ -255,14 +246,11 @@ def ranks_on_node(argv: list[str]) -> int:
     """Worker ranks a serve process runs on its node (docs/synthesis.md §2.6 shapes): TP × DP-local
     when ``--data-parallel-size-local`` is given, else TP × PP × DP / ``--nnodes``; at least 1."""
     def num(*names: str) -> int:
-        for n in names:
-            v = _number(_flag(argv, n))
-            if v is not None and v >= 1:
-                return int(v)
-        return 1
+        v = _number(last_flag_value(argv, *names))
+        return int(v) if v is not None and v >= 1 else 1
 
     tp = num("--tensor-parallel-size", "-tp")
-    local = _number(_flag(argv, "--data-parallel-size-local"))
+    local = _number(last_flag_value(argv, "--data-parallel-size-local"))
     if local is not None and local >= 1:
         return max(1, tp * int(local))
     total = tp * num("--pipeline-parallel-size", "-pp") * num("--data-parallel-size", "-dp")
@@ -272,7 +260,7 @@ def ranks_on_node(argv: list[str]) -> int:
 def _connector_warning(proc: PlanProcess, host: HostCapacity, usable: int | None, share: float,
                        cpu_node: bool) -> str | None:
     """The CPU tier of a serve process's ``--kv-transfer-config`` against ``host`` (one line or None)."""
-    text = _flag(proc.argv, "--kv-transfer-config")
+    text = last_flag_value(proc.argv, "--kv-transfer-config")
     if not text or not usable:
         return None
     try:
@@ -290,7 +278,7 @@ def _connector_warning(proc: PlanProcess, host: HostCapacity, usable: int | None
         key, per = "cpu_bytes_to_use_per_rank", max(1, n // ranks)
         what = f"{_gib(extra['cpu_bytes_to_use_per_rank'])} per rank × {ranks} rank{'s' if ranks > 1 else ''}"
     elif connector == "OffloadingConnector" and isinstance(extra.get("cpu_bytes_to_use"), (int, float)):
-        nodes = int(_number(_flag(proc.argv, "--nnodes")) or 1)
+        nodes = int(_number(last_flag_value(proc.argv, "--nnodes")) or 1)
         asked = extra["cpu_bytes_to_use"] / max(1, nodes)
         key, per = "cpu_bytes_to_use", n * max(1, nodes)
         what = f"{_gib(extra['cpu_bytes_to_use'])}" + (f" over {nodes} nodes" if nodes > 1 else "")

@@ -29,6 +29,8 @@ import re
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from vllm_deploy_wizard.flags import flag_values
+
 #: The flags whose value is a group's master address.
 MASTER_FLAGS = ("--master-addr", "--data-parallel-address")
 #: Placeholder for a machine's own address (``launch`` fills it from detection on every node).
@@ -41,13 +43,8 @@ LIVENESS_BODY = {"prompt": "ping", "max_tokens": 1}
 
 def master_address(argv: list[str]) -> str | None:
     """The value of the first master-address flag in ``argv`` (``--master-addr X`` or ``=X``), or None."""
-    for i, tok in enumerate(argv):
-        for flag in MASTER_FLAGS:
-            if tok == flag and i + 1 < len(argv):
-                return argv[i + 1]
-            if tok.startswith(flag + "="):
-                return tok.split("=", 1)[1]
-    return None
+    values = flag_values(argv, *MASTER_FLAGS)
+    return values[0] if values else None
 
 
 #: Role → the pool its group belongs to (a PD plan has one group per pool).

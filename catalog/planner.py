@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_deploy_wizard.errors import SelectionError
+from vllm_deploy_wizard.flags import last_flag_value
 
 from . import gates
 from vllm_deploy_wizard.suggest import did_you_mean
@@ -582,12 +583,11 @@ def head_warnings(recipe: Any, plan: Any) -> list[str]:
     if not isinstance(heads, int) or heads <= 0:
         return []
     for proc in plan.processes:
-        argv = proc.argv
-        for i, tok in enumerate(argv[:-1]):
-            if tok in ("--tensor-parallel-size", "-tp") and argv[i + 1].isdigit():
-                tp = int(argv[i + 1])
-                if heads % tp:
-                    return [f"warning: tensor parallel size {tp} ({proc.name}) does not divide the "
-                            f"model's {heads} attention heads; vLLM will refuse to start — pick a TP "
-                            f"that divides {heads} (--gpus or --arg=--tensor-parallel-size)"]
+        value = last_flag_value(proc.argv, "--tensor-parallel-size", "-tp")
+        if value is not None and value.isdigit():
+            tp = int(value)
+            if heads % tp:
+                return [f"warning: tensor parallel size {tp} ({proc.name}) does not divide the "
+                        f"model's {heads} attention heads; vLLM will refuse to start — pick a TP "
+                        f"that divides {heads} (--gpus or --arg=--tensor-parallel-size)"]
     return []

@@ -26,7 +26,7 @@ from typing import Any, Iterable
 from vllm_deploy_wizard import suggest
 from vllm_deploy_wizard import versions as vllm_versions
 from vllm_deploy_wizard.errors import SelectionError
-from vllm_deploy_wizard.flags import last_flag_value, set_flag
+from vllm_deploy_wizard.flags import flag_values, last_flag_value, set_flag
 
 from . import args as A
 from . import gates as G
@@ -259,12 +259,11 @@ class _Ctx:
         if exact is not None:
             sources.append(exact.extra_args)
         for toks in sources:
-            for i, tok in enumerate(toks[:-1]):
-                if tok == "--data-parallel-size-local":
-                    try:
-                        value = int(toks[i + 1])
-                    except ValueError:
-                        pass
+            for text in flag_values(toks, "--data-parallel-size-local"):
+                try:
+                    value = int(text)
+                except ValueError:
+                    pass
         return value
 
     def _pd_parallel_args(self, pool: _Pool, rank: int) -> list[str]:
@@ -735,7 +734,9 @@ def _strategy_companion(ctx: _Ctx, serve: PlanProcess) -> PlanProcess | None:
     if comp is None or not comp.command:
         return None
     argv = serve.argv
-    dp = next((argv[i + 1] for i, t in enumerate(argv[:-1]) if t == "--data-parallel-size"), str(ctx.gpu_count))
+    dp = last_flag_value(argv, "--data-parallel-size")
+    if dp is None:
+        dp = str(ctx.gpu_count)
     text = comp.command.replace("{dp_size}", dp).replace("{port}", str(last_port(argv)))
     text = text.replace("{tp_size}", str(ctx.checks.get("single_node_tp", ctx.gpu_count)))
     role = "router" if "router" in comp.label.lower() else "companion"
@@ -944,19 +945,16 @@ ROUTER_PROMETHEUS_PORT = 29000
 
 
 def _port_values(argv: list[str]) -> list[int]:
-    """Listening ports named by ``--port``/``--http-port``/``--prometheus-port`` and ``-rpc_port=``;
+    """Listening ports named by ``--port``/``--http-port``/``--prometheus-port``/``-rpc_port`` (each
+    ``FLAG N`` or ``FLAG=N``);
     a ``vllm-router`` without ``--prometheus-port`` also listens on :data:`ROUTER_PROMETHEUS_PORT`
     (listed rather than added to argv so reference-shaped router commands stay byte-identical; the
     launcher's preflight then reports two routers on one host colliding on it)."""
     ports = []
-    if argv[:1] == ["vllm-router"] and "--prometheus-port" not in argv:
+    if argv[:1] == ["vllm-router"] and last_flag_value(argv, "--prometheus-port") is None:
         ports.append(ROUTER_PROMETHEUS_PORT)
-    for i, tok in enumerate(argv[:-1]):
-        if tok in ("--port", "--http-port", "--prometheus-port") and argv[i + 1].isdigit():
-            ports.append(int(argv[i + 1]))
-    for tok in argv:
-        if tok.startswith("-rpc_port=") and tok.split("=", 1)[1].isdigit():
-            ports.append(int(tok.split("=", 1)[1]))
+    ports += [int(v) for v in flag_values(argv, "--port", "--http-port", "--prometheus-port", "-rpc_port")
+              if v.isdigit()]
     return sorted(set(ports))
 
 
@@ -1038,7 +1036,8 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
                 p.phase = "before"
             p.ports = _port_values(p.argv)
             if p.name.startswith("kv_offload:lmcache") and p.ports:
-                http = next((int(p.argv[i + 1]) for i, t in enumerate(p.argv[:-1]) if t == "--http-port"), None)
+                http_port = last_flag_value(p.argv, "--http-port")
+                http = int(http_port) if http_port is not None else None
                 if http:
                     p.health = Health(url=f"http://127.0.0.1:{http}/healthcheck")
         elif p.role == "router":
@@ -1047,9 +1046,11 @@ def _finish(ctx: _Ctx, procs: list[PlanProcess]) -> None:
                 p.argv = B.docker_command_argv(p.argv, p.env, image, ctx.profile)
             p.ports = _port_values(p.argv)
             # a placeholder port ($ROUTER_PORT) is filled at launch, the health URL with it
-            http = next((p.argv[i + 1] for i, t in enumerate(p.argv[:-1])
-                         if t in ("--port", "--http-port") and not p.argv[i + 1].startswith("-")), None)
-            host = next((p.argv[i + 1] for i, t in enumerate(p.argv[:-1]) if t == "--host"), "127.0.0.1")
+            http = next((v for v in reversed(flag_values(p.argv, "--port", "--http-port")) if not v.startswith("-")),
+                        None)
+            host = last_flag_value(p.argv, "--host")
+            if host is None:
+                host = "127.0.0.1"
             if http:  # probed where it binds ($ROUTER_HOST when it binds that address)
                 p.health = Health(url=f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{http}/health")
     procs.sort(key=lambda p: PHASES.index(p.phase))

@@ -5,6 +5,7 @@ occurrence wins)."""
 
 from __future__ import annotations
 
+from vllm_deploy_wizard.flags import last_flag_value
 
 #: vLLM's parallel-size flags (long name first, then its short alias) that shape a serve process.
 TENSOR_PARALLEL = ("--tensor-parallel-size", "-tp")
@@ -14,14 +15,9 @@ DATA_PARALLEL_LOCAL = ("--data-parallel-size-local", "-dpl")
 
 
 def _size(argv: "tuple[str, ...] | list[str]", names: tuple[str, ...]) -> int | None:
-    """The last positive integer value of any of ``names`` in ``argv`` (vLLM takes the last occurrence)."""
-    value = None
-    for i, tok in enumerate(argv):
-        for name in names:
-            if tok == name and i + 1 < len(argv):
-                value = argv[i + 1]
-            elif tok.startswith(name + "="):
-                value = tok.split("=", 1)[1]
+    """The last value of any of ``names`` in ``argv`` (vLLM takes the last occurrence) as a positive
+    integer, or None when absent or not one."""
+    value = last_flag_value(argv, *names)
     return int(value) if value is not None and value.isdigit() and int(value) >= 1 else None
 
 

@@ -28,3 +28,20 @@ def test_set_flag_appends_only_when_asked():
     argv = ["vllm-router", "--port", "8000"]
     assert set_flag(argv, "--prometheus-port", "29100") == argv
     assert set_flag(argv, "--prometheus-port", "29100", add=True) == argv + ["--prometheus-port", "29100"]
+
+
+def test_aliases_are_read_in_argv_order_and_the_last_of_any_wins():
+    argv = ["vllm", "serve", "m", "-tp", "2", "--port", "8000", "--tensor-parallel-size=4", "-tp=8", "--x"]
+    assert flag_values(argv, "--tensor-parallel-size", "-tp") == ["2", "4", "8"]
+    assert last_flag_value(argv, "--tensor-parallel-size", "-tp") == "8"
+    assert last_flag_value(argv, "-tp", "--tensor-parallel-size") == "8", "the order of the names does not matter"
+    assert last_flag_value(["vllm", "serve", "m", "--tensor-parallel-size", "4", "-tp", "2"],
+                           "--tensor-parallel-size", "-tp") == "2"
+    assert last_flag_value(argv, "--pipeline-parallel-size", "-pp") is None
+    assert flag_values(["vllm", "-tp"], "--tensor-parallel-size", "-tp") == []
+
+
+def test_an_alias_is_not_read_out_of_a_longer_flag_name():
+    argv = ["vllm", "serve", "m", "--data-parallel-size-local", "2", "--data-parallel-size", "4", "-dpl=1"]
+    assert flag_values(argv, "--data-parallel-size", "-dp") == ["4"]
+    assert flag_values(argv, "--data-parallel-size-local", "-dpl") == ["2", "1"]

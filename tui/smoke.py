@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from vllm_deploy_wizard.flags import last_flag_value
+from vllm_deploy_wizard.flags import flag_values, last_flag_value
 
 #: What the launcher writes in place of a secret value (launcher/logs.py ``MASK``).
 MASKED = "***"
@@ -114,15 +114,8 @@ def _base(url: str) -> str:
 def api_key_of(argv: Iterable[str], env: Mapping[str, str] | None = None) -> str | None:
     """The key vLLM would accept: the first value of ``--api-key K…`` / ``--api-key=K`` in ``argv``,
     else ``env['VLLM_API_KEY']``; None when neither is set or the value is masked (``***``)."""
-    argv = list(argv)
-    for i, a in enumerate(argv):
-        if a == "--api-key" and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
-            key = argv[i + 1]
-        elif a.startswith("--api-key="):
-            key = a.split("=", 1)[1]
-        else:
-            continue
-        if key and MASKED not in key:
+    for key in flag_values(list(argv), "--api-key"):
+        if key and not key.startswith("-") and MASKED not in key:
             return key
     key = (env or {}).get("VLLM_API_KEY")
     return key if key and MASKED not in key else None

@@ -10,24 +10,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
-def flag_values(argv: Sequence[str], flag: str) -> list[str]:
-    """Every value of ``flag`` in ``argv``, in order, whether given as ``--f v`` or ``--f=v``.
+def flag_values(argv: Sequence[str], flag: str, *aliases: str) -> list[str]:
+    """Every value of ``flag`` (or of any of its ``aliases``) in ``argv``, in argv order, whether given
+    as ``--f v`` or ``--f=v``.
 
-    ``flag_values(["vllm", "serve", "m", "--port", "8000", "--port=8001"], "--port") == ["8000", "8001"]``.
-    A trailing ``--f`` with no value counts as absent. vLLM (argparse) takes the last occurrence, so
-    ``flag_values(...)[-1]`` is the effective value."""
+    ``flag_values(["vllm", "serve", "m", "--port", "8000", "--port=8001"], "--port") == ["8000", "8001"]``;
+    ``flag_values(["vllm", "serve", "m", "-tp", "2", "--tensor-parallel-size=4"], "--tensor-parallel-size",
+    "-tp") == ["2", "4"]``. A trailing ``--f`` with no value counts as absent. vLLM (argparse) takes the
+    last occurrence of any spelling of a flag, so ``flag_values(...)[-1]`` is the effective value."""
+    names = (flag, *aliases)
     out = []
     for i, tok in enumerate(argv):
-        if tok == flag and i + 1 < len(argv):
-            out.append(argv[i + 1])
-        elif tok.startswith(flag + "="):
-            out.append(tok.split("=", 1)[1])
+        for name in names:
+            if tok == name:
+                if i + 1 < len(argv):
+                    out.append(argv[i + 1])
+                break
+            if tok.startswith(name + "="):
+                out.append(tok.split("=", 1)[1])
+                break
     return out
 
 
-def last_flag_value(argv: Sequence[str], flag: str) -> str | None:
-    """The effective (last) value of ``flag`` in ``argv``, or None when it is absent."""
-    values = flag_values(argv, flag)
+def last_flag_value(argv: Sequence[str], flag: str, *aliases: str) -> str | None:
+    """The effective (last) value of ``flag`` or any of its ``aliases`` in ``argv``, or None when
+    none of them is given (see :func:`flag_values`)."""
+    values = flag_values(argv, flag, *aliases)
     return values[-1] if values else None
 
 

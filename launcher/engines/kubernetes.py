@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 from vllm_deploy_wizard.errors import LaunchError
 from vllm_deploy_wizard.files import write_atomic
-from vllm_deploy_wizard.flags import last_flag_value
+from vllm_deploy_wizard.flags import last_flag_value, set_flag
 from vllm_deploy_wizard.launcher.argv import devices_on_node
 from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
 from vllm_deploy_wizard.placeholders import fill, names as placeholders_in
@@ -135,16 +135,6 @@ def container_command(proc: Mapping[str, Any], image: str | None) -> tuple[list[
     if rest and rest[0] in ("vllm", "python", "python3", "bash", "sh"):
         return rest, env
     return ["vllm", "serve", *rest], env
-
-
-def _replace_flag(argv: list[str], flag: str, value: str) -> list[str]:
-    out = list(argv)
-    for i, tok in enumerate(out):
-        if tok == flag and i + 1 < len(out):
-            out[i + 1] = value
-        elif tok.startswith(flag + "="):
-            out[i] = f"{flag}={value}"
-    return out
 
 
 def _port_of(url: str) -> int | None:
@@ -467,7 +457,7 @@ class _Exporter:
                  for p in self.procs}
 
         def worker_argv(argv: list[str]) -> list[str]:
-            out = _replace_flag(argv, "--node-rank", "$(LWS_WORKER_INDEX)")
+            out = set_flag(argv, "--node-rank", "$(LWS_WORKER_INDEX)")
             start = last_flag_value(argv, "--data-parallel-start-rank")
             if start is not None and len(members) > 2:
                 step = int(start)  # worker k starts at k * (local DP size)

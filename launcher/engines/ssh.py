@@ -158,7 +158,9 @@ def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str,
     """Start every machine of plan-file ``data`` (read from ``plan_path``): ``local_label`` here,
     the others on ``hosts[label]`` over ssh; ``values`` are passed as ``--set`` to every node
     (``HEAD_IP`` among them), ``extra`` are more ``launch`` flags; ``run(argv, timeout, stdin)``
-    runs each command (default: a subprocess). Returns the recorded cluster.
+    runs each command (default: a subprocess). Returns the recorded cluster, each node with its run
+    id (the command layer prints them); ``out`` gets the line naming the nodes stopped again when one
+    fails to start.
 
     Raises LaunchError: a machine with no ``--host``, unreachable nodes (each named with ssh's
     error; nothing started), a node that failed to start (the others stopped again).
@@ -205,8 +207,6 @@ def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str,
                 raise LaunchError(f"{n.label} ({where}): launch failed: {_err(r)}")
             n.run_id = m.group(1)
             started.append(n)
-            out.write(f"{n.label:<16} {n.dest or 'this machine':<24} run {n.run_id}\n")
-            out.flush()
     except LaunchError:
         for n in reversed(started):
             run(node_command(c, n, ["stop", n.run_id]), SSH_TIMEOUT_S + 60)

@@ -97,3 +97,106 @@ def test_a_node_that_fails_to_start_stops_the_ones_already_started(tmp_path) -> 
     stops = [" ".join(c) for c in fake.calls if " stop " in f" {' '.join(c)} "]
     assert len(stops) == 2 and "run-node-1" in stops[0] and "run-node-0" in stops[1]  # newest first
     assert "stopped the nodes already started: node-0, node-1" in out.getvalue()
+
+
+def _cluster():
+    from vllm_deploy_wizard.launcher.engines.ssh import Cluster, NodeRun
+
+    return Cluster(plan="plan.yaml", nodes=[NodeRun("node-0", None, "run-a"), NodeRun("node-1", "10.0.0.2", "run-b"),
+                                            NodeRun("node-22", "worker.example", "run-c")])
+
+
+def test_status_all_nodes_prints_each_nodes_processes_as_the_status_table(monkeypatch, capsys) -> None:
+    import argparse
+
+    from vllm_deploy_wizard.commands import nodes
+    from vllm_deploy_wizard.commands.status import process_lines
+    from vllm_deploy_wizard.launcher.engines import ssh
+
+    head = [{"name": "vllm-head", "state": "READY", "pid": 4242, "ports": [8000], "restarts": 0},
+            {"name": "router", "state": "BACKOFF", "pid": None, "ports": [], "restarts": 3,
+             "cause": {"summary": "port 8000 is in use", "fix": "free it"}, "log": "/logs/router.log"}]
+    worker = [{"name": "vllm-worker-1", "state": "STARTING", "pid": 17, "ports": [], "restarts": 1}]
+    rows = [{"label": "node-0", "dest": None, "run_id": "run-a", "ok": True, "error": None,
+             "run": {"status": "running", "outcome": None, "processes": head}},
+            {"label": "node-1", "dest": "10.0.0.2", "run_id": "run-b", "ok": True, "error": None,
+             "run": {"status": "running", "outcome": None, "processes": worker}},
+            {"label": "node-22", "dest": "worker.example", "run_id": "run-c", "ok": False,
+             "error": "ssh: connect to host worker.example port 22: Connection refused", "run": None}]
+    monkeypatch.setattr(ssh, "load_cluster", lambda run=None: _cluster())
+    monkeypatch.setattr(ssh, "cluster_status", lambda c: rows)
+    assert nodes.status(argparse.Namespace(run=None, json=False)) == 1  # a node could not be asked
+    lines = capsys.readouterr().out.splitlines()
+    table = process_lines(head, logs="vllm-wizard logs run-a")
+    assert lines[0] == "node-0  (this machine)  run run-a  running"
+    assert lines[1:1 + len(table)] == table, "the same table as `status` prints for a run"
+    assert lines[1].split() == ["vllm-head", "READY", "pid=4242", "ports=8000", "restarts=0"]
+    assert lines[2].split() == ["router", "BACKOFF", "pid=-", "ports=-", "restarts=3"]
+    assert lines[1].index("READY") == lines[2].index("BACKOFF"), "columns are aligned"
+    assert lines[3] == "      cause: port 8000 is in use — fix: free it"
+    assert lines[4] == "      log: /logs/router.log  (vllm-wizard logs run-a router)"
+    assert lines[5] == "node-1  (10.0.0.2)  run run-b  running"
+    assert lines[6].split() == ["vllm-worker-1", "STARTING", "pid=17", "ports=-", "restarts=1"]
+    assert lines[7] == ("node-22  (worker.example)  run run-c: UNREACHABLE — "
+                        "ssh: connect to host worker.example port 22: Connection refused")
+
+
+def test_a_remote_nodes_log_hint_names_the_node(monkeypatch, capsys) -> None:
+    import argparse
+
+    from vllm_deploy_wizard.commands import nodes
+    from vllm_deploy_wizard.launcher.engines import ssh
+
+    proc = {"name": "vllm-worker-1", "state": "FATAL", "pid": None, "ports": [], "restarts": 6,
+            "cause": {"summary": "out of memory"}, "log": "/logs/w.log"}
+    rows = [{"label": "node-1", "dest": "10.0.0.2", "run_id": "run-b", "ok": True, "error": None,
+             "run": {"status": "finished", "outcome": "fatal", "processes": [proc]}}]
+    monkeypatch.setattr(ssh, "load_cluster", lambda run=None: _cluster())
+    monkeypatch.setattr(ssh, "cluster_status", lambda c: rows)
+    assert nodes.status(argparse.Namespace(run=None, json=False)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "node-1  (10.0.0.2)  run run-b  finished (fatal)"
+    assert out[2:] == ["      cause: out of memory",
+                       "      log: /logs/w.log  (vllm-wizard logs --node node-1 vllm-worker-1)"]
+
+
+def test_stop_all_nodes_prints_one_aligned_row_per_node(monkeypatch, capsys) -> None:
+    import argparse
+
+    from vllm_deploy_wizard.commands import nodes
+    from vllm_deploy_wizard.launcher.engines import ssh
+
+    c = _cluster()
+    monkeypatch.setattr(ssh, "load_cluster", lambda run=None: c)
+    monkeypatch.setattr(ssh, "stop_cluster", lambda cl, timeout: [(c.nodes[0], 0, "run run-a stopped"),
+                                                                   (c.nodes[1], 1, "no answer within 30 s"),
+                                                                   (c.nodes[2], 0, "run run-c stopped")])
+    assert nodes.stop(argparse.Namespace(run=None, timeout=15.0)) == 1
+    lines = capsys.readouterr().out.splitlines()
+    expected = [("node-0", "this machine", "stopped: run run-a stopped"),
+                ("node-1", "10.0.0.2", "FAILED: no answer within 30 s"),
+                ("node-22", "worker.example", "stopped: run run-c stopped")]
+    assert len(lines) == 3
+    for line, (label, dest, result) in zip(lines, expected):
+        assert line.startswith(f"{label} ") and f" {dest} " in line and line.endswith(result), line
+    assert len({line.index(dest) for line, dest in zip(lines, ["this", "10.0.0.2", "worker"])}) == 1
+    assert len({line.index(word) for line, word in zip(lines, ["stopped:", "FAILED:", "stopped:"])}) == 1
+
+
+def test_launch_all_nodes_prints_the_started_nodes_as_a_table(tmp_path, monkeypatch, capsys) -> None:
+    import argparse
+
+    from vllm_deploy_wizard.commands import nodes
+    from vllm_deploy_wizard.launcher.engines import ssh
+
+    plan = _plan(tmp_path)
+    monkeypatch.setattr(ssh, "launch_all_nodes", lambda *a, **k: _cluster())
+    args = argparse.Namespace(node=None, values=[], plan=str(plan), host=[], ssh_config=None, ssh_option=[],
+                              remote_wizard="vllm-wizard", skip_flag_check=False)
+    assert nodes.launch(args, yaml.safe_load(plan.read_text())) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[:3]] == ["node-0", "node-1", "node-22"]
+    assert [line.rsplit(" ", 1)[1] for line in lines[:3]] == ["run-a", "run-b", "run-c"]
+    assert len({line.index("run ") for line in lines[:3]}) == 1, "columns are aligned"
+    assert "this machine" in lines[0] and "worker.example" in lines[2]
+    assert lines[3] == "cluster of 3 nodes started; head run run-a"

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from vllm_deploy_wizard import tables
+
 
 def add_launch_flags(p: argparse.ArgumentParser) -> None:
     """``launch --all-nodes`` and its ssh settings."""
@@ -64,6 +66,7 @@ def launch(args: argparse.Namespace, data: Any) -> int:
     extra = ["--skip-flag-check"] if args.skip_flag_check else []
     c = launch_all_nodes(Path(args.plan).resolve(), data, local, parse_hosts(args.host), values,
                          ssh=_ssh_args(args), wizard=shlex.split(args.remote_wizard), extra=extra)
+    tables.print_table([[n.label, n.dest or "this machine", f"run {n.run_id}"] for n in c.nodes], indent=0)
     print(f"cluster of {len(c.nodes)} nodes started; head run {c.head.run_id}")
     print("  status: vllm-wizard status --all-nodes    stop: vllm-wizard stop --all-nodes")
     return 0
@@ -90,6 +93,7 @@ def status(args: argparse.Namespace) -> int:
     """``status --all-nodes``: every node's processes; 1 when a node cannot be asked."""
     import json
 
+    from vllm_deploy_wizard.commands.status import process_lines
     from vllm_deploy_wizard.launcher.engines.ssh import cluster_status, load_cluster
 
     c = load_cluster(args.run)
@@ -98,6 +102,7 @@ def status(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1, default=str))
         return 0 if all(r["ok"] for r in rows) else 1
     rc = 0
+    colour = tables.colour_for(sys.stdout)
     for r in rows:
         where = r["dest"] or "this machine"
         if not r["ok"]:
@@ -107,10 +112,9 @@ def status(args: argparse.Namespace) -> int:
         run = r["run"]
         print(f"{r['label']}  ({where})  run {r['run_id']}  {run['status']}"
               + (f" ({run['outcome']})" if run.get("outcome") else ""))
-        for p in run["processes"]:
-            cause = (p.get("cause") or {}).get("summary")
-            print(f"  {p['name']:<22} {p['state']:<9} pid={p.get('pid') or '-':<8} restarts={p.get('restarts', 0)}"
-                  + (f"\n      cause: {cause}" if cause else ""))
+        logs = "vllm-wizard logs" + (f" --node {r['label']}" if r["dest"] else f" {r['run_id']}")
+        for line in process_lines(run["processes"], logs=logs, colour=colour):
+            print(line)
     return rc
 
 
@@ -119,11 +123,10 @@ def stop(args: argparse.Namespace) -> int:
     from vllm_deploy_wizard.launcher.engines.ssh import load_cluster, stop_cluster
 
     c = load_cluster(args.run)
-    rc = 0
-    for node, code, line in stop_cluster(c, args.timeout):
-        rc = rc or (1 if code else 0)
-        print(f"{node.label:<16} {node.dest or 'this machine':<24} {'stopped' if code == 0 else 'FAILED'}: {line}")
-    return rc
+    done = stop_cluster(c, args.timeout)
+    tables.print_table([[node.label, node.dest or "this machine", f"{'stopped' if code == 0 else 'FAILED'}: {line}"]
+                        for node, code, line in done], indent=0)
+    return 1 if any(code for _, code, _ in done) else 0
 
 
 def remote(args: argparse.Namespace, command: list[str], tty: bool = False) -> int:

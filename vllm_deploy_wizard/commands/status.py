@@ -18,6 +18,7 @@ import argparse
 import json
 import sys
 import time
+from typing import Any, Callable
 
 from vllm_deploy_wizard import tables
 
@@ -33,6 +34,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     add_all_nodes_flag(p, "show")
     p.set_defaults(handler=handle)
+
+
+def process_lines(processes: list[dict[str, Any]], *, logs: str, colour: bool = False,
+                  state: Callable[[dict[str, Any]], str] | None = None) -> list[str]:
+    """The process table of one run, as printed lines: one aligned row per process of ``processes``
+    (plan-state dicts: name, state, pid, ports, restarts) through :func:`tables.render`, each followed
+    by its cause, fix and log file when it has a cause. ``logs`` is the command that shows the run's
+    logs (the process name is appended to it); ``state(p)`` is the state to show instead of the
+    recorded one; ``colour`` styles the states."""
+    cells = []
+    for p in processes:
+        ports = ",".join(str(x) for x in p.get("ports") or [])
+        cells.append([p["name"], state(p) if state else p["state"], f"pid={p.get('pid') or '-'}",
+                      f"ports={ports or '-'}", f"restarts={p.get('restarts', 0)}"])
+    out = []
+    for p, line in zip(processes, tables.render(cells, colour=colour).splitlines()):
+        out.append(line)
+        cause = p.get("cause") or {}
+        if cause.get("summary"):
+            fix = f" — fix: {cause['fix']}" if cause.get("fix") else ""
+            out.append(f"      cause: {cause['summary']}{fix}")
+            if p.get("log"):
+                out.append(f"      log: {p['log']}  ({logs} {p['name']})")
+    return out
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -70,23 +95,12 @@ def handle(args: argparse.Namespace) -> int:
         hint = cluster_hint(row["run_id"])
         if hint:
             print(f"  {hint}")
-        cells = []
-        for p in row["processes"]:
-            ports = ",".join(str(x) for x in p.get("ports") or [])
-            state = p["state"]
-            if row["status"] == "stale":
-                state = "ORPHANED" if process_survivors(p) else f"{state} (stale)"
-            cells.append([p["name"], state, f"pid={p.get('pid') or '-'}", f"ports={ports or '-'}",
-                          f"restarts={p.get('restarts', 0)}"])
-        lines = tables.render(cells, colour=colour).splitlines()
-        for p, line in zip(row["processes"], lines):
+        def stale_state(p: dict[str, Any]) -> str:  # a stale run's recorded states are no longer true
+            return "ORPHANED" if process_survivors(p) else f"{p['state']} (stale)"
+
+        for line in process_lines(row["processes"], logs=f"vllm-wizard logs {row['run_id']}", colour=colour,
+                                  state=stale_state if row["status"] == "stale" else None):
             print(line)
-            cause = p.get("cause") or {}
-            if cause.get("summary"):
-                fix = f" — fix: {cause['fix']}" if cause.get("fix") else ""
-                print(f"      cause: {cause['summary']}{fix}")
-                if p.get("log"):
-                    print(f"      log: {p['log']}  (vllm-wizard logs {row['run_id']} {p['name']})")
         if row["status"] == "stale":
             if row["stale_survivors"]:
                 print(f"  ! supervisor is gone but {len(row['stale_survivors'])} processes still run "
