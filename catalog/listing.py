@@ -61,6 +61,13 @@ def hardware_status(catalog: Any, recipe: Any, hw_id: str, detected: str | None 
     return status_of(listing, verified), reason
 
 
+def profile_selectable(profile: Any, hw_id: str, detected: str | None = None) -> bool:
+    """Whether any model can be planned on ``profile`` (id ``hw_id``) as far as rule H1 goes: it is
+    not ``restricted``, or it is the ``detected`` profile. A restricted profile is otherwise offered
+    only to the recipes that list it in ``meta.hardware`` (docs/constraints.md §3.1 H1)."""
+    return not bool(_get(profile, "restricted", default=False)) or hw_id == detected
+
+
 def listing_for(catalog: Any, hw_id: str, detected: str | None = None) -> Callable[[Any], tuple[str, str | None]]:
     """The ``listing`` argument of :func:`model_rows` for profile ``hw_id``:
     ``recipe -> hardware_listing(catalog, recipe, hw_id, detected)``."""

@@ -17,15 +17,14 @@ Filters, status and row order (model screen) are the catalog's
 (:mod:`vllm_deploy_wizard.catalog.listing`, shared with ``vllm-wizard catalog models``): recipes
 verified for the chosen hardware first, then the other available ones, then ``unlisted``, then
 ``disabled`` (:func:`listing_rank`); by provider then title within each group. Without a chosen
-hardware every row is in the same group.
+hardware every row is in the same group. The catalog is imported inside the functions: the hardware
+screen imports this module before its first frame, and the catalog package brings pydantic.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
-
-from vllm_deploy_wizard.catalog.listing import TASKS, model_rows, status_of, status_rank
 
 #: Brand order of the hardware list (docs/synthesis.md §2.14: NVIDIA first, then AMD, then others alphabetical).
 BRAND_ORDER = ("NVIDIA", "AMD")
@@ -98,6 +97,8 @@ class RecipeRow:
     def status(self) -> str:
         """``verified``/``available``/``unlisted``/``unsupported``
         (:func:`vllm_deploy_wizard.catalog.listing.status_of`, the rule ``catalog models`` uses)."""
+        from vllm_deploy_wizard.catalog.listing import status_of
+
         return status_of(self.listing, self.verified)
 
 
@@ -105,6 +106,8 @@ def listing_rank(row: RecipeRow) -> int:
     """Where ``row``'s group sorts on the model screen: 0 verified on the hardware, 1 available,
     2 ``unlisted``, 3 ``disabled`` (:func:`vllm_deploy_wizard.catalog.listing.status_rank`: the
     listing state wins over the verified mark)."""
+    from vllm_deploy_wizard.catalog.listing import status_rank
+
     return status_rank(row.status)
 
 
@@ -133,7 +136,7 @@ def recipe_rows(
 ) -> list[RecipeRow]:
     """The rows of :func:`vllm_deploy_wizard.catalog.listing.model_rows` (filters: ``query`` —
     every blank-separated word a substring of title, HF id or provider —, ``task`` one of
-    :data:`TASKS` or "", ``architecture`` ``dense``/``moe``/""; order: verified on ``hardware_id``
+    :data:`~vllm_deploy_wizard.catalog.listing.TASKS` or "", ``architecture`` ``dense``/``moe``/""; order: verified on ``hardware_id``
     first, then available, unlisted, disabled, each group by provider then title), with the Fit mark.
 
     ``have_gb``: the memory (GB) fit is measured against instead of the profile's nominal
@@ -141,6 +144,8 @@ def recipe_rows(
     ``listing(recipe) -> (state, reason)``: the hardware gate for the profile
     (``catalog.constraints.hardware_listing``); ``hidden`` recipes are left out, the others carry
     their state in :attr:`RecipeRow.listing`."""
+    from vllm_deploy_wizard.catalog.listing import model_rows
+
     return [RecipeRow(r.hf_id, r.title, r.provider, r.tasks, r.architecture, _fits(r.recipe, profile, have_gb),
                       r.verified, r.listing, r.listing_reason)
             for r in model_rows(recipes, hardware_id, query, task, architecture, listing)]
