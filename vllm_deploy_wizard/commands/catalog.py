@@ -228,11 +228,12 @@ def run_models(args: argparse.Namespace) -> int:
               + (f" --task {task}" if task else "") + (f" --arch {args.arch}" if args.arch else ""),
               file=sys.stderr)
         return 0
+    why = any(o.get("reason") for o in objects)  # a WHY column only when some row has a reason
     header = ["HF ID", *(["STATUS"] if hw else []), "TASKS", "ARCH", "VARIANTS", "VERIFIED ON",
-              *(["WHY"] if hw else [])]
+              *(["WHY"] if why else [])]
     _print_rows(header, [[o["hf_id"], *([o["status"]] if hw else []), ",".join(o["tasks"]) or "-",
                           o["architecture"] or "-", ",".join(o["variants"]), ",".join(o["verified_on"]) or "-",
-                          *([_one_line(o["reason"])] if hw else [])] for o in objects])
+                          *([_one_line(o["reason"])] if why else [])] for o in objects])
     hidden = 0
     if hw:  # the filtered recipes the profile leaves out (H1), counted apart
         shown = {r.hf_id for r in rows}
