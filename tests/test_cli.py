@@ -41,6 +41,30 @@ def test_help_of_each_command(command: str) -> None:
     assert "Traceback" not in out.stderr
 
 
+def _nested_commands() -> list[tuple[str, str]]:
+    """``(command, sub-command)`` of every command that has sub-commands (catalog check, …)."""
+    import argparse
+
+    out = []
+    for action in cli.build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, parser in action.choices.items():
+                out += [(name, sub) for sub in cli.sub_commands(parser)]
+    return sorted(out)
+
+
+@pytest.mark.parametrize("command, sub", _nested_commands())
+def test_help_of_each_sub_command(command: str, sub: str) -> None:
+    out = wizard(command, sub, "--help")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"usage: vllm-wizard {command} {sub}")
+    assert "Traceback" not in out.stderr
+
+
+def test_catalog_help_names_its_listings() -> None:
+    assert {("catalog", s) for s in ("check", "models", "hardware", "show")} <= set(_nested_commands())
+
+
 def test_top_level_help_lists_every_command() -> None:
     out = wizard("--help")
     commands = out.stdout.split("  COMMAND\n", 1)[1].split("\n\n", 1)[0]

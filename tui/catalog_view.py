@@ -13,22 +13,21 @@ Fit and verified marks (model screen):
   Precision gates (P1) are left to the constraints API on the next screen.
 - *verified*: ``meta.hardware[hw] == "verified"`` (badge rule B1).
 
-Row order (model screen): recipes verified for the chosen hardware first, then the other available
-ones, then ``unlisted``, then ``disabled`` (:func:`listing_rank`); by provider then title within each
-group. Without a chosen hardware every row is in the same group.
+Filters, status and row order (model screen) are the catalog's
+(:mod:`vllm_deploy_wizard.catalog.listing`, shared with ``vllm-wizard catalog models``): recipes
+verified for the chosen hardware first, then the other available ones, then ``unlisted``, then
+``disabled`` (:func:`listing_rank`); by provider then title within each group. Without a chosen
+hardware every row is in the same group. The catalog is imported inside the functions: the hardware
+screen imports this module before its first frame, and the catalog package brings pydantic.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import Any, Callable, Iterable, Mapping
 
 #: Brand order of the hardware list (docs/synthesis.md §2.14: NVIDIA first, then AMD, then others alphabetical).
 BRAND_ORDER = ("NVIDIA", "AMD")
-
-#: Task filter values (docs/synthesis.md §1.1 ``meta.tasks``); "" = any.
-TASKS = ("text", "multimodal", "omni", "embedding")
 
 
 def field(obj: Any, *path: str, default: Any = None) -> Any:
@@ -94,16 +93,22 @@ class RecipeRow:
     or ``disabled`` (H2/H3: no variant runs there); hidden recipes are not rows at all."""
     listing_reason: str = ""
 
+    @property
+    def status(self) -> str:
+        """``verified``/``available``/``unlisted``/``unsupported``
+        (:func:`vllm_deploy_wizard.catalog.listing.status_of`, the rule ``catalog models`` uses)."""
+        from vllm_deploy_wizard.catalog.listing import status_of
+
+        return status_of(self.listing, self.verified)
+
 
 def listing_rank(row: RecipeRow) -> int:
     """Where ``row``'s group sorts on the model screen: 0 verified on the hardware, 1 available,
-    2 ``unlisted``, 3 ``disabled`` (the same precedence as the Status column: the listing state wins
-    over the verified mark)."""
-    if row.listing == "disabled":
-        return 3
-    if row.listing == "unlisted":
-        return 2
-    return 0 if row.verified else 1
+    2 ``unlisted``, 3 ``disabled`` (:func:`vllm_deploy_wizard.catalog.listing.status_rank`: the
+    listing state wins over the verified mark)."""
+    from vllm_deploy_wizard.catalog.listing import status_rank
+
+    return status_rank(row.status)
 
 
 def _fits(recipe: Any, profile: Any, have_gb: float | None = None) -> str:
@@ -129,37 +134,18 @@ def recipe_rows(
     have_gb: float | None = None,
     listing: Callable[[Any], tuple[str, str | None]] | None = None,
 ) -> list[RecipeRow]:
-    """Recipes matching ``query`` (case-insensitive substring of title, HF id or provider; every
-    blank-separated word must match), ``task`` (one of :data:`TASKS` or "" for any) and
-    ``architecture`` (``dense``/``moe``/""), grouped by :func:`listing_rank` (verified on
-    ``hardware_id`` first, then available, unlisted, disabled), each group by provider then title.
+    """The rows of :func:`vllm_deploy_wizard.catalog.listing.model_rows` (filters: ``query`` —
+    every blank-separated word a substring of title, HF id or provider —, ``task`` one of
+    :data:`~vllm_deploy_wizard.catalog.listing.TASKS` or "", ``architecture`` ``dense``/``moe``/""; order: verified on ``hardware_id``
+    first, then available, unlisted, disabled, each group by provider then title), with the Fit mark.
 
     ``have_gb``: the memory (GB) fit is measured against instead of the profile's nominal
     ``vram_gb`` — the detected machine's (see ``inventory_view.detected_memory_gb``).
     ``listing(recipe) -> (state, reason)``: the hardware gate for the profile
     (``catalog.constraints.hardware_listing``); ``hidden`` recipes are left out, the others carry
     their state in :attr:`RecipeRow.listing`."""
-    words = query.lower().split()
-    rows = []
-    for hf_id, rec in recipes.items():
-        title = str(field(rec, "meta", "title", default=hf_id))
-        provider = str(field(rec, "meta", "provider", default=hf_id.split("/")[0]))
-        if str(field(rec, "hf_id", default=hf_id)).startswith("/"):  # a custom local directory
-            provider, title = "local", PurePath(str(field(rec, "hf_id", default=hf_id))).name or title
-        hay = f"{title} {hf_id} {provider}".lower()
-        if any(w not in hay for w in words):
-            continue
-        tasks = tuple(str(t) for t in field(rec, "meta", "tasks", default=()) or ())
-        if task and task not in tasks:
-            continue
-        arch = str(field(rec, "model", "architecture", default=""))
-        if architecture and arch != architecture:
-            continue
-        hw_status = field(rec, "meta", "hardware", default={}) or {}
-        verified = bool(hardware_id) and str(hw_status.get(hardware_id, "")) == "verified"
-        state, reason = listing(rec) if listing is not None else ("available", None)
-        if state == "hidden":
-            continue
-        rows.append(RecipeRow(str(field(rec, "hf_id", default=hf_id)), title, provider, tasks, arch,
-                              _fits(rec, profile, have_gb), verified, str(state), reason or ""))
-    return sorted(rows, key=lambda r: (listing_rank(r), r.provider.lower(), r.title.lower()))
+    from vllm_deploy_wizard.catalog.listing import model_rows
+
+    return [RecipeRow(r.hf_id, r.title, r.provider, r.tasks, r.architecture, _fits(r.recipe, profile, have_gb),
+                      r.verified, r.listing, r.listing_reason)
+            for r in model_rows(recipes, hardware_id, query, task, architecture, listing)]

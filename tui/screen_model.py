@@ -21,20 +21,22 @@ from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 from textual.widgets.data_table import ColumnKey
 
 from vllm_deploy_wizard.tui.app import DataChanged
-from vllm_deploy_wizard.tui.catalog_view import TASKS, recipe_rows
+from vllm_deploy_wizard.catalog.listing import TASKS
+from vllm_deploy_wizard.tui.catalog_view import recipe_rows
 from vllm_deploy_wizard.tui.inventory_view import detected_memory_gb
 
 FIT_MARK = {"yes": "✓ fits", "multi": "multi-node", "no": "✗ too big", "?": ""}
 
 
+#: The Status column per :attr:`RecipeRow.status` (``available`` rows show nothing).
+STATUS_MARK = {"verified": "✓ verified", "unlisted": "⚠ unlisted", "unsupported": "✗ unsupported"}
+
+
 def status_mark(row) -> str:
     """The Status column: ``✓ verified`` (B1), ``⚠ unlisted`` (restricted profile the recipe does not
-    list, offered because detected — H1), ``✗ unsupported`` (H2/H3: no variant runs there), else ""."""
-    if row.listing == "disabled":
-        return "✗ unsupported"
-    if row.listing == "unlisted":
-        return "⚠ unlisted"
-    return "✓ verified" if row.verified else ""
+    list, offered because detected — H1), ``✗ unsupported`` (H2/H3: no variant runs there), else "";
+    the status is the catalog's (:func:`vllm_deploy_wizard.catalog.listing.status_of`)."""
+    return STATUS_MARK.get(row.status, "")
 
 
 def model_status(rows: list, total: int, profile, memory: tuple[float, str] | None) -> str:
@@ -114,10 +116,9 @@ class ModelScreen(Screen):
         memory = detected_memory_gb(app.inventory) if hw and hw == app.detected_profile else None
         listing = None
         if profile is not None:
-            from vllm_deploy_wizard.catalog.constraints import hardware_listing
+            from vllm_deploy_wizard.catalog.listing import listing_for
 
-            def listing(rec, _hw=hw, _det=app.detected_profile):
-                return hardware_listing(app.catalog, rec, _hw, _det)
+            listing = listing_for(app.catalog, hw, app.detected_profile)
 
         rows = recipe_rows(
             app.catalog.recipes,

@@ -1,7 +1,7 @@
 """Aligned CLI tables and state colours, through ``rich`` (Textual brings it).
 
 One helper for every command that prints rows (``status``, ``launch``'s summary, ``detect``'s
-probes): columns are sized to their content, lines carry no trailing blanks, and a cell may be
+probes, the ``catalog`` listings): columns are sized to their content, lines carry no trailing blanks, and a cell may be
 coloured by its value (process states, probe statuses) — only when the output is a terminal and
 ``NO_COLOR`` is unset, so pipes, files and tests get plain text.
 """
@@ -13,11 +13,13 @@ import os
 import sys
 from typing import Mapping, Sequence, TextIO
 
-#: Colour of a cell whose whole text is one of these values (process states, probe statuses).
+#: Colour of a cell whose whole text is one of these values (process states, probe statuses, a
+#: model's status on a profile and option-row states of ``catalog models`` / ``catalog show``).
 STYLES: Mapping[str, str] = {
     "READY": "green", "STARTING": "cyan", "STOPPING": "cyan", "BACKOFF": "yellow", "FATAL": "bold red",
     "ORPHANED": "bold red", "EXITED": "dim", "STOPPED": "dim",
     "ok": "green", "degraded": "yellow", "unavailable": "yellow", "absent": "dim", "error": "bold red",
+    "verified": "green", "unlisted": "yellow", "unsupported": "red", "disabled": "yellow", "hidden": "dim",
 }
 
 
