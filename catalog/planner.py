@@ -456,13 +456,13 @@ def _resolve_model(catalog: Any, selection: Selection) -> tuple[Any, Selection]:
 
 def _canonical_ids(catalog: Any, selection: Selection) -> Selection:
     """Hardware and variant ids as the catalog spells them (they are matched case-insensitively)."""
-    from .synthesis import _casefold_key
+    from vllm_deploy_wizard.suggest import casefold_key
 
     update: dict[str, Any] = {}
-    hw = _casefold_key(selection.hardware, catalog.taxonomy.hardware_profiles)
+    hw = casefold_key(selection.hardware, catalog.taxonomy.hardware_profiles)
     if hw is not None and hw != selection.hardware:
         update["hardware"] = hw
-    variant = _casefold_key(selection.variant, catalog.recipe(selection.model).variants)
+    variant = casefold_key(selection.variant, catalog.recipe(selection.model).variants)
     if variant is not None and variant != selection.variant:
         update["variant"] = variant
     return selection.model_copy(update=update) if update else selection

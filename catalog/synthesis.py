@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from vllm_deploy_wizard import suggest
+from vllm_deploy_wizard.suggest import casefold_key
 from vllm_deploy_wizard import versions as vllm_versions
 from vllm_deploy_wizard.errors import SelectionError
 from vllm_deploy_wizard.flags import flag_values, last_flag_value, set_flag
@@ -66,17 +67,6 @@ def _did_you_mean(kind: str, value: str, choices: Iterable[str], where: str,
     hint = suggest.did_you_mean(value, choices, n=3)
     valid = f" Valid: {', '.join(choices)}." if len(choices) <= 12 or list_all else ""
     return SelectionError(f"unknown {kind} {value!r} {where}{hint}.{valid}")
-
-
-def _casefold_key(value: str | None, choices: Iterable[str]) -> str | None:
-    """``value`` itself when it is a key of ``choices``, else the one key equal to it ignoring case
-    (``H200`` → ``h200``, ``FP8`` → ``fp8``); ``value`` unchanged when no or several keys match
-    (the caller's "unknown …" error then names the candidates)."""
-    choices = list(choices)
-    if value is None or value in choices:
-        return value
-    hits = [c for c in choices if c.lower() == value.lower()]
-    return hits[0] if len(hits) == 1 else value
 
 
 @dataclass
@@ -517,12 +507,12 @@ def _kv_option_gates(ctx: _Ctx, key: str, opt: KvOffloadOption) -> dict[str, boo
 
 def _resolve(cat: Catalog, sel: Selection) -> _Ctx:
     recipe, alias_variant = cat.resolve_model(sel.model)
-    variant_key = _casefold_key(sel.variant, recipe.variants) or alias_variant or "default"
+    variant_key = casefold_key(sel.variant, recipe.variants) or alias_variant or "default"
     if variant_key not in recipe.variants:
         raise _did_you_mean("variant", variant_key, recipe.variants, f"for {recipe.hf_id}")
     variant = recipe.variants[variant_key]
     profiles = cat.taxonomy.hardware_profiles
-    hw = _casefold_key(sel.hardware, profiles) or G.default_hardware(recipe, variant, profiles)
+    hw = casefold_key(sel.hardware, profiles) or G.default_hardware(recipe, variant, profiles)
     if hw not in profiles:
         raise _did_you_mean("hardware profile", hw, profiles, f"in the {cat.source} catalog", list_all=True)
     profile = profiles[hw]

@@ -23,3 +23,13 @@ def test_a_word_inside_ids_suggests_them_first() -> None:
     ids = ["kv_store_centralized_mooncake", "kv_store_distributed_mooncake", "lmcache", "simple"]
     assert close_matches("mooncake", ids) == ids[:2]
     assert close_matches("cache", ids, n=1) == ["lmcache"]
+
+
+def test_casefold_key_matches_one_key_ignoring_case_else_leaves_the_value():
+    from vllm_deploy_wizard.suggest import casefold_key
+
+    assert casefold_key("H200", ["h200", "h100"]) == "h200"
+    assert casefold_key("h200", ["h200"]) == "h200"
+    assert casefold_key("FP8", ["fp8", "FP8x"]) == "fp8"
+    assert casefold_key("ab", ["AB", "ab2", "Ab"]) == "ab"  # two keys match: left for the caller's error
+    assert casefold_key(None, ["h200"]) is None

@@ -36,3 +36,14 @@ def did_you_mean(word: str, candidates: Iterable[str], n: int = 1) -> str:
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+
+
+def casefold_key(value: str | None, choices: Iterable[str]) -> str | None:
+    """``value`` itself when it is a key of ``choices``, else the one key equal to it ignoring case
+    (``H200`` → ``h200``, ``FP8`` → ``fp8``); ``value`` unchanged when no or several keys match
+    (the caller's "unknown …" error then names the candidates)."""
+    choices = list(choices)
+    if value is None or value in choices:
+        return value
+    hits = [c for c in choices if c.lower() == value.lower()]
+    return hits[0] if len(hits) == 1 else value

@@ -142,11 +142,11 @@ def _known(flag: str, kind: str, value: str, choices: list[str], where: str, lis
     """``value`` as the catalog spells it (case ignored, as ``plan`` matches ids); raises
     SelectionError ``--flag 'x': unknown KIND in WHERE (did you mean …?). Valid: …`` (then
     ``lister``, the command that lists them, when given)."""
-    from vllm_deploy_wizard.catalog.synthesis import _casefold_key
+    from vllm_deploy_wizard.suggest import casefold_key
     from vllm_deploy_wizard.errors import SelectionError
     from vllm_deploy_wizard.suggest import did_you_mean
 
-    hit = _casefold_key(value, choices)
+    hit = casefold_key(value, choices)
     if hit in choices:
         return str(hit)
     hint = did_you_mean(value, choices, n=3)
