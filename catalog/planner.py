@@ -337,8 +337,8 @@ def effective_feature_mode(key: str, feature: Any, variant_key: str, variant: Va
     that :func:`.gates.gated_off` does not turn off on ``hw_id`` (F3); the pick is the first of
     ``requested`` (selection ``feature_modes``), ``variant.default_modes``, the feature's
     ``default_mode`` that is a candidate, else the first candidate. Same order as synthesis'
-    ``_Ctx.effective_mode`` (a method of its private context, hence mirrored here; a parity test in
-    tests/catalog/test_constraints.py pins them together)."""
+    ``SynthesisContext.effective_mode`` (:mod:`.resolution`; a method of the resolved context, hence
+    mirrored here; a parity test in tests/catalog/test_constraints.py pins them together)."""
     if not feature.modes:
         return None
     cands = [m for m, mode in feature.modes.items()

@@ -577,10 +577,10 @@ def test_text_only_and_encoder_parallel_exclusive(snap):
 
 
 def _synthesis_ctx(cat, sel: Selection):
-    """Synthesis' own resolution of ``sel`` (its private context: the reference the TUI must match)."""
-    from vllm_deploy_wizard.catalog import synthesis
+    """Synthesis' own resolution of ``sel`` (its context: the reference the TUI must match)."""
+    from vllm_deploy_wizard.catalog import resolution
 
-    return synthesis._resolve(cat, sel)
+    return resolution.resolve(cat, sel)
 
 
 def test_resolved_pd_modes_match_synthesis_defaults_requests_and_snaps(snap):
