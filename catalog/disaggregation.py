@@ -2,7 +2,7 @@
 
 The PD shape (``docs/synthesis.md`` §2.6 PD role, §2.11, §2.14): one engine per pool node and role, the
 vLLM Router over the pool URLs (§2.13 placeholders), the SMG router and the Dynamo frontend and its
-etcd infra (seed §4.8), Mooncake master/store infra when a kv_store composes with PD (§2.9). The
+etcd infra (docs/synthesis.md §4.8), Mooncake master/store infra when a kv_store composes with PD (§2.9). The
 kv_store load-balanced shape: Mooncake infra, N serve instances and a vllm-router in front of them.
 Pools, connector and router are resolved in :mod:`.resolution`.
 """

@@ -2,7 +2,7 @@
 
 One engine process from a context's raw argument tokens (dedupe §2.5, the backend's serve args), the
 single-node shape or head + per-rank workers (§2.6), the single-node companions of features and the
-KV option (§2.11) and the strategy's own companion (seed §4.5/§4.6). The PD and Mooncake shapes
+KV option (§2.11) and the strategy's own companion (docs/synthesis.md §4.5–4.6). The PD and Mooncake shapes
 (:mod:`.disaggregation`) build their engines with the same :func:`serve_process`.
 """
 
