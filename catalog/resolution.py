@@ -444,7 +444,7 @@ class SynthesisContext:
         return {k: val.replace("{tp_size}", str(tp)) for k, val in env.items()}
 
     def kv_option_override(self):
-        """The selected KV option's hardware override for this profile (seed §4.3): the block keyed
+        """The selected KV option's hardware override for this profile (docs/synthesis.md §4.3): the block keyed
         by the profile's generation, else by its brand (lower case); None without one."""
         opt = self.kv_option
         if opt is None or not opt.hardware_overrides:
