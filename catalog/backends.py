@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from vllm_deploy_wizard.flags import flag_values
+from vllm_deploy_wizard.parallelism import devices_on_node
 
 from .models import HardwareProfile, ModelSpec, Recipe, Variant
 
@@ -420,31 +421,9 @@ def serve_args(profile: HardwareProfile, tokens: list[str]) -> list[str]:
     parallel form) unless an executor backend is already given."""
     if backend_for(profile).key != "cpu" or "--distributed-executor-backend" in tokens:
         return []
-    if world_size_on_node(tokens) > 1:
+    if (devices_on_node(tokens) or 1) > 1:
         return ["--distributed-executor-backend", "mp"]
     return []
-
-
-def _int_after(tokens: list[str], flags: tuple[str, ...], default: int) -> int:
-    """The last integer value of any of ``flags`` in ``tokens`` (``--f v`` or ``--f=v``), else ``default``."""
-    value = default
-    for text in flag_values(tokens, *flags):
-        try:
-            value = int(text)
-        except ValueError:
-            pass
-    return value
-
-
-def world_size_on_node(tokens: list[str]) -> int:
-    """Ranks one serve process runs on its node: TP × PP × local DP, divided by ``--nnodes``."""
-    tp = _int_after(tokens, ("--tensor-parallel-size", "-tp"), 1)
-    pp = _int_after(tokens, ("--pipeline-parallel-size", "-pp"), 1)
-    if flag_values(tokens, "--data-parallel-size-local"):
-        return max(1, tp * pp * _int_after(tokens, ("--data-parallel-size-local",), 1))
-    dp = _int_after(tokens, ("--data-parallel-size",), 1)
-    nnodes = max(1, _int_after(tokens, ("--nnodes",), 1))
-    return max(1, (tp * pp * dp) // nnodes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -508,7 +487,7 @@ def cpu_node_env(host: Any, tokens: list[str]) -> dict[str, str]:
     ``VLLM_CPU_KVCACHE_SPACE``, ``VLLM_CPU_OMP_THREADS_BIND`` (one list per rank) and ``LD_PRELOAD``
     of the TCMalloc / iomp libraries the host has. Keys whose facts are unknown are left out."""
     env: dict[str, str] = {}
-    ranks = world_size_on_node(tokens)
+    ranks = (devices_on_node(tokens) or 1)
     space = cpu_kvcache_space_gib(getattr(host, "numa_free_bytes", None), getattr(host, "available_bytes", None))
     if space:
         env["VLLM_CPU_KVCACHE_SPACE"] = str(space)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_deploy_wizard.flags import last_flag_value
+from vllm_deploy_wizard.parallelism import devices_on_node
 
 from .loader import Catalog
 from .plan import LaunchPlan, PlanProcess
@@ -242,21 +243,6 @@ def companion_fixes(cat: Catalog, plan: LaunchPlan, host: HostCapacity) -> dict[
     return fixes
 
 
-def ranks_on_node(argv: list[str]) -> int:
-    """Worker ranks a serve process runs on its node (docs/synthesis.md §2.6 shapes): TP × DP-local
-    when ``--data-parallel-size-local`` is given, else TP × PP × DP / ``--nnodes``; at least 1."""
-    def num(*names: str) -> int:
-        v = _number(last_flag_value(argv, *names))
-        return int(v) if v is not None and v >= 1 else 1
-
-    tp = num("--tensor-parallel-size", "-tp")
-    local = _number(last_flag_value(argv, "--data-parallel-size-local"))
-    if local is not None and local >= 1:
-        return max(1, tp * int(local))
-    total = tp * num("--pipeline-parallel-size", "-pp") * num("--data-parallel-size", "-dp")
-    return max(1, total // num("--nnodes"))
-
-
 def _connector_warning(proc: PlanProcess, host: HostCapacity, usable: int | None, share: float,
                        cpu_node: bool) -> str | None:
     """The CPU tier of a serve process's ``--kv-transfer-config`` against ``host`` (one line or None)."""
@@ -273,7 +259,7 @@ def _connector_warning(proc: PlanProcess, host: HostCapacity, usable: int | None
     connector = config.get("kv_connector")
     n = suggested_gib(host, share) or 0
     if connector == "SimpleCPUOffloadConnector" and isinstance(extra.get("cpu_bytes_to_use_per_rank"), (int, float)):
-        ranks = ranks_on_node(proc.argv)
+        ranks = devices_on_node(proc.argv) or 1
         asked = extra["cpu_bytes_to_use_per_rank"] * ranks
         key, per = "cpu_bytes_to_use_per_rank", max(1, n // ranks)
         what = f"{_gib(extra['cpu_bytes_to_use_per_rank'])} per rank × {ranks} rank{'s' if ranks > 1 else ''}"

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping
 
 from vllm_deploy_wizard.errors import LaunchError
 from vllm_deploy_wizard.flags import last_flag_value
-from vllm_deploy_wizard.launcher.argv import devices_on_node
+from vllm_deploy_wizard.parallelism import devices_on_node
 from vllm_deploy_wizard.launcher.causes import DEFAULT_GPU_UTIL, UTIL_MARGIN
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
@@ -181,7 +181,7 @@ def _fits(free: float, total: float) -> float:
 
 
 def _devices_needed(p: ProcessSpec) -> int:
-    """Devices ``p`` uses on this node (:func:`..argv.devices_on_node`; 1 when no size is given)."""
+    """Devices ``p`` uses on this node (:func:`vllm_deploy_wizard.parallelism.devices_on_node`; 1 when no size is given)."""
     return devices_on_node(p.argv) or 1
 
 

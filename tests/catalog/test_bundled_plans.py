@@ -57,7 +57,7 @@ def test_single_node_dep_gets_the_vllm_router_companion_on_the_seeds():
     names = [p["name"] for p in plan["processes"]]
     assert names[0] == "vllm" and any(n.startswith("router") or "router" in n for n in names[1:]), names
     serve = plan["processes"][0]["argv"]
-    assert serve[serve.index("--port") + 1] == "8100"  # the router owns :8000 (seed §4.5)
+    assert serve[serve.index("--port") + 1] == "8100"  # the router owns :8000 (docs/synthesis.md §4.5)
 
 
 def test_ironwood_plans_with_the_seed_chip_layout():

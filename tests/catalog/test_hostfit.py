@@ -12,7 +12,8 @@ import pytest
 from vllm_deploy_wizard.catalog import Selection, load_catalog, synthesize
 from vllm_deploy_wizard.catalog.constraints import hardware_listing
 from vllm_deploy_wizard.catalog.custom import resolve_model
-from vllm_deploy_wizard.catalog.hostfit import HostCapacity, host_fit_warnings, ranks_on_node, suggested_gib
+from vllm_deploy_wizard.catalog.hostfit import HostCapacity, host_fit_warnings, suggested_gib
+from vllm_deploy_wizard.parallelism import devices_on_node
 from vllm_deploy_wizard.catalog.plan import LaunchPlan, PlanProcess
 from vllm_deploy_wizard.catalog.render import plan_text
 
@@ -89,26 +90,13 @@ def test_suggestion_never_exceeds_free_ram_and_cgroup_limit_caps_usable_ram(cat)
 def test_simple_offload_counts_ranks_on_the_node(cat) -> None:
     plan = synthesize(cat, Selection(model="Qwen/Qwen3-32B", hardware="h200", kv_offload="simple"))
     serve = next(p for p in plan.processes if p.role == "serve")
-    ranks = ranks_on_node(serve.argv)
+    ranks = devices_on_node(serve.argv) or 1
     assert host_fit_warnings(cat, plan, HostCapacity(ram_bytes=(300 * ranks) * GIB)) == []
     [w] = host_fit_warnings(cat, plan, HostCapacity(ram_bytes=(200 * ranks) * GIB))
     assert w.startswith(f"warning: KV offload CPU tier SimpleCPUOffloadConnector 220.0 GiB per rank × {ranks} rank")
     assert f"exceeds this node's RAM ({200 * ranks:.1f} GiB)" in w
     per = 150  # floor(0.75 × 200·ranks GiB) over the ranks
     assert f"lower cpu_bytes_to_use_per_rank in --kv-transfer-config, e.g. {per * GIB} ({per} GiB)" in w
-
-
-@pytest.mark.parametrize("args, ranks", [
-    ("-tp 8", 8),
-    ("--tensor-parallel-size 16 --nnodes 2 --node-rank 0", 8),
-    ("-tp 8 --pipeline-parallel-size 2 --nnodes 2", 8),
-    ("--data-parallel-size 8", 8),
-    ("-tp 8 --data-parallel-size 2 --data-parallel-size-local 1", 8),
-    ("--data-parallel-size 16 --data-parallel-size-local 8 --tensor-parallel-size 1", 8),
-    ("", 1),
-])
-def test_ranks_on_node_follows_the_serve_shapes(args: str, ranks: int) -> None:
-    assert ranks_on_node(["vllm", "serve", "m", *args.split()]) == ranks
 
 
 def test_offloading_connector_total_is_split_over_nodes(cat) -> None:

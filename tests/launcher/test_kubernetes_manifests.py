@@ -17,7 +17,6 @@ import yaml
 
 from vllm_deploy_wizard.cli import main
 from vllm_deploy_wizard.flags import last_flag_value
-from vllm_deploy_wizard.launcher.argv import devices_on_node
 from vllm_deploy_wizard.launcher.engines.kubernetes import DEVICE_RESOURCES, SECRET_NAME, device_resource
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -280,19 +279,3 @@ def test_multi_node_pods_request_their_nodes_share(tmp_path) -> None:
     assert {c["resources"]["limits"]["nvidia.com/gpu"] for c in engines} == {8}
 
 
-@pytest.mark.parametrize("args, devices", [
-    ("", None),
-    ("--max-model-len 4096", None),
-    ("-tp 4", 4),
-    ("--tensor-parallel-size=2 --tensor-parallel-size 8", 8),
-    ("-tp 8 -pp 2", 16),
-    ("--tensor-parallel-size 16 --nnodes 2 --node-rank 1", 8),
-    ("-tp 8 --pipeline-parallel-size 3 --nnodes 3", 8),
-    ("--tensor-parallel-size 24 --nnodes 3", 8),
-    ("--data-parallel-size 12 --data-parallel-size-local 4", 4),
-    ("-tp 2 -dp 4 -dpl 2", 4),
-    ("--data-parallel-size 2", 2),
-    ("-tp $TP", None),
-])
-def test_devices_on_node_reads_the_parallel_sizes(args: str, devices: int | None) -> None:
-    assert devices_on_node(["vllm", "serve", "m", *args.split()]) == devices
