@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import os
 import re
+import shlex
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -350,7 +351,7 @@ class Supervisor:
                 self._pending_signal.pop(name, None)
                 self._queue.put_nowait(P.Exited(name, 0))  # stopped before it was started
                 return
-            log.note(f"starting: {' '.join(self.redactor.text(a) for a in p.command())}")
+            log.note(f"starting: {shlex.join(self.redactor.text(a) for a in p.command())}")
             self.progress.pop(name, None)  # a restart goes through the startup phases again
             try:
                 mp = await self._spawn_fn(p, child_env(p, self.base_env))

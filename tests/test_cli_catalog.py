@@ -185,9 +185,11 @@ def test_show_rows_are_what_plan_accepts_and_refuses(capsys) -> None:
     dep = next(r for r in _json(capsys, "catalog", "show", model, "--hardware", "h200")
                if r["axis"] == "strategy" and r["id"] == "single_node_dep")
     assert dep["state"] == "disabled" and dep["reason"] == "DEP needs an MoE model"
-    kv = [r for r in _json(capsys, "catalog", "show", model, "--hardware", "h200") if r["axis"] == "kv_offload"
-          and r["id"] not in ("none", "mooncake", "offloading")]
-    for r in kv:
+    rows = _json(capsys, "catalog", "show", model, "--hardware", "h200")
+    kv = [r for r in rows if r["axis"] == "kv_offload"]
+    assert {"offloading", "mooncake"} <= {r["id"] for r in rows if r["axis"] == "kv_offload_group"}
+    assert {"none", "offloading_cpu", "offloading_fs", "kv_store_distributed_mooncake"} <= {r["id"] for r in kv}
+    for r in kv:  # every kv_offload id is a value plan takes (or refuses with the same reason)
         code, _, err = _run(capsys, "plan", "--model", model, "--hardware", "h200", "--kv-offload", r["id"], "--json")
         assert (code == 0) == (r["state"] == "available"), (r, err)
         if r["state"] != "available":

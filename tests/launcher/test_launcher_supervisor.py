@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import signal
 
 import psutil
@@ -143,6 +144,16 @@ async def test_missing_executable_is_classified():
     rec = Recorder()
     assert await asyncio.wait_for(Supervisor(spec, listeners=[rec]).run(), 10) == "fatal"
     assert rec.events("x")[-1].cause["kind"] == "missing_executable"
+
+
+async def test_the_logged_start_line_is_a_command_a_shell_reads_back(tmp_path):
+    code = "import sys; print('up', flush=True)"
+    spec = RunSpec((ProcessSpec(name="job", argv=(PY, "-c", code, "two words", "--api-key", "sk-secret-value"),
+                                restart=RestartPolicy(mode="never")),))
+    assert await asyncio.wait_for(Supervisor(spec, log_dir=tmp_path).run(), 30) == "exited"
+    line = next(x for x in (tmp_path / "job.log").read_text().splitlines() if x.startswith("[wizard] starting: "))
+    words = shlex.split(line.removeprefix("[wizard] starting: "))
+    assert words[-4:-1] == [code, "two words", "--api-key"] and words[-1] != "sk-secret-value"  # redacted
 
 
 async def test_long_lines_and_secrets_in_logs(tmp_path):

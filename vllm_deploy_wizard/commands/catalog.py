@@ -396,14 +396,19 @@ def run_show(args: argparse.Namespace) -> int:
 
 def _rows(opts: Any) -> list[tuple[str, Any]]:
     """``(row name, Choice)`` for the variant, strategy, KV offload (with group members and Mooncake
-    topologies) and feature (with modes) rows of ``opts``, in configure-screen order."""
+    topologies) and feature (with modes) rows of ``opts``, in configure-screen order.
+
+    Every ``kv_offload`` row's id is a value ``plan --kv-offload`` takes; a configure-screen pill that
+    only groups them (OffloadingConnector's tiers, Mooncake's topologies) is a ``kv_offload_group`` row
+    followed by its members."""
     out: list[tuple[str, Any]] = [("variant", c) for c in opts.variant]
     out += [("strategy", c) for c in opts.strategy]
     for c in opts.kv_offload:
-        out.append(("kv_offload", c))
-        out += [(f"kv_offload.{c.id}", m) for m in opts.kv_offload_members.get(c.id, [])]
+        members = list(opts.kv_offload_members.get(c.id, []))
         if c.id == "mooncake":
-            out += [("mooncake_topology", m) for m in opts.mooncake_topology]
+            members += list(opts.mooncake_topology)
+        out.append(("kv_offload_group" if members else "kv_offload", c))
+        out += [("kv_offload", m) for m in members]
     for c in opts.features:
         out.append(("feature", c))
         out += [(f"feature.{c.id}", m) for m in opts.feature_modes.get(c.id, [])]
