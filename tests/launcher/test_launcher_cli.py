@@ -389,7 +389,10 @@ def test_foreground_stopped_by_sigterm_exits_143(tmp_path, env):
     assert p.returncode == 143 and "run finished: stopped" in out, out
 
 
-def test_wait_interrupted_says_the_run_goes_on_and_how_to_attach(tmp_path, env):
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["terminal", "background-job-of-a-script"])
+def test_wait_interrupted_says_the_run_goes_on_and_how_to_attach(tmp_path, env, sigint_ignored):
+    """Ctrl-C (SIGINT) ends only the waiting — also where the command started with SIGINT ignored, as a
+    background job of a non-interactive shell does."""
     from vllm_deploy_wizard.launcher.runs import list_runs
 
     # never READY (the server binds after 600 s): --wait waits until interrupted
@@ -397,8 +400,10 @@ def test_wait_interrupted_says_the_run_goes_on_and_how_to_attach(tmp_path, env):
     data = yaml.safe_load(plan.read_text())
     data["plan"]["processes"][0]["argv"][4] = "600"
     plan.write_text(yaml.safe_dump(data))
+    disposition = signal.SIG_IGN if sigint_ignored else signal.SIG_DFL
     p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--wait", "--skip-flag-check"],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, disposition))
     first = [p.stdout.readline() for _ in range(2)]
     launched = next((x for x in first if x.startswith("launched run ")), None)
     assert launched, first

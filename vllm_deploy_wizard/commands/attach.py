@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from vllm_deploy_wizard.commands import ctrl_c_interrupts
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``attach`` sub-command."""
@@ -32,7 +34,6 @@ def handle(args: argparse.Namespace) -> int:
 
         return nodes.remote(args, ["attach", "--tail", str(args.tail)], tty=True)
     import asyncio
-    import signal
 
     from vllm_deploy_wizard.commands.launch import Printer, summary
     from vllm_deploy_wizard.launcher import LogLines, RunClient, RunFinished, Snapshot
@@ -55,10 +56,7 @@ def handle(args: argparse.Namespace) -> int:
                 return 1 if msg.outcome == "fatal" else 0
         return 0
 
-    # Ctrl-C must detach even when started as a background job of a non-interactive shell, which
-    # starts us with SIGINT ignored (asyncio.run only turns SIGINT into KeyboardInterrupt when the
-    # default handler is installed).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    ctrl_c_interrupts()  # Ctrl-C detaches, also in a background job
     try:
         return asyncio.run(follow())
     except KeyboardInterrupt:

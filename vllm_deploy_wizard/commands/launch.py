@@ -41,6 +41,8 @@ import sys
 import time
 from typing import Any, Callable, TextIO
 
+from vllm_deploy_wizard.commands import ctrl_c_interrupts
+
 COLORS = (36, 33, 35, 32, 34, 91, 96, 93)
 
 
@@ -417,6 +419,7 @@ def _wait_ready(run_id: str, names: list[str]) -> int:
 
     t0 = time.monotonic()
     try:
+        ctrl_c_interrupts()  # also in a background job of a script
         rc = asyncio.run(follow())
     except KeyboardInterrupt:
         print(f"\ninterrupted after {time.monotonic() - t0:.1f} s: only the waiting stopped — run {run_id} goes on "

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 
+from vllm_deploy_wizard.commands import ctrl_c_interrupts
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``restart`` sub-command."""
@@ -72,4 +74,5 @@ def handle(args: argparse.Namespace) -> int:
                     return 1
         return 1
 
+    ctrl_c_interrupts()  # Ctrl-C stops the following, never the restart
     return asyncio.run(go())

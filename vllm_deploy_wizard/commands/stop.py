@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 
+from vllm_deploy_wizard.commands import ctrl_c_interrupts
+
 from vllm_deploy_wizard.launcher.timeouts import STALE_STOP_TIMEOUT_S
 
 
@@ -68,5 +70,6 @@ def handle(args: argparse.Namespace) -> int:
             return 0
 
         print(f"stopping run {info.run_id} …")
+        ctrl_c_interrupts()
         rc = max(rc, asyncio.run(follow()))
     return rc
