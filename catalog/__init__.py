@@ -7,7 +7,7 @@ Public API (docs/contracts.md §1)::
     planned = plan_selection(cat, sel)    # the one planner: options, plan, refusals, warnings
     plan = synthesize(cat, Selection(model="Qwen/Qwen3-32B", hardware="h200"))
     plan_to_json(plan)                    # docs/plan-file.md §3 (+ contract extras)
-    options(cat, sel)                     # every axis with state and reason (constraints.py)
+    options(cat, sel)                     # every axis with state and reason (constraints/)
 """
 
 from __future__ import annotations

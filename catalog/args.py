@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from vllm_deploy_wizard import placeholders
+from vllm_deploy_wizard.common import placeholders
 
 _BARE_VALUE = re.compile(r"[A-Za-z0-9_./=:@,+%-]+")
 #: A value that is exactly one ``$NAME`` placeholder stays bare (§2.5; ``${NAME}`` is quoted like the builder does).

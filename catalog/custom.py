@@ -8,7 +8,7 @@ derives a :class:`~vllm_deploy_wizard.catalog.models.Recipe` from ``config.json`
 2. in the local Hugging Face cache (``huggingface_hub.try_to_load_from_cache`` — no network, ever;
    honours ``HF_HUB_CACHE``/``HF_HOME``).
 
-No ``config.json`` in either place → :class:`~vllm_deploy_wizard.errors.SelectionError` naming every place
+No ``config.json`` in either place → :class:`~vllm_deploy_wizard.common.errors.SelectionError` naming every place
 tried and how to fix it.
 
 What is derived, and how (multimodal configs use their ``text_config`` for the language model):
@@ -52,7 +52,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from vllm_deploy_wizard.errors import SelectionError
+from vllm_deploy_wizard.common.errors import SelectionError
 
 from .models import Recipe
 

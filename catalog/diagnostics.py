@@ -45,7 +45,7 @@ from pydantic import BaseModel, ValidationError
 
 from .models import DynamoRouter, KvStore, Recipe, SmgRouter, Strategy, Taxonomy
 
-from vllm_deploy_wizard import suggest, yamlio
+from vllm_deploy_wizard.common import suggest, yamlio
 
 
 #: Keys some models don't declare but catalogs legitimately carry (model class → extra key names).
@@ -410,7 +410,7 @@ def check_catalog(path: Path | str | None = None) -> Report:
 
     Returns a :class:`Report`; never raises for bad content (a missing folder is an error entry).
     """
-    from .loader import DATA_DIR
+    from .data import DATA_DIR
 
     report = Report()
     root = Path(path).expanduser().resolve() if path is not None else DATA_DIR

@@ -12,7 +12,7 @@ from __future__ import annotations
 from . import args as A
 from .plan import PlanProcess
 from .processes import serve_process, single_or_multi
-from .resolution import PD_PORTS, PD_ROLES, SynthesisContext
+from .synthesis_context import PD_PORTS, PD_ROLES, SynthesisContext
 
 
 def _mooncake_infra(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, TypeVar
 
+from vllm_deploy_wizard.common.contract import MAX_NODES
+
 from .models import HardwareProfile, Recipe, Variant
 
 T = TypeVar("T")
 
-#: Largest cluster the builder offers (§2.3).
-MAX_NODES = 16
 #: Precisions that need NVIDIA Blackwell unless the variant says otherwise (P1).
 BLACKWELL_PRECISIONS = ("nvfp4", "fp4")
 
@@ -57,7 +57,7 @@ def gated_off(gate: Mapping[str, str] | None, hw_id: str, profile: HardwareProfi
 # precision and hardware facts
 
 
-def precision_ok(profile: HardwareProfile, variant: Variant) -> bool:
+def precision_compatible(profile: HardwareProfile, variant: Variant) -> bool:
     """``isPrecisionCompatible`` (P1): ``precision_hardware`` replaces the default constraint;
     nvfp4/fp4 otherwise need NVIDIA Blackwell; other precisions are unconstrained."""
     constraint: Mapping[str, Any] | None = variant.precision_hardware
@@ -106,7 +106,7 @@ def unlisted_restricted_text(recipe: Recipe, label: str) -> str:
 
 def hw_candidate(recipe: Recipe, variant: Variant, hw_id: str, profile: HardwareProfile) -> bool:
     """Filters of ``pickDefaultHardware`` (§2.14)."""
-    return (precision_ok(profile, variant)
+    return (precision_compatible(profile, variant)
             and recipe.meta.hardware.get(hw_id) != "unsupported"
             and variant_hw_allowed(variant, hw_id)
             and not restricted_hidden(recipe, hw_id, profile))
@@ -187,7 +187,7 @@ def reachable(recipe: Recipe, key: str, hw_id: str, gpu_count: int, scales_out: 
     return (MAX_NODES if scales_out else 1) * gpu_count >= min_gpus(recipe, key, hw_id)
 
 
-def recommend_strategy(recipe: Recipe, nodes: int) -> str:
+def reference_strategy(recipe: Recipe, nodes: int) -> str:
     """``recommendStrategy`` (§2.14, docs/plan-file.md §2)."""
     offered = offered_strategies(recipe)
     default = recipe.default_strategy

@@ -36,8 +36,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_deploy_wizard.flags import last_flag_value
-from vllm_deploy_wizard.parallelism import devices_on_node
+from vllm_deploy_wizard.common.flags import last_flag_value
+from vllm_deploy_wizard.common.parallelism import devices_on_node
 
 from .loader import Catalog
 from .plan import LaunchPlan, PlanProcess

@@ -46,14 +46,12 @@ from typing import Any, Iterable
 import yaml
 from pydantic import ValidationError
 
-from vllm_deploy_wizard import suggest, yamlio
-from vllm_deploy_wizard.errors import CatalogError, SelectionError
+from vllm_deploy_wizard.common import suggest, yamlio
+from vllm_deploy_wizard.common.errors import CatalogError, SelectionError
 
+from .data import DATA_DIR
 from .models import KvStore, Recipe, Strategy, Taxonomy
 
-
-#: Folder of the bundled catalog (package data).
-DATA_DIR = Path(__file__).resolve().parent / "data"
 
 
 @dataclass

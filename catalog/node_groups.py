@@ -29,7 +29,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from vllm_deploy_wizard.flags import flag_values
+from vllm_deploy_wizard.common.flags import flag_values
 
 #: The flags whose value is a group's master address.
 MASTER_FLAGS = ("--master-addr", "--data-parallel-address")

@@ -11,7 +11,8 @@ from typing import Any
 from . import args as A
 from . import gates as G
 from .plan import PlanProcess
-from .resolution import SynthesisContext, did_you_mean
+from .resolution import did_you_mean
+from .synthesis_context import SynthesisContext
 
 
 def omni_processes(ctx: SynthesisContext) -> tuple[list[PlanProcess], str | None]:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vllm_deploy_wizard import placeholders
+from vllm_deploy_wizard.common import placeholders
 
 Phase = Literal["infra", "before", "engine", "after"]
 #: Launch order of the phases.

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from vllm_deploy_wizard import suggest
+from vllm_deploy_wizard.common import suggest
 
 from . import gates as G
 from . import backends as B
-from .resolution import PD_ROLES, SynthesisContext
+from .synthesis_context import PD_ROLES, SynthesisContext
 
 
 def resolved(ctx: SynthesisContext, omni: bool, task_key: str | None) -> dict[str, Any]:

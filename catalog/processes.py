@@ -8,13 +8,13 @@ KV option (§2.11) and the strategy's own companion (docs/synthesis.md §4.5–4
 
 from __future__ import annotations
 
-from vllm_deploy_wizard.flags import last_flag_value
+from vllm_deploy_wizard.common.flags import last_flag_value
 
 from . import args as A
 from . import backends as B
 from .backends import last_port
 from .plan import PlanProcess
-from .resolution import SynthesisContext
+from .synthesis_context import SynthesisContext
 
 
 def serve_process(ctx: SynthesisContext, name: str, role: str, node_rank: int | None, toks: list[str], env: dict[str, str],

@@ -26,7 +26,8 @@ import re
 from typing import Any
 
 from .node_groups import add_group_supervision
-from vllm_deploy_wizard import placeholders as ph
+from vllm_deploy_wizard.common import placeholders as ph
+from vllm_deploy_wizard.common.contract import PLAN_VERSION
 
 from .plan import PHASES, LaunchPlan, PlanProcess, node_label, plan_to_json
 
@@ -54,12 +55,11 @@ WAIT_READY = [
     "}",
 ]
 #: Version of the plan file layout (contracts §2).
-PLAN_VERSION = 1
 
 
 def shell_word(token: str) -> str:
     """``token`` as one shell word that the shell turns back into ``token`` — except that
-    placeholders (``$NAME``, ``${NAME}``; :mod:`vllm_deploy_wizard.placeholders`) are left for the
+    placeholders (``$NAME``, ``${NAME}``; :mod:`vllm_deploy_wizard.common.placeholders`) are left for the
     shell to expand, and an escape ``$$NAME`` becomes the literal ``$NAME`` it stands for."""
     if token and (_BARE.fullmatch(token) or ph.is_placeholder(token)):
         return token

@@ -20,8 +20,9 @@ from typing import Any, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from vllm_deploy_wizard import yamlio
-from vllm_deploy_wizard.errors import SelectionError
+from vllm_deploy_wizard.common import yamlio
+from vllm_deploy_wizard.common.contract import MAX_NODES
+from vllm_deploy_wizard.common.errors import SelectionError
 
 PoolMode = Literal["tp", "tep", "dep"]
 
@@ -31,7 +32,7 @@ class PdPool(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    nodes: int | None = Field(default=None, ge=0, le=16)
+    nodes: int | None = Field(default=None, ge=0, le=MAX_NODES)
     mode: PoolMode | None = None
     rank: int | None = None
     """Accepted and ignored: every pool node is in the plan."""
@@ -51,7 +52,7 @@ class KvInstances(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    count: int = Field(ge=1, le=16)
+    count: int = Field(ge=1, le=MAX_NODES)
     current: int | None = None
 
 
@@ -68,7 +69,7 @@ class Selection(BaseModel):
     variant: str | None = None
     hardware: str | None = None
     strategy: str | None = None
-    nodes: int | None = Field(default=None, ge=1, le=16)
+    nodes: int | None = Field(default=None, ge=1, le=MAX_NODES)
     features: Union[list[str], Literal["default", "none"], None] = None
     feature_modes: dict[str, str] = Field(default_factory=dict)
     advanced_args: list[str] = Field(default_factory=list)
@@ -170,7 +171,7 @@ def load_selection(path: Path | str) -> Selection:
     except OSError as exc:
         raise SelectionError(f"{path}: cannot read selection file: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        from vllm_deploy_wizard.errors import not_utf8
+        from vllm_deploy_wizard.common.errors import not_utf8
 
         raise SelectionError(not_utf8(path, exc, "a selection file: YAML or JSON (docs/plan-file.md §2)")) from None
     try:

@@ -49,8 +49,8 @@ from typing import Any
 
 import yaml
 
-from vllm_deploy_wizard import appdirs, yamlio
-from vllm_deploy_wizard.errors import WizardError
+from vllm_deploy_wizard.common import appdirs, yamlio
+from vllm_deploy_wizard.common.errors import WizardError
 
 #: Default archive for ``vllm-wizard recipes sync``: the vllm-project/recipes main branch.
 DEFAULT_SYNC_URL = "https://github.com/vllm-project/recipes/archive/refs/heads/main.tar.gz"
@@ -164,7 +164,7 @@ def set_aside_broken_config(path: Path | None = None) -> Path | None:
 
 def write_config(data: dict[str, Any], path: Path | None = None) -> Path:
     """Write the user config atomically (temp file + ``os.replace``); returns its path."""
-    from vllm_deploy_wizard.files import write_atomic
+    from vllm_deploy_wizard.common.files import write_atomic
 
     return write_atomic(path or config_file(), yaml.safe_dump(data, sort_keys=True))
 
@@ -325,7 +325,7 @@ def _default_validate(root: Path) -> object:
     """
     from vllm_deploy_wizard.catalog.diagnostics import check_catalog
     from vllm_deploy_wizard.catalog.loader import load_catalog
-    from vllm_deploy_wizard.errors import CatalogError
+    from vllm_deploy_wizard.common.errors import CatalogError
 
     catalog = load_catalog(recipes=root)
     report = check_catalog(root)

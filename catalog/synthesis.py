@@ -17,9 +17,9 @@ the install steps (docs/plan-file.md §3.5), docker wrapping and the extras of `
 
 from __future__ import annotations
 
-from vllm_deploy_wizard import versions as vllm_versions
-from vllm_deploy_wizard.errors import SelectionError
-from vllm_deploy_wizard.flags import flag_values, last_flag_value, set_flag
+from vllm_deploy_wizard.common import versions as vllm_versions
+from vllm_deploy_wizard.common.errors import SelectionError
+from vllm_deploy_wizard.common.flags import flag_values, last_flag_value, set_flag
 
 from . import backends as B
 from .backends import last_port
@@ -29,7 +29,8 @@ from .omni import omni_processes
 from .plan import PHASES, Health, LaunchPlan, PlanProcess, find_placeholders
 from .plan_notes import config_files, notes, placeholder_defaults, resolved
 from .processes import companions, single_or_multi, strategy_companion
-from .resolution import PD_ROLES, SynthesisContext, did_you_mean, resolve
+from .resolution import did_you_mean, resolve
+from .synthesis_context import PD_ROLES, SynthesisContext
 from .selection import Selection
 
 ROUTER_INSTALL = "uv pip install vllm-router"

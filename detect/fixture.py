@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from vllm_deploy_wizard.detect.facts import CommandResult
 from vllm_deploy_wizard.detect.fixture_fakes import FakeAmdsmi, FakeNvml
 from vllm_deploy_wizard.detect.fixture_scenario import SCHEMA, _load_yaml, expand_scenario, scenario_ids
-from vllm_deploy_wizard.errors import DetectionError
+from vllm_deploy_wizard.common.errors import DetectionError
 
 DOCKER_VERSION = "docker version --format {{.Server.Version}}"
 DOCKER_RUNTIMES = "docker info --format {{json .Runtimes}}"
@@ -75,7 +75,7 @@ class FixtureFacts:
                 raise DetectionError(f"{path} holds scenarios; choose one with --scenario: {', '.join(ids)}")
             match = next((s for s in data["scenarios"] if str(s.get("id")) == scenario), None)
             if match is None:
-                from vllm_deploy_wizard.suggest import did_you_mean
+                from vllm_deploy_wizard.common.suggest import did_you_mean
 
                 hint = did_you_mean(scenario, ids)
                 raise DetectionError(f"{path}: no scenario {scenario!r}{hint}")

@@ -16,16 +16,16 @@ from typing import Any
 
 import yaml
 
-from vllm_deploy_wizard import yamlio
+from vllm_deploy_wizard.common import yamlio
 from vllm_deploy_wizard.detect.nvidia import NVIDIA_SMI_QUERY
-from vllm_deploy_wizard.errors import DetectionError
+from vllm_deploy_wizard.common.errors import DetectionError
 
 SCHEMA = "vllm-wizard/detect-fixture/v1"
 
 
 def _load_yaml(path: Path) -> Any:
     """A fixture file's YAML; DetectionError naming the file when unreadable, not UTF-8 or not YAML."""
-    from vllm_deploy_wizard.errors import not_utf8
+    from vllm_deploy_wizard.common.errors import not_utf8
 
     try:
         return yamlio.load(path.read_text(encoding="utf-8"))

@@ -17,8 +17,8 @@ from typing import Any
 from vllm_deploy_wizard.detect.context import ProbeContext
 from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult
 from vllm_deploy_wizard.detect.pci import NVIDIA
-from vllm_deploy_wizard.nvml import process_memory
-from vllm_deploy_wizard.nvml import session as nvml_session
+from vllm_deploy_wizard.common.nvml import process_memory
+from vllm_deploy_wizard.common.nvml import session as nvml_session
 
 NVIDIA_SMI_QUERY = [
     "nvidia-smi",

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator
 
-from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.daemon import short_socket_path
 from vllm_deploy_wizard.launcher.logs import LogLines
 from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot

@@ -42,8 +42,8 @@ from typing import Any, Callable, Iterator
 
 import psutil
 
-from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.launcher.runs import RunInfo, new_run_dir, read_run, record_supervisor, write_json_atomic
+from vllm_deploy_wizard.common.errors import LaunchError
+from vllm_deploy_wizard.launcher.runs import RunInfo, new_run_dir, read_run, record_supervisor, write_state_json
 from vllm_deploy_wizard.launcher.spec import RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent
 from vllm_deploy_wizard.launcher.supervisor import Message, Supervisor
@@ -108,7 +108,7 @@ class RunServer:
     def write_state(self) -> None:
         """Rewrite state.json from the supervisor's snapshot."""
         snap = self.sup.snapshot()
-        write_json_atomic(self.run_dir / "state.json", {
+        write_state_json(self.run_dir / "state.json", {
             "run_id": self.run_dir.name,
             "supervisor": self.me,
             "started": self.started,
@@ -256,7 +256,7 @@ def prepare_run_dir(spec: RunSpec) -> Path:
     for p in data["processes"]:
         p["env"] = red.env(p["env"])
         p["argv"] = [red.text(a) for a in p["argv"]]
-    write_json_atomic(d / "spec.json", data)
+    write_state_json(d / "spec.json", data)
     return d
 
 

@@ -43,7 +43,7 @@ class Reading:
 
 def read_nvml() -> Reading | None:
     """NVML compute + graphics processes and per-device used memory; None without NVML."""
-    from vllm_deploy_wizard import nvml
+    from vllm_deploy_wizard.common import nvml
 
     with nvml.session() as session:
         lib = session.module

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class ProbeResult:
+class HealthResult:
     """Outcome of one probe: ``ok``, HTTP ``status`` (None if no answer), ``detail``, ``elapsed_s``, ``body`` (text, when asked)."""
 
     ok: bool
@@ -33,7 +33,7 @@ class HttpProber:
         self._client = httpx.AsyncClient(trust_env=False)
 
     async def __call__(self, url: str, expect_status: int = 200, timeout: float = 2.0, body: bool = False,
-                       post: dict | None = None) -> ProbeResult:
+                       post: dict | None = None) -> HealthResult:
         """GET ``url`` (or POST the JSON ``post``); ok when the status equals ``expect_status``.
         ``body`` keeps the response text."""
         t0 = time.monotonic()
@@ -43,9 +43,9 @@ class HttpProber:
             else:
                 r = await self._client.get(url, timeout=timeout)
         except self._httpx.HTTPError as exc:
-            return ProbeResult(False, None, f"{type(exc).__name__}: {exc}"[:200], time.monotonic() - t0)
+            return HealthResult(False, None, f"{type(exc).__name__}: {exc}"[:200], time.monotonic() - t0)
         ok = r.status_code == expect_status
-        return ProbeResult(ok, r.status_code, f"HTTP {r.status_code}", time.monotonic() - t0, r.text if body else None)
+        return HealthResult(ok, r.status_code, f"HTTP {r.status_code}", time.monotonic() - t0, r.text if body else None)
 
     async def aclose(self) -> None:
         """Close the connection pool."""

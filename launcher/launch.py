@@ -3,7 +3,7 @@
 :func:`launch` (and :func:`prepare`, the same without starting) is what ``vllm-wizard launch`` and
 the wizard's review screen call. Decided here once:
 
-* Placeholder defaults from node facts (:func:`placeholder_defaults`): the names in
+* Placeholder defaults from node facts (:func:`placeholder_values`): the names in
   :data:`SELF_ADDRESS` (the head, the router host, the first prefill/decode node, the Mooncake
   master, the Dynamo control plane) default to this host's primary address when this launch is node
   0 — the node the wizard runs on — and :data:`SELF_IFACE` names to the interface carrying it on any
@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.flags import last_flag_value
-from vllm_deploy_wizard.parallelism import devices_on_node
+from vllm_deploy_wizard.common.errors import LaunchError
+from vllm_deploy_wizard.common.flags import last_flag_value
+from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.launcher.causes import DEFAULT_GPU_UTIL, UTIL_MARGIN
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
@@ -133,11 +133,11 @@ def _interface_of(address: str) -> str:
 
 
 def self_facts_needed(names: Iterable[str], node_rank: int = 0) -> bool:
-    """Whether :func:`placeholder_defaults` would read this host's address or interface for ``names``."""
+    """Whether :func:`placeholder_values` would read this host's address or interface for ``names``."""
     return any(n in SELF_IFACE or n in NODE_ADDRESS or (n in SELF_ADDRESS and node_rank == 0) for n in names)
 
 
-def placeholder_defaults(names: Iterable[str], facts: NodeFacts | None = None, node_rank: int = 0,
+def placeholder_values(names: Iterable[str], facts: NodeFacts | None = None, node_rank: int = 0,
                          plan_defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
     """``{name: default}`` for each placeholder name (no ``$``), ``""`` where nothing is known.
 
@@ -181,7 +181,7 @@ def _fits(free: float, total: float) -> float:
 
 
 def _devices_needed(p: ProcessSpec) -> int:
-    """Devices ``p`` uses on this node (:func:`vllm_deploy_wizard.parallelism.devices_on_node`; 1 when no size is given)."""
+    """Devices ``p`` uses on this node (:func:`vllm_deploy_wizard.common.parallelism.devices_on_node`; 1 when no size is given)."""
     return devices_on_node(p.argv) or 1
 
 
@@ -290,7 +290,7 @@ def prepare(plan: str | Path | Mapping[str, Any], node: str | None = None, node_
             values: Mapping[str, str] | None = None, facts: NodeFacts | None = None, *, force: bool = False,
             check_flags: bool = True, preflight_kw: Mapping[str, Any] | None = None) -> Prepared:
     """Read ``plan`` (a plan file path, or its parsed data), fill placeholders (``values`` first, then
-    :func:`placeholder_defaults`), select this machine's processes (``node`` label, else
+    :func:`placeholder_values`), select this machine's processes (``node`` label, else
     ``node_rank``) and run every check: :func:`~vllm_deploy_wizard.launcher.preflight.check` and
     :func:`node_problems`. Raises :class:`LaunchError` only when the plan cannot be read or selected
     (unreadable, malformed, unresolved placeholders); everything else is in ``problems``."""
@@ -303,7 +303,7 @@ def prepare(plan: str | Path | Mapping[str, Any], node: str | None = None, node_
     names = plan_placeholders(data)
     inner = data.get("plan") if isinstance(data, Mapping) else None
     plan_defaults = (inner or {}).get("placeholder_defaults") or {} if isinstance(inner, Mapping) else {}
-    defaults = placeholder_defaults([n for n in names if n not in given], facts, node_rank, plan_defaults)
+    defaults = placeholder_values([n for n in names if n not in given], facts, node_rank, plan_defaults)
     planned = {n: v for n, v in defaults.items() if v and str(plan_defaults.get(n, "")) == v}
     detected = {n: v for n, v in defaults.items() if v and n not in planned}
     used = {**detected, **planned, **given}

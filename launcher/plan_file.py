@@ -3,9 +3,9 @@ for one machine.
 
 The launcher reads the plan file as plain YAML/JSON data and never imports the catalog. A plan is a
 *template*: argv/env/health URLs may hold ``$PLACEHOLDERS`` (``$HEAD_IP``, ``${ROUTER_HOST}``…,
-docs/plan-file.md §3.2, see :mod:`~vllm_deploy_wizard.placeholders`) that are filled at launch from
+docs/plan-file.md §3.2, see :mod:`~vllm_deploy_wizard.common.placeholders`) that are filled at launch from
 ``values``; anything still unresolved refuses to launch with a
-:class:`~vllm_deploy_wizard.errors.LaunchError` naming every one.
+:class:`~vllm_deploy_wizard.common.errors.LaunchError` naming every one.
 
 Decisions:
 
@@ -42,10 +42,11 @@ from __future__ import annotations
 import json
 import signal
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.placeholders import fill, names as placeholders_in
+from vllm_deploy_wizard.common.contract import PLAN_VERSION
+from vllm_deploy_wizard.common.errors import LaunchError
+from vllm_deploy_wizard.common.placeholders import fill, names as placeholders_in
 from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
 from vllm_deploy_wizard.launcher.spec import (
     PHASES, RESTART_MODES, Liveness, ProcessSpec, Probe, RestartPolicy, RunSpec, dependency_problems,
@@ -110,8 +111,8 @@ def read_plan_data(path: str | Path) -> Any:
     """
     import yaml
 
-    from vllm_deploy_wizard import yamlio
-    from vllm_deploy_wizard.errors import not_utf8
+    from vllm_deploy_wizard.common import yamlio
+    from vllm_deploy_wizard.common.errors import not_utf8
 
     p = Path(path)
     try:
@@ -208,28 +209,28 @@ def _deps_or_default(s: Mapping[str, Any], specs: list[dict[str, Any]]) -> tuple
     return tuple(o["name"] for o in specs if PHASES.index(o["phase"]) < rank)
 
 
-def parse_plan(
-    data: Any, source: str | None = None, node_rank: int = 0, values: Mapping[str, str] | None = None,
-    node: str | None = None,
-) -> RunSpec:
-    """Turn plan-file data (already parsed) into a :class:`RunSpec`; see :func:`load_plan_file`."""
-    src = source or "plan"
-    values = dict(values or {})
+def _plan_processes(data: Any, src: str) -> tuple[dict[str, Any], list[Any]]:
+    """The ``plan`` mapping of plan-file ``data`` and its ``processes`` list; raises LaunchError for data
+    that is no launchable plan (``plan --json`` output, no ``plan`` mapping, another ``plan_version``,
+    no processes)."""
     if _looks_like_plan_json(data):
         raise LaunchError(f"{src}: this looks like `plan --json` output; write a launchable plan file with "
                           "`vllm-wizard plan … --out plan.yaml`")
     if not isinstance(data, dict) or not isinstance(data.get("plan"), dict):
         raise LaunchError(f"{src}: not a plan file: expected a mapping with a 'plan' key (docs/contracts.md §2)")
-    version = data.get("plan_version", 1)
+    version = data.get("plan_version", PLAN_VERSION)
     if version != 1:
-        raise LaunchError(f"{src}: plan_version {version!r} is not supported (valid: 1)")
+        raise LaunchError(f"{src}: plan_version {version!r} is not supported (valid: {PLAN_VERSION})")
     plan = data["plan"]
     raw = plan.get("processes")
     if not isinstance(raw, list) or not raw:
         raise LaunchError(f"{src}: plan.processes must be a non-empty list")
-    declared = [str(x) for x in plan.get("placeholders") or []]
-    problems: list[str] = []
-    unresolved: dict[str, list[str]] = {}
+    return plan, raw
+
+
+def _placeholder_filler(values: Mapping[str, str], unresolved: dict[str, list[str]]) -> Callable[[str, Any], str]:
+    """``filled(where, text)``: ``text`` with its placeholders filled from ``values``; each placeholder
+    ``values`` lacks is recorded in ``unresolved`` under ``where``."""
 
     def filled(where: str, text: Any) -> str:
         for name in placeholders_in(str(text)):
@@ -237,6 +238,16 @@ def parse_plan(
                 unresolved.setdefault(name, []).append(where)
         return fill(str(text), values)
 
+    return filled
+
+
+def _select_processes(
+    data: dict[str, Any], raw: list[Any], src: str, node_rank: int, node: str | None, problems: list[str],
+) -> tuple[list[dict[str, Any]], set[Any]]:
+    """The plan processes this machine runs, each with its ``_where`` (the ``node`` label's, else those of
+    ``node_rank`` plus the unbound ones on node 0), and the names of the processes that run elsewhere.
+    A process that is no mapping is appended to ``problems``; raises LaunchError when nothing is
+    selected or ``node_rank`` spans several machines."""
     selected: list[dict[str, Any]] = []
     for i, proc in enumerate(raw):
         where = f"{src}: plan.processes[{i}]"
@@ -251,7 +262,7 @@ def parse_plan(
             selected.append(proc | {"_where": where})
     labels = plan_node_labels(data)
     if node is not None and not selected and not problems:
-        from vllm_deploy_wizard.suggest import did_you_mean
+        from vllm_deploy_wizard.common.suggest import did_you_mean
 
         raise LaunchError(f"{src}: no process on node {node!r}{did_you_mean(node, labels)}. "
                           f"The plan's nodes: {', '.join(labels)}")
@@ -265,104 +276,152 @@ def parse_plan(
                               f"({', '.join(machines)}); pick one with --node LABEL. The plan's nodes: "
                               f"{', '.join(labels)}")
     elsewhere = {p.get("name") for p in raw if isinstance(p, dict)} - {p.get("name") for p in selected}
+    return selected, elsewhere
 
-    specs: list[dict[str, Any]] = []
-    for proc in selected:
-        where = proc["_where"]
-        name = proc.get("name")
-        if not isinstance(name, str) or not name:
-            problems.append(f"{where}.name: required, a non-empty string")
-            continue
-        where = f"{src}: process {name!r}"
-        argv = proc.get("argv")
-        if not isinstance(argv, list) or not argv:
-            problems.append(f"{where}: argv must be a non-empty list of strings")
-            continue
-        role = proc.get("role")
-        phase = proc.get("phase") or ROLE_PHASE.get(role or "", "engine")
-        if phase not in PHASES:
-            problems.append(f"{where}: phase {phase!r} is not one of {', '.join(PHASES)}")
-            continue
-        env = {str(k): filled(f"{name} env {k}", v) for k, v in (proc.get("env") or {}).items()}
-        health = proc.get("health")
-        probe = None
-        if health:
-            if not isinstance(health, dict) or "url" not in health:
-                problems.append(f"{where}: health must be null or {{url, expect_status}}")
-            else:
-                url = filled(f"{name} health.url", health["url"])
-                bad_url = _health_url_problem(where, url)
-                if bad_url:
-                    problems.append(bad_url)
-                ready_iv = health.get("ready_interval_s")
-                probe = Probe(
-                    url=url,
-                    expect_status=_num(f"{where}: health.expect_status", health.get("expect_status", 200), problems, int) or 200,
-                    interval_s=_num(f"{where}: health.interval_s", health.get("interval_s", 1.0), problems) or 1.0,
-                    timeout_s=_num(f"{where}: health.timeout_s", health.get("timeout_s", 2.0), problems) or 2.0,
-                    ready_interval_s=None if ready_iv is None else
-                    (_num(f"{where}: health.ready_interval_s", ready_iv, problems) or None),
-                    unhealthy_after=_num(f"{where}: health.unhealthy_after", health.get("unhealthy_after", UNHEALTHY_AFTER),
-                                         problems, int) or UNHEALTHY_AFTER,
-                    liveness=_liveness(where, name, health.get("liveness"), filled, problems),
-                    remote=bool(health.get("remote", False)),
-                )
-        ports: list[int] = []
-        for port in proc.get("ports") or []:
-            s = filled(f"{name} ports", port)
-            if not placeholders_in(s):
-                n = _num(f"{where}: ports", s, problems, int)
-                if n is not None:
-                    if not 0 < n < 65536:
-                        problems.append(f"{where}: port {n} out of range 1–65535")
-                    ports.append(n)
-        restart_raw = proc.get("restart") or {}
-        if isinstance(restart_raw, str):
-            restart_raw = {"mode": restart_raw}
-        try:
-            restart = RestartPolicy(**{("mode" if k == "policy" else k): v for k, v in restart_raw.items()})
-        except TypeError as exc:
-            problems.append(f"{where}: restart: {exc}; valid keys: {', '.join(RestartPolicy.__dataclass_fields__)}")
-            restart = RestartPolicy()
-        if restart.mode not in RESTART_MODES:
-            problems.append(f"{where}: restart mode {restart.mode!r} is not one of {', '.join(RESTART_MODES)}")
-        stop = proc.get("stop") or {}
-        sig_name = str(stop.get("signal", "SIGTERM")).upper()
-        sig_name = sig_name if sig_name.startswith("SIG") else "SIG" + sig_name
-        stop_signal = getattr(signal, sig_name, None)
-        if not isinstance(stop_signal, signal.Signals):
-            problems.append(f"{where}: stop.signal {stop.get('signal')!r} is not a signal name (e.g. SIGTERM, SIGINT)")
-            stop_signal = signal.SIGTERM
-        deps = proc.get("depends_on")
-        if deps is not None and (not isinstance(deps, list) or not all(isinstance(d, str) for d in deps)):
-            problems.append(f"{where}: depends_on must be a list of process names, got {deps!r}")
-            deps = None
-        if deps is not None:
-            deps = [d for d in deps if d not in elsewhere]  # runs on another machine
-        setup = proc.get("setup")
-        if setup:
-            for ph in placeholders_in(str(setup)):
-                if ph in declared and ph not in values:
-                    unresolved.setdefault(ph, []).append(f"{name} setup")
-            setup = fill(str(setup), values, only=declared)
-        specs.append(
-            dict(
-                name=name,
-                argv=tuple(filled(f"{name} argv", a) for a in argv),
-                env=env,
-                cwd=proc.get("cwd"),
-                phase=phase,
-                role=role,
-                depends_on=deps,
-                probe=probe,
-                restart=restart,
-                stop_signal=int(stop_signal),
-                stop_timeout_s=_num(f"{where}: stop.timeout_s", stop.get("timeout_s", STOP_TIMEOUT_S), problems) or STOP_TIMEOUT_S,
-                ready_timeout_s=_num(f"{where}: ready_timeout_s", proc.get("ready_timeout_s", READY_TIMEOUT_S), problems) or READY_TIMEOUT_S,
-                ports=tuple(ports),
-                setup=setup or None,
+
+def _probe(where: str, name: str, health: Any, filled: Callable[[str, Any], str], problems: list[str]) -> Probe | None:
+    """``health`` of a plan process as a :class:`Probe` (problems appended; None when absent or invalid)."""
+    probe = None
+    if health:
+        if not isinstance(health, dict) or "url" not in health:
+            problems.append(f"{where}: health must be null or {{url, expect_status}}")
+        else:
+            url = filled(f"{name} health.url", health["url"])
+            bad_url = _health_url_problem(where, url)
+            if bad_url:
+                problems.append(bad_url)
+            ready_iv = health.get("ready_interval_s")
+            probe = Probe(
+                url=url,
+                expect_status=_num(f"{where}: health.expect_status", health.get("expect_status", 200), problems, int) or 200,
+                interval_s=_num(f"{where}: health.interval_s", health.get("interval_s", 1.0), problems) or 1.0,
+                timeout_s=_num(f"{where}: health.timeout_s", health.get("timeout_s", 2.0), problems) or 2.0,
+                ready_interval_s=None if ready_iv is None else
+                (_num(f"{where}: health.ready_interval_s", ready_iv, problems) or None),
+                unhealthy_after=_num(f"{where}: health.unhealthy_after", health.get("unhealthy_after", UNHEALTHY_AFTER),
+                                     problems, int) or UNHEALTHY_AFTER,
+                liveness=_liveness(where, name, health.get("liveness"), filled, problems),
+                remote=bool(health.get("remote", False)),
             )
-        )
+    return probe
+
+
+def _ports(where: str, name: str, proc: Mapping[str, Any], filled: Callable[[str, Any], str],
+           problems: list[str]) -> list[int]:
+    """``ports`` of a plan process (placeholders filled; one still unresolved is left out; problems appended)."""
+    ports: list[int] = []
+    for port in proc.get("ports") or []:
+        s = filled(f"{name} ports", port)
+        if not placeholders_in(s):
+            n = _num(f"{where}: ports", s, problems, int)
+            if n is not None:
+                if not 0 < n < 65536:
+                    problems.append(f"{where}: port {n} out of range 1–65535")
+                ports.append(n)
+    return ports
+
+
+def _restart_policy(where: str, proc: Mapping[str, Any], problems: list[str]) -> RestartPolicy:
+    """``restart`` of a plan process (a mode string or a mapping) as a :class:`RestartPolicy` (problems appended)."""
+    restart_raw = proc.get("restart") or {}
+    if isinstance(restart_raw, str):
+        restart_raw = {"mode": restart_raw}
+    try:
+        restart = RestartPolicy(**{("mode" if k == "policy" else k): v for k, v in restart_raw.items()})
+    except TypeError as exc:
+        problems.append(f"{where}: restart: {exc}; valid keys: {', '.join(RestartPolicy.__dataclass_fields__)}")
+        restart = RestartPolicy()
+    if restart.mode not in RESTART_MODES:
+        problems.append(f"{where}: restart mode {restart.mode!r} is not one of {', '.join(RESTART_MODES)}")
+    return restart
+
+
+def _stop_signal(where: str, stop: Mapping[str, Any], problems: list[str]) -> signal.Signals:
+    """``stop.signal`` of a plan process (``SIGTERM`` when absent or unknown; problems appended)."""
+    sig_name = str(stop.get("signal", "SIGTERM")).upper()
+    sig_name = sig_name if sig_name.startswith("SIG") else "SIG" + sig_name
+    stop_signal = getattr(signal, sig_name, None)
+    if not isinstance(stop_signal, signal.Signals):
+        problems.append(f"{where}: stop.signal {stop.get('signal')!r} is not a signal name (e.g. SIGTERM, SIGINT)")
+        stop_signal = signal.SIGTERM
+    return stop_signal
+
+
+def _depends_on(where: str, proc: Mapping[str, Any], elsewhere: set[Any], problems: list[str]) -> list[str] | None:
+    """``depends_on`` of a plan process without the processes that run on another machine (None when
+    absent or invalid; problems appended)."""
+    deps = proc.get("depends_on")
+    if deps is not None and (not isinstance(deps, list) or not all(isinstance(d, str) for d in deps)):
+        problems.append(f"{where}: depends_on must be a list of process names, got {deps!r}")
+        deps = None
+    if deps is not None:
+        deps = [d for d in deps if d not in elsewhere]  # runs on another machine
+    return deps
+
+
+def _setup(name: str, proc: Mapping[str, Any], values: Mapping[str, str], declared: list[str],
+           unresolved: dict[str, list[str]]) -> Any:
+    """``setup`` of a plan process with only the placeholders the plan declares filled (bash keeps its own
+    ``$VARS``); a declared one ``values`` lacks is recorded in ``unresolved``."""
+    setup = proc.get("setup")
+    if setup:
+        for ph in placeholders_in(str(setup)):
+            if ph in declared and ph not in values:
+                unresolved.setdefault(ph, []).append(f"{name} setup")
+        setup = fill(str(setup), values, only=declared)
+    return setup
+
+
+def _process_spec(
+    proc: dict[str, Any], src: str, filled: Callable[[str, Any], str], values: Mapping[str, str],
+    declared: list[str], unresolved: dict[str, list[str]], elsewhere: set[Any], problems: list[str],
+) -> dict[str, Any] | None:
+    """One selected plan process as :class:`ProcessSpec` keyword arguments (``depends_on`` as written,
+    problems appended); None when its name, argv or phase is unusable."""
+    where = proc["_where"]
+    name = proc.get("name")
+    if not isinstance(name, str) or not name:
+        problems.append(f"{where}.name: required, a non-empty string")
+        return None
+    where = f"{src}: process {name!r}"
+    argv = proc.get("argv")
+    if not isinstance(argv, list) or not argv:
+        problems.append(f"{where}: argv must be a non-empty list of strings")
+        return None
+    role = proc.get("role")
+    phase = proc.get("phase") or ROLE_PHASE.get(role or "", "engine")
+    if phase not in PHASES:
+        problems.append(f"{where}: phase {phase!r} is not one of {', '.join(PHASES)}")
+        return None
+    env = {str(k): filled(f"{name} env {k}", v) for k, v in (proc.get("env") or {}).items()}
+    probe = _probe(where, name, proc.get("health"), filled, problems)
+    ports = _ports(where, name, proc, filled, problems)
+    restart = _restart_policy(where, proc, problems)
+    stop = proc.get("stop") or {}
+    stop_signal = _stop_signal(where, stop, problems)
+    deps = _depends_on(where, proc, elsewhere, problems)
+    setup = _setup(name, proc, values, declared, unresolved)
+    return dict(
+        name=name,
+        argv=tuple(filled(f"{name} argv", a) for a in argv),
+        env=env,
+        cwd=proc.get("cwd"),
+        phase=phase,
+        role=role,
+        depends_on=deps,
+        probe=probe,
+        restart=restart,
+        stop_signal=int(stop_signal),
+        stop_timeout_s=_num(f"{where}: stop.timeout_s", stop.get("timeout_s", STOP_TIMEOUT_S), problems) or STOP_TIMEOUT_S,
+        ready_timeout_s=_num(f"{where}: ready_timeout_s", proc.get("ready_timeout_s", READY_TIMEOUT_S), problems) or READY_TIMEOUT_S,
+        ports=tuple(ports),
+        setup=setup or None,
+    )
+
+
+def _check_specs(src: str, specs: list[dict[str, Any]], unresolved: dict[str, list[str]], problems: list[str]) -> None:
+    """Append duplicate process names, dependency problems and unresolved placeholders to ``problems``;
+    raises LaunchError naming every problem when there is any."""
     names = [s["name"] for s in specs]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -378,6 +437,11 @@ def parse_plan(
     if problems:
         raise LaunchError("\n".join(problems))
 
+
+def _run_spec(data: dict[str, Any], plan: dict[str, Any], specs: list[dict[str, Any]], source: str | None,
+              node_rank: int, node: str | None) -> RunSpec:
+    """The :class:`RunSpec` of checked process specs: in phase order (plan order within a phase), each
+    ``depends_on`` defaulted (contracts §2), with the plan's minimum vLLM version."""
     procs = sorted(specs, key=lambda s: PHASES.index(s["phase"]))  # stable: keeps plan order in a phase
     out = []
     for s in procs:
@@ -385,3 +449,31 @@ def parse_plan(
         out.append(ProcessSpec(**s))
     min_v = plan.get("min_vllm_version") or (data.get("provenance") or {}).get("min_vllm_version")
     return RunSpec(processes=tuple(out), source=source, node_rank=node_rank, min_vllm_version=min_v, node=node)
+
+
+def parse_plan(
+    data: Any, source: str | None = None, node_rank: int = 0, values: Mapping[str, str] | None = None,
+    node: str | None = None,
+) -> RunSpec:
+    """Turn plan-file data (already parsed) into a :class:`RunSpec`; see :func:`load_plan_file`.
+
+    Section by section: the plan header (:func:`_plan_processes`), this machine's processes
+    (:func:`_select_processes`), each process (:func:`_process_spec`: health, ports, restart, stop,
+    depends_on, setup), the whole-plan checks (:func:`_check_specs`) and the run spec (:func:`_run_spec`).
+    """
+    src = source or "plan"
+    values = dict(values or {})
+    plan, raw = _plan_processes(data, src)
+    declared = [str(x) for x in plan.get("placeholders") or []]
+    problems: list[str] = []
+    unresolved: dict[str, list[str]] = {}
+    filled = _placeholder_filler(values, unresolved)
+    selected, elsewhere = _select_processes(data, raw, src, node_rank, node, problems)
+
+    specs: list[dict[str, Any]] = []
+    for proc in selected:
+        spec = _process_spec(proc, src, filled, values, declared, unresolved, elsewhere, problems)
+        if spec is not None:
+            specs.append(spec)
+    _check_specs(src, specs, unresolved, problems)
+    return _run_spec(data, plan, specs, source, node_rank, node)

@@ -139,7 +139,7 @@ class Spawn(Action):
 
 
 @dataclass(frozen=True)
-class Probe(Action):
+class ProbeHealth(Action):
     """Begin polling the readiness probe of ``name``."""
 
 
@@ -287,7 +287,7 @@ class Policy:
             self._extra[ps.name].running_since = now
             self._go(ps, State.READY, now, "running (no probe)", pid=pid)
             return self._start_eligible(now)
-        return [Probe(ps.name)]
+        return [ProbeHealth(ps.name)]
 
     def _exited(self, ps: ProcessState, ev: Exited, now: float) -> list[Action]:
         p = self.spec.get(ps.name)

@@ -38,12 +38,12 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Mapping
 
-from vllm_deploy_wizard import suggest, versions
-from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.common import suggest, versions
+from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.ports import port_free, port_holder
 from vllm_deploy_wizard.launcher.process import child_env
-from vllm_deploy_wizard.flags import flag_values, last_flag_value
-from vllm_deploy_wizard.placeholders import names as placeholders_in
+from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
+from vllm_deploy_wizard.common.placeholders import names as placeholders_in
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
 
@@ -451,7 +451,7 @@ def _cache_root(cache: Path | None, create: bool) -> Path:
         return _cache(cache)
     if cache is not None:
         return cache
-    from vllm_deploy_wizard import appdirs
+    from vllm_deploy_wizard.common import appdirs
 
     return appdirs.cache_dir() / "vllm"
 

@@ -41,8 +41,8 @@ from typing import Any
 
 import psutil
 
-from vllm_deploy_wizard import appdirs, files
-from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.common import appdirs, files
+from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.timeouts import STALE_KILL_WAIT_S, STALE_STOP_TIMEOUT_S
 
 
@@ -94,10 +94,10 @@ def record_supervisor(run_dir: Path, pid: int) -> None:
         ct: float | None = psutil.Process(pid).create_time()
     except psutil.Error:
         ct = None
-    write_json_atomic(run_dir / "supervisor.json", {"pid": pid, "create_time": ct})
+    write_state_json(run_dir / "supervisor.json", {"pid": pid, "create_time": ct})
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_state_json(path: Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` via a temp file + rename (readers never see half a file).
 
     Each writer gets its own temp file (``mkstemp``), so two processes writing the same file
@@ -266,7 +266,7 @@ def stop_stale(info: RunInfo, timeout: float = STALE_STOP_TIMEOUT_S) -> list[int
     for proc in state.get("processes") or []:
         proc["state"] = "STOPPED"
         proc["pid"] = None
-    write_json_atomic(path, state)
+    write_state_json(path, state)
     return [p.pid for p in procs]
 
 

@@ -12,8 +12,8 @@ import signal
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
-from vllm_deploy_wizard import placeholders
-from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.common import placeholders
+from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
 
 #: Launch phases in order (contracts §2).
@@ -221,7 +221,7 @@ def dependency_problems(deps: Mapping[str, Iterable[str]]) -> list[str]:
     processes waiting forever for a dependency that can never be READY, so the plan is refused
     at load instead.
     """
-    from vllm_deploy_wizard.suggest import did_you_mean
+    from vllm_deploy_wizard.common.suggest import did_you_mean
 
     names = list(deps)
     problems: list[str] = []

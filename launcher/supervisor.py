@@ -6,7 +6,7 @@ that a single loop drains — events in, decisions in one place (docs/architectu
 
 Seams (docs/architecture.md §3 style 5), each with a real default: ``clock`` (monotonic seconds, for timers and
 policy times), ``spawn`` (``async (ProcessSpec, env) -> ManagedProcess``), ``probe``
-(``async (url, expect_status, timeout, body=False) -> ProbeResult``).
+(``async (url, expect_status, timeout, body=False) -> HealthResult``).
 
 Observers receive messages through ``listeners`` (plain callables that must not block):
 :class:`~vllm_deploy_wizard.launcher.states.ProcessEvent`, :class:`~vllm_deploy_wizard.launcher.logs.LogLines`,
@@ -303,7 +303,7 @@ class Supervisor:
             if isinstance(a, P.Spawn):
                 self._spawning.add(a.name)
                 self._task(self._spawn(a.name))
-            elif isinstance(a, P.Probe):
+            elif isinstance(a, P.ProbeHealth):
                 mp = self.handles.get(a.name)
                 if mp is not None:
                     self._task(self._probe_loop(a.name, mp))

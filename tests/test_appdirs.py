@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vllm_deploy_wizard import appdirs
+from vllm_deploy_wizard.common import appdirs
 
 
 def test_folders_follow_xdg(tmp_path, monkeypatch) -> None:

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from vllm_deploy_wizard import files
+from vllm_deploy_wizard.common import files
 
 
 def mode_of(path) -> int:

@@ -1,6 +1,6 @@
-"""vllm_deploy_wizard.flags: flags read and edited in an argv as vLLM's argparse reads them."""
+"""vllm_deploy_wizard.common.flags: flags read and edited in an argv as vLLM's argparse reads them."""
 
-from vllm_deploy_wizard.flags import flag_values, last_flag_value, set_flag
+from vllm_deploy_wizard.common.flags import flag_values, last_flag_value, set_flag
 
 
 def test_flag_values_reads_both_spellings_and_last_wins():

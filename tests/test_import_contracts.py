@@ -51,3 +51,17 @@ def test_a_broken_contract_fails(tmp_path) -> None:
     out = lint(tree)
     assert out.returncode != 0 and "launcher-knows-no-recipes" not in out.stderr
     assert "The launcher reads plan files as data" in out.stdout and "BROKEN" in out.stdout
+
+
+@pytest.mark.parametrize("where, imports", [
+    ("common/leak.py", "from vllm_deploy_wizard.workflows import planning\n"),
+    ("catalog/leak.py", "from vllm_deploy_wizard.workflows.launching import label_rank\n"),
+    ("workflows/leak.py", "from vllm_deploy_wizard.commands import plan\n"),
+])
+def test_the_layers_contract_fails_on_an_upward_import(tmp_path, where, imports) -> None:
+    """A helper, core or workflow that imports a layer above it breaks the layers contract."""
+    tree = staged_tree(tmp_path)
+    (tree / "vllm_deploy_wizard" / where).write_text(imports)
+    out = lint(tree)
+    assert out.returncode != 0
+    assert "Layers: common < catalog" in out.stdout and "BROKEN" in out.stdout

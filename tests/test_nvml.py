@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from vllm_deploy_wizard import nvml
+from vllm_deploy_wizard.common import nvml
 
 
 class FakeNvml:

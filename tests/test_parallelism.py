@@ -1,4 +1,4 @@
-"""vllm_deploy_wizard.parallelism: the accelerators (ranks) one ``vllm serve`` argv uses on its node —
+"""vllm_deploy_wizard.common.parallelism: the accelerators (ranks) one ``vllm serve`` argv uses on its node —
 the one rule behind the CPU executor backend and OpenMP binding, the host-fit warnings, the launch
 preflight's device count and the Kubernetes device requests."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_deploy_wizard.parallelism import devices_on_node
+from vllm_deploy_wizard.common.parallelism import devices_on_node
 
 
 @pytest.mark.parametrize("args, devices", [

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from vllm_deploy_wizard import placeholders
+from vllm_deploy_wizard.common import placeholders
 from vllm_deploy_wizard.catalog.plan import PlanProcess, find_placeholders
 from vllm_deploy_wizard.catalog.render import shell_word
 from vllm_deploy_wizard.tui.plan_view import process_blocks

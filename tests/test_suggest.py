@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vllm_deploy_wizard.suggest import close_matches, did_you_mean
+from vllm_deploy_wizard.common.suggest import close_matches, did_you_mean
 
 
 def test_wording_for_one_and_several() -> None:
@@ -26,7 +26,7 @@ def test_a_word_inside_ids_suggests_them_first() -> None:
 
 
 def test_casefold_key_matches_one_key_ignoring_case_else_leaves_the_value():
-    from vllm_deploy_wizard.suggest import casefold_key
+    from vllm_deploy_wizard.common.suggest import casefold_key
 
     assert casefold_key("H200", ["h200", "h100"]) == "h200"
     assert casefold_key("h200", ["h200"]) == "h200"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from vllm_deploy_wizard import tables
+from vllm_deploy_wizard.common import tables
 
 
 def test_columns_align_to_the_widest_cell() -> None:

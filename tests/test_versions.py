@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from vllm_deploy_wizard import versions
+from vllm_deploy_wizard.common import versions
 
 
 def test_parse_installed_and_free_text() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from vllm_deploy_wizard import yamlio
+from vllm_deploy_wizard.common import yamlio
 
 DOC = """\
 name: single_node_tp

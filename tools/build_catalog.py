@@ -120,7 +120,7 @@ def build(root: Path, revision: str | None = None) -> tuple[dict[str, Any], list
     ``problems`` lists ``file: message`` lines (YAML errors, schema errors); empty means valid.
     """
     sys.path.insert(0, str(ROOT))
-    from vllm_deploy_wizard import yamlio
+    from vllm_deploy_wizard.common import yamlio
     from vllm_deploy_wizard.catalog.models import Recipe  # the project's own schema
     from pydantic import ValidationError
 

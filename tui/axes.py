@@ -1,7 +1,7 @@
 """Turn the constraints answer (``options(catalog, selection) -> Options``) into configure-screen rows,
 and a pick on a row back into a selection.
 
-``Options`` (catalog/constraints.py) holds one ``list[Choice]`` per axis, ``dict[str, list[Choice]]``
+``Options`` (catalog/constraints/) holds one ``list[Choice]`` per axis, ``dict[str, list[Choice]]``
 for per-role/per-feature sub-rows (``pd_modes``, ``kv_offload_members``, ``feature_modes``), the
 current values after defaults in ``resolved``, and ``warnings``. :data:`AXES` says for each known axis
 its title, which selection key a pick writes and how; an axis the catalog adds later that this table

@@ -1,6 +1,6 @@
 """Apply a classified failure's fix to the wizard's selection (docs/supervision.md, causes).
 
-The launcher computes the fix (``launcher/causes.py``: ``fix_args`` to append, ``drop_flags`` to
+The launcher computes the fix (``launcher/causes/``: ``fix_args`` to append, ``drop_flags`` to
 remove, ``fix_env``, all from the numbers in the log); the monitor only applies it. A fix lands in the
 selection's ``advanced_args`` (last wins, docs/synthesis.md §2.5 dedupe): ``fix_args`` are appended,
 ``drop_flags`` removed from ``advanced_args`` with their values. A flag to drop that is not in

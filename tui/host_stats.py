@@ -17,7 +17,7 @@ PERIOD_S = 2.0
 
 def _nvml():
     """The initialised ``pynvml`` module, or None when NVML is not available here."""
-    from vllm_deploy_wizard import nvml
+    from vllm_deploy_wizard.common import nvml
 
     return nvml.shared()
 

@@ -2,7 +2,7 @@
 
 A plan is a template: ``$HEAD_IP``, ``$IFACE_NAME``, ``$ROUTER_HOST``, ``$PREFILL_NODE_1`` … stay
 literal until launch (docs/plan-file.md §3.2). Which default each gets is the launcher's decision, made once
-for the CLI and the wizard (:func:`~vllm_deploy_wizard.launcher.launch.placeholder_defaults`); the
+for the CLI and the wizard (:func:`~vllm_deploy_wizard.launcher.launch.placeholder_values`); the
 wizard passes this host's detected address and interface (``inventory.host.primary_ip`` /
 ``default_iface``, docs/detection.md §5.3) and launches node 0. Defaults are offered, never applied
 silently — they are editable inputs.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from vllm_deploy_wizard.launcher.launch import NodeFacts, node_facts as launcher_node_facts, placeholder_defaults
+from vllm_deploy_wizard.launcher.launch import NodeFacts, node_facts as launcher_node_facts, placeholder_values
 
 
 def node_facts(inventory: Any = None) -> NodeFacts | None:
@@ -23,8 +23,8 @@ def node_facts(inventory: Any = None) -> NodeFacts | None:
     return launcher_node_facts(host, inventory) if host is not None else None
 
 
-def detected_defaults(names: Iterable[str], inventory: Any = None,
+def offered_defaults(names: Iterable[str], inventory: Any = None,
                       plan_defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
     """``{name: default}`` for each placeholder name (no ``$``); ``""`` where nothing is known — the
-    launcher's rule (:func:`~vllm_deploy_wizard.launcher.launch.placeholder_defaults`) for node 0."""
-    return placeholder_defaults(names, node_facts(inventory), 0, plan_defaults)
+    launcher's rule (:func:`~vllm_deploy_wizard.launcher.launch.placeholder_values`) for node 0."""
+    return placeholder_values(names, node_facts(inventory), 0, plan_defaults)

@@ -26,7 +26,7 @@ def default_export_dir() -> Path:
 
 def runs_plan_path(stamp: str) -> Path:
     """Where a launched plan is kept: ``<XDG state>/vllm-wizard/plans/plan-<stamp>.yaml`` (0700 dir)."""
-    from vllm_deploy_wizard import appdirs
+    from vllm_deploy_wizard.common import appdirs
 
     folder = appdirs.state_dir() / "plans"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -81,7 +81,7 @@ def write_plan_file(app: Any, path: Path) -> Path:
     only in its run dir), so the file is readable by its owner alone and never
     seen half-written: the text goes to a ``mkstemp`` file (created 0600) in the same folder, which
     is then renamed over ``path``. Raises OSError when the folder cannot be written."""
-    from vllm_deploy_wizard.files import write_atomic
+    from vllm_deploy_wizard.common.files import write_atomic
 
     text = yaml.safe_dump(plan_document(app), sort_keys=False, allow_unicode=True)
     return write_atomic(path, text, mode=0o600)
@@ -94,6 +94,6 @@ def write_scripts(plan: Any, directory: Path) -> list[Path]:
     script carries what the person typed, ``--api-key`` included. Raises OSError when the folder
     cannot be written."""
     from vllm_deploy_wizard.catalog.render import node_scripts
-    from vllm_deploy_wizard.files import write_atomic
+    from vllm_deploy_wizard.common.files import write_atomic
 
     return [write_atomic(directory / name, text, mode=0o700) for name, text in node_scripts(plan).items()]

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_deploy_wizard import placeholders
+from vllm_deploy_wizard.common import placeholders
 from vllm_deploy_wizard.catalog.render import command_lines, group_by_node, shell_word
 
 
@@ -41,7 +41,7 @@ def process_blocks(plan: Any, values: Mapping[str, str] | None = None) -> list[P
     With ``values`` (placeholder name → value; empty values skipped) each placeholder is filled in the
     argv, env and setup *before* they are rendered as shell text, so a filled value is quoted like
     any other word and an escape (``$$NAME``) still renders as the literal ``$NAME``
-    (:func:`vllm_deploy_wizard.placeholders.fill`). Docker-mode processes carry their env as ``-e``
+    (:func:`vllm_deploy_wizard.common.placeholders.fill`). Docker-mode processes carry their env as ``-e``
     flags, so they get no export lines (as in ``plan_text``)."""
     given = {k: v for k, v in (values or {}).items() if v}
 

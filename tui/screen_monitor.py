@@ -412,7 +412,7 @@ class MonitorScreen(Screen):
         """Where ``m`` sends its request (:func:`~vllm_deploy_wizard.tui.smoke.find_target`): the plan this
         wizard launched as this run (placeholders filled with the launch values), else the run's
         ``spec.json``, else the live snapshot's processes; a ``str`` saying why when none serves."""
-        from vllm_deploy_wizard import placeholders
+        from vllm_deploy_wizard.common import placeholders
         from vllm_deploy_wizard.tui.smoke import SmokeTarget, find_target, read_spec
 
         plan = (getattr(self.app, "launched_plans", None) or {}).get(self.run_id)
@@ -464,7 +464,7 @@ class MonitorScreen(Screen):
         if stuck:
             self.notify(f"{', '.join(stuck)} comes from the recipe and cannot be removed here.", severity="warning")
         if self.client is not None:
-            from vllm_deploy_wizard.errors import LaunchError
+            from vllm_deploy_wizard.common.errors import LaunchError
 
             try:
                 await self.client.stop()

@@ -2,7 +2,7 @@
 detected defaults, preflight; export (plan file, scripts), copy (OSC 52), one key launches.
 
 The plan is synthesized on mount from the app's selection (pure, < 2 ms) and laid out by
-:func:`~vllm_deploy_wizard.tui.plan_view.process_blocks`; each command is a focusable :class:`CommandBlock`
+:func:`~vllm_deploy_wizard.tui.plan_view.process_blocks`; each command is a focusable :class:`CommandBlockView`
 so ``c`` / ctrl+y copies the focused one. Keys are in :data:`REVIEW_ACTIONS` (ctrl keys work even
 from a placeholder Input, and each action is in the command palette). Launch writes the plan file into the state dir and hands it to the
 launcher seam in a worker (the preflight may take seconds: port checks, ``vllm serve --help``), then
@@ -23,7 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 
 from vllm_deploy_wizard.tui.dom_ids import dom_id
-from vllm_deploy_wizard.tui.placeholders import detected_defaults
+from vllm_deploy_wizard.tui.placeholders import offered_defaults
 from vllm_deploy_wizard.tui.plan_export import default_export_dir, write_plan_file, write_scripts
 from vllm_deploy_wizard.tui.plan_view import ProcessBlock, machine_choices, process_blocks
 
@@ -36,12 +36,12 @@ def plan_header(plan) -> str:
     return plan_text(plan).split("\n", 1)[0].removeprefix("# ")
 
 
-class CommandBlock(Static, can_focus=True):
+class CommandBlockView(Static, can_focus=True):
     """One process: heading, ``export`` lines, and the command. Focus it and press ``c`` to copy."""
 
     DEFAULT_CSS = """
-    CommandBlock { padding: 0 1; margin: 0 0 1 0; border-left: thick $primary-darken-2; height: auto; }
-    CommandBlock:focus { border-left: thick $accent; background: $boost; }
+    CommandBlockView { padding: 0 1; margin: 0 0 1 0; border-left: thick $primary-darken-2; height: auto; }
+    CommandBlockView:focus { border-left: thick $accent; background: $boost; }
     """
 
     def __init__(self, block: ProcessBlock, **kwargs) -> None:
@@ -135,14 +135,14 @@ class ReviewScreen(Screen):
         placeholders = plan.get("placeholders") or []
         if placeholders:
             widgets.append(Label("Placeholders (filled at launch; detected defaults shown)", classes="section"))
-            self.values = detected_defaults(placeholders, self.app.inventory, plan.get("placeholder_defaults"))
+            self.values = offered_defaults(placeholders, self.app.inventory, plan.get("placeholder_defaults"))
             for name in placeholders:
                 widgets.append(
                     Horizontal(Label(f"${name}", classes="ph-name"), Input(self.values[name], id=dom_id("ph", name), name=name), classes="ph-row")
                 )
         widgets.append(Label("Commands (launch order)", classes="section"))
         for i, block in enumerate(process_blocks(self.app.plan)):
-            widgets.append(CommandBlock(block, id=f"cmd-{i}", classes="command"))
+            widgets.append(CommandBlockView(block, id=f"cmd-{i}", classes="command"))
         container.mount_all(widgets)
         self.call_after_refresh(self._focus_first_command)
         launcher = self.app.launcher
@@ -155,7 +155,7 @@ class ReviewScreen(Screen):
 
     def _focus_first_command(self) -> None:
         """Start on a command block, so the single-letter keys act (an Input would take them)."""
-        first = next(iter(self.query(CommandBlock)), None)
+        first = next(iter(self.query(CommandBlockView)), None)
         if first is not None:
             first.focus()
 
@@ -186,7 +186,7 @@ class ReviewScreen(Screen):
             self.node = str(event.value) or None
             first = self.machines[0][1] if self.machines else None
             if self.node != first and self.values:
-                # placeholders.detected_defaults assumes this host is the head (node 0 / router host)
+                # placeholders.offered_defaults assumes this host is the head (node 0 / router host)
                 self.query_one("#review-status", Static).update(
                     f"This machine runs {self.node}: the address placeholders above default to this host's "
                     "address, which is right only on the head / router host — type the head's addresses here "
@@ -208,14 +208,14 @@ class ReviewScreen(Screen):
 
     def commands(self) -> list[tuple[str, str]]:
         """``(process name, command text)`` as displayed, in order."""
-        return [(b.block.name, b.block.command) for b in self.query(CommandBlock)]
+        return [(b.block.name, b.block.command) for b in self.query(CommandBlockView)]
 
     def action_copy(self) -> None:
         """Copy the focused command (else the first) with placeholders filled, via OSC 52."""
-        focused = self.focused if isinstance(self.focused, CommandBlock) else next(iter(self.query(CommandBlock)), None)
+        focused = self.focused if isinstance(self.focused, CommandBlockView) else next(iter(self.query(CommandBlockView)), None)
         if focused is None:
             return
-        index = list(self.query(CommandBlock)).index(focused)
+        index = list(self.query(CommandBlockView)).index(focused)
         self.app.copy_to_clipboard(process_blocks(self.app.plan, self.values)[index].text())
         self.notify(f"Copied {focused.block.name}'s command to the clipboard (OSC 52).")
 

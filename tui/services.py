@@ -14,11 +14,11 @@ directly because a fake could only copy them —
 screen_review), ``catalog.planner.landing_selection`` (the selection review plans from: app),
 ``catalog.hostfit.HostCapacity`` (host-fit facts from the inventory: app),
 ``catalog.synthesis.COMPANION_ARGS`` (screen_configure), ``catalog.constraints.hardware_listing``
-(screen_model), ``launcher.launch.placeholder_defaults`` and ``launcher.launch.node_facts``
+(screen_model), ``launcher.launch.placeholder_values`` and ``launcher.launch.node_facts``
 (placeholder defaults and the node facts built from the detected inventory: placeholders,
 screen_review), the launcher's log vocabulary (``launcher.causes``, ``launcher.noise``,
 ``launcher.vllm``, ``launcher.supervisor.TRANSITION_NOTE_RE``: monitor_model), and the shared
-argv flag lookup ``vllm_deploy_wizard.flags.last_flag_value`` (smoke). ``launch_port`` is the real
+argv flag lookup ``vllm_deploy_wizard.common.flags.last_flag_value`` (smoke). ``launch_port`` is the real
 :class:`LauncherPort` itself and imports the launcher. The TUI never imports the CLI or its
 commands (``.importlinter``).
 
@@ -41,7 +41,7 @@ class LauncherPort(Protocol):
     rank 0 plus the unbound processes (``launch``'s default).
     ``start(plan_file, values, node)`` loads the plan file for that machine with the placeholder ``values``, runs
     the preflight and starts a detached supervisor; returns the run id (str). Raises
-    :class:`vllm_deploy_wizard.errors.LaunchError` with every preflight problem.
+    :class:`vllm_deploy_wizard.common.errors.LaunchError` with every preflight problem.
     ``live_runs()`` lists run ids whose supervisor or children are still alive.
     ``client(run_id)`` returns an object with ``events()`` (async iterator of launcher events),
     ``stop()``, ``restart(name)`` (coroutines).

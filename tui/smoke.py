@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from vllm_deploy_wizard.flags import flag_values, last_flag_value
+from vllm_deploy_wizard.common.contract import VLLM_DEFAULT_PORT
+from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
 
 #: What the launcher writes in place of a secret value (launcher/logs.py ``MASK``).
 MASKED = "***"
@@ -95,7 +96,7 @@ def endpoint_of(plan_json: dict) -> tuple[str, str] | None:
     if target is not None:
         return _base(target["health"]["url"]), model
     target = next((p for p in procs if p.get("role") in SERVE_ROLES), None) or _served(procs)[0]
-    base = _from_flags(target.get("argv") or [], "8000") if target is not None else None
+    base = _from_flags(target.get("argv") or [], str(VLLM_DEFAULT_PORT)) if target is not None else None
     return (base, model) if base else None
 
 

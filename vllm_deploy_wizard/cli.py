@@ -6,7 +6,7 @@ dependencies inside the handler so ``vllm-wizard --help`` stays fast and the hea
 import Textual (docs/architecture.md §2 boundaries).
 
 Exit codes: 0 success, 1 the command ran and reports a failure (e.g. a launch that ended FATAL),
-2 bad input (a :class:`~vllm_deploy_wizard.errors.WizardError`), 130 interrupted.
+2 bad input (a :class:`~vllm_deploy_wizard.common.errors.WizardError`), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 import sys
 
 from vllm_deploy_wizard import __version__
-from vllm_deploy_wizard.errors import WizardError
+from vllm_deploy_wizard.common.errors import WizardError
 
 #: Flags that belong to ``vllm-wizard`` itself, not to the default wizard command.
 TOP_LEVEL_FLAGS = ("-h", "--help", "--version")
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and not argv[0].startswith("-") and argv[0] not in COMMAND_MODULES:
         # the wizard takes no positional argument, so a bare word can only be a mistyped command
-        from vllm_deploy_wizard.suggest import did_you_mean
+        from vllm_deploy_wizard.common.suggest import did_you_mean
 
         print(f"vllm-wizard: unknown command {argv[0]!r}{did_you_mean(argv[0], COMMAND_MODULES)}; commands: "
               f"{', '.join(COMMAND_MODULES)} (`vllm-wizard --help` says what each does)", file=sys.stderr)

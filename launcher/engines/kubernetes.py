@@ -42,12 +42,12 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.files import write_atomic
-from vllm_deploy_wizard.flags import last_flag_value, set_flag
-from vllm_deploy_wizard.parallelism import devices_on_node
+from vllm_deploy_wizard.common.errors import LaunchError
+from vllm_deploy_wizard.common.files import write_atomic
+from vllm_deploy_wizard.common.flags import last_flag_value, set_flag
+from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
-from vllm_deploy_wizard.placeholders import fill, names as placeholders_in
+from vllm_deploy_wizard.common.placeholders import fill, names as placeholders_in
 from vllm_deploy_wizard.launcher.spec import PHASES
 
 #: Device-plugin resource per hardware brand (and Intel compute arch): what a pod requests.
@@ -318,7 +318,7 @@ class _Exporter:
     def _devices(self, argv: list[str], env: dict[str, str]) -> int:
         """Accelerators one engine container requests: the count of ids a ``*_VISIBLE_DEVICES``
         pin lists (a co-located PD pool), else what its parallel-size flags use on its node
-        (:func:`~vllm_deploy_wizard.parallelism.devices_on_node`), else the plan's ``device_count``."""
+        (:func:`~vllm_deploy_wizard.common.parallelism.devices_on_node`), else the plan's ``device_count``."""
         for key, visible in env.items():
             if key.endswith("_VISIBLE_DEVICES") and visible and not placeholders_in(visible):
                 return len([x for x in visible.split(",") if x.strip()])

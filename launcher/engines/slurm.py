@@ -24,8 +24,8 @@ import shlex
 from pathlib import Path
 from typing import Any, Mapping
 
-from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.files import write_atomic
+from vllm_deploy_wizard.common.errors import LaunchError
+from vllm_deploy_wizard.common.files import write_atomic
 from vllm_deploy_wizard.launcher.plan_file import plan_node_labels
 
 _SAFE_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.plan_file import plan_node_labels
 
 _SAFE_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -96,10 +96,10 @@ def clusters_root() -> Path:
 
 def save_cluster(c: Cluster) -> Path:
     """Record ``c`` under its head run id; returns the file."""
-    from vllm_deploy_wizard.launcher.runs import write_json_atomic
+    from vllm_deploy_wizard.launcher.runs import write_state_json
 
     path = clusters_root() / f"{c.head.run_id}.json"
-    write_json_atomic(path, c.to_dict())
+    write_state_json(path, c.to_dict())
     return path
 
 

@@ -184,7 +184,7 @@ def test_a_broken_bundled_recipe_is_named_when_read(tmp_path):
     import shutil
 
     from vllm_deploy_wizard.catalog.loader import load_bundled
-    from vllm_deploy_wizard.errors import CatalogError
+    from vllm_deploy_wizard.common.errors import CatalogError
 
     data = tmp_path / "data"
     shutil.copytree(DATA_DIR, data)

@@ -135,7 +135,7 @@ def test_node_line_walks_keys_and_indexes():
 
 
 def test_did_you_mean():
-    from vllm_deploy_wizard.suggest import did_you_mean
+    from vllm_deploy_wizard.common.suggest import did_you_mean
 
     assert did_you_mean("single_node_tpp", ["single_node_tp", "pd_cluster"]) == " (did you mean 'single_node_tp'?)"
     assert did_you_mean("zzz", ["single_node_tp"]) == ""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from vllm_deploy_wizard.catalog.constraints import AVAILABLE, DISABLED, HIDDEN, options, visible
-from vllm_deploy_wizard.catalog.planner import (
+from vllm_deploy_wizard.catalog.defaults import (
     default_nodes,
     default_pool_nodes,
     pick_default_hardware,
@@ -20,7 +20,7 @@ from vllm_deploy_wizard.catalog.planner import (
 from vllm_deploy_wizard.catalog.loader import load_catalog
 from vllm_deploy_wizard.catalog.models import Companion, Recipe
 from vllm_deploy_wizard.catalog.selection import Selection
-from vllm_deploy_wizard.errors import SelectionError
+from vllm_deploy_wizard.common.errors import SelectionError
 
 LLAMA = "meta-llama/Llama-3.3-70B-Instruct"
 KIMI = "moonshotai/Kimi-K3"

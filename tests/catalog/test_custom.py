@@ -16,7 +16,7 @@ from vllm_deploy_wizard.catalog.custom import (
     vram_minimum_gb,
 )
 from vllm_deploy_wizard.catalog.loader import load_catalog
-from vllm_deploy_wizard.errors import SelectionError
+from vllm_deploy_wizard.common.errors import SelectionError
 
 #: Llama-3-8B's published architecture (dense, GQA, untied head).
 LLAMA_8B = {

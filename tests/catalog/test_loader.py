@@ -10,7 +10,7 @@ import pytest
 
 from vllm_deploy_wizard.catalog import load_catalog
 from vllm_deploy_wizard.catalog.loader import DATA_DIR
-from vllm_deploy_wizard.errors import CatalogError, SelectionError
+from vllm_deploy_wizard.common.errors import CatalogError, SelectionError
 
 
 @pytest.fixture(scope="module")

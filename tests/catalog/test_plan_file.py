@@ -28,7 +28,7 @@ def test_every_node_of_every_sampled_plan_loads_in_the_launcher(sampled) -> None
     """Every machine label selects exactly its processes; a node rank selects its processes where it
     names one machine, and is refused (naming the labels) where it names several (PD, Mooncake)."""
     from vllm_deploy_wizard.catalog.plan import node_label
-    from vllm_deploy_wizard.errors import LaunchError
+    from vllm_deploy_wizard.common.errors import LaunchError
 
     cat, cases = sampled
     shapes, failures, refused = set(), [], set()

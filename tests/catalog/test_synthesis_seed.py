@@ -13,7 +13,7 @@ import pytest
 
 from vllm_deploy_wizard.catalog import Selection, load_catalog, plan_to_json, synthesize
 from vllm_deploy_wizard.catalog.models import Recipe
-from vllm_deploy_wizard.errors import SelectionError
+from vllm_deploy_wizard.common.errors import SelectionError
 
 #: A test MoE recipe, written here so these expectations depend only on the seeds and this file.
 MOE_ID = "acme/MoE-Test"

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from vllm_deploy_wizard.cli import main
-from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.engines.ssh import launch_all_nodes, parse_hosts, ssh_argv
 
 
@@ -110,7 +110,7 @@ def test_status_all_nodes_prints_each_nodes_processes_as_the_status_table(monkey
     import argparse
 
     from vllm_deploy_wizard.commands import nodes
-    from vllm_deploy_wizard.commands.status import process_lines
+    from vllm_deploy_wizard.commands.process_table import process_lines
     from vllm_deploy_wizard.launcher.engines import ssh
 
     head = [{"name": "vllm-head", "state": "READY", "pid": 4242, "ports": [8000], "restarts": 0},

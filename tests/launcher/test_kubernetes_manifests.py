@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from vllm_deploy_wizard.cli import main
-from vllm_deploy_wizard.flags import last_flag_value
+from vllm_deploy_wizard.common.flags import last_flag_value
 from vllm_deploy_wizard.launcher.engines.kubernetes import DEVICE_RESOURCES, SECRET_NAME, device_resource
 
 jsonschema = pytest.importorskip("jsonschema")

@@ -157,7 +157,7 @@ class _Host:
 
 
 def test_set_of_an_unknown_placeholder_warns_and_detection_fills_the_rest():
-    from vllm_deploy_wizard.commands.launch import resolve_values
+    from vllm_deploy_wizard.workflows.launching import resolve_values
 
     data = {"plan_version": 1, "plan": {"placeholders": ["HEAD_IP", "IFACE_NAME", "ROUTER_HOST"], "processes": []}}
     calls = []
@@ -185,7 +185,7 @@ def test_set_of_an_unknown_placeholder_warns_and_detection_fills_the_rest():
 def test_the_plans_own_placeholder_defaults_fill_what_nobody_set_and_say_so():
     """A co-located PD plan (contracts §2 placeholder_defaults) launches without --set; --set and
     detection win over the plan's defaults; each default used is printed."""
-    from vllm_deploy_wizard.commands.launch import resolve_values
+    from vllm_deploy_wizard.workflows.launching import resolve_values
 
     data = {"plan_version": 1, "plan": {
         "placeholders": ["PREFILL_NODE_1", "DECODE_NODE_1", "ROUTER_HOST", "ROUTER_PORT", "HEAD_IP"],

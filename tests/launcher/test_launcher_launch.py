@@ -7,8 +7,8 @@ from types import SimpleNamespace as NS
 import pytest
 import yaml
 
-from vllm_deploy_wizard.errors import LaunchError
-from vllm_deploy_wizard.launcher.launch import (NodeFacts, launch, node_facts, node_problems, placeholder_defaults,
+from vllm_deploy_wizard.common.errors import LaunchError
+from vllm_deploy_wizard.launcher.launch import (NodeFacts, launch, node_facts, node_problems, placeholder_values,
                                                  prepare)
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 
@@ -19,13 +19,13 @@ HOST = NodeFacts(primary_ip="10.1.2.3", default_iface="ens5")
 def test_placeholder_defaults_head_and_iface_from_facts_then_plan_then_pool_names():
     names = ["HEAD_IP", "IFACE_NAME", "ROUTER_HOST", "PREFILL_NODE_1", "ROUTER_PORT", "DECODE_NODE_2"]
     plan = {"ROUTER_HOST": "127.0.0.1", "ROUTER_PORT": 30000, "HEAD_IP": "192.0.2.9"}
-    assert placeholder_defaults(names, HOST, 0, plan) == {
+    assert placeholder_values(names, HOST, 0, plan) == {
         "HEAD_IP": "10.1.2.3", "IFACE_NAME": "ens5", "ROUTER_HOST": "127.0.0.1", "PREFILL_NODE_1": "10.1.2.3",
         "ROUTER_PORT": "30000", "DECODE_NODE_2": ""}
     # another node: the head's address is not this host's; the interface is
-    assert placeholder_defaults(["HEAD_IP", "IFACE_NAME"], HOST, 1) == {"HEAD_IP": "", "IFACE_NAME": "ens5"}
+    assert placeholder_values(["HEAD_IP", "IFACE_NAME"], HOST, 1) == {"HEAD_IP": "", "IFACE_NAME": "ens5"}
     # facts without an address: unknown stays unknown
-    assert placeholder_defaults(["HEAD_IP"], NodeFacts(), 0) == {"HEAD_IP": ""}
+    assert placeholder_values(["HEAD_IP"], NodeFacts(), 0) == {"HEAD_IP": ""}
 
 
 def _serve(*args, env=None):

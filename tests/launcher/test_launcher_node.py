@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from vllm_deploy_wizard.cli import main
-from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.plan_file import load_plan_file, parse_plan
 
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.causes import classify
 from vllm_deploy_wizard.launcher.logs import Redactor
 from vllm_deploy_wizard.launcher.metrics import parse_metrics, rates

@@ -12,7 +12,7 @@ from vllm_deploy_wizard.launcher.policy import (
     Finished,
     KillTree,
     Policy,
-    Probe,
+    ProbeHealth,
     ProbeFailed,
     ProbePassed,
     RestartRequested,
@@ -61,7 +61,7 @@ class History:
 
 def _bring_up(h: History) -> None:
     assert h.start() == [Spawn("cache"), StartTimer("cache", "ready", 900.0)]
-    assert h.at(0.1, Started("cache", 11)) == [Probe("cache")]
+    assert h.at(0.1, Started("cache", 11)) == [ProbeHealth("cache")]
     acts = h.at(2.0, ProbePassed("cache"))
     assert Spawn("vllm") in acts and StartTimer("vllm", "ready", 100) in acts
     h.at(2.1, Started("vllm", 12))

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from children import HEALTH_SERVER, PY, cleanup_runs, until, until_sync
-from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher import (
     ProcessEvent, ProcessSpec, Probe, RunClient, RunFinished, RunSpec, Snapshot, State,
     find_run, list_runs, start_run, stop_stale,

@@ -216,7 +216,7 @@ async def test_probes_never_overlap_and_a_slow_poll_stretches_the_cycle():
     0.1 s interval has passed): the next poll starts 0.3 s later, not 0.4 s."""
     import time
 
-    from vllm_deploy_wizard.launcher.health import ProbeResult
+    from vllm_deploy_wizard.launcher.health import HealthResult
 
     skew, active, starts, peak = [0.0], [0], [], [0]
 
@@ -230,7 +230,7 @@ async def test_probes_never_overlap_and_a_slow_poll_stretches_the_cycle():
         await asyncio.sleep(0.005)  # a concurrent second poll would start here
         skew[0] += 0.3  # slower than the 0.1 s interval
         active[0] -= 1
-        return ProbeResult(False, None, "connection refused", 0.3)  # stays STARTING: the 0.1 s cadence
+        return HealthResult(False, None, "connection refused", 0.3)  # stays STARTING: the 0.1 s cadence
 
     spec = RunSpec((ProcessSpec("p", (PY, "-c", "import time; time.sleep(60)"),
                                 probe=Probe("http://127.0.0.1:9/health", interval_s=0.1)),))
@@ -246,7 +246,7 @@ async def test_probes_never_overlap_and_a_slow_poll_stretches_the_cycle():
 
 
 async def test_health_polls_slow_down_once_ready():
-    from vllm_deploy_wizard.launcher.health import ProbeResult
+    from vllm_deploy_wizard.launcher.health import HealthResult
 
     polls: list[tuple[float, str]] = []
     sup = None
@@ -254,7 +254,7 @@ async def test_health_polls_slow_down_once_ready():
     async def probe(url, expect_status=200, timeout=2.0, body=False):
         polls.append((asyncio.get_running_loop().time(), sup.policy.states["p"].state.value))
         ok = len(polls) > 3  # READY at the 4th poll
-        return ProbeResult(ok, 200 if ok else None, "HTTP 200" if ok else "refused", 0.0)
+        return HealthResult(ok, 200 if ok else None, "HTTP 200" if ok else "refused", 0.0)
 
     spec = RunSpec((ProcessSpec("p", (PY, "-c", "import time; time.sleep(60)"),
                                 probe=Probe("http://127.0.0.1:9/health", interval_s=0.05, ready_interval_s=0.4)),))

@@ -14,7 +14,7 @@ import yaml
 from children import PY, until
 from vllm_deploy_wizard.catalog.node_groups import add_group_supervision, groups, master_address
 from vllm_deploy_wizard.cli import main
-from vllm_deploy_wizard.errors import LaunchError
+from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.policy import Exited, Policy, ProbePassed, Signal, Started, StartTimer, Unhealthy
 from vllm_deploy_wizard.launcher.ports import free_port
 from vllm_deploy_wizard.launcher.plan_file import parse_plan

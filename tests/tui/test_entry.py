@@ -171,7 +171,7 @@ def test_require_terminal_names_the_stream_that_is_not_one():
     import pytest
 
     from vllm_deploy_wizard.commands.wizard import require_terminal
-    from vllm_deploy_wizard.errors import WizardError
+    from vllm_deploy_wizard.common.errors import WizardError
 
     class Tty(io.StringIO):
         def isatty(self):
@@ -189,7 +189,7 @@ def test_require_terminal_names_the_stream_that_is_not_one():
 async def test_attach_to_a_run_that_is_gone_says_so_and_goes_back(build_app):
     """``--attach RUN`` for a run the launcher does not know: the monitor shows the launcher's
     error (no crash) and escape returns to the wizard."""
-    from vllm_deploy_wizard.errors import WizardError
+    from vllm_deploy_wizard.common.errors import WizardError
 
     class NoRuns(FakeLauncher):
         def client(self, run_id):

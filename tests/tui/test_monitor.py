@@ -276,7 +276,7 @@ async def test_fix_and_relaunch_after_the_supervisor_already_finished(build_app,
                                                                       stop_error, relaunches):
     """A FATAL run's supervisor exits: stopping it then raises 'run … is finished'.
     x must still go to review with the fix; any other stop failure must not relaunch."""
-    from vllm_deploy_wizard.errors import LaunchError
+    from vllm_deploy_wizard.common.errors import LaunchError
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     launcher = FakeLauncher(events=kv_oom_run())

@@ -42,5 +42,5 @@ def test_placeholder_node_facts_are_the_launchers_facts_of_the_inventory():
     facts = placeholders.node_facts(inventory)
     assert facts == node_facts(host, inventory) and facts.numa_mem_free_bytes == 20 << 30
     assert placeholders.node_facts(NS(host=None)) is None
-    assert placeholders.detected_defaults(["HEAD_IP", "IFACE_NAME"], inventory) == {"HEAD_IP": "10.0.0.7",
+    assert placeholders.offered_defaults(["HEAD_IP", "IFACE_NAME"], inventory) == {"HEAD_IP": "10.0.0.7",
                                                                                     "IFACE_NAME": "eth1"}

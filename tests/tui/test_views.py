@@ -11,7 +11,7 @@ from vllm_deploy_wizard.catalog import Selection, options
 from vllm_deploy_wizard.tui.axes import apply_choice, axis_views
 from vllm_deploy_wizard.tui.catalog_view import profile_groups, recipe_rows
 from vllm_deploy_wizard.tui.fixes import apply_fix, flag_fix
-from vllm_deploy_wizard.tui.placeholders import detected_defaults
+from vllm_deploy_wizard.tui.placeholders import offered_defaults
 from vllm_deploy_wizard.tui.plan_view import process_blocks
 
 
@@ -145,7 +145,7 @@ def test_apply_fix_appends_fix_args_and_drops_flags_from_the_advanced_args():
 
 def test_placeholder_defaults_prefer_detection_then_plan():
     inv = SimpleNamespace(host=SimpleNamespace(primary_ip="10.1.2.3", default_iface="ens5"))
-    got = detected_defaults(["HEAD_IP", "IFACE_NAME", "ROUTER_PORT", "DECODE_NODE_2"], inv, {"ROUTER_PORT": 30000})
+    got = offered_defaults(["HEAD_IP", "IFACE_NAME", "ROUTER_PORT", "DECODE_NODE_2"], inv, {"ROUTER_PORT": 30000})
     assert got == {"HEAD_IP": "10.1.2.3", "IFACE_NAME": "ens5", "ROUTER_PORT": "30000", "DECODE_NODE_2": ""}
 
 

@@ -94,7 +94,7 @@ async def test_copy_puts_the_focused_command_with_typed_values_on_the_clipboard(
     into its argv (so they are quoted as shell words); a placeholder left empty stays for the shell."""
     from textual.widgets import Input
 
-    from vllm_deploy_wizard.tui.screen_review import CommandBlock
+    from vllm_deploy_wizard.tui.screen_review import CommandBlockView
 
     app = build_app()
     copied: list[str] = []
@@ -104,7 +104,7 @@ async def test_copy_puts_the_focused_command_with_typed_values_on_the_clipboard(
         app.copy_to_clipboard = copied.append
         app.screen.query_one("#ph-ROUTER_HOST", Input).value = "10.0.0.7"
         await pilot.pause()
-        router = next(b for b in app.screen.query(CommandBlock) if b.block.command.startswith("vllm-router"))
+        router = next(b for b in app.screen.query(CommandBlockView) if b.block.command.startswith("vllm-router"))
         router.focus()
         await pilot.press("ctrl+y")
         await pilot.pause()

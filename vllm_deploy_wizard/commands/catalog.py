@@ -18,8 +18,8 @@
 ``models`` and ``show`` take ``--detect`` / ``--replay FIXTURE`` as ``vllm-wizard plan`` does: the
 detected profile becomes the default ``--hardware`` and is offered even when restricted (H1), and
 on it the node facts apply. Every listing honours ``--recipes DIR`` and prints a table (through
-:mod:`vllm_deploy_wizard.tables`) or, with ``--json``, a JSON list of objects with the same fields.
-An unknown ``--hardware``, ``--task`` or MODEL is a :class:`~vllm_deploy_wizard.errors.SelectionError`
+:mod:`vllm_deploy_wizard.common.tables`) or, with ``--json``, a JSON list of objects with the same fields.
+An unknown ``--hardware``, ``--task`` or MODEL is a :class:`~vllm_deploy_wizard.common.errors.SelectionError`
 naming the flag with did-you-mean (exit status 2).
 """
 
@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from vllm_deploy_wizard.commands import add_recipes_flag
+from vllm_deploy_wizard.common.contract import MAX_NODES
 
 #: Most nodes ``show --nodes`` takes (docs/synthesis.md §2.3 ``MAX_NODES``).
-MAX_NODES = 16
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Exits non-zero only when there are errors; unknown keys and ids are warnings.")
     check.add_argument("dir", nargs="?", type=Path, metavar="DIR", help="recipes checkout to check")
     check.add_argument("--quiet", "-q", action="store_true", help="print errors and the summary only")
-    check.set_defaults(handler=run_check)
+    check.set_defaults(handler=handle_check)
 
     models = sub.add_parser(
         "models", help="list the recipe models (ids for plan --model), their status on a profile",
@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_detect_flags(models)
     models.add_argument("--json", action="store_true", help="print a JSON list of objects, one per model")
     add_recipes_flag(models)
-    models.set_defaults(handler=run_models)
+    models.set_defaults(handler=handle_models)
 
     hardware = sub.add_parser(
         "hardware", help="list the hardware profile ids (for plan --hardware) and the detected one",
@@ -79,7 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     hardware.add_argument("--scenario", metavar="ID", help="with --replay: scenario id inside a scenario file")
     hardware.add_argument("--json", action="store_true", help="print a JSON list of objects, one per profile")
     add_recipes_flag(hardware)
-    hardware.set_defaults(handler=run_hardware)
+    hardware.set_defaults(handler=handle_hardware)
 
     show = sub.add_parser(
         "show", help="one model's variants, strategies, KV offload options and features, and why not",
@@ -95,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _add_detect_flags(show)
     show.add_argument("--json", action="store_true", help="print a JSON list of objects, one per option row")
     add_recipes_flag(show)
-    show.set_defaults(handler=run_show)
+    show.set_defaults(handler=handle_show)
 
 
 def _add_detect_flags(parser: argparse.ArgumentParser) -> None:
@@ -107,7 +107,7 @@ def _add_detect_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", metavar="ID", help="with --replay: scenario id inside a scenario file")
 
 
-def run_check(args: argparse.Namespace) -> int:
+def handle_check(args: argparse.Namespace) -> int:
     """Handler of ``catalog check``; returns 0 (no errors) or 1 (errors)."""
     from vllm_deploy_wizard.catalog.diagnostics import check_catalog
     from vllm_deploy_wizard.catalog.sources import resolve_source
@@ -142,9 +142,9 @@ def _known(flag: str, kind: str, value: str, choices: list[str], where: str, lis
     """``value`` as the catalog spells it (case ignored, as ``plan`` matches ids); raises
     SelectionError ``--flag 'x': unknown KIND in WHERE (did you mean …?). Valid: …`` (then
     ``lister``, the command that lists them, when given)."""
-    from vllm_deploy_wizard.suggest import casefold_key
-    from vllm_deploy_wizard.errors import SelectionError
-    from vllm_deploy_wizard.suggest import did_you_mean
+    from vllm_deploy_wizard.common.suggest import casefold_key
+    from vllm_deploy_wizard.common.errors import SelectionError
+    from vllm_deploy_wizard.common.suggest import did_you_mean
 
     hit = casefold_key(value, choices)
     if hit in choices:
@@ -163,17 +163,17 @@ def _hardware_id(cat: Any, value: str | None) -> str | None:
 
 
 def _detection(args: argparse.Namespace, cat: Any, data: dict[str, Any]) -> dict[str, Any] | None:
-    """With ``--detect``/``--replay``: detect (``plan``'s :func:`detect_defaults`: ``data["hardware"]``
+    """With ``--detect``/``--replay``: detect (:func:`~vllm_deploy_wizard.workflows.planning.detect_defaults`: ``data["hardware"]``
     defaults to the matched profile) and return its snapshot; else None."""
-    from vllm_deploy_wizard.errors import SelectionError
+    from vllm_deploy_wizard.common.errors import SelectionError
 
     if args.scenario and args.replay is None:
         raise SelectionError("--scenario needs --replay FILE (a scenario file such as failure_modes.yaml)")
     if not (args.detect or args.replay is not None):
         return None
-    from vllm_deploy_wizard.commands.plan import detect_defaults
+    from vllm_deploy_wizard.workflows.planning import detect_defaults
 
-    return detect_defaults(args, cat, data)
+    return detect_defaults(cat, data, args.replay, getattr(args, "scenario", None))
 
 
 def _one_line(text: str | None) -> str:
@@ -181,7 +181,7 @@ def _one_line(text: str | None) -> str:
 
 
 def _print_rows(header: list[str], rows: list[list[Any]]) -> None:
-    from vllm_deploy_wizard import tables
+    from vllm_deploy_wizard.common import tables
 
     tables.print_table([header, *rows], indent=0)
 
@@ -194,7 +194,7 @@ def _print_json(objects: list[dict[str, Any]]) -> None:
 # catalog models
 
 
-def run_models(args: argparse.Namespace) -> int:
+def handle_models(args: argparse.Namespace) -> int:
     """Handler of ``catalog models``; returns 0. Raises SelectionError for an unknown --hardware/--task."""
     from vllm_deploy_wizard.catalog.listing import listing_for, model_rows, verified_profiles
 
@@ -272,11 +272,11 @@ def _models_summary(cat: Any, rows: list[Any], hw: str | None, hidden: int) -> s
 # catalog hardware
 
 
-def run_hardware(args: argparse.Namespace) -> int:
+def handle_hardware(args: argparse.Namespace) -> int:
     """Handler of ``catalog hardware``; returns 0. Detects this node (or replays ``--replay``)."""
     from vllm_deploy_wizard.catalog.listing import hardware_status, profile_selectable
     from vllm_deploy_wizard.detect import detect, match_profiles
-    from vllm_deploy_wizard.errors import SelectionError
+    from vllm_deploy_wizard.common.errors import SelectionError
 
     if args.scenario and args.replay is None:
         raise SelectionError("--scenario needs --replay FILE (a scenario file such as failure_modes.yaml)")
@@ -327,18 +327,18 @@ def run_hardware(args: argparse.Namespace) -> int:
 # catalog show
 
 
-def run_show(args: argparse.Namespace) -> int:
+def handle_show(args: argparse.Namespace) -> int:
     """Handler of ``catalog show``; returns 0. Raises SelectionError for an unknown MODEL/--hardware
     or a --nodes out of range."""
     from vllm_deploy_wizard.catalog.listing import hardware_status
     from vllm_deploy_wizard.catalog.planner import options_for
-    from vllm_deploy_wizard.errors import SelectionError
+    from vllm_deploy_wizard.common.errors import SelectionError
 
     cat = _load(args)
     try:
         recipe, _ = cat.resolve_model(args.model)
     except SelectionError:
-        from vllm_deploy_wizard.suggest import did_you_mean
+        from vllm_deploy_wizard.common.suggest import did_you_mean
 
         hint = did_you_mean(args.model, cat.recipes, n=3)
         raise SelectionError(f"MODEL {args.model!r}: no recipe in the {cat.source} catalog has that id{hint}; "

@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
                         help="detect from a captured fixture FILE instead of this machine")
     parser.add_argument("--scenario", metavar="ID", help="scenario id inside a scenario file (failure_modes.yaml)")
     add_recipes_flag(parser)
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=handle)
 
 
 def _gib(value: int | None) -> str:
@@ -40,7 +40,7 @@ def _gib(value: int | None) -> str:
 
 def render(inv: Any, candidates: list[Any], profiles: Any, colour: bool = False) -> str:
     """The human summary of ``detect`` (one fact per line; probe statuses coloured with ``colour``)."""
-    from vllm_deploy_wizard import tables
+    from vllm_deploy_wizard.common import tables
     from vllm_deploy_wizard.detect.partitions import vllm_view
 
     lines = []
@@ -107,7 +107,7 @@ def render(inv: Any, candidates: list[Any], profiles: Any, colour: bool = False)
     return "\n".join(lines)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     """Handler: detect (or replay), match, print; write a capture when asked."""
     from vllm_deploy_wizard.catalog import load_catalog
     from dataclasses import asdict
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     from vllm_deploy_wizard.detect.partitions import vllm_view
     from vllm_deploy_wizard.detect.fixture import FixtureFacts
     from vllm_deploy_wizard.detect.fixture_capture import capture
-    from vllm_deploy_wizard.errors import DetectionError
+    from vllm_deploy_wizard.common.errors import DetectionError
 
     if args.scenario and not args.replay:
         raise DetectionError("--scenario needs --replay FILE")
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
                "vllm_view": asdict(vllm_view(inv.primary)) if inv.primary else None}
         print(json.dumps(out, indent=2, default=str))
     else:
-        from vllm_deploy_wizard.tables import colour_for
+        from vllm_deploy_wizard.common.tables import colour_for
 
         print(render(inv, candidates, profiles, colour=colour_for(sys.stdout)))
     return 0

@@ -28,7 +28,7 @@ refused for PD / Mooncake plans where one rank is on several machines (the error
 
 Placeholders: ``--set NAME=VALUE`` fills ``$NAME``; a ``--set`` for a name the plan does not have
 is warned about (stderr, naming the plan's placeholders). ``$HEAD_IP`` (node 0 only) and
-``$IFACE_NAME`` (and the other names of ``launcher.launch.placeholder_defaults``) default to what
+``$IFACE_NAME`` (and the other names of ``launcher.launch.placeholder_values``) default to what
 ``vllm_deploy_wizard.detect`` finds for this host (contracts §4) when not given; the defaults used are
 printed on stderr. The launcher package itself never imports detect.
 """
@@ -42,6 +42,7 @@ import time
 from typing import Any, Callable, TextIO
 
 from vllm_deploy_wizard.commands import ctrl_c_interrupts
+from vllm_deploy_wizard.workflows.launching import host_ready_or_raise, label_rank, launch_facts, resolve_values
 
 COLORS = (36, 33, 35, 32, 34, 91, 96, 93)
 
@@ -86,20 +87,6 @@ def add_all_lines_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all-lines", action="store_true",
                    help="also print the access-log lines of the wizard's own health/metrics polls "
                    "(\"GET /health\" 200, every few seconds; hidden by default, always in the run's logs)")
-
-
-def parse_values(items: list[str]) -> dict[str, str]:
-    """``["A=1", "B=x=y"]`` → ``{"A": "1", "B": "x=y"}``; ``LaunchError`` naming a malformed item."""
-    from vllm_deploy_wizard.errors import LaunchError
-
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        name = name.strip().lstrip("$")
-        if not sep or not name:
-            raise LaunchError(f"--set {item!r}: expected VAR=VALUE, e.g. --set HEAD_IP=10.0.0.1")
-        out[name] = value
-    return out
 
 
 class Printer:
@@ -178,7 +165,7 @@ class Printer:
 
 def summary(processes: list[dict[str, Any]], out: TextIO = sys.stdout) -> None:
     """Print one line per process: name, state, restarts, last status, cause."""
-    from vllm_deploy_wizard import tables
+    from vllm_deploy_wizard.common import tables
 
     rows = [[p["name"], p["state"], f"restarts={p.get('restarts', 0)}", f"last_status={p.get('last_rc')}",
              f"cause: {(p.get('cause') or {}).get('summary')}" if (p.get("cause") or {}).get("summary") else ""]
@@ -186,88 +173,9 @@ def summary(processes: list[dict[str, Any]], out: TextIO = sys.stdout) -> None:
     tables.print_table(rows, out=out)
 
 
-def _host_facts() -> Any:
-    from vllm_deploy_wizard.detect import detect
-
-    return detect().host
-
-
-def detected_defaults(names: list[str], given: dict[str, str], node_rank: int,
-                      host_facts: Callable[[], Any] = _host_facts) -> dict[str, str]:
-    """The values detection gives the placeholders ``names`` not in ``given`` — the launcher's rule
-    (``launcher.launch.placeholder_defaults``) without the plan's own defaults; ``host_facts`` is
-    called only when one of them needs this host's facts. A fact detection could not find is left out."""
-    from vllm_deploy_wizard.launcher.launch import node_facts, placeholder_defaults, self_facts_needed
-
-    open_names = [n for n in names if n not in given]
-    if not self_facts_needed(open_names, node_rank):
-        return {}
-    return {n: v for n, v in placeholder_defaults(open_names, node_facts(host_facts()), node_rank).items() if v}
-
-
-def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sys.stderr,
-                   host_facts: Callable[[], Any] = _host_facts) -> dict[str, str]:
-    """The placeholder values for plan-file ``data``: ``--set`` ``items``, then detected defaults,
-    then the plan's own ``placeholder_defaults`` (contracts §2: docs/synthesis.md §2.13's
-    ``ROUTER_HOST``/``ROUTER_PORT``; 127.0.0.1 for the pools of a co-located PD plan).
-
-    Warns on ``err`` about each ``--set NAME`` that is no placeholder of the plan (naming the ones
-    it has) and prints every default it used (never applied silently, contracts §2). Raises
-    ``LaunchError`` for a malformed item.
-    """
-    from vllm_deploy_wizard.launcher.plan_file import plan_placeholders
-
-    values = parse_values(items)
-    if not (isinstance(data, dict) and isinstance(data.get("plan"), dict)):
-        return values  # not a plan: parse_plan says why, no warnings before that
-    names = plan_placeholders(data)
-    for unknown in sorted(set(values) - set(names)):
-        have = ", ".join(f"${n}" for n in names) or "none"
-        err.write(f"warning: --set {unknown}={values[unknown]}: the plan has no ${unknown} placeholder; "
-                  f"its placeholders: {have}\n")
-    from vllm_deploy_wizard.launcher.launch import node_facts, placeholder_defaults, self_facts_needed
-
-    open_names = [n for n in names if n not in values]
-    facts = node_facts(host_facts()) if self_facts_needed(open_names, node_rank) else None
-    offered = {k: str(v) for k, v in (data["plan"].get("placeholder_defaults") or {}).items() if v not in (None, "")}
-    chosen = {n: v for n, v in placeholder_defaults(open_names, facts or node_facts(None), node_rank, offered).items() if v}
-    planned = {n: v for n, v in chosen.items() if offered.get(n) == v}
-    defaults = {n: v for n, v in chosen.items() if n not in planned}
-    if defaults:
-        err.write("using detected defaults: " + " ".join(f"{k}={v}" for k, v in defaults.items())
-                  + " (override with --set NAME=VALUE)\n")
-    if planned:
-        err.write("using the plan's defaults: " + " ".join(f"{k}={v}" for k, v in sorted(planned.items()))
-                  + " (override with --set NAME=VALUE)\n")
-    return {**planned, **defaults, **values}
-
-
-def _launch_facts(spec: Any) -> Any:
-    """This node's facts for the launch's node checks — only when the run starts a ``vllm serve``
-    (detection takes a moment); None otherwise."""
-    from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
-
-    if not any(is_vllm_serve(p.argv) for p in spec.processes):
-        return None
-    from vllm_deploy_wizard.detect import detect
-    from vllm_deploy_wizard.launcher.launch import node_facts
-
-    inventory = detect()
-    return node_facts(inventory.host, inventory)
-
-
-def label_rank(label: str) -> int:
-    """The node rank a ``--node`` label stands for, for the node-0-only detected defaults
-    (``$HEAD_IP``): the trailing number of ``…-node-<r>``, else 0 (``router``, ``services``)."""
-    import re
-
-    m = re.search(r"(?:^|-)node-(\d+)$", label)
-    return int(m.group(1)) if m else 0
-
-
 def handle(args: argparse.Namespace) -> int:
     """Run ``launch``; see the module docstring for exit codes."""
-    from vllm_deploy_wizard.errors import LaunchError
+    from vllm_deploy_wizard.common.errors import LaunchError
     from vllm_deploy_wizard.launcher.launch import prepare
     from vllm_deploy_wizard.launcher.plan_file import parse_plan, read_plan_data
     from vllm_deploy_wizard.launcher.preflight import vllm_probe_needed
@@ -288,7 +196,7 @@ def handle(args: argparse.Namespace) -> int:
         None: "", False: ", vLLM version and flags (cached)",
         True: ", vLLM version and flags (not cached yet: ~30 s per vLLM install)"}[probe] + " …",
         file=sys.stderr, flush=True)
-    prepared = prepare(args.plan, node, args.node_rank, values, _launch_facts(spec), force=getattr(args, "force", False),
+    prepared = prepare(args.plan, node, args.node_rank, values, launch_facts(spec), force=getattr(args, "force", False),
                        check_flags=not args.skip_flag_check)
     for w in prepared.warnings:  # also when preflight refuses: the warnings are part of what to fix
         print(f"preflight warning: {w}", file=sys.stderr)
@@ -307,21 +215,6 @@ def handle(args: argparse.Namespace) -> int:
     if args.wait:
         return _wait_ready(info.run_id, [p.name for p in spec.processes])
     return 0
-
-
-def host_ready_or_raise(spec: Any) -> None:
-    """IAXL KVShrink plans: check this host first and raise :class:`LaunchError` listing every gap
-    with the host step that closes it (docs/backends.md §11); the wizard never runs those steps."""
-    from vllm_deploy_wizard.detect.iaxl import readiness, uses_iaxl
-    from vllm_deploy_wizard.errors import LaunchError
-
-    tp_size = uses_iaxl([{"argv": p.argv, "env": p.env, "setup": p.setup} for p in spec.processes])
-    if tp_size is None:
-        return
-    gaps = readiness(tp_size)
-    if gaps:
-        raise LaunchError(f"this host is not ready for IAXL KVShrink ({len(gaps)} gap(s); fix them, or pass "
-                          "--skip-host-check):\n" + "\n".join(f"  - {g.text()}" for g in gaps))
 
 
 def _foreground(spec, all_lines: bool = False) -> int:

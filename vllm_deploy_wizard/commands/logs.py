@@ -51,7 +51,7 @@ def shown_tail(path, n: int, all_lines: bool = False) -> tuple[list[str], int]:
 
 def handle(args: argparse.Namespace) -> int:
     """Print the log tails; see the module docstring."""
-    from vllm_deploy_wizard.errors import LaunchError
+    from vllm_deploy_wizard.common.errors import LaunchError
     from vllm_deploy_wizard.launcher import find_run, list_runs
     from vllm_deploy_wizard.launcher.runs import process_logs
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from vllm_deploy_wizard import tables
+from vllm_deploy_wizard.common import tables
 
 
 def add_launch_flags(p: argparse.ArgumentParser) -> None:
@@ -51,7 +51,7 @@ def _ssh_args(args: argparse.Namespace) -> list[str]:
 
 def launch(args: argparse.Namespace, data: Any) -> int:
     """``launch PLAN --all-nodes``: every machine started (or none); 0, or LaunchError."""
-    from vllm_deploy_wizard.commands.launch import detected_defaults, parse_values
+    from vllm_deploy_wizard.workflows.launching import detected_values, parse_values
     from vllm_deploy_wizard.launcher.engines.ssh import launch_all_nodes, parse_hosts
     from vllm_deploy_wizard.launcher.plan_file import plan_node_labels, plan_placeholders
 
@@ -59,7 +59,7 @@ def launch(args: argparse.Namespace, data: Any) -> int:
     local = args.node or (labels[0] if labels else "node-0")
     values = parse_values(args.values)
     if "HEAD_IP" in plan_placeholders(data) and "HEAD_IP" not in values:
-        values.update(detected_defaults(["HEAD_IP"], values, 0))  # this machine is the head
+        values.update(detected_values(["HEAD_IP"], values, 0))  # this machine is the head
         if "HEAD_IP" in values:
             print(f"using this machine's address as HEAD_IP={values['HEAD_IP']} (override with --set HEAD_IP=…)",
                   file=sys.stderr)
@@ -93,7 +93,7 @@ def status(args: argparse.Namespace) -> int:
     """``status --all-nodes``: every node's processes; 1 when a node cannot be asked."""
     import json
 
-    from vllm_deploy_wizard.commands.status import process_lines
+    from vllm_deploy_wizard.commands.process_table import process_lines
     from vllm_deploy_wizard.launcher.engines.ssh import cluster_status, load_cluster
 
     c = load_cluster(args.run)

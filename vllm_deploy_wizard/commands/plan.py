@@ -22,7 +22,7 @@ are ``# warning:`` lines of the text output; whenever the text plan is not print
 ``--out``, ``--script``) they go to stderr, so ``--json`` keeps stdout pure JSON.
 
 Errors (unknown model/variant/hardware/strategy/kv offload id, malformed selection, bad flag
-values, an output path that can't be written) are :class:`~vllm_deploy_wizard.errors.WizardError` s: one
+values, an output path that can't be written) are :class:`~vllm_deploy_wizard.common.errors.WizardError` s: one
 message on stderr naming the flag, exit status 2.
 """
 
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_deploy_wizard.commands import add_recipes_flag
+from vllm_deploy_wizard.workflows.planning import detect_defaults, device_memory_warnings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -101,11 +102,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from vllm_deploy_wizard.commands.plan_engines import add_flags
 
     add_flags(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=handle)
 
 
 def _pool(value: str, flag: str) -> dict[str, Any]:
-    from vllm_deploy_wizard.errors import SelectionError
+    from vllm_deploy_wizard.common.errors import SelectionError
 
     nodes, _, mode = value.partition(":")
     try:
@@ -137,7 +138,7 @@ def selection_data(args: argparse.Namespace, warnings: list[str] | None = None) 
     """
     from vllm_deploy_wizard.catalog.args import user_args
     from vllm_deploy_wizard.catalog.selection import load_selection
-    from vllm_deploy_wizard.errors import SelectionError
+    from vllm_deploy_wizard.common.errors import SelectionError
 
     data: dict[str, Any] = {}
     if args.selection is not None:
@@ -193,74 +194,13 @@ def flags_given(args: argparse.Namespace) -> dict[str, str]:
     return {key: flag for key, flag in FLAG_OF.items() if getattr(args, dests.get(key, key), None) is not None}
 
 
-def detect_defaults(args: argparse.Namespace, cat: Any, data: dict[str, Any]) -> dict[str, Any]:
-    """Run detection (or replay ``--replay``); fill ``hardware``/``gpus`` in ``data`` when not given.
-
-    ``gpus`` is set only when the detected count differs from the profile's ``gpu_count`` (a node
-    with 4 of an 8-GPU profile's devices), so a matching node plans exactly like the profile.
-    Returns the hardware snapshot recorded in the plan file's provenance (with ``host_capacity``:
-    the node's RAM and CPUs, which :func:`catalog.hostfit.host_fit_warnings` checks the plan against).
-    """
-    from vllm_deploy_wizard.detect import detect, match_profiles
-
-    facts = None
-    if args.replay is not None:
-        from vllm_deploy_wizard.detect.fixture import FixtureFacts
-
-        facts = FixtureFacts.load(args.replay, getattr(args, "scenario", None))
-    inv = detect(facts)
-    profiles = cat.taxonomy.hardware_profiles
-    best = match_profiles(inv, profiles)[0]
-    if "hardware" not in data and best.profile_id:
-        data["hardware"] = best.profile_id
-    profile = profiles.get(data.get("hardware", ""))
-    from vllm_deploy_wizard.detect.partitions import vllm_view
-
-    view = vllm_view(inv.primary) if inv.primary is not None and not inv.primary.pci_only else None
-    count = view.devices if view is not None else inv.device_count  # what vLLM sees (partitions, tiles)
-    if "gpus" not in data and count and profile is not None and count != profile.gpu_count:
-        data["gpus"] = count
-    primary = inv.primary
-    from dataclasses import asdict
-
-    from vllm_deploy_wizard.catalog.hostfit import HostCapacity
-
-    return {
-        "source": inv.source,
-        "device_count": inv.device_count,
-        "accelerator": primary.name if primary else None,
-        "brand": primary.brand if primary else None,
-        "matched_profile": best.profile_id,
-        "match_quality": best.quality,
-        "notes": list(best.notes),
-        # RAM/CPUs of the node, for catalog.hostfit's warnings (docs/detection.md §5.1)
-        "host_capacity": asdict(HostCapacity.from_inventory(inv)),
-        "vllm_view": asdict(view) if view is not None else None,
-    }
-
-
-def _device_memory_warnings(cat: Any, plan: Any, view: dict[str, Any] | None) -> list[str]:
-    """A warning when the memory per device vLLM sees on this node (MIG slice, AMD partition, XPU
-    tile) differs by more than 10 % from the profile's per-device VRAM the plan was sized with."""
-    profile = cat.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware") or ""))
-    each = (view or {}).get("memory_bytes_each")
-    per = profile.vram_per_device_gb if profile is not None else None
-    if not each or not per or not (view or {}).get("reason"):
-        return []
-    have = each / 2**30
-    if abs(have - per) <= 0.1 * per:
-        return []
-    return [f"warning: vLLM sees {view['devices']} devices of {have:.0f} GiB each on this node ({view['reason']}); "
-            f"the {plan.resolved['hardware']} profile sizes the plan for {per:.0f} GB each"]
-
-
 def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse output paths that can't be written, before any work (no tracebacks).
 
     Raises:
         SelectionError: ``--out`` is a folder or its parent is a file; ``--script`` is a file.
     """
-    from vllm_deploy_wizard.errors import SelectionError
+    from vllm_deploy_wizard.common.errors import SelectionError
 
     if args.out is not None:
         if args.out.is_dir():
@@ -292,8 +232,8 @@ def _write(flag: str, path: Path, text: str, mode: int) -> None:
     disk, then renamed over ``path``: a reader sees the old file or the whole new one, and an
     existing file's wider mode is not kept. OSError → SelectionError naming the flag.
     """
-    from vllm_deploy_wizard.errors import SelectionError
-    from vllm_deploy_wizard.files import write_atomic
+    from vllm_deploy_wizard.common.errors import SelectionError
+    from vllm_deploy_wizard.common.files import write_atomic
 
     try:
         write_atomic(path, text, mode=mode)
@@ -301,7 +241,7 @@ def _write(flag: str, path: Path, text: str, mode: int) -> None:
         raise SelectionError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     """Plan and print/write; returns 0. Raises WizardError subclasses for bad input."""
     import json
 
@@ -314,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
     from vllm_deploy_wizard.catalog.render import node_scripts, plan_file, plan_text
     from vllm_deploy_wizard.catalog.selection import selection_from_data
     from vllm_deploy_wizard.catalog.sources import resolve_source
-    from vllm_deploy_wizard.errors import SelectionError
+    from vllm_deploy_wizard.common.errors import SelectionError
 
     if getattr(args, "scenario", None) and args.replay is None:
         raise SelectionError("--scenario needs --replay FILE (a scenario file such as failure_modes.yaml)")
@@ -323,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
     cat = load_for_source(source)
     warnings: list[str] = []
     data = selection_data(args, warnings)
-    snapshot = detect_defaults(args, cat, data) if (args.detect or args.replay) else None
+    snapshot = detect_defaults(cat, data, args.replay, getattr(args, "scenario", None)) if (args.detect or args.replay) else None
     if "model" not in data:
         raise SelectionError("no model: pass --model ID or a --selection file with a `model` key")
     where = str(args.selection) if args.selection else "flags"
@@ -340,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
     cat, selection, plan = planned.catalog, planned.selection, planned.plan
     plan.notes += ["warning: " + w for w in warnings]
     if snapshot is not None:
-        plan.notes += _device_memory_warnings(cat, plan, snapshot.get("vllm_view"))
+        plan.notes += device_memory_warnings(cat, plan, snapshot.get("vllm_view"))
 
     engines = getattr(args, "k8s", None) is not None or getattr(args, "slurm", None) is not None
     if args.out is not None or engines:

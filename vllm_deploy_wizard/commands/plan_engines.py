@@ -47,7 +47,7 @@ def image_of(cat: Any, selection: Any, plan_json: dict[str, Any]) -> str:
 def export(args: argparse.Namespace, cat: Any, selection: Any, doc: dict[str, Any]) -> list[str]:
     """Write what ``--k8s`` / ``--slurm`` ask for from plan-file ``doc``; returns the paths written.
     Raises ``WizardError`` subclasses naming the flag."""
-    from vllm_deploy_wizard.errors import SelectionError
+    from vllm_deploy_wizard.common.errors import SelectionError
 
     written: list[str] = []
     if getattr(args, "k8s", None) is not None:
@@ -84,7 +84,7 @@ def export(args: argparse.Namespace, cat: Any, selection: Any, doc: dict[str, An
             else:
                 import yaml
 
-                from vllm_deploy_wizard.files import write_atomic
+                from vllm_deploy_wizard.common.files import write_atomic
 
                 plan_path = args.slurm.resolve().with_name(args.slurm.name + ".plan.yaml")
                 write_atomic(plan_path, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), mode=0o600)

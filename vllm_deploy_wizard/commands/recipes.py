@@ -28,18 +28,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "folder), validate it and make it the catalog in use.")
     sync.add_argument("--url", help="archive URL (default: the vllm-project/recipes main-branch archive)")
     sync.add_argument("--no-use", action="store_true", help="download only; keep the current catalog choice")
-    sync.set_defaults(handler=run_sync)
+    sync.set_defaults(handler=handle_sync)
     use = sub.add_parser("use", help="remember a recipes checkout (or go back to the bundled catalog)",
                          description="Remember DIR as the recipes checkout to use, or --bundled to forget it.")
     group = use.add_mutually_exclusive_group(required=True)
     group.add_argument("dir", nargs="?", type=Path, metavar="DIR", help="recipes checkout")
     group.add_argument("--bundled", action="store_true", help="use the bundled catalog again")
-    use.set_defaults(handler=run_use)
+    use.set_defaults(handler=handle_use)
     show = sub.add_parser("show", help="print the catalog source in use")
-    show.set_defaults(handler=run_show)
+    show.set_defaults(handler=handle_show)
 
 
-def run_sync(args: argparse.Namespace) -> int:
+def handle_sync(args: argparse.Namespace) -> int:
     """Handler of ``recipes sync``."""
     from vllm_deploy_wizard.catalog.sources import (DEFAULT_SYNC_URL, read_revision, remember_recipes_dir,
                                              sync_recipes, synced_checkout)
@@ -55,13 +55,13 @@ def run_sync(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_use(args: argparse.Namespace) -> int:
+def handle_use(args: argparse.Namespace) -> int:
     """Handler of ``recipes use``: DIR must load and pass ``catalog check`` (no errors) before it is
     remembered; raises :class:`CatalogError` with the problems otherwise."""
     from vllm_deploy_wizard.catalog.diagnostics import check_catalog
     from vllm_deploy_wizard.catalog.loader import load_catalog
     from vllm_deploy_wizard.catalog.sources import check_checkout, config_file, remember_recipes_dir
-    from vllm_deploy_wizard.errors import CatalogError
+    from vllm_deploy_wizard.common.errors import CatalogError
 
     if args.bundled:
         _set_aside_broken_config()
@@ -89,7 +89,7 @@ def _set_aside_broken_config() -> None:
         print(f"{config_file()} was not a valid config file; moved it to {backup} and wrote a new one")
 
 
-def run_show(args: argparse.Namespace) -> int:
+def handle_show(args: argparse.Namespace) -> int:
     """Handler of ``recipes show``."""
     from vllm_deploy_wizard.catalog.sources import cache_root, config_file, resolve_source, synced_checkout
 

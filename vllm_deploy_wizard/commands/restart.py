@@ -34,7 +34,7 @@ def handle(args: argparse.Namespace) -> int:
     import asyncio
 
     from vllm_deploy_wizard.commands.launch import Printer
-    from vllm_deploy_wizard.errors import LaunchError
+    from vllm_deploy_wizard.common.errors import LaunchError
     from vllm_deploy_wizard.launcher import ProcessEvent, RunClient, RunFinished, State, find_run
 
     if len(args.args) > 2:

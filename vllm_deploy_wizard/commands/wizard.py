@@ -39,13 +39,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_recipes_flag(parser)
     parser.add_argument("--model", metavar="ID|PATH", help="preselect a recipe HF id, or a custom model (HF id or local dir)")
     parser.add_argument("--attach", metavar="RUN", help="open the monitor on this live run")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=handle)
 
 
 def require_terminal(stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
     """Raise WizardError (exit 2) unless both ``stdin`` and ``stdout`` (default: ``sys.stdin`` /
     ``sys.stdout``) are terminals; the message says which one is not and names the headless commands."""
-    from vllm_deploy_wizard.errors import WizardError
+    from vllm_deploy_wizard.common.errors import WizardError
 
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
@@ -62,10 +62,10 @@ def _is_tty(stream: TextIO | None) -> bool:
         return False
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     """Run the app until the person quits; returns 0. Raises WizardError without a terminal
     (:func:`require_terminal`) or for a ``--recipes`` that is not a directory."""
-    from vllm_deploy_wizard.errors import WizardError
+    from vllm_deploy_wizard.common.errors import WizardError
 
     require_terminal()
     from vllm_deploy_wizard.tui.app import make_app

@@ -2,12 +2,12 @@
 
 The one rule for "how many accelerators does this ``vllm serve`` use on its node", shared by the
 catalog (CPU executor backend and OpenMP binding, host-fit warnings) and the launcher (preflight device
-count, Kubernetes device requests). Single flags are read with :mod:`vllm_deploy_wizard.flags` (``--flag value`` and ``--flag=value``; the last
+count, Kubernetes device requests). Single flags are read with :mod:`vllm_deploy_wizard.common.flags` (``--flag value`` and ``--flag=value``; the last
 occurrence wins)."""
 
 from __future__ import annotations
 
-from vllm_deploy_wizard.flags import last_flag_value
+from vllm_deploy_wizard.common.flags import last_flag_value
 
 #: vLLM's parallel-size flags (long name first, then its short alias) that shape a serve process.
 TENSOR_PARALLEL = ("--tensor-parallel-size", "-tp")

@@ -104,7 +104,3 @@ def fill(text: str, values: Mapping[str, str], only: Iterable[str] | None = None
     out.append(text[pos:])
     return "".join(out)
 
-
-def unescape(text: str) -> str:
-    """``text`` with every escape turned into its literal and placeholders left as written."""
-    return fill(text, {})

@@ -1,0 +1,16 @@
+"""Constants the plan file and vLLM fix, owned once for the writer (catalog) and the readers.
+
+The catalog writes plan files and the launcher reads them without importing the catalog
+(docs/architecture.md §2), so the numbers both sides must agree on live here.
+"""
+
+#: The plan-file format version the catalog writes and the launcher accepts (docs/contracts.md §2).
+PLAN_VERSION = 1
+
+#: The most nodes a selection may ask for: the selection model's field limit (the recipes builder's
+#: node picker), and the bound every node-count check and flag uses.
+MAX_NODES = 16
+
+#: The port ``vllm serve`` binds when the argv has no ``--port`` (vLLM's ``--port`` default,
+#: vllm/entrypoints/openai/cli_args.py, every release the catalog targets).
+VLLM_DEFAULT_PORT = 8000
