@@ -313,23 +313,33 @@ class WizardApp(App):
 
     def _default_gpus(self) -> None:
         """Devices per node default — the rule ``vllm-wizard plan --detect`` applies
-        (``commands/plan.py`` ``detect_defaults``), so both plan the same node alike:
-        on the detected profile, detect's ``device_count`` when it is non-zero and differs from
-        the profile's ``gpu_count``; otherwise (a CPU-only node detects 0 accelerators, or another
-        profile was picked) the profile's own count (key unset). A count the person typed
-        (``_gpus_typed``) is kept."""
+        (:func:`~vllm_deploy_wizard.workflows.planning.apply_detected_defaults`), so both plan the
+        same node alike. A count the person typed (``_gpus_typed``) is kept."""
         if getattr(self, "_gpus_typed", False) or self.catalog is None:
             return
-        hw = self.selection.get("hardware")
-        prof = self.catalog.taxonomy.hardware_profiles.get(hw) if hw else None
-        from vllm_deploy_wizard.tui.inventory_view import detected_devices
+        from vllm_deploy_wizard.workflows.planning import apply_detected_defaults
 
-        # on the detected profile: detected devices (a CPU node: its NUMA nodes, docs/catalog.md §5)
-        count = (detected_devices(self.inventory) or 0) if hw and hw == self.detected_profile else 0
-        if count and prof is not None and getattr(prof, "gpu_count", None) != count:
-            self.selection["gpus"] = int(count)
+        data = {k: v for k, v in self.selection.items() if k != "gpus"}
+        best = next((c for c in self.candidates if c.profile_id == self.detected_profile), None)
+        if best is not None and data.get("hardware"):
+            apply_detected_defaults(self.catalog, data, best, self.inventory)
+        if "gpus" in data:
+            self.selection["gpus"] = int(data["gpus"])
         else:
             self.selection.pop("gpus", None)
+
+    def hardware_snapshot(self) -> dict | None:
+        """The detect summary a plan file records (:func:`workflows.planning.hardware_snapshot`, the
+        same keys ``plan --detect`` records); None without an inventory or candidates, or when the
+        inventory can't be summarised (a node that can't be read plans off-node)."""
+        if self.inventory is None or not self.candidates:
+            return None
+        from vllm_deploy_wizard.workflows.planning import hardware_snapshot
+
+        try:
+            return hardware_snapshot(self.inventory, self.candidates[0])
+        except Exception:  # noqa: BLE001 — facts are advice; a node that can't be read plans off-node
+            return None
 
     def broadcast(self, message_type: Message) -> None:
         """Post a fresh copy of ``message_type``'s class to every screen on the stack."""
@@ -422,16 +432,13 @@ class WizardApp(App):
     def _host(self) -> Any:
         """This node's facts (catalog.hostfit.HostCapacity) when the plan is for this node — the
         hardware picked is the detected profile (another profile means planning for another
-        machine) — else None."""
+        machine) — else None (:func:`workflows.planning.host_capacity`)."""
         hw = self.selection.get("hardware")
-        if self.inventory is None or hw is None or hw != self.detected_profile:
+        if hw is None or hw != self.detected_profile:
             return None
-        from vllm_deploy_wizard.catalog.hostfit import HostCapacity
+        from vllm_deploy_wizard.workflows.planning import host_capacity
 
-        try:
-            return HostCapacity.from_inventory(self.inventory)
-        except Exception:  # noqa: BLE001 — facts are advice; a node that can't be read plans off-node
-            return None
+        return host_capacity(self.hardware_snapshot(), hw)
 
     def _plan(self, sel: Any) -> Any:
         """The plan of ``sel`` from the one planner (catalog.planner.plan_selection): node facts,
@@ -441,7 +448,11 @@ class WizardApp(App):
             return self.services.synthesize(self.catalog, sel)
         planned = self.services.plan(self.catalog, sel, self._host(), **self._detected_kw())
         self.fit_fixes = dict(getattr(planned, "fixes", {}) or {})
-        return planned.plan
+        from vllm_deploy_wizard.workflows.planning import node_plan_warnings
+
+        plan = planned.plan
+        plan.notes += node_plan_warnings(planned.catalog, plan, self.hardware_snapshot())
+        return plan
 
     def apply_fit_fixes(self) -> dict[str, int]:
         """Take the companion values the host-fit warnings suggest (``fit_fixes``: LMCache

@@ -14,7 +14,6 @@ from typing import Any
 
 import yaml
 
-from vllm_deploy_wizard import __version__
 
 
 def default_export_dir() -> Path:
@@ -33,44 +32,14 @@ def runs_plan_path(stamp: str) -> Path:
     return folder / f"plan-{stamp}.yaml"
 
 
-def hardware_snapshot(app: Any) -> dict | None:
-    """The detect summary recorded in provenance (the same keys ``plan --detect`` records)."""
-    inv = app.inventory
-    if inv is None:
-        return None
-    primary = getattr(inv, "primary", None)
-    best = app.candidates[0] if app.candidates else None
-    return {
-        "source": getattr(inv, "source", "live"),
-        "device_count": getattr(inv, "device_count", None),
-        "accelerator": getattr(primary, "name", None),
-        "brand": getattr(primary, "brand", None),
-        "matched_profile": getattr(best, "profile_id", None),
-        "match_quality": getattr(best, "quality", None),
-        "notes": list(getattr(best, "notes", []) or []),
-    }
-
-
 def plan_document(app: Any) -> dict:
-    """The contracts §2 plan-file mapping for the app's current plan (``app.plan``)."""
-    from vllm_deploy_wizard.catalog.render import plan_file
+    """The contracts §2 plan-file mapping for the app's current plan (``app.plan``) — the one
+    :func:`workflows.planning.plan_document` ``vllm-wizard plan --out`` writes too."""
+    from vllm_deploy_wizard.workflows.planning import plan_document as document
 
-    plan = app.plan
-    source = app.services.extras.get("source")
     planned = app.planned_selection() if hasattr(app, "planned_selection") else dict(app.selection)
     selection = app.services.make_selection(planned)  # the selection the plan was made from
-    dump = selection.model_dump(exclude_none=True, exclude_defaults=True) if hasattr(selection, "model_dump") else planned
-    provenance = {
-        "catalog_source": getattr(source, "label", None) or (str(app.recipes) if app.recipes else "bundled"),
-        "catalog_revision": getattr(source, "revision", None) or getattr(app.catalog, "revision", None),
-        "recipes_revision": getattr(app.catalog, "recipes_revision", None) or None,
-        "unverified": list(getattr(plan, "unverified", []) or []),
-        "hardware_profile": plan.resolved["hardware"],
-        "device_count": plan.device_count,
-        "hardware_snapshot": hardware_snapshot(app),
-        "selection": dump,
-    }
-    return plan_file(plan, provenance, __version__)
+    return document(app.plan, selection, app.catalog, app.services.extras.get("source"), app.hardware_snapshot())
 
 
 def write_plan_file(app: Any, path: Path) -> Path:

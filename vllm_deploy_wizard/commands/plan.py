@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_deploy_wizard.commands import add_recipes_flag
-from vllm_deploy_wizard.workflows.planning import detect_defaults, device_memory_warnings
+from vllm_deploy_wizard.workflows.planning import detect_defaults, host_capacity, node_plan_warnings, plan_document
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -247,11 +247,10 @@ def handle(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from vllm_deploy_wizard import __version__
     from vllm_deploy_wizard.catalog import plan_to_json
     from vllm_deploy_wizard.catalog.loader import load_for_source
     from vllm_deploy_wizard.catalog.planner import plan_selection
-    from vllm_deploy_wizard.catalog.render import node_scripts, plan_file, plan_text
+    from vllm_deploy_wizard.catalog.render import node_scripts, plan_text
     from vllm_deploy_wizard.catalog.selection import selection_from_data
     from vllm_deploy_wizard.catalog.sources import resolve_source
     from vllm_deploy_wizard.common.errors import SelectionError
@@ -268,33 +267,17 @@ def handle(args: argparse.Namespace) -> int:
         raise SelectionError("no model: pass --model ID or a --selection file with a `model` key")
     where = str(args.selection) if args.selection else "flags"
     selection = selection_from_data(data, where, flags=flags_given(args))
-    host = detected = None
-    if snapshot is not None:
-        from vllm_deploy_wizard.catalog.hostfit import HostCapacity
-
-        detected = snapshot.get("matched_profile")
-        if selection.hardware is not None and selection.hardware == detected:  # planning for this node
-            host = HostCapacity(**snapshot["host_capacity"])
+    detected = snapshot.get("matched_profile") if snapshot is not None else None
+    host = host_capacity(snapshot, selection.hardware)  # node facts only when planning for this node
     # an exact --recipes checkout is the reference builder's view: gated selections plan with warnings
     planned = plan_selection(cat, selection, host, detected_profile=detected, strict=source.kind != "dir")
     cat, selection, plan = planned.catalog, planned.selection, planned.plan
     plan.notes += ["warning: " + w for w in warnings]
-    if snapshot is not None:
-        plan.notes += device_memory_warnings(cat, plan, snapshot.get("vllm_view"))
+    plan.notes += node_plan_warnings(cat, plan, snapshot)
 
     engines = getattr(args, "k8s", None) is not None or getattr(args, "slurm", None) is not None
     if args.out is not None or engines:
-        provenance = {
-            "catalog_source": source.label,
-            "catalog_revision": source.revision or cat.revision,
-            "recipes_revision": cat.recipes_revision or None,
-            "unverified": list(plan.unverified),
-            "hardware_profile": plan.resolved["hardware"],
-            "device_count": plan.device_count,
-            "hardware_snapshot": snapshot,
-            "selection": selection.model_dump(exclude_none=True, exclude_defaults=True),
-        }
-        doc = plan_file(plan, provenance, __version__)
+        doc = plan_document(plan, selection, cat, source, snapshot)
     if args.out is not None:
         text = (json.dumps(doc, indent=2) + "\n" if args.out.suffix == ".json"
                 else yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
