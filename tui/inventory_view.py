@@ -93,18 +93,6 @@ def match_lines(candidates: list, profiles: Any) -> list[str]:
     return lines
 
 
-def detected_devices(inventory: Any) -> int | None:
-    """Devices per node this machine offers: detect's ``device_count`` (units of the primary
-    accelerator group), or for a CPU-only node the NUMA nodes with CPUs (vLLM's CPU backend runs one
-    TP rank per NUMA node, so that is what a CPU profile's ``gpu_count`` means). None when unknown."""
-    if inventory is None:
-        return None
-    count = field(inventory, "device_count", default=0) or 0
-    if not count and not (field(inventory, "accelerators", default=[]) or []):
-        count = field(inventory, "host", "numa_nodes_with_cpus", default=0) or 0
-    return int(count) if count else None
-
-
 def detected_memory_gb(inventory: Any) -> tuple[float, str] | None:
     """The memory a model must fit into on this machine, in GB (10^9 bytes, the recipes' unit), and
     what it is in words: for GPUs the primary group's per-device memory × devices ("8×141 GiB

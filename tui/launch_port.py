@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vllm_deploy_wizard.launcher.timeouts import STALE_STOP_TIMEOUT_S
-from vllm_deploy_wizard.launcher import RunClient, find_run, list_runs, run_survivors, stop_stale
+from vllm_deploy_wizard.launcher import RunClient, find_run, list_runs, run_survivors, start_run, stop_stale
 
 
 
@@ -42,19 +42,29 @@ class RealLauncher:
         ``node`` is None — the launcher's one launch path (``launcher.launch.prepare``). Unfilled
         placeholders, an unknown label and a malformed plan raise LaunchError. What would launch but
         deserves a word (an abbreviated vLLM flag) is left in :attr:`last_warnings`."""
+        return self._prepare(plan_file, values, node)[1]
+
+    def _prepare(self, plan_file: Path, values: dict[str, str], node: str | None) -> tuple:
+        """``(prepared, problems)``: the launcher's preflight (``launcher.launch.prepare``) plus this
+        host's readiness for the plan (:func:`workflows.launching.host_readiness_problems`, the check
+        ``vllm-wizard launch`` makes)."""
         from vllm_deploy_wizard.launcher.launch import prepare
+        from vllm_deploy_wizard.workflows.launching import host_readiness_problems
 
         prepared = prepare(plan_file, node=node, node_rank=0, values=values, facts=self.facts)
         self.last_warnings: list[str] = prepared.warnings
-        return prepared.problems
+        ready = host_readiness_problems(prepared.spec) if prepared.spec is not None else []
+        return prepared, [*ready, *prepared.problems]
 
     def start(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> str:
         """Preflight, then start this machine's part of ``plan_file`` (``node`` label, None = node rank
-        0) detached (``launcher.launch.launch``); returns the run id. Raises LaunchError listing every
-        problem."""
-        from vllm_deploy_wizard.launcher.launch import launch
+        0) detached; returns the run id. Raises LaunchError listing every problem (:meth:`preflight`'s)."""
+        from vllm_deploy_wizard.common.errors import LaunchError
 
-        return launch(plan_file, node=node, node_rank=0, values=values, facts=self.facts, detach=True).run_id
+        prepared, problems = self._prepare(plan_file, values, node)
+        if problems:
+            raise LaunchError(f"preflight found {len(problems)} problem(s):\n" + "\n".join(f"  - {x}" for x in problems))
+        return start_run(prepared.spec, detach=True).run_id
 
     def live_runs(self) -> list[str]:
         """Ids of runs whose supervisor is alive, newest first: ``running`` ones and ``starting`` ones

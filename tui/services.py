@@ -8,19 +8,14 @@ vllm_deploy_wizard.tui`` stays cheap and the first frame paints before any core 
 tests with fakes. One object, not monkeypatching: tests pass it to
 :func:`vllm_deploy_wizard.tui.app.make_app` (docs/architecture.md §3 style 5 and 8).
 
-What does not: pure, side-effect-free helpers and constants of the cores, which tui modules import
-directly because a fake could only copy them —
-``catalog.render`` (rendering a plan as text, plan file and node scripts: plan_view, plan_export,
-screen_review), ``catalog.planner.landing_selection`` (the selection review plans from: app),
-``catalog.hostfit.HostCapacity`` (host-fit facts from the inventory: app),
-``catalog.synthesis.COMPANION_ARGS`` (screen_configure), ``catalog.constraints.hardware_listing``
-(screen_model), ``launcher.launch.placeholder_values`` and ``launcher.launch.node_facts``
-(placeholder defaults and the node facts built from the detected inventory: placeholders,
-screen_review), the launcher's log vocabulary (``launcher.causes``, ``launcher.noise``,
-``launcher.vllm``, ``launcher.supervisor.TRANSITION_NOTE_RE``: monitor_model), and the shared
-argv flag lookup ``vllm_deploy_wizard.common.flags.last_flag_value`` (smoke). ``launch_port`` is the real
-:class:`LauncherPort` itself and imports the launcher. The TUI never imports the CLI or its
-commands (``.importlinter``).
+What does not: pure, side-effect-free helpers and constants of the cores and of the workflow
+layer (rendering a plan, the planning defaults and plan-file document of
+:mod:`vllm_deploy_wizard.workflows.planning`, host readiness, the launcher's log vocabulary), which tui
+modules import directly — lazily, inside the function that needs them, so the first frame paints
+before any core is loaded — because a fake could only copy them. ``launch_port`` is the real
+:class:`LauncherPort` itself and imports the launcher. The layers contract in ``.importlinter`` keeps
+the TUI off the CLI and its commands; nothing enforces that a tui module reaches a core only
+through this object, and nothing here claims it.
 
 Every function here is *blocking* and *pure* with respect to the UI: the app runs the slow ones
 (``load_catalog``, ``detect``) in thread workers and posts the result as a message.

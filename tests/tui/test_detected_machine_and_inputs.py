@@ -19,7 +19,8 @@ from vllm_deploy_wizard.tui.app import make_app
 from vllm_deploy_wizard.tui.catalog_view import recipe_rows
 from vllm_deploy_wizard.tui.dom_ids import dom_id
 from vllm_deploy_wizard.tui.help_text import help_lines, help_text
-from vllm_deploy_wizard.tui.inventory_view import detected_devices, detected_memory_gb
+from vllm_deploy_wizard.tui.inventory_view import detected_memory_gb
+from vllm_deploy_wizard.workflows.planning import detected_device_count
 from vllm_deploy_wizard.tui.plan_view import machine_choices
 from vllm_deploy_wizard.tui.screen_configure import AxisList, ConfigureScreen
 from vllm_deploy_wizard.tui.screen_model import ModelScreen
@@ -63,14 +64,14 @@ def snapshot(shared):
 
 
 def test_detected_devices_and_memory_cpu_and_gpu():
-    assert detected_devices(cpu_inventory(numa=2)) == 2
+    assert detected_device_count(cpu_inventory(numa=2)) == 2
     gb, words = detected_memory_gb(cpu_inventory(ram_gib=24))
     assert round(gb, 1) == round(24 * GIB / 1e9, 1) and words == "24 GiB detected host RAM"
     gpu = FakeInventory()  # 8 × 141 GiB
-    assert detected_devices(gpu) == 8
+    assert detected_device_count(gpu) == 8
     gb, words = detected_memory_gb(gpu)
     assert round(gb) == round(8 * 141 * GIB / 1e9) and words == "8×141 GiB detected GPU memory"
-    assert detected_devices(None) is None and detected_memory_gb(None) is None
+    assert detected_device_count(None) is None and detected_memory_gb(None) is None
 
 
 def test_fit_measured_against_given_memory_and_local_provider(snapshot):

@@ -105,16 +105,26 @@ def label_rank(label: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def host_ready_or_raise(spec: Any) -> None:
-    """IAXL KVShrink plans: check this host first and raise :class:`LaunchError` listing every gap
-    with the host step that closes it (docs/backends.md §11); the wizard never runs those steps."""
+def host_readiness_problems(spec: Any) -> list[str]:
+    """IAXL KVShrink plans: every gap of this host, each with the host step that closes it
+    (docs/backends.md §11), as preflight problem lines; ``[]`` for other plans or a ready host.
+    The wizard never runs those steps; ``vllm-wizard launch --skip-host-check`` skips the check."""
     from vllm_deploy_wizard.detect.iaxl import readiness, uses_iaxl
-    from vllm_deploy_wizard.common.errors import LaunchError
 
     tp_size = uses_iaxl([{"argv": p.argv, "env": p.env, "setup": p.setup} for p in spec.processes])
     if tp_size is None:
-        return
+        return []
     gaps = readiness(tp_size)
-    if gaps:
-        raise LaunchError(f"this host is not ready for IAXL KVShrink ({len(gaps)} gap(s); fix them, or pass "
-                          "--skip-host-check):\n" + "\n".join(f"  - {g.text()}" for g in gaps))
+    if not gaps:
+        return []
+    return [f"this host is not ready for IAXL KVShrink ({len(gaps)} gap(s)):"] + [f"  {g.text()}" for g in gaps]
+
+
+def host_ready_or_raise(spec: Any) -> None:
+    """Raise :class:`LaunchError` listing :func:`host_readiness_problems` when there are any."""
+    from vllm_deploy_wizard.common.errors import LaunchError
+
+    problems = host_readiness_problems(spec)
+    if problems:
+        raise LaunchError(problems[0][:-1] + "; fix them, or pass --skip-host-check:\n"
+                          + "\n".join(f"  - {line.strip()}" for line in problems[1:]))
