@@ -33,15 +33,15 @@ class HttpProber:
         self._client = httpx.AsyncClient(trust_env=False)
 
     async def __call__(self, url: str, expect_status: int = 200, timeout: float = 2.0, body: bool = False,
-                       post: dict | None = None) -> HealthResult:
+                       post: dict | None = None, headers: dict[str, str] | None = None) -> HealthResult:
         """GET ``url`` (or POST the JSON ``post``); ok when the status equals ``expect_status``.
-        ``body`` keeps the response text."""
+        ``body`` keeps the response text; ``headers`` are sent along (an API key)."""
         t0 = time.monotonic()
         try:
             if post is not None:
-                r = await self._client.post(url, json=post, timeout=timeout)
+                r = await self._client.post(url, json=post, timeout=timeout, headers=headers)
             else:
-                r = await self._client.get(url, timeout=timeout)
+                r = await self._client.get(url, timeout=timeout, headers=headers)
         except self._httpx.HTTPError as exc:
             return HealthResult(False, None, f"{type(exc).__name__}: {exc}"[:200], time.monotonic() - t0)
         ok = r.status_code == expect_status
@@ -127,13 +127,14 @@ def models_url(probe_url: str) -> str:
     return urlunsplit((u.scheme, u.netloc, "/v1/models", "", ""))
 
 
-async def models_not_listed(probe, probe_url: str, model: str, timeout: float) -> str | None:
+async def models_not_listed(probe, probe_url: str, model: str, timeout: float, **auth: dict) -> str | None:
     """None when ``GET /v1/models`` next to ``probe_url`` lists ``model`` (``probe``: the supervisor's
-    probe function); else a sentence saying what it answered instead."""
+    probe function; ``auth``: ``headers=…`` when the server needs an API key); else a sentence
+    saying what it answered instead."""
     from vllm_deploy_wizard.launcher.vllm import models_listed
 
     url = models_url(probe_url)
-    res = await probe(url, 200, timeout, body=True)
+    res = await probe(url, 200, timeout, body=True, **auth)
     listed, ids = models_listed(res.body or "", model) if res.ok else (False, [])
     if listed:
         return None

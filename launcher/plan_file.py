@@ -507,8 +507,9 @@ def _process_spec(
         ready_timeout_s=_num(f"{where}: ready_timeout_s", proc.get("ready_timeout_s", READY_TIMEOUT_S), problems) or READY_TIMEOUT_S,
         ports=tuple(ports),
         setup=setup or None,
-        starting_stop_timeout_s=_num(f"{where}: stop.starting_timeout_s", stop.get("starting_timeout_s", STARTING_STOP_TIMEOUT_S),
-                                     problems) or STARTING_STOP_TIMEOUT_S,
+        starting_stop_timeout_s=_num(f"{where}: stop.starting_timeout_s",
+                                     stop.get("starting_timeout_s", STARTING_STOP_TIMEOUT_S), problems)
+        or STARTING_STOP_TIMEOUT_S,
         wait_for=_wait_for(where, name, proc, filled, problems),
     )
 

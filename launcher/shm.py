@@ -142,3 +142,48 @@ class ShmLedger:
                 continue
             self.seen.pop(path.name, None)
         return removed
+
+
+class RunShm:
+    """The :class:`ShmLedger` of each process of a run (its current start), for the supervisor.
+
+    ``shm_dir``: where to look (``/dev/shm``; tests may point elsewhere). Trees are anything with
+    ``collect()`` → live processes with ``pid`` (:class:`~vllm_deploy_wizard.launcher.process.ManagedProcess`).
+    """
+
+    def __init__(self, shm_dir: Path = SHM_DIR):
+        self.shm_dir = shm_dir
+        self.ledgers: dict[str, ShmLedger] = {}
+
+    def begin(self) -> ShmLedger:
+        """A ledger of what is there now (right before a spawn); :meth:`started` files it under a name."""
+        return ShmLedger.at_spawn(self.shm_dir)
+
+    def started(self, name: str, ledger: ShmLedger) -> None:
+        """``ledger`` is the current start of process ``name``."""
+        self.ledgers[name] = ledger
+
+    def observe(self, name: str, tree) -> None:
+        """Record what the live ``tree`` of ``name`` holds now (never raises)."""
+        ledger = self.ledgers.get(name)
+        if ledger is not None:
+            try:
+                ledger.observe([x.pid for x in tree.collect()])
+            except Exception:  # noqa: BLE001 - bookkeeping must never stop supervision
+                pass
+
+    def remove(self, name: str, note) -> list[str]:
+        """Remove what the ended start of ``name`` left; ``note(text)`` is told which files went."""
+        ledger = self.ledgers.get(name)
+        removed = ledger.remove_leftovers() if ledger is not None else []
+        if removed:
+            note(f"removed /dev/shm files its processes left: {', '.join(removed)}")
+        return removed
+
+    async def track(self, name: str, tree, alive) -> None:
+        """Sample ``tree`` every :data:`SHM_SAMPLE_S` seconds while ``alive()``."""
+        import asyncio
+
+        while alive():
+            await asyncio.to_thread(self.observe, name, tree)
+            await asyncio.sleep(SHM_SAMPLE_S)

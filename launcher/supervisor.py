@@ -20,11 +20,18 @@ server answers on the same port.
 Health polls: every ``Probe.interval_s`` (1 s) while STARTING, then every ``Probe.ready_cadence_s``
 (5 s unless the plan sets ``health.ready_interval_s``) while READY — a real vLLM writes an access
 log line per poll, and its ``/metrics`` are scraped at the same cadence. Polls never overlap.
+READY needs ``/v1/models`` to list ``Probe.model`` when set; while READY a ``Probe.liveness``
+check takes the poll that falls due after its ``interval_s``, and its failures or frozen
+``/metrics`` counters (:class:`~vllm_deploy_wizard.launcher.health.EngineWatch`) become
+``Unhealthy`` (docs/supervision.md §2, §10). A process with ``wait_for`` URLs is spawned only once
+they answer (§12).
 
 Process-tree hygiene: when a main process dies on its own, what is left of its tree
 (vLLM's EngineCore/Worker after a SIGKILLed API server) is reaped at once, and a restart waits for
 that and for the process's ports to be free instead of racing them. After the run, every tree is
 checked for survivors (killed if any, and reported) and, with NVML, for GPU memory still held.
+The ``/dev/shm`` files a start's tree created are removed before its restart and after the stop
+(:mod:`~vllm_deploy_wizard.launcher.shm`, docs/supervision.md §11).
 """
 
 from __future__ import annotations
@@ -50,8 +57,8 @@ from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.timeouts import EMERGENCY_STOP_TIMEOUT_S, KILL_WAIT_S, TREE_GONE_GRACE_S
 from vllm_deploy_wizard.launcher.health import EngineWatch, models_not_listed, wait_for_answers
-from vllm_deploy_wizard.launcher.shm import SHM_DIR, SHM_SAMPLE_S, ShmLedger
-from vllm_deploy_wizard.launcher.vllm import StartupProgress, is_vllm_serve
+from vllm_deploy_wizard.launcher.shm import RunShm
+from vllm_deploy_wizard.launcher.vllm import StartupProgress, auth_headers, is_vllm_serve
 
 
 @dataclass
@@ -190,9 +197,7 @@ class Supervisor:
         self._spawning: set[str] = set()
         self._pending_signal: dict[str, int] = {}
         self._since_wall: dict[str, float] = {}
-        #: /dev/shm files of each process's current start (docs/supervision.md §11); ``shm_dir`` for tests
-        self.shm: dict[str, ShmLedger] = {}
-        self.shm_dir = SHM_DIR
+        self.shm = RunShm()  #: /dev/shm files of each process's current start (docs/supervision.md §11)
         for p in spec.processes:
             self.logs[p.name] = ProcessLog(
                 p.name, (log_dir / f"{p.name.replace('/', '_')}.log") if log_dir else None,
@@ -320,14 +325,14 @@ class Supervisor:
                 if a.name in self._spawning:  # not started yet: deliver as soon as it is
                     self._pending_signal[a.name] = a.sig
                 elif mp is not None and mp.returncode is None:
-                    self._observe_shm(a.name, mp)
+                    self.shm.observe(a.name, mp)
                     pids = mp.signal_tree(a.sig)
                     self.logs[a.name].note(f"sent signal {a.sig} to process group {mp.pgid} ({len(pids)} processes)")
                 # else: it already ended; its Exited event is on the way
             elif isinstance(a, P.KillTree):
                 mp = self.handles.get(a.name)
                 if mp is not None:
-                    self._observe_shm(a.name, mp)
+                    self.shm.observe(a.name, mp)
                     pids = mp.kill_tree()
                     self.logs[a.name].note(f"stop timeout: SIGKILL to {len(pids)} processes {pids}")
             elif isinstance(a, P.StartTimer):
@@ -365,7 +370,7 @@ class Supervisor:
                 return
             log.note(f"starting: {shlex.join(self.redactor.text(a) for a in p.command())}")
             self.progress.pop(name, None)  # a restart goes through the startup phases again
-            ledger = ShmLedger.at_spawn(self.shm_dir)
+            ledger = self.shm.begin()
             try:
                 mp = await self._spawn_fn(p, child_env(p, self.base_env))
             except OSError as exc:
@@ -375,7 +380,7 @@ class Supervisor:
                 self._queue.put_nowait(P.Exited(name, 127, cause.to_dict(), tuple(log.last(20))))
                 return
             self.handles[name] = mp
-            self.shm[name] = ledger
+            self.shm.started(name, ledger)
             if self.on_spawned is not None:
                 try:
                     self.on_spawned(name)
@@ -385,7 +390,8 @@ class Supervisor:
                 self._pumps[name] = self._task(pump(mp.stdout, log))
             self._queue.put_nowait(P.Started(name, mp.pid))
             self._task(self._watch(name, mp))
-            self._task(self._track_shm(name, mp, ledger))
+            alive = lambda: mp.proc.returncode is None and self.handles.get(name) is mp  # noqa: E731
+            self._task(self.shm.track(name, mp, alive))
         finally:
             self._spawning.discard(name)
         sig = self._pending_signal.pop(name, None)
@@ -406,10 +412,10 @@ class Supervisor:
             while mp.survivors() and self.clock() < deadline:
                 await asyncio.sleep(0.05)
             if mp.survivors():
-                self._observe_shm(name, mp)
+                self.shm.observe(name, mp)
                 mp.kill_tree()
                 await mp.reap(KILL_WAIT_S)
-            self._remove_shm(name)  # before a requested restart starts it again
+            self.shm.remove(name, self.logs[name].note)  # before a requested restart starts it again
             self._queue.put_nowait(P.Exited(name, rc))
             return
         tail = log.last(40)
@@ -426,11 +432,11 @@ class Supervisor:
 
     async def _reap(self, name: str, mp: ManagedProcess) -> None:
         p = self.spec.get(name)
-        self._observe_shm(name, mp)  # the orphans (EngineCore, Workers) still hold their segments
+        self.shm.observe(name, mp)  # the orphans (EngineCore, Workers) still hold their segments
         left = await mp.reap(p.stop_timeout_s, p.stop_signal)
         if left:
             self.logs[name].note(f"main process gone; reaped {len(left)} leftover processes {left}")
-        self._remove_shm(name)  # the restart waits for this task
+        self.shm.remove(name, self.logs[name].note)  # the restart waits for this task
         # a restart must not race the old tree for GPU memory either: wait while NVML
         # still shows any of its pids holding memory (no NVML → None → no wait)
         pids = set(mp.known) | {mp.pid}
@@ -450,6 +456,8 @@ class Supervisor:
         watch: EngineWatch | None = None
         warned: str | None = None
         prev: MetricsSnapshot | None = None
+        # /v1 routes of a vLLM started with an API key need it (the liveness URL, /v1/models)
+        auth = {"headers": h} if (h := auth_headers(p.argv, child_env(p, self.base_env))) else {}
         while self.handles.get(name) is mp and mp.proc.returncode is None:
             state = self.policy.states[name].state
             if state not in (State.STARTING, State.READY):
@@ -462,9 +470,9 @@ class Supervisor:
             if not check:
                 res = await self._probe_fn(pr.url, pr.expect_status, pr.timeout_s)
             elif lv.body is not None:
-                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, post=dict(lv.body))
+                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, post=dict(lv.body), **auth)
             else:
-                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s)
+                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, **auth)
             if res.ok and state is State.STARTING:
                 ours = True
                 if not pr.remote:
@@ -480,7 +488,7 @@ class Supervisor:
                             self.logs[name].note(foreign)
                             warned = foreign
                 if ours and pr.model:  # READY = the model is listed (docs/supervision.md §2)
-                    note = await models_not_listed(self._probe_fn, pr.url, pr.model, pr.timeout_s)
+                    note = await models_not_listed(self._probe_fn, pr.url, pr.model, pr.timeout_s, **auth)
                     if note is not None:
                         ours = False
                         if warned != note:
@@ -537,27 +545,6 @@ class Supervisor:
         self._queue.put_nowait(P.Exited(name, 1, cause, tuple(self.logs[name].last(20))))
         return False
 
-    def _observe_shm(self, name: str, mp: ManagedProcess) -> None:
-        """Record the /dev/shm files the live tree of ``name`` holds now (before it is signalled)."""
-        ledger = self.shm.get(name)
-        if ledger is not None:
-            with contextlib.suppress(Exception):
-                ledger.observe([x.pid for x in mp.collect()])
-
-    def _remove_shm(self, name: str) -> None:
-        """Remove the /dev/shm files the ended start of ``name`` left (docs/supervision.md §11)."""
-        ledger = self.shm.get(name)
-        removed = ledger.remove_leftovers() if ledger is not None else []
-        if removed:
-            self.logs[name].note(f"removed /dev/shm files its processes left: {', '.join(removed)}")
-
-    async def _track_shm(self, name: str, mp: ManagedProcess, ledger: ShmLedger) -> None:
-        """Sample the tree's /dev/shm files every :data:`~.shm.SHM_SAMPLE_S` while its main process lives."""
-        while mp.proc.returncode is None and self.handles.get(name) is mp:
-            with contextlib.suppress(Exception):
-                await asyncio.to_thread(lambda: ledger.observe([x.pid for x in mp.collect()]))
-            await asyncio.sleep(SHM_SAMPLE_S)
-
     async def _emergency_stop(self) -> None:
         """Cancelled from outside: stop every live tree right away (signal, short wait, SIGKILL)."""
         await asyncio.gather(
@@ -576,9 +563,9 @@ class Supervisor:
             if left:
                 survivors += left
                 self.logs[name].note(f"survivors after stop: {left}; killing them")
-                self._observe_shm(name, mp)
+                self.shm.observe(name, mp)
                 await mp.reap(2.0, 9)
-            self._remove_shm(name)
+            self.shm.remove(name, self.logs[name].note)
         for t in list(self._pumps.values()):
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(t), 1.0)

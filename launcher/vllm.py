@@ -136,3 +136,25 @@ def engine_check(probe_url: str, model: str | None) -> dict:
     return {"url": urlunsplit((u.scheme, u.netloc, "/v1/completions", "", "")), "body": body,
             "interval_s": ENGINE_CHECK_INTERVAL_S, "timeout_s": ENGINE_CHECK_TIMEOUT_S, "failure_threshold": 1,
             "stall_s": ENGINE_STALL_S}
+
+
+def auth_headers(argv: tuple[str, ...] | list[str], env: dict | None = None) -> dict[str, str]:
+    """``{"Authorization": "Bearer KEY"}`` for the ``/v1`` routes of a ``vllm serve`` that requires an
+    API key (the first ``--api-key`` value, else ``VLLM_API_KEY`` in ``env``); ``{}`` otherwise.
+
+    Mirrors vLLM 0.32.0 ``vllm/entrypoints/serve/middleware/register.py`` (``args.api_key or
+    [VLLM_API_KEY]``) and ``authenticate.py`` (paths under ``/v1`` need the bearer token, ``/health``
+    does not)."""
+    a = list(argv)
+    if not is_vllm_serve(a):
+        return {}
+    key = None
+    for j, tok in enumerate(a):
+        if tok == "--api-key" and j + 1 < len(a) and not a[j + 1].startswith("-"):
+            key = a[j + 1]
+        elif tok.startswith("--api-key="):
+            key = tok.split("=", 1)[1]
+        if key:
+            break
+    key = key or (env or {}).get("VLLM_API_KEY")
+    return {"Authorization": f"Bearer {key}"} if key else {}

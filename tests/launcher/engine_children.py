@@ -6,6 +6,8 @@
 * ``/v1/completions`` (POST) answers one token, or never answers when MODE contains ``hang``
   (an API server whose engine core hangs: ``/health`` and ``/v1/models`` keep answering);
 * ``/metrics`` shows 2 waiting requests, with frozen token counters when MODE contains ``hang``;
+* ``--api-key KEY`` anywhere after: ``/v1`` paths answer 401 without ``Authorization: Bearer KEY``
+  (as vLLM's ``AuthenticationMiddleware``);
 * MODE ``ignore-term``: ignores SIGTERM and starts a grandchild that ignores it too;
 * with SHM_NAME: creates ``/dev/shm/SHM_NAME`` ``O_EXCL`` (like vLLM's offload region; exit 3 when it
   exists), maps it, and with MODE ``crash`` exits 1 after 1.5 s without removing it.
@@ -16,6 +18,7 @@ import http.server, json, mmap, os, signal, socketserver, subprocess, sys, threa
 port, mode = int(sys.argv[1]), sys.argv[2]
 models_after = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
 shm = sys.argv[4] if len(sys.argv) > 4 else ""
+key = sys.argv[sys.argv.index("--api-key") + 1] if "--api-key" in sys.argv else None
 t0 = time.monotonic()
 if "ignore-term" in mode:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -37,7 +40,14 @@ class H(http.server.BaseHTTPRequestHandler):
     def _send(self, code, body, ctype="application/json"):
         self.send_response(code); self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def _denied(self):
+        if key and self.path.startswith("/v1") and self.headers.get("Authorization") != "Bearer " + key:
+            self._send(401, b'{"error": "Unauthorized"}')
+            return True
+        return False
     def do_GET(self):
+        if self._denied():
+            return
         if self.path == "/health":
             self._send(200, b"")
         elif self.path == "/v1/models":
@@ -52,6 +62,8 @@ class H(http.server.BaseHTTPRequestHandler):
             self._send(404, b"{}")
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self._denied():
+            return
         if self.path == "/v1/completions":
             print("completion", flush=True)
             if "hang" in mode:

@@ -25,9 +25,9 @@ from vllm_deploy_wizard.launcher.supervisor import RunFinished, Supervisor
 AS_VLLM = "vllm.entrypoints.fake"
 
 
-def _engine(port, mode="ok", models_after=0.0, shm="", *, liveness=None, model="tiny", **kw) -> ProcessSpec:
+def _engine(port, mode="ok", models_after=0.0, shm="", *, liveness=None, model="tiny", extra=(), **kw) -> ProcessSpec:
     return ProcessSpec(
-        name="vllm", argv=(PY, "-c", ENGINE_SERVER, str(port), mode, str(models_after), shm, AS_VLLM),
+        name="vllm", argv=(PY, "-c", ENGINE_SERVER, str(port), mode, str(models_after), shm, AS_VLLM, *extra),
         probe=Probe(f"http://127.0.0.1:{port}/health", interval_s=0.1, timeout_s=1.0, ready_interval_s=0.2,
                     model=model, liveness=liveness),
         ports=(port,), **kw)
@@ -135,6 +135,18 @@ async def test_moving_counters_keep_an_answering_engine_ready(tmp_path):
                log_dir=tmp_path)
     assert not rec.events("vllm", State.BACKOFF)
     assert (tmp_path / "vllm.log").read_text().count("completion") >= 3  # the check really ran
+
+
+async def test_a_server_with_an_api_key_is_asked_with_it(tmp_path):
+    port = free_port()
+    lv = Liveness(url=f"http://127.0.0.1:{port}/v1/completions", body={"max_tokens": 1}, interval_s=0.3,
+                  timeout_s=1.0, failure_threshold=1)
+    rec = Recorder()
+    await _run(RunSpec((_engine(port, liveness=lv, extra=("--api-key", "sk-test-123456")),)), rec,
+               lambda s: rec.events("vllm", State.READY) and time.monotonic() > rec.t[("vllm", State.READY)][0] + 1.5,
+               log_dir=tmp_path)
+    assert not rec.events("vllm", State.BACKOFF)  # /v1/models and the completions answered (not 401)
+    assert [x for x in (tmp_path / "vllm.log").read_text().splitlines() if x == "completion"]
 
 
 def _pids_alive(pids):

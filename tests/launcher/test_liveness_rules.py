@@ -16,7 +16,7 @@ from vllm_deploy_wizard.launcher.policy import (
 )
 from vllm_deploy_wizard.launcher.spec import Liveness, ProcessSpec, Probe, RunSpec
 from vllm_deploy_wizard.launcher.states import State
-from vllm_deploy_wizard.launcher.vllm import served_model_name
+from vllm_deploy_wizard.launcher.vllm import auth_headers, served_model_name
 
 
 def _plan(*procs):
@@ -46,6 +46,13 @@ def test_a_vllm_serve_gets_model_readiness_and_an_engine_check_by_default():
 ])
 def test_served_model_name_follows_vllm(argv, name):
     assert served_model_name(argv) == name
+
+
+def test_the_v1_routes_of_a_server_with_an_api_key_get_its_bearer_token():
+    assert auth_headers(["vllm", "serve", "m", "--api-key", "k1", "k2"]) == {"Authorization": "Bearer k1"}
+    assert auth_headers(["vllm", "serve", "m", "--api-key=k3"], {"VLLM_API_KEY": "env"}) == {"Authorization": "Bearer k3"}
+    assert auth_headers(["vllm", "serve", "m"], {"VLLM_API_KEY": "env"}) == {"Authorization": "Bearer env"}
+    assert auth_headers(["vllm", "serve", "m"], {}) == {} and auth_headers(["vllm-router", "--api-key", "x"]) == {}
 
 
 def test_the_plan_can_turn_model_readiness_and_the_engine_check_off_or_tune_them():
