@@ -3,6 +3,7 @@ the fake clock (docs/supervision.md §2, §6, §10, §12)."""
 
 from __future__ import annotations
 
+import json
 import signal
 
 import pytest
@@ -187,3 +188,10 @@ def test_an_unhealthy_ready_engine_gets_the_full_grace_then_restarts():
     assert pol.states["vllm"].state is State.BACKOFF and pol.states["vllm"].cause["kind"] == "unhealthy"
     pol.handle(TimerFired("vllm", "backoff"), 41.5)
     assert pol.states["vllm"].state is State.STARTING
+
+
+def test_the_new_fields_survive_the_json_round_trip_to_the_run_server():
+    spec = parse_plan(PD, node="router", values={"PREFILL_NODE_1": "a", "DECODE_NODE_1": "b"})
+    serve = parse_plan(_plan(_serve(stop={"starting_timeout_s": 2}))).processes[0]
+    for p in (spec.processes[0], serve):
+        assert ProcessSpec.from_dict(json.loads(json.dumps(p.to_dict()))) == p
