@@ -29,7 +29,13 @@ Decisions:
   ``health``: ``interval_s`` (poll cadence until READY, default 1 s), ``ready_interval_s`` (cadence
   while READY, default 5 s — see :class:`~vllm_deploy_wizard.launcher.spec.Probe`), ``timeout_s``,
   ``unhealthy_after``, ``liveness`` (what a READY process must keep answering,
-  :class:`~vllm_deploy_wizard.launcher.spec.Liveness`) and ``remote`` (answered by another machine by design).
+  :class:`~vllm_deploy_wizard.launcher.spec.Liveness`; ``false`` = none), ``remote`` (answered by
+  another machine by design) and ``model`` (the id ``/v1/models`` must list for READY; ``false`` =
+  the URL alone). A ``vllm serve`` process gets ``model`` (its served model name) and an engine
+  check (a 1-token completion, :func:`~vllm_deploy_wizard.launcher.vllm.engine_check`) where its
+  plan leaves them out (docs/supervision.md §2, §10). ``stop.starting_timeout_s``: the grace of a
+  process still STARTING. ``wait_for``: health URLs on other machines to wait for before starting
+  (a router's default: the engines in its argv that run elsewhere, docs/supervision.md §12).
 * Refused at load, every problem at once (contracts §3), each naming process and field: a
   ``health.url`` that is not an http(s) URL, a process name used twice, ``depends_on`` naming an
   unknown process (with did-you-mean), a process depending on itself, a dependency cycle,
@@ -40,6 +46,7 @@ Decisions:
 from __future__ import annotations
 
 import json
+import re
 import signal
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -47,7 +54,7 @@ from typing import Any, Callable, Mapping
 from vllm_deploy_wizard.common.contract import PLAN_VERSION
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.placeholders import fill, names as placeholders_in
-from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
+from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STARTING_STOP_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
 from vllm_deploy_wizard.launcher.spec import (
     PHASES, RESTART_MODES, Liveness, ProcessSpec, Probe, RestartPolicy, RunSpec, dependency_problems,
     duplicate_names_problem,
@@ -144,6 +151,8 @@ def plan_placeholders(data: Any) -> list[str]:
         texts = [*(proc.get("argv") or []), *(proc.get("env") or {}).values(), *(proc.get("ports") or [])]
         if isinstance(proc.get("health"), dict):
             texts.append(proc["health"].get("url", ""))
+        if isinstance(proc.get("wait_for"), list):
+            texts += proc["wait_for"]
         for t in texts:
             names.update(placeholders_in(str(t)))
     return sorted(names)
@@ -177,12 +186,13 @@ def _num(where: str, value: Any, problems: list[str], kind: type = float) -> Any
 
 
 def _liveness(where: str, name: str, raw: Any, filled: Any, problems: list[str]) -> Liveness | None:
-    """``health.liveness`` of a plan process as a :class:`Liveness` (problems appended, None if absent)."""
+    """``health.liveness`` of a plan process as a :class:`Liveness` (problems appended, None if absent
+    or ``false``)."""
     if not raw:
         return None
     if not isinstance(raw, dict) or "url" not in raw:
-        problems.append(f"{where}: health.liveness must be null or {{url, body, expect_status, "
-                        "timeout_s, failure_threshold}")
+        problems.append(f"{where}: health.liveness must be false, null or {{url, body, expect_status, "
+                        "timeout_s, failure_threshold, interval_s, stall_s}")
         return None
     url = filled(f"{name} health.liveness.url", raw["url"])
     bad = _health_url_problem(where, url)
@@ -193,12 +203,84 @@ def _liveness(where: str, name: str, raw: Any, filled: Any, problems: list[str])
         problems.append(f"{where}: health.liveness.body must be a mapping (sent as JSON), got {body!r}")
         body = None
     threshold = _num(f"{where}: health.liveness.failure_threshold", raw.get("failure_threshold", 3), problems, int)
+    optional = {}
+    for key in ("interval_s", "stall_s"):
+        value = raw.get(key)
+        n = None if value is None else _num(f"{where}: health.liveness.{key}", value, problems)
+        if n is not None and n <= 0:
+            problems.append(f"{where}: health.liveness.{key} must be a positive number of seconds "
+                            f"(or null for {'every READY poll' if key == 'interval_s' else 'off'}), got {value!r}")
+            n = None
+        optional[key] = n
     return Liveness(
         url=url, body=body,
         expect_status=_num(f"{where}: health.liveness.expect_status", raw.get("expect_status", 200), problems, int) or 200,
         timeout_s=_num(f"{where}: health.liveness.timeout_s", raw.get("timeout_s", 10.0), problems) or 10.0,
-        failure_threshold=max(1, threshold or 3),
+        failure_threshold=max(1, threshold or 3), **optional,
     )
+
+
+def _serve_defaults(health: Mapping[str, Any], argv: list[Any], url: str) -> dict[str, Any]:
+    """``health`` of a ``vllm serve`` process with the readiness model and engine check filled in
+    where the plan leaves them out (docs/supervision.md §2, §10): ``model`` = the served model name,
+    ``liveness`` = a 1-token completion (:func:`~vllm_deploy_wizard.launcher.vllm.engine_check`).
+    ``false`` turns either off; a remote or headless process gets neither."""
+    from vllm_deploy_wizard.launcher import vllm
+
+    argv = [str(a) for a in argv]
+    if not vllm.is_vllm_serve(argv) or "--headless" in argv or health.get("remote"):
+        return dict(health)
+    out = dict(health)
+    model = vllm.served_model_name(argv)
+    if "model" not in out:
+        out["model"] = model
+    if "liveness" not in out or out["liveness"] is None:
+        out["liveness"] = vllm.engine_check(url, out["model"] or None)
+    return out
+
+
+_HTTP_ENDPOINT = re.compile(r"^(https?)://([^/\s]+):(\d+)(?:/|$)")
+
+
+def _remote_engines(proc: Mapping[str, Any], raw: list[Any], selected: set[Any]) -> list[str]:
+    """The health URLs a router waits for before it starts (docs/supervision.md §12): for each
+    ``http(s)://HOST:PORT`` in its argv whose port is the health port of a plan process that runs on
+    another machine, ``scheme://HOST:PORT`` + that process's health path. [] for other roles."""
+    if proc.get("role") != "router":
+        return []
+    paths: dict[str, str] = {}
+    for other in raw:
+        if not isinstance(other, dict) or other.get("name") in selected or not isinstance(other.get("health"), dict):
+            continue
+        m = _HTTP_ENDPOINT.match(str(other["health"].get("url", "")) + "/")
+        if m:
+            paths.setdefault(m.group(3), "/" + str(other["health"]["url"]).split("/", 3)[-1])
+    out: list[str] = []
+    for tok in proc.get("argv") or []:
+        m = _HTTP_ENDPOINT.match(str(tok))
+        if m and m.group(3) in paths:
+            url = f"{m.group(1)}://{m.group(2)}:{m.group(3)}{paths[m.group(3)]}"
+            if url not in out:
+                out.append(url)
+    return out
+
+
+def _wait_for(where: str, name: str, proc: Mapping[str, Any], filled: Callable[[str, Any], str],
+              problems: list[str]) -> tuple[str, ...]:
+    """``wait_for`` of a plan process (health URLs on other machines that must answer before it
+    starts), placeholders filled; when absent, a router's :func:`_remote_engines`. Problems appended."""
+    raw = proc.get("wait_for")
+    if raw is None:
+        return tuple(filled(f"{name} wait_for", u) for u in proc.get("_remote_engines", ()))
+    if not isinstance(raw, list) or not all(isinstance(u, str) for u in raw):
+        problems.append(f"{where}: wait_for must be a list of http(s) health URLs, got {raw!r}")
+        return ()
+    urls = tuple(filled(f"{name} wait_for", u) for u in raw)
+    for u in urls:
+        bad = _health_url_problem(where, u)
+        if bad:
+            problems.append(bad.replace("health.url", "wait_for"))
+    return urls
 
 
 def _deps_or_default(s: Mapping[str, Any], specs: list[dict[str, Any]]) -> tuple[str, ...]:
@@ -279,8 +361,10 @@ def _select_processes(
     return selected, elsewhere
 
 
-def _probe(where: str, name: str, health: Any, filled: Callable[[str, Any], str], problems: list[str]) -> Probe | None:
-    """``health`` of a plan process as a :class:`Probe` (problems appended; None when absent or invalid)."""
+def _probe(where: str, name: str, health: Any, filled: Callable[[str, Any], str], problems: list[str],
+           argv: list[Any] = ()) -> Probe | None:
+    """``health`` of a plan process as a :class:`Probe` (problems appended; None when absent or invalid).
+    A ``vllm serve`` ``argv`` gets the defaults of :func:`_serve_defaults`."""
     probe = None
     if health:
         if not isinstance(health, dict) or "url" not in health:
@@ -290,6 +374,12 @@ def _probe(where: str, name: str, health: Any, filled: Callable[[str, Any], str]
             bad_url = _health_url_problem(where, url)
             if bad_url:
                 problems.append(bad_url)
+            health = _serve_defaults(health, list(argv), url)
+            model = health.get("model")
+            if model is not None and model is not False and not (isinstance(model, str) and model):
+                problems.append(f"{where}: health.model must be a model id (a non-empty string listed by "
+                                f"/v1/models) or false, got {model!r}")
+                model = None
             ready_iv = health.get("ready_interval_s")
             probe = Probe(
                 url=url,
@@ -302,6 +392,7 @@ def _probe(where: str, name: str, health: Any, filled: Callable[[str, Any], str]
                                      problems, int) or UNHEALTHY_AFTER,
                 liveness=_liveness(where, name, health.get("liveness"), filled, problems),
                 remote=bool(health.get("remote", False)),
+                model=filled(f"{name} health.model", model) if model else None,
             )
     return probe
 
@@ -394,7 +485,7 @@ def _process_spec(
         problems.append(f"{where}: phase {phase!r} is not one of {', '.join(PHASES)}")
         return None
     env = {str(k): filled(f"{name} env {k}", v) for k, v in (proc.get("env") or {}).items()}
-    probe = _probe(where, name, proc.get("health"), filled, problems)
+    probe = _probe(where, name, proc.get("health"), filled, problems, argv)
     ports = _ports(where, name, proc, filled, problems)
     restart = _restart_policy(where, proc, problems)
     stop = proc.get("stop") or {}
@@ -416,6 +507,10 @@ def _process_spec(
         ready_timeout_s=_num(f"{where}: ready_timeout_s", proc.get("ready_timeout_s", READY_TIMEOUT_S), problems) or READY_TIMEOUT_S,
         ports=tuple(ports),
         setup=setup or None,
+        starting_stop_timeout_s=_num(f"{where}: stop.starting_timeout_s",
+                                     stop.get("starting_timeout_s", STARTING_STOP_TIMEOUT_S), problems)
+        or STARTING_STOP_TIMEOUT_S,
+        wait_for=_wait_for(where, name, proc, filled, problems),
     )
 
 
@@ -471,7 +566,9 @@ def parse_plan(
     selected, elsewhere = _select_processes(data, raw, src, node_rank, node, problems)
 
     specs: list[dict[str, Any]] = []
+    names = {p.get("name") for p in selected}
     for proc in selected:
+        proc["_remote_engines"] = _remote_engines(proc, raw, names)
         spec = _process_spec(proc, src, filled, values, declared, unresolved, elsewhere, problems)
         if spec is not None:
             specs.append(spec)

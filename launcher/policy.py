@@ -35,8 +35,10 @@ Rules (docs/supervision.md):
 * FATAL stops the whole run: what depends on a dead engine is useless, and a half-up deployment
   must not look healthy.
 * Stop: phases are stopped in reverse launch order (router before engine before companions); each
-  process gets its stop signal, then SIGKILL of its tree after ``stop_timeout_s``. A process in
-  BACKOFF just goes STOPPED (its timer is cancelled).
+  process gets its stop signal, then SIGKILL of its tree after ``stop_timeout_s`` when it is READY,
+  after the short ``starting_stop_timeout_s`` (3 s) when it is still STARTING (a ready timeout
+  too; :meth:`~vllm_deploy_wizard.launcher.spec.ProcessSpec.stop_grace_s`). A process in BACKOFF
+  just goes STOPPED (its timer is cancelled).
 * Restart on request: a live process is stopped and started again; a settled one starts afresh
   with its failure count cleared.
 """
@@ -381,7 +383,7 @@ class Policy:
             return self._launch(ps, now, f"restart {ps.restarts}")
         if kind == "ready" and ps.state is State.STARTING:
             ex.timed_out = True
-            return [Signal(ps.name, p.stop_signal), StartTimer(ps.name, "kill", p.stop_timeout_s)]
+            return [Signal(ps.name, p.stop_signal), StartTimer(ps.name, "kill", p.stop_grace_s(ready=False))]
         if kind == "kill" and (ps.state is State.STOPPING or (ps.state is State.STARTING and ex.timed_out)
                                or (ps.state is State.READY and ex.unhealthy)):
             ex.killed = True
@@ -401,11 +403,13 @@ class Policy:
 
     def _stop_one(self, ps: ProcessState, now: float, detail: str) -> list[Action]:
         p = self.spec.get(ps.name)
+        # a STARTING vLLM ignores SIGTERM until its engine is up: the short grace (docs/supervision.md §6)
+        grace = p.stop_grace_s(ready=ps.state is State.READY)
         self._go(ps, State.STOPPING, now, detail)
         return [
             CancelTimer(ps.name, "ready"),
             Signal(ps.name, p.stop_signal),
-            StartTimer(ps.name, "kill", p.stop_timeout_s),
+            StartTimer(ps.name, "kill", grace),
         ]
 
     def _continue_stop(self, now: float) -> list[Action]:

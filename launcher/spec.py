@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping
 
 from vllm_deploy_wizard.common import placeholders
 from vllm_deploy_wizard.common.errors import LaunchError
-from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
+from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STARTING_STOP_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
 
 #: Launch phases in order (contracts §2).
 PHASES: tuple[str, ...] = ("infra", "before", "engine", "after")
@@ -29,10 +29,21 @@ READY_INTERVAL_S = 5.0
 
 @dataclass(frozen=True)
 class Liveness:
-    """What a READY process must keep answering (docs/multi-node.md §2): ``url`` (``GET``, or
-    ``POST`` of the JSON ``body`` when one is given) with ``expect_status``; ``failure_threshold``
-    failed polls in a row (each with ``timeout_s``) stop the process as a failure, restarted under
-    its restart policy with the cause ``unhealthy``. Polled at the READY cadence of its probe.
+    """What a READY process must keep answering (docs/supervision.md §10, docs/multi-node.md §2): ``url``
+    (``GET``, or ``POST`` of the JSON ``body`` when one is given) with ``expect_status``;
+    ``failure_threshold`` failed checks in a row (each with ``timeout_s`` seconds) stop the process as
+    a failure, restarted under its restart policy with the cause ``unhealthy``.
+
+    ``interval_s``: seconds between the starts of two checks (a low rate: a completion reaches the
+    engine core and costs a scheduler step); None = every poll at the READY cadence of its probe,
+    the check then replacing the readiness poll (as multi-node groups use it). With a number the
+    readiness URL keeps being polled at the READY cadence and the check runs in place of the poll
+    that falls due after ``interval_s``.
+
+    ``stall_s``: also unhealthy when vLLM's ``/metrics`` show requests running or waiting while the
+    prompt and generation token counters stayed the same for ``stall_s`` seconds (None = off). A
+    check that timed out while those counters moved is a busy engine, not a hung one: it does not
+    count as failed.
     """
 
     url: str
@@ -40,6 +51,8 @@ class Liveness:
     body: Mapping[str, Any] | None = None
     timeout_s: float = 10.0
     failure_threshold: int = 3
+    interval_s: float | None = None
+    stall_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,8 @@ class Probe:
     ``remote`` (plan file: ``health.remote``): the URL is answered by another machine's server by
     design (a multi-node worker probes its head), so the answer counts without the listening
     socket belonging to this process.
+    ``model`` (plan file: ``health.model``): READY additionally needs ``GET /v1/models`` on the same
+    server to list this model id (docs/supervision.md §2); None = the readiness URL alone.
     """
 
     url: str
@@ -71,6 +86,7 @@ class Probe:
     unhealthy_after: int = UNHEALTHY_AFTER
     liveness: Liveness | None = None
     remote: bool = False
+    model: str | None = None
 
     @property
     def ready_cadence_s(self) -> float:
@@ -109,6 +125,11 @@ class ProcessSpec:
     ``bash -c 'setup; exec "$@"' bash argv…`` runs (docs/architecture.md §4, launch). ``depends_on`` is resolved:
     the names that must be READY before this one starts. ``ports`` are every TCP port it listens
     on (preflight). ``probe`` None = READY as soon as it is running. Timeouts are seconds.
+
+    Stop grace (docs/supervision.md §6): ``stop_timeout_s`` for a READY process, the shorter
+    ``starting_stop_timeout_s`` for one still STARTING (vLLM ignores SIGTERM while it initializes).
+    ``wait_for``: health URLs served on other machines (the engines a router routes to) that must
+    answer before this process starts, waited for at most ``ready_timeout_s`` (docs/supervision.md §12).
     """
 
     name: str
@@ -125,6 +146,13 @@ class ProcessSpec:
     ready_timeout_s: float = READY_TIMEOUT_S
     ports: tuple[int, ...] = ()
     setup: str | None = None
+    starting_stop_timeout_s: float = STARTING_STOP_TIMEOUT_S
+    wait_for: tuple[str, ...] = ()
+
+    def stop_grace_s(self, ready: bool) -> float:
+        """Seconds between the stop signal and SIGKILL: ``stop_timeout_s`` once READY, else the
+        shorter of it and ``starting_stop_timeout_s``."""
+        return self.stop_timeout_s if ready else min(self.stop_timeout_s, self.starting_stop_timeout_s)
 
     def command(self) -> list[str]:
         """The argv actually executed: ``argv``, or the bash wrapper running ``setup`` first."""
@@ -145,6 +173,7 @@ class ProcessSpec:
         d["argv"] = tuple(d["argv"])
         d["depends_on"] = tuple(d.get("depends_on", ()))
         d["ports"] = tuple(d.get("ports", ()))
+        d["wait_for"] = tuple(d.get("wait_for", ()))
         if d.get("probe"):
             pr = dict(d["probe"])
             pr["liveness"] = Liveness(**pr["liveness"]) if pr.get("liveness") else None

@@ -20,11 +20,18 @@ server answers on the same port.
 Health polls: every ``Probe.interval_s`` (1 s) while STARTING, then every ``Probe.ready_cadence_s``
 (5 s unless the plan sets ``health.ready_interval_s``) while READY — a real vLLM writes an access
 log line per poll, and its ``/metrics`` are scraped at the same cadence. Polls never overlap.
+READY needs ``/v1/models`` to list ``Probe.model`` when set; while READY a ``Probe.liveness``
+check takes the poll that falls due after its ``interval_s``, and its failures or frozen
+``/metrics`` counters (:class:`~vllm_deploy_wizard.launcher.health.EngineWatch`) become
+``Unhealthy`` (docs/supervision.md §2, §10). A process with ``wait_for`` URLs is spawned only once
+they answer (§12).
 
 Process-tree hygiene: when a main process dies on its own, what is left of its tree
 (vLLM's EngineCore/Worker after a SIGKILLed API server) is reaped at once, and a restart waits for
 that and for the process's ports to be free instead of racing them. After the run, every tree is
 checked for survivors (killed if any, and reported) and, with NVML, for GPU memory still held.
+The ``/dev/shm`` files a start's tree created are removed before its restart and after the stop
+(:mod:`~vllm_deploy_wizard.launcher.shm`, docs/supervision.md §11).
 """
 
 from __future__ import annotations
@@ -49,7 +56,9 @@ from vllm_deploy_wizard.launcher.process import ManagedProcess, child_env, forei
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.timeouts import EMERGENCY_STOP_TIMEOUT_S, KILL_WAIT_S, TREE_GONE_GRACE_S
-from vllm_deploy_wizard.launcher.vllm import StartupProgress, is_vllm_serve
+from vllm_deploy_wizard.launcher.health import EngineWatch, models_not_listed, wait_for_answers
+from vllm_deploy_wizard.launcher.shm import RunShm
+from vllm_deploy_wizard.launcher.vllm import StartupProgress, auth_headers, is_vllm_serve
 
 
 @dataclass
@@ -111,6 +120,9 @@ def metrics_url(probe_url: str) -> str:
     """The ``/metrics`` URL on the same host/port as a health probe URL."""
     u = urlsplit(probe_url)
     return urlunsplit((u.scheme, u.netloc, "/metrics", "", ""))
+
+
+
 
 
 def with_port_holder(cause: Cause) -> Cause:
@@ -185,6 +197,7 @@ class Supervisor:
         self._spawning: set[str] = set()
         self._pending_signal: dict[str, int] = {}
         self._since_wall: dict[str, float] = {}
+        self.shm = RunShm()  #: /dev/shm files of each process's current start (docs/supervision.md §11)
         for p in spec.processes:
             self.logs[p.name] = ProcessLog(
                 p.name, (log_dir / f"{p.name.replace('/', '_')}.log") if log_dir else None,
@@ -312,12 +325,14 @@ class Supervisor:
                 if a.name in self._spawning:  # not started yet: deliver as soon as it is
                     self._pending_signal[a.name] = a.sig
                 elif mp is not None and mp.returncode is None:
+                    self.shm.observe(a.name, mp)
                     pids = mp.signal_tree(a.sig)
                     self.logs[a.name].note(f"sent signal {a.sig} to process group {mp.pgid} ({len(pids)} processes)")
                 # else: it already ended; its Exited event is on the way
             elif isinstance(a, P.KillTree):
                 mp = self.handles.get(a.name)
                 if mp is not None:
+                    self.shm.observe(a.name, mp)
                     pids = mp.kill_tree()
                     self.logs[a.name].note(f"stop timeout: SIGKILL to {len(pids)} processes {pids}")
             elif isinstance(a, P.StartTimer):
@@ -339,6 +354,8 @@ class Supervisor:
             old = self._cleanup.pop(name, None)
             if old is not None:
                 await old
+            if p.wait_for and not await self._wait_for_remote(name, p):
+                return
             if p.ports:
                 deadline = self.clock() + self.port_wait_s
                 busy = busy_ports(p.ports)
@@ -353,6 +370,7 @@ class Supervisor:
                 return
             log.note(f"starting: {shlex.join(self.redactor.text(a) for a in p.command())}")
             self.progress.pop(name, None)  # a restart goes through the startup phases again
+            ledger = self.shm.begin()
             try:
                 mp = await self._spawn_fn(p, child_env(p, self.base_env))
             except OSError as exc:
@@ -362,6 +380,7 @@ class Supervisor:
                 self._queue.put_nowait(P.Exited(name, 127, cause.to_dict(), tuple(log.last(20))))
                 return
             self.handles[name] = mp
+            self.shm.started(name, ledger)
             if self.on_spawned is not None:
                 try:
                     self.on_spawned(name)
@@ -371,6 +390,8 @@ class Supervisor:
                 self._pumps[name] = self._task(pump(mp.stdout, log))
             self._queue.put_nowait(P.Started(name, mp.pid))
             self._task(self._watch(name, mp))
+            alive = lambda: mp.proc.returncode is None and self.handles.get(name) is mp  # noqa: E731
+            self._task(self.shm.track(name, mp, alive))
         finally:
             self._spawning.discard(name)
         sig = self._pending_signal.pop(name, None)
@@ -391,8 +412,10 @@ class Supervisor:
             while mp.survivors() and self.clock() < deadline:
                 await asyncio.sleep(0.05)
             if mp.survivors():
+                self.shm.observe(name, mp)
                 mp.kill_tree()
                 await mp.reap(KILL_WAIT_S)
+            self.shm.remove(name, self.logs[name].note)  # before a requested restart starts it again
             self._queue.put_nowait(P.Exited(name, rc))
             return
         tail = log.last(40)
@@ -409,9 +432,11 @@ class Supervisor:
 
     async def _reap(self, name: str, mp: ManagedProcess) -> None:
         p = self.spec.get(name)
+        self.shm.observe(name, mp)  # the orphans (EngineCore, Workers) still hold their segments
         left = await mp.reap(p.stop_timeout_s, p.stop_signal)
         if left:
             self.logs[name].note(f"main process gone; reaped {len(left)} leftover processes {left}")
+        self.shm.remove(name, self.logs[name].note)  # the restart waits for this task
         # a restart must not race the old tree for GPU memory either: wait while NVML
         # still shows any of its pids holding memory (no NVML → None → no wait)
         pids = set(mp.known) | {mp.pid}
@@ -428,62 +453,97 @@ class Supervisor:
         # a remote probe is another machine's server (a multi-node worker's head): its metrics are not ours
         murl = metrics_url(pr.url) if (self.metrics_enabled and is_vllm_serve(p.argv) and not pr.remote) else None
         last_ok: bool | None = None
-        lost = 0  # liveness polls failed in a row while READY
+        watch: EngineWatch | None = None
         warned: str | None = None
         prev: MetricsSnapshot | None = None
+        # /v1 routes of a vLLM started with an API key need it (the liveness URL, /v1/models)
+        auth = {"headers": h} if (h := auth_headers(p.argv, child_env(p, self.base_env))) else {}
         while self.handles.get(name) is mp and mp.proc.returncode is None:
             state = self.policy.states[name].state
             if state not in (State.STARTING, State.READY):
                 break
             t0 = self.clock()
             lv = pr.liveness if state is State.READY else None
-            if lv is None:
+            if lv is not None and watch is None:
+                watch = EngineWatch(lv, t0)
+            check = watch is not None and watch.due(t0)
+            if not check:
                 res = await self._probe_fn(pr.url, pr.expect_status, pr.timeout_s)
             elif lv.body is not None:
-                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, post=dict(lv.body))
+                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, post=dict(lv.body), **auth)
             else:
-                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s)
-            if res.ok and state is State.STARTING and pr.remote:
-                self._queue.put_nowait(P.ProbePassed(name))
-            elif res.ok and state is State.STARTING:
-                # the answer counts only if the listening socket is this process's: another run's
-                # server on the same port would make a run that could not bind look READY
-                try:
-                    foreign = await asyncio.to_thread(self._foreign_fn, pr.url, mp, p.argv)
-                except Exception:  # noqa: BLE001 - an undeterminable holder counts as ours (as before)
-                    foreign = None
-                if foreign is None:
+                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, **auth)
+            if res.ok and state is State.STARTING:
+                ours = True
+                if not pr.remote:
+                    # the answer counts only if the listening socket is this process's: another run's
+                    # server on the same port would make a run that could not bind look READY
+                    try:
+                        foreign = await asyncio.to_thread(self._foreign_fn, pr.url, mp, p.argv)
+                    except Exception:  # noqa: BLE001 - an undeterminable holder counts as ours (as before)
+                        foreign = None
+                    if foreign is not None:
+                        ours = False
+                        if warned != foreign:  # said once per start
+                            self.logs[name].note(foreign)
+                            warned = foreign
+                if ours and pr.model:  # READY = the model is listed (docs/supervision.md §2)
+                    note = await models_not_listed(self._probe_fn, pr.url, pr.model, pr.timeout_s, **auth)
+                    if note is not None:
+                        ours = False
+                        if warned != note:
+                            self.logs[name].note(note)
+                            warned = note
+                if ours:
                     self._queue.put_nowait(P.ProbePassed(name))
-                elif warned is None:  # said once per start
-                    self.logs[name].note(foreign)
-                    warned = foreign
             elif state is State.READY:
                 if res.ok != last_ok and last_ok is not None:
                     self.logs[name].note(f"health {'ok again' if res.ok else 'failing'}: {res.detail}")
                 last_ok = res.ok
-                if lv is not None:  # the liveness check counts its own failures
-                    lost = 0 if res.ok else lost + 1
-                    if lost >= lv.failure_threshold:
-                        self._queue.put_nowait(P.Unhealthy(name, f"{lv.url} failed {lost} polls in a row: {res.detail}"))
-                        break
-                else:  # the readiness URL: the policy counts failures in a row (Probe.unhealthy_after)
+                if not check:  # the readiness URL: the policy counts failures in a row (Probe.unhealthy_after)
                     self._queue.put_nowait(P.ProbePassed(name) if res.ok else P.ProbeFailed(name, str(res.detail)))
+                stalled = None
                 if murl:
                     m = await self._probe_fn(murl, 200, pr.timeout_s, body=True)
+                    snap = None
                     if m.ok and m.body:
-                        try:
+                        with contextlib.suppress(ValueError):
                             snap = parse_metrics(m.body, self.wall())
-                        except ValueError:
-                            snap = None
-                        if snap is not None:
-                            msg = Metrics(name, snap, rates(prev, snap) if prev else {})
-                            self.last_metrics[name] = msg
-                            prev = snap
-                            self._publish(msg)
+                    if snap is not None:
+                        msg = Metrics(name, snap, rates(prev, snap) if prev else {})
+                        self.last_metrics[name] = msg
+                        prev = snap
+                        self._publish(msg)
+                        stalled = watch.metrics(snap, self.clock()) if watch is not None else None
+                # the liveness check counts its own failures (after the scrape: moving counters = busy)
+                detail = stalled or (watch.checked(res) if check else None)
+                if detail:
+                    self._queue.put_nowait(P.Unhealthy(name, detail))
+                    break
             # 1 Hz (interval_s) until READY, then the slower READY cadence: every poll is an access
             # line in vLLM's log (Probe.ready_cadence_s)
             ready = self.policy.states[name].state is State.READY
             await asyncio.sleep(max(0.0, (pr.ready_cadence_s if ready else pr.interval_s) - (self.clock() - t0)))
+
+    async def _wait_for_remote(self, name: str, p: ProcessSpec) -> bool:
+        """Wait until every ``p.wait_for`` URL answers (docs/supervision.md §12), at most
+        ``ready_timeout_s``; False when the time ran out (its Exited is posted)."""
+        self.logs[name].note(f"waiting for {', '.join(p.wait_for)} (on other machines) to answer")
+        pending = await wait_for_answers(
+            self._probe_fn, p.wait_for, self.clock, self.clock() + p.ready_timeout_s,
+            stopped=lambda: self.policy.states[name].state is not State.STARTING or name in self._pending_signal)
+        if not pending or self.policy.states[name].state is not State.STARTING:
+            if not pending:
+                self.logs[name].note(f"{', '.join(p.wait_for)} answered")
+            return True  # answered, or stopped meanwhile (the caller reports that)
+        msg = f"{', '.join(pending)} did not answer within {p.ready_timeout_s:g} s"
+        self.logs[name].note(f"not started: {msg}")
+        cause = {"kind": "ready_timeout", "summary": f"not started: {msg}", "line": None, "retryable": True,
+                 "fix": "launch the runs of the engines it routes to on their machines first "
+                        "(vllm-wizard launch PLAN --node LABEL) or check those URLs"}
+        self._pending_signal.pop(name, None)
+        self._queue.put_nowait(P.Exited(name, 1, cause, tuple(self.logs[name].last(20))))
+        return False
 
     async def _emergency_stop(self) -> None:
         """Cancelled from outside: stop every live tree right away (signal, short wait, SIGKILL)."""
@@ -503,7 +563,9 @@ class Supervisor:
             if left:
                 survivors += left
                 self.logs[name].note(f"survivors after stop: {left}; killing them")
+                self.shm.observe(name, mp)
                 await mp.reap(2.0, 9)
+            self.shm.remove(name, self.logs[name].note)
         for t in list(self._pumps.values()):
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(t), 1.0)

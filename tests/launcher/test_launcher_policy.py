@@ -323,7 +323,8 @@ def test_a_deterministic_cause_after_the_process_was_ready_backs_off_as_a_failur
 def test_a_ready_timeout_backs_off_even_with_a_deterministic_looking_cause():
     h = History(_spec())
     _to_vllm_starting(h)
-    assert h.at(102.1, TimerFired("vllm", "ready")) == [Signal("vllm", signal.SIGTERM), StartTimer("vllm", "kill", 10)]
+    # still STARTING: the short grace (spec.starting_stop_timeout_s, 3 s), not the READY one (10 s)
+    assert h.at(102.1, TimerFired("vllm", "ready")) == [Signal("vllm", signal.SIGTERM), StartTimer("vllm", "kill", 3)]
     h.at(103.0, Exited("vllm", -15, cause={"kind": "unclassified", "summary": "", "fix": ""}))
     assert h.state("vllm") is State.BACKOFF
     backoff = [e for e in h.events if e.state is State.BACKOFF][0]
