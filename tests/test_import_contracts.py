@@ -16,17 +16,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Installed layout: package path → source folder (pyproject ``[tool.setuptools.package-dir]``).
-LAYOUT = {"vllm_deploy_wizard": "vllm_deploy_wizard", "vllm_deploy_wizard/catalog": "catalog",
-          "vllm_deploy_wizard/detect": "detect", "vllm_deploy_wizard/launcher": "launcher",
-          "vllm_deploy_wizard/tui": "tui"}
-
-
-def staged_tree(dest: Path) -> Path:
-    for target, source in LAYOUT.items():
-        shutil.copytree(ROOT / source, dest / target, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "data", "*.tcss"))
-    return dest
+sys.path.insert(0, str(ROOT / "tools"))
+from staged_layout import stage as staged_tree  # noqa: E402 — tools/ is not a package
 
 
 def lint(tree: Path) -> subprocess.CompletedProcess[str]:

@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 from vllm_deploy_wizard.tui.app import DataChanged, SelectionChanged
 from vllm_deploy_wizard.tui.axes import AxisView, apply_choice, axis_views, warnings_of
 from vllm_deploy_wizard.tui.constraint_panel import ConstraintPanel
@@ -100,7 +101,7 @@ class AxisList(OptionList):
                 pass
 
 
-class ConfigureScreen(Screen):
+class ConfigureScreen(WizardScreen):
     """Axis rows (scrolling, left) and the constraint panel (right; bottom on narrow terminals)."""
 
     HELP_TITLE = "Configure"

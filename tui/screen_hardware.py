@@ -22,6 +22,7 @@ from textual.widgets import Footer, Header, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from vllm_deploy_wizard.common.contract import MAX_NODES
+from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 from vllm_deploy_wizard.tui.app import DataChanged, SelectionChanged
 from vllm_deploy_wizard.tui.catalog_view import profile_groups
 from vllm_deploy_wizard.tui.inventory_view import inventory_lines, match_lines
@@ -29,7 +30,7 @@ from vllm_deploy_wizard.tui.inventory_view import inventory_lines, match_lines
 #: Nodes range of the Nodes input (docs/synthesis.md §2.3 ``MAX_NODES`` = 16; Selection ``nodes`` 1..16).
 
 
-class HardwareScreen(Screen):
+class HardwareScreen(WizardScreen):
     """Detected facts (left), profiles grouped by brand (right), devices/nodes inputs (bottom)."""
 
     HELP_TITLE = "Hardware"

@@ -20,6 +20,7 @@ from rich.text import Text
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 from textual.widgets.data_table import ColumnKey
 
+from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 from vllm_deploy_wizard.tui.app import DataChanged
 from vllm_deploy_wizard.catalog.listing import TASKS
 from vllm_deploy_wizard.tui.catalog_view import recipe_rows
@@ -60,7 +61,7 @@ def model_status(rows: list, total: int, profile, memory: tuple[float, str] | No
     return head + " · enter picks · custom model below"
 
 
-class ModelScreen(Screen):
+class ModelScreen(WizardScreen):
     """Search box + filters (top), recipe table (middle), custom model box (bottom)."""
 
     HELP_TITLE = "Model"

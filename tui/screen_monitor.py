@@ -31,6 +31,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, OptionList, ProgressBar, RichLog, Sparkline, Static
 from textual.widgets.option_list import Option
 
+from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 from vllm_deploy_wizard.tui.host_stats import PERIOD_S
 from vllm_deploy_wizard.tui.monitor_model import (
     LOG_TAIL,
@@ -85,7 +86,7 @@ MONITOR_ACTIONS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-class MonitorScreen(Screen):
+class MonitorScreen(WizardScreen):
     """Monitor of run ``run_id``; the launcher client comes from ``app.launcher.client(run_id)``."""
 
     BINDINGS = [

@@ -22,6 +22,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 
+from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 from vllm_deploy_wizard.tui.dom_ids import dom_id
 from vllm_deploy_wizard.tui.placeholders import offered_defaults
 from vllm_deploy_wizard.tui.plan_export import default_export_dir, write_plan_file, write_scripts
@@ -73,7 +74,7 @@ REVIEW_ACTIONS: tuple[tuple[str, str, str, str, str], ...] = (
 FOOTER_ACTIONS = frozenset({"launch", "preflight", "export"})
 
 
-class ReviewScreen(Screen):
+class ReviewScreen(WizardScreen):
     """Summary, install steps, placeholders, commands. Keys (:data:`REVIEW_ACTIONS`): ctrl+l launch,
     ctrl+r preflight, ctrl+o export, ctrl+t scripts, ctrl+y copy — anywhere, also from a placeholder
     Input; l/p/e/s/c while a command block has focus; every action is in the command palette too."""
