@@ -59,15 +59,17 @@ Modules of this package (the public names below are importable from the package 
 
 from __future__ import annotations
 
-from .cause import CLASSIFY_LINES, RETRYABLE, Cause, is_retryable
-from .lines import ERROR_LINE, WRAPPER, is_wrapper, last_error_line, strip_prefix
+from .cause import CLASSIFY_LINES, RETRYABLE, WAITS_ON_PEER, Cause, is_retryable
+from .lines import (ERROR_LINE, MAX_LINE_CHARS, WRAPPER, cut_line, is_time_independent, is_wrapper, last_error_line,
+                    root_error_line, root_signature, strip_prefix)
 from .memory import DEFAULT_GPU_UTIL, MIN_OOM_UTIL, OOM_UTIL_STEP, UTIL_MARGIN
 from .arguments import REPLACED_FLAGS
 from .rules import RULES, SYMPTOM, Rule
 from .classifier import classify, describe_exit, explain, unclassified
 
 __all__ = [
-    "CLASSIFY_LINES", "RETRYABLE", "Cause", "is_retryable", "ERROR_LINE", "WRAPPER", "is_wrapper",
-    "last_error_line", "strip_prefix", "DEFAULT_GPU_UTIL", "MIN_OOM_UTIL", "OOM_UTIL_STEP", "UTIL_MARGIN",
+    "CLASSIFY_LINES", "RETRYABLE", "WAITS_ON_PEER", "Cause", "is_retryable", "ERROR_LINE", "MAX_LINE_CHARS",
+    "WRAPPER", "cut_line", "is_time_independent", "is_wrapper", "last_error_line", "root_error_line", "root_signature",
+    "strip_prefix", "DEFAULT_GPU_UTIL", "MIN_OOM_UTIL", "OOM_UTIL_STEP", "UTIL_MARGIN",
     "REPLACED_FLAGS", "RULES", "SYMPTOM", "Rule", "classify", "describe_exit", "explain", "unclassified",
 ]

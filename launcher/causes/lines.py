@@ -1,12 +1,29 @@
 """Reading log lines: vLLM's process/log prefixes (:func:`strip_prefix`), lines that only point at
-another error (:data:`WRAPPER`, :func:`is_wrapper`) and the newest error-looking line
-(:data:`ERROR_LINE`, :func:`last_error_line`).
+another error (:data:`WRAPPER`, :func:`is_wrapper`), the newest error-looking line (:data:`ERROR_LINE`,
+:func:`last_error_line`), the root error above vLLM's wrapper lines (:func:`root_error_line`) and the
+line-length cut that keeps classification linear in the log size (:data:`MAX_LINE_CHARS`, :func:`cut_line`).
+
+Every pattern here is linear in the line length: no nested or adjacent unbounded quantifiers that can
+match the same characters (docs/supervision.md §5, linear time); ``bench/bench_causes.py`` measures it.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Callable, Sequence
+
+
+#: Longest line classified or displayed (characters); longer lines are cut (:func:`cut_line`). The
+#: process's log file keeps them whole. 64 KiB holds any real error message; a 2 MB line of a tensor
+#: dump or a progress bar without newlines gains nothing from being searched to its end.
+MAX_LINE_CHARS = 64 * 1024
+
+
+def cut_line(line: str, limit: int = MAX_LINE_CHARS) -> str:
+    """``line`` cut to ``limit`` characters, with a note of how many were cut (unchanged when shorter)."""
+    if len(line) <= limit:
+        return line
+    return f"{line[:limit]} … [{len(line) - limit} characters cut]"
 
 
 # ---------------------------------------------------------------- wrappers (never a root cause)
@@ -17,9 +34,23 @@ WRAPPER = re.compile(
     r"https://errors\.pydantic\.dev|EngineCore failed to start|Engine core initialization failed|got fatal signal "
     r"from worker processes|The above exception was the direct cause|During handling of the above exception|"
     r"^\s*Traceback \(most recent call last\)|^\s*File \"|^\s*raise\b|validation errors? for \w+\s*$|"
-    r"Error in chat completion stream generator|^\s*\^+\s*$|This might cause deadlock",
+    r"Error in chat completion stream generator|^\s*\^+\s*$|This might cause deadlock|"
+    r"Engine process failed to start|WorkerProc failed to start|Frontend process failed during engine core",
     re.I,
 )
+#: vLLM's wrappers that name no error of their own but say the root cause is above them: the EngineCore
+#: and API-server wrappers (vLLM 0.32.0 ``vllm/v1/engine/utils.py``: "Engine core initialization failed.
+#: See root cause above."; ``vllm/v1/engine/core.py``: "EngineCore failed to start."; vLLM 0.6 ``vllm/
+#: entrypoints/openai/api_server.py``: "Engine process failed to start. See stack trace for the root
+#: cause.") and the worker's ``multiproc_executor.py`` "WorkerProc failed to start.".
+ROOT_ABOVE = re.compile(
+    r"Engine core initialization failed|Engine process failed to start|EngineCore failed to start|"
+    r"WorkerProc failed to start|Frontend process failed during engine core|See root cause above|"
+    r"See stack trace (?:\(?above\)?)? for (?:the )?root cause", re.I)
+#: pydantic's header "N validation error(s) for ConfigName": the errors are on the lines under it
+#: (pydantic-core 2.x ``ValidationError.__str__``, raised by vLLM 0.32.0 ``vllm/config/*.py`` dataclasses
+#: and ``vllm/engine/arg_utils.py`` ``parse_dataclass``).
+PYDANTIC_HEADER = re.compile(r"(\d+) validation errors? for (\w+)\s*$")
 _PREFIX = re.compile(r"^(?:\s*(?:\(\w[\w-]*(?: \w+=\S+)* pid=\d+(?:, ip=[\d.]+)?\)|\[[^\]]*\]:?|[\w-]+\s+\||"
                      r"(?:ERROR|INFO|WARNING|DEBUG|CRITICAL) \d\d-\d\d [\d:]+(?: \[[^\]]+\])?|\d{4}-\d\d-\d\d[ T][\d:.,]+"
                      r"(?: \| \w+ \| \w+ \|)?(?: \[\w+\] \(\w+\))?)\s*)+")
@@ -34,16 +65,109 @@ def is_wrapper(line: str | None) -> bool:
     """True for a line that only points at another error (:data:`WRAPPER`) or a traceback frame."""
     return line is not None and bool(WRAPPER.search(strip_prefix(line)))
 
+
 #: A line that looks like an error: a Python exception line (``ValueError: …``, ``…Error``,
-#: ``…Exception``), ``Traceback``, or a program's ``error:``/``ERROR``/``FATAL`` line.
-ERROR_LINE = re.compile(r"\w*(?:Error|Exception)\b|^Traceback|\berror\b|\bERROR\b|\bFATAL\b|\bfatal\b", re.I)
+#: ``…Exception``), ``Traceback``, or a program's ``error:``/``ERROR``/``FATAL`` line. No leading
+#: ``\w*``: on a long run of word characters that made every start position scan to the run's end.
+ERROR_LINE = re.compile(r"(?:Error|Exception)\b|^Traceback|\berror\b|\bfatal\b", re.I)
+_LEAD_NAME = re.compile(r"[\w.]+")
+#: Exception classes whose message does not depend on time: the same inputs raise them again on every
+#: start (docs/supervision.md §3, retry only what can change).
+TIME_INDEPENDENT = ("ValueError", "TypeError", "KeyError", "ImportError", "ModuleNotFoundError", "NotImplementedError",
+                    "IndexError", "AttributeError", "ValidationError", "ArgumentError", "ArgumentTypeError",
+                    "FileNotFoundError", "IsADirectoryError", "NotADirectoryError", "UnicodeDecodeError",
+                    "JSONDecodeError", "AssertionError")
+
+
+def exception_name(line: str) -> str | None:
+    """The exception class a Python exception line starts with (``pydantic_core._pydantic_core.
+    ValidationError: …`` → ``ValidationError``), or None when the line is no exception line."""
+    text = strip_prefix(line)
+    m = _LEAD_NAME.match(text)
+    if m is None:
+        return None
+    rest = text[m.end():m.end() + 1]
+    name = m.group(0).rsplit(".", 1)[-1]
+    if rest not in (":", "") or not name.endswith(("Error", "Exception")):
+        return None
+    return name
+
+
+def is_time_independent(line: str | None) -> bool:
+    """True when ``line`` is an exception that fails the same way on every start: one of
+    :data:`TIME_INDEPENDENT`, an argparse ``error:`` line, a pydantic validation line or a line saying
+    something is "not supported"."""
+    if not line:
+        return False
+    text = strip_prefix(line)
+    name = exception_name(text)
+    if name in TIME_INDEPENDENT:
+        return True
+    low = text.lower()
+    return ("not supported" in low or "[type=" in text or text.startswith(("usage:", "Invalid JSON"))
+            or bool(re.match(r"[\w. -]{1,80}: error: ", text)) or "Value error, " in text)
 
 
 def last_error_line(lines: Sequence[str]) -> str | None:
-    """The newest line of ``lines`` that looks like an error (:data:`ERROR_LINE`) and is no wrapper
-    (:func:`is_wrapper`), supervisor notes (``[wizard] …``) excluded; None when there is none."""
+    """The newest line of ``lines`` that looks like an error (:data:`ERROR_LINE`, on the line without
+    its log prefix) and is no wrapper (:func:`is_wrapper`), supervisor notes (``[wizard] …``) excluded;
+    None when there is none."""
     for line in reversed(lines):
         text = line.strip()
-        if text and not text.startswith("[wizard]") and ERROR_LINE.search(text) and not is_wrapper(text):
-            return text[:500]
+        if text and not text.startswith("[wizard]") and ERROR_LINE.search(strip_prefix(text)) and not is_wrapper(text):
+            return cut_line(text, 500)
     return None
+
+
+def _usable(line: str, skip: Callable[[str], bool] | None = None) -> bool:
+    text = line.strip()
+    return (bool(text) and not text.startswith("[wizard]") and not is_wrapper(text)
+            and not (skip is not None and skip(strip_prefix(text))))
+
+
+def root_error_line(lines: Sequence[str], skip: Callable[[str], bool] | None = None) -> str | None:
+    """The root error of ``lines`` (oldest first) when no rule knows it, or None.
+
+    Anchored on vLLM's wrapper lines: under a pydantic header (:data:`PYDANTIC_HEADER`) it is the first
+    line that is no wrapper; above the newest :data:`ROOT_ABOVE` wrapper it is the newest Python
+    exception line (:func:`exception_name`), else the newest error-looking line there. Without a wrapper
+    it is the newest exception line, else the newest error-looking line (:func:`last_error_line`).
+    ``skip`` (a line without its prefix → bool) names lines that are no root cause either (symptoms:
+    a worker or engine process that died).
+    """
+    texts = [strip_prefix(x) for x in lines]
+    header = next((i for i in range(len(texts) - 1, -1, -1) if PYDANTIC_HEADER.search(texts[i])), None)
+    if header is not None:
+        under = next((texts[j] for j in range(header + 1, min(len(texts), header + 6)) if _usable(texts[j], skip)), None)
+        if under is not None:
+            return cut_line(under, 500)
+    anchor = next((i for i in range(len(texts) - 1, -1, -1) if ROOT_ABOVE.search(texts[i])), len(texts))
+    above = list(lines[:anchor])
+    for line in reversed(above):
+        if _usable(line, skip) and exception_name(line) is not None:
+            return cut_line(strip_prefix(line), 500)
+    for line in reversed(above):
+        if _usable(line, skip) and ERROR_LINE.search(strip_prefix(line)):
+            return cut_line(strip_prefix(line), 500)
+    return None
+
+
+_VOLATILE = (
+    (re.compile(r"\bpid[=: ]\s*\d+", re.I), "pid=N"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "0x…"),
+    (re.compile(r"\d{4}-\d\d-\d\d[-T ]\d\d[\d:.,-]*"), "TIME"),
+    (re.compile(r"Request ID: [^)\s]+"), "Request ID"),
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "UUID"),
+)
+
+
+def root_signature(line: str | None) -> str | None:
+    """``line`` (a cause's root line) without what differs between two starts failing the same way:
+    its log prefix, pids, addresses, timestamps, request ids and UUIDs; None for None or an empty line.
+    Two starts whose root lines have the same signature failed for the same reason."""
+    if not line:
+        return None
+    text = strip_prefix(cut_line(line, 2000))
+    for pattern, repl in _VOLATILE:
+        text = pattern.sub(repl, text)
+    return text or None

@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any
 
-from .context import _Ctx, _fmt, _gib, _is_cpu, _num, _Result, _util_in
+from .context import _Ctx, _device_kind, _device_tool, _fmt, _gib, _is_cpu, _num, _Result, _util_in
 
 
 #: Margin (utilization fraction) kept below what the free/total figures of a memory refusal allow.
@@ -52,8 +52,10 @@ def _mem_util(c: _Ctx) -> _Result:
     summary = (f"free {where} ({m.group(1)}/{m.group(2)} GiB) is below the requested --gpu-memory-utilization"
                + (f" ({r.group(1)}, {r.group(2)} GiB)" if r else "") if m else
                "not enough free memory for the requested memory utilization (--gpu-memory-utilization)")
+    tool = _device_tool(_device_kind([c.line, *c.lines], c.env))
     fix = (f"lower --gpu-memory-utilization to {fix_args[-1]} (what the free memory allows) or free memory used by "
-           "other processes" if fix_args else "free memory used by other processes (vllm-wizard status; nvidia-smi)")
+           f"other processes ({tool} shows them)" if fix_args else
+           f"free memory used by other processes (vllm-wizard status; {tool})")
     return None, summary, fix, fix_args, None, None, facts
 
 

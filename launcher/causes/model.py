@@ -1,11 +1,24 @@
-"""Model and Hugging Face Hub failures: a model that cannot be found (``model_not_found``), a gated repo
-(``gated_model``), a refused token (``hf_token_invalid``), offline mode without the files in the cache
-(``offline_not_cached``) and an architecture this vLLM cannot run (``unsupported_architecture``).
+"""Model and Hugging Face Hub failures: a model that cannot be found (``model_not_found``), a model
+folder without tokenizer files (``tokenizer_missing``), offline mode without the files in the cache
+(``offline_not_cached``), an architecture this vLLM cannot run (``unsupported_architecture``) and the
+three token causes of a gated or private repo, each with its own fix:
+
+* ``hf_token_invalid`` — the Hub *rejected* the token sent (HTTP 401 "Invalid credentials in
+  Authorization header", "Invalid user token"): make a new one;
+* ``hf_token_missing`` — the Hub does not know the caller: no token reached it (HTTP 401 "You must be
+  authenticated to access it" / "Please log in"): give the process ``HF_TOKEN``;
+* ``gated_model`` — the token is known but its account has no access (HTTP 403 "not in the authorized
+  list", "awaiting a review"): accept the license on the model page with that account.
+
+The Hub's messages are those of huggingface_hub's ``hf_raise_for_status`` (``GatedRepoError``), which
+vLLM 0.32.0 reaches through ``vllm/transformers_utils/config.py``.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 from .context import _Ctx, _HF_URL_MODEL, _model_from_argv, _offline, _Result
 
@@ -42,19 +55,76 @@ def _model_not_found(c: _Ctx) -> _Result:
             "config.json; a private or gated repo also needs HF_TOKEN", None, None, None, facts)
 
 
+_REJECTED = re.compile(r"Invalid credentials in Authorization header|Invalid user token|token seems invalid|"
+                       r"Invalid username or password", re.I)
+_NOT_GRANTED = re.compile(r"403 Client Error|not in the authorized list|awaiting a review|ask for access", re.I)
+_ANONYMOUS = re.compile(r"401 Client Error|must (?:have access to it and )?be authenticated|Please log in", re.I)
+_TOKEN_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+
+
 def _gated(c: _Ctx) -> _Result:
     model = _model_id(c)
     facts = {"model": model} if model else {}
     page = f"https://huggingface.co/{model}" if model and "/" in model and not model.startswith("/") else "its huggingface.co page"
-    return (None, f"{model or 'the model'} is gated: this Hugging Face account has no access",
+    context = [c.line, *c.lines]
+    if any(_REJECTED.search(x) for x in context):
+        return _token_invalid(c)
+    if any(_NOT_GRANTED.search(x) for x in context):
+        return ("gated_model", f"{model or 'the model'} is gated and the account of this token has no access (yet)",
+                f"accept the model's license on {page} with the account HF_TOKEN belongs to (a request awaiting review "
+                "must be approved by the repo's authors), then start again", None, None, None, facts)
+    if any(_ANONYMOUS.search(x) for x in context) and not any(c.env.get(k) for k in _TOKEN_ENV):
+        return ("hf_token_missing", f"{model or 'the model'} is gated or private and no Hugging Face token reached "
+                "the Hub (it does not know who asks)",
+                f"give the process HF_TOKEN=<read token of an account with access to {page}> (export it before "
+                "launching, or set it in the plan's env); `hf auth login` on this node works for processes that "
+                "share its HF_HOME", None, None, None, facts)
+    return ("gated_model", f"{model or 'the model'} is gated: this Hugging Face account has no access",
             f"accept the model's license on {page}, then give the process HF_TOKEN=<token of that account> "
             "(export it before launching, or set it in the plan's env)", None, None, None, facts)
 
 
 def _token_invalid(c: _Ctx) -> _Result:
-    return (None, "the Hugging Face token was refused (missing, expired or mistyped)",
-            "create a read token at https://huggingface.co/settings/tokens and give the process HF_TOKEN=<token>",
+    return ("hf_token_invalid", "the Hugging Face Hub rejected the token (expired, revoked or mistyped)",
+            "create a read token at https://huggingface.co/settings/tokens and give the process HF_TOKEN=<token> "
+            "(an old token in HF_HOME's `token` file or HUGGING_FACE_HUB_TOKEN is sent too: remove it)",
             None, None, None, {})
+
+
+_NO_TOKENIZER = (re.compile(r"No tokenizer file found in directory: (\S+)"),
+                 re.compile(r"Can't load tokenizer for '([^']+)'"))
+_HF_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+
+
+def _base_model(folder: str) -> str | None:
+    """The Hub id a local model folder was derived from (``_name_or_path`` of its config.json), or None."""
+    try:
+        data = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = data.get("_name_or_path") if isinstance(data, dict) else None
+    return name if isinstance(name, str) and _HF_ID.match(name) else None
+
+
+def _tokenizer_missing(c: _Ctx) -> _Result:
+    """A model folder without tokenizer files: transformers' "No tokenizer file found in directory: X"
+    (``tokenization_mistral_common.py``, reached by vLLM 0.32.0 ``vllm/tokenizers/mistral.py``) and
+    "Can't load tokenizer for 'X'" (``tokenization_utils_base.py``, through ``vllm/tokenizers/hf.py``).
+    The fix points ``--tokenizer`` at the base model named by the folder's config.json when it has one."""
+    folder = next((m.group(1).rstrip(".") for pat in _NO_TOKENIZER if (m := pat.search(c.line))), None)
+    folder = folder or _model_from_argv(c.argv)
+    facts = {"path": folder} if folder else {}
+    base = _base_model(folder) if folder else None
+    fix_args = ["--tokenizer", base] if base else None
+    if base:
+        facts["base_model"] = base
+    where = folder or "the model folder"
+    fix = (f"set --tokenizer {base} (the base model {where}'s config.json names), or copy its tokenizer files into "
+           f"{where}" if base else
+           f"copy the tokenizer files (tokenizer.json, tokenizer_config.json, tokenizer.model / vocab files) of the "
+           f"base model into {where} (`hf download ORG/BASE --include 'tokenizer*' --local-dir {where}`), or pass "
+           "--tokenizer ORG/BASE")
+    return None, f"{where} holds no tokenizer files", fix, fix_args, None, None, facts
 
 
 def _offline_or_network(c: _Ctx) -> _Result:
