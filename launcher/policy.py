@@ -54,7 +54,7 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from vllm_deploy_wizard.launcher.causes import SYMPTOM, WAITS_ON_PEER, is_retryable, root_signature
+from vllm_deploy_wizard.launcher.causes import SYMPTOM, WAITS_ON_PEER, cut_line, is_retryable, root_signature
 from vllm_deploy_wizard.launcher.spec import PHASES, RunSpec
 from vllm_deploy_wizard.launcher.timeouts import STABLE_RUN_S
 from vllm_deploy_wizard.launcher.states import LIVE, SETTLED, ProcessEvent, ProcessState, State, transition
@@ -316,7 +316,7 @@ class Policy:
         if ps.state not in (State.STARTING, State.READY):
             return []  # a stale report (already settled)
         cause = ev.cause
-        tail = list(ev.tail)
+        tail = [cut_line(x) for x in ev.tail]  # a 2 MB line is cut for display (the log file keeps it)
         # our own SIGKILL after the timeout is no out-of-memory kill
         if ex.timed_out and (cause is None or cause.get("kind") in ("unclassified", "killed")):
             cause = {

@@ -30,7 +30,8 @@ def describe_exit(rc: int | None) -> str:
 
 def _is_symptom(text: str) -> bool:
     """True for a line a symptom rule matches (an engine or worker process that died)."""
-    return any(r.kind in SYMPTOM and r.pattern.search(text) for r in RULES)
+    low = text.lower()
+    return any(r.kind in SYMPTOM and r.matches(low) for r in RULES)
 
 
 def unclassified(lines: Iterable[str], rc: int | None, symptom: Cause | None = None) -> Cause:
@@ -81,6 +82,7 @@ def classify(lines: Iterable[str], rc: int | None = None, argv: Sequence[str] = 
     """
     raw = [cut_line(x) for x in lines if not x.lstrip().startswith("[wizard]")]
     stripped = [strip_prefix(x) for x in raw]
+    lowered = [x.lower() for x in stripped]
     env = dict(env or {})
     best: tuple[float, int, Rule] | None = None
     for i in range(len(stripped) - 1, -1, -1):
@@ -88,7 +90,7 @@ def classify(lines: Iterable[str], rc: int | None = None, argv: Sequence[str] = 
         if not text:
             continue
         for rule in RULES:
-            if (best is None or rule.priority > best[0]) and rule.pattern.search(text):
+            if (best is None or rule.priority > best[0]) and rule.matches(lowered[i]):
                 best = (rule.priority, i, rule)
     tried: set[tuple[int, str]] = set()
     while best is not None:
@@ -106,7 +108,7 @@ def classify(lines: Iterable[str], rc: int | None = None, argv: Sequence[str] = 
         best = None
         for j in range(len(stripped) - 1, -1, -1):
             for r in RULES:
-                if (j, r.kind) not in tried and (best is None or r.priority > best[0]) and r.pattern.search(stripped[j]):
+                if (j, r.kind) not in tried and (best is None or r.priority > best[0]) and r.matches(lowered[j]):
                     best = (r.priority, j, r)
     if rc == 127:
         return Cause("missing_executable", "the executable was not found", "install it or fix PATH", None)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .context import _Ctx, _Result
+from .lines import folded
 from .memory import _device_oom, _host_oom, _kv_cache, _lmcache_alloc, _mem_util, _oom_killed
 from .arguments import (_config_invalid, _divisibility, _dtype_unsupported, _invalid_argument, _max_model_len,
                         _unknown_argument)
@@ -33,10 +34,16 @@ class Rule:
     pattern: re.Pattern[str]
     priority: float
     extract: Callable[[_Ctx], "_Result | None"]
+    #: ``pattern`` for lower-cased text (:func:`~.lines.folded`): what :meth:`matches` searches
+    lowered: re.Pattern[str]
+
+    def matches(self, lowered_text: str) -> bool:
+        """True when the rule's pattern matches a line, given that line lower-cased (``text.lower()``)."""
+        return self.lowered.search(lowered_text) is not None
 
 
 def _r(kind: str, pattern: str, priority: float, extract: Callable[[_Ctx], "_Result | None"]) -> Rule:
-    return Rule(kind, re.compile(pattern, re.I), priority, extract)
+    return Rule(kind, re.compile(pattern, re.I), priority, extract, folded(pattern))
 
 
 #: Priority tiers: 3 explains other errors; 2 a root cause; 1 a generic one; below 1 a symptom.
