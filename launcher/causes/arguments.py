@@ -203,14 +203,15 @@ def _dtype_unsupported(c: _Ctx) -> _Result:
 
 
 _DERIVED = re.compile(r"User-specified max_model_len \((\d+)\) is greater than the derived max_model_len "
-                      r"\((?:(\w+)=)?(\d+|None)(?: or model_max_length=(\d+|None))?")
+                      r"\((?:(\w+)=)?(\d+(?:\.\d+)?|None)(?: or model_max_length=(\d+(?:\.\d+)?|None))?")
 
 
 def _max_model_len(c: _Ctx) -> _Result:
     """``--max-model-len`` above what the model's config allows: vLLM 0.32.0 ``vllm/config/model.py``
     (``_get_and_verify_max_len``) raises "User-specified max_model_len (131072) is greater than the
     derived max_model_len (max_position_embeddings=32768 or model_max_length=None in model's
-    config.json)"; the fix is the larger of the two numbers the log names."""
+    config.json)" — the derived value printed as a float, "=512.0", by the 0.32.0 CPU build; the fix is
+    the larger of the two numbers the log names."""
     m = _DERIVED.search(c.line)
     facts: dict[str, Any] = {}
     fix_args = None
@@ -218,7 +219,8 @@ def _max_model_len(c: _Ctx) -> _Result:
         facts["max_model_len"] = int(m.group(1))
         if m.group(2) and m.group(2) != "None":
             facts["derived_from"] = m.group(2)
-        allowed = [int(x) for x in (m.group(3), m.group(4)) if x and x.isdigit()]
+        # vLLM 0.32.0 prints the derived value as a float ("max_position_embeddings=512.0")
+        allowed = [int(float(x)) for x in (m.group(3), m.group(4)) if x and x != "None"]
         if allowed:
             facts["derived_max_model_len"] = max(allowed)
             fix_args = ["--max-model-len", str(max(allowed))]

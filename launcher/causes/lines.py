@@ -54,7 +54,8 @@ WRAPPER = re.compile(
     r"from worker processes|The above exception was the direct cause|During handling of the above exception|"
     r"^\s*Traceback \(most recent call last\)|^\s*File \"|^\s*raise\b|validation errors? for \w+\s*$|"
     r"Error in chat completion stream generator|^\s*\^+\s*$|This might cause deadlock|"
-    r"Engine process failed to start|WorkerProc failed to start|Frontend process failed during engine core",
+    r"Engine process failed to start|WorkerProc failed to start|Frontend process failed during engine core|"
+    r"please check the stack trace above for the root cause",
     re.I,
 )
 _WRAPPER_FOLDED = folded(WRAPPER.pattern)
@@ -62,10 +63,12 @@ _WRAPPER_FOLDED = folded(WRAPPER.pattern)
 #: and API-server wrappers (vLLM 0.32.0 ``vllm/v1/engine/utils.py``: "Engine core initialization failed.
 #: See root cause above."; ``vllm/v1/engine/core.py``: "EngineCore failed to start."; vLLM 0.6 ``vllm/
 #: entrypoints/openai/api_server.py``: "Engine process failed to start. See stack trace for the root
-#: cause.") and the worker's ``multiproc_executor.py`` "WorkerProc failed to start.".
+#: cause.") and the worker's ``multiproc_executor.py``: "WorkerProc failed to start.", "Worker failed with
+#: error '…', please check the stack trace above for the root cause" (vLLM 0.32.0, measured).
 ROOT_ABOVE = re.compile(
     r"Engine core initialization failed|Engine process failed to start|EngineCore failed to start|"
     r"WorkerProc failed to start|Frontend process failed during engine core|See root cause above|"
+    r"please check the stack trace above for the root cause|"
     r"See stack trace (?:\(?above\)?)? for (?:the )?root cause", re.I)
 #: pydantic's header "N validation error(s) for ConfigName": the errors are on the lines under it
 #: (pydantic-core 2.x ``ValidationError.__str__``, raised by vLLM 0.32.0 ``vllm/config/*.py`` dataclasses

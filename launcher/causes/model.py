@@ -20,6 +20,8 @@ import json
 import re
 from pathlib import Path
 
+from vllm_deploy_wizard.common.flags import last_flag_value
+
 from .context import _Ctx, _HF_URL_MODEL, _model_from_argv, _offline, _Result
 
 
@@ -106,19 +108,33 @@ def _base_model(folder: str) -> str | None:
     return name if isinstance(name, str) and _HF_ID.match(name) else None
 
 
+#: Files a fast tokenizer loads from (tokenizer.json) or converts from (a slow tokenizer's vocabulary).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tiktoken.model", "spiece.model")
+
+
 def _tokenizer_missing(c: _Ctx) -> _Result:
     """A model folder without tokenizer files: transformers' "No tokenizer file found in directory: X"
-    (``tokenization_mistral_common.py``, reached by vLLM 0.32.0 ``vllm/tokenizers/mistral.py``) and
-    "Can't load tokenizer for 'X'" (``tokenization_utils_base.py``, through ``vllm/tokenizers/hf.py``).
-    The fix points ``--tokenizer`` at the base model named by the folder's config.json when it has one."""
+    (``tokenization_mistral_common.py``, reached by vLLM 0.32.0 ``vllm/tokenizers/mistral.py``), "Can't
+    load tokenizer for 'X'" and — what vLLM 0.32.0 ``vllm/tokenizers/hf.py`` prints for a folder with
+    config.json and weights but no tokenizer files (measured) — "Couldn't instantiate the backend
+    tokenizer from one of: (1) a `tokenizers` library serialization file, …" (the folder comes from
+    ``--tokenizer`` or the model in argv). The fix points ``--tokenizer`` at the base model named by the
+    folder's config.json when it has one; a folder holding only a slow tokenizer needs sentencepiece."""
     folder = next((m.group(1).rstrip(".") for pat in _NO_TOKENIZER if (m := pat.search(c.line))), None)
-    folder = folder or _model_from_argv(c.argv)
-    facts = {"path": folder} if folder else {}
+    folder = folder or last_flag_value(c.argv, "--tokenizer") or _model_from_argv(c.argv)
+    facts: dict = {"path": folder} if folder else {}
+    where = folder or "the model folder"
+    if folder and Path(folder).is_dir():
+        present = [f for f in TOKENIZER_FILES if (Path(folder) / f).exists()]
+        if present and "tokenizer.json" not in present:
+            facts["present"] = present
+            return (None, f"{where} holds only a slow tokenizer ({', '.join(present)}) and it cannot be converted",
+                    "install sentencepiece (and tiktoken) where the process runs: `pip install sentencepiece tiktoken`",
+                    None, None, None, facts)
     base = _base_model(folder) if folder else None
     fix_args = ["--tokenizer", base] if base else None
     if base:
         facts["base_model"] = base
-    where = folder or "the model folder"
     fix = (f"set --tokenizer {base} (the base model {where}'s config.json names), or copy its tokenizer files into "
            f"{where}" if base else
            f"copy the tokenizer files (tokenizer.json, tokenizer_config.json, tokenizer.model / vocab files) of the "

@@ -54,7 +54,7 @@ RULES: tuple[Rule, ...] = (
     _r("broken_install", r"Error in inspecting model architecture|ImportError: .*(?:undefined symbol|cannot open shared object)|No module named 'vllm\._C'", 3, _broken_install),
     _r("oom_killed", r"Out of memory: Killed process|invoked oom-killer|oom-kill:|running low on memory", 3, _oom_killed),
     _r("tpu_busy", r"open\(/dev/(?:vfio/\d+|accel\d+)\): Device or resource busy|TPU is already in use by process|libtpu\.so already in use|libtpu_lockfile", 2.5, _tpu_busy),
-    _r("tokenizer_missing", r"No tokenizer file found in directory|Can't load tokenizer for", 2.5, _tokenizer_missing),
+    _r("tokenizer_missing", r"No tokenizer file found in directory|Can't load tokenizer for|Couldn't instantiate the backend tokenizer", 2.5, _tokenizer_missing),
     _r("dtype_unsupported", r"Bfloat16 is only supported on GPUs with compute capability", 2, _dtype_unsupported),
     _r("max_model_len_too_long", r"User-specified max_model_len \(\d+\) is greater than the derived", 2, _max_model_len),
     _r("engines_not_ready", r"Timeout \d+s waiting for workers? ", 2, _engines_not_ready),

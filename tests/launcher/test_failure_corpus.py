@@ -185,3 +185,37 @@ def test_a_huge_line_classifies_in_linear_time(line):
     t = time.perf_counter()
     explain([line], 1, ["vllm", "serve", "m"], {})
     assert time.perf_counter() - t < 2.0
+
+
+def test_the_derived_length_as_vllm_0_32_prints_it_a_float():
+    # measured with the installed vLLM 0.32.0 CPU build: `vllm serve TINY --max-model-len 99999`
+    lines = ["pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+             "  Value error, User-specified max_model_len (99999) is greater than the derived max_model_len "
+             "(max_position_embeddings=512.0 or model_max_length=None in model's config.json). To allow overriding "
+             "this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. [type=value_error, input_value=x]"]
+    cause = explain(lines, 1, ["vllm", "serve", "m", "--max-model-len", "99999"])
+    assert cause.kind == "max_model_len_too_long" and cause.fix_args == ["--max-model-len", "512"]
+
+
+def test_vllm_0_32s_worker_wrapper_repeating_the_error_is_not_the_quoted_line():
+    # measured with the installed vLLM 0.32.0 CPU build and an LMCache connector without lmcache installed
+    lines = ["(Worker pid=9) ERROR 12-01 19:47:48 [multiproc_executor.py:1063] ModuleNotFoundError: No module named 'lmcache'",
+             "(EngineCore pid=8) ERROR 12-01 19:47:48 [core.py:1510] RuntimeError: Worker failed with error 'No module "
+             "named 'lmcache'', please check the stack trace above for the root cause",
+             "RuntimeError: Worker failed with error 'No module named 'lmcache'', please check the stack trace above "
+             "for the root cause"]
+    cause = explain(lines, 1, ["/opt/env/bin/vllm", "serve", "m"])
+    assert cause.kind == "missing_module" and cause.line == "ModuleNotFoundError: No module named 'lmcache'"
+    assert "`pip install lmcache`" in cause.fix and "/opt/env/bin/python -m pip install lmcache" in cause.fix
+
+
+def test_a_folder_with_config_and_weights_but_no_tokenizer_as_vllm_0_32_reports_it(tmp_path):
+    # measured with the installed vLLM 0.32.0 CPU build serving a copy of a model without its tokenizer files
+    (tmp_path / "config.json").write_text("{}")
+    lines = ["ValueError: Couldn't instantiate the backend tokenizer from one of: ",
+             "(1) a `tokenizers` library serialization file, ",
+             "You need to have sentencepiece or tiktoken installed to convert a slow tokenizer to a fast one."]
+    cause = explain(lines, 1, ["vllm", "serve", str(tmp_path)])
+    assert cause.kind == "tokenizer_missing" and cause.facts["path"] == str(tmp_path) and str(tmp_path) in cause.fix
+    (tmp_path / "tokenizer.model").write_text("x")  # a slow tokenizer only: it needs sentencepiece
+    assert "sentencepiece" in explain(lines, 1, ["vllm", "serve", str(tmp_path)]).fix
