@@ -85,7 +85,15 @@ def classify(lines: Iterable[str], rc: int | None = None, argv: Sequence[str] = 
     lowered = [x.lower() for x in stripped]
     # a wrapper line ("Worker failed with error 'No module named …', please check the stack trace above")
     # repeats the root error: only symptom rules read it, root-cause rules read the root line itself
-    wrapped = [is_wrapper(x) for x in stripped]
+    wrapper_at: dict[int, bool] = {}
+
+    def readable(i: int, rule: Rule) -> bool:
+        if rule.kind in SYMPTOM:
+            return True
+        if i not in wrapper_at:
+            wrapper_at[i] = is_wrapper(stripped[i])
+        return not wrapper_at[i]
+
     env = dict(env or {})
     best: tuple[float, int, Rule] | None = None
     for i in range(len(stripped) - 1, -1, -1):
@@ -93,8 +101,7 @@ def classify(lines: Iterable[str], rc: int | None = None, argv: Sequence[str] = 
         if not text:
             continue
         for rule in RULES:
-            if ((best is None or rule.priority > best[0]) and (not wrapped[i] or rule.kind in SYMPTOM)
-                    and rule.matches(lowered[i])):
+            if (best is None or rule.priority > best[0]) and rule.matches(lowered[i]) and readable(i, rule):
                 best = (rule.priority, i, rule)
     tried: set[tuple[int, str]] = set()
     while best is not None:
@@ -112,8 +119,8 @@ def classify(lines: Iterable[str], rc: int | None = None, argv: Sequence[str] = 
         best = None
         for j in range(len(stripped) - 1, -1, -1):
             for r in RULES:
-                if ((j, r.kind) not in tried and (best is None or r.priority > best[0])
-                        and (not wrapped[j] or r.kind in SYMPTOM) and r.matches(lowered[j])):
+                if ((j, r.kind) not in tried and (best is None or r.priority > best[0]) and r.matches(lowered[j])
+                        and readable(j, r)):
                     best = (r.priority, j, r)
     if rc == 127:
         return Cause("missing_executable", "the executable was not found", "install it or fix PATH", None)

@@ -70,11 +70,12 @@ ROOT_ABOVE = re.compile(
     r"WorkerProc failed to start|Frontend process failed during engine core|See root cause above|"
     r"please check the stack trace above for the root cause|"
     r"See stack trace (?:\(?above\)?)? for (?:the )?root cause", re.I)
+_ROOT_ABOVE_FOLDED = folded(ROOT_ABOVE.pattern)
 #: pydantic's header "N validation error(s) for ConfigName": the errors are on the lines under it
 #: (pydantic-core 2.x ``ValidationError.__str__``, raised by vLLM 0.32.0 ``vllm/config/*.py`` dataclasses
 #: and ``vllm/engine/arg_utils.py`` ``parse_dataclass``).
 PYDANTIC_HEADER = re.compile(r"(\d+) validation errors? for (\w+)\s*$")
-_PREFIX = re.compile(r"^(?:\s*(?:\(\w[\w-]*(?: \w+=\S+)* pid=\d+(?:, ip=[\d.]+)?\)|\[[^\]]*\]:?|[\w-]+\s+\||"
+_PREFIX = re.compile(r"^(?:\s*(?:\(\w[\w-]{0,80}(?: \w+=\S+)* pid=\d+(?:, ip=[\d.]+)?\)|\[[^\]]*\]:?|[\w-]{1,80}\s+\||"
                      r"(?:ERROR|INFO|WARNING|DEBUG|CRITICAL) \d\d-\d\d [\d:]+(?: \[[^\]]+\])?|\d{4}-\d\d-\d\d[ T][\d:.,]+"
                      r"(?: \| \w+ \| \w+ \|)?(?: \[\w+\] \(\w+\))?)\s*)+")
 
@@ -173,7 +174,7 @@ def root_error_line(lines: Sequence[str], skip: Callable[[str], bool] | None = N
         under = next((texts[j] for j in range(header + 1, min(len(texts), header + 6)) if ok(j)), None)
         if under is not None:
             return cut_line(under, 500)
-    anchor = next((i for i in range(len(texts) - 1, -1, -1) if ROOT_ABOVE.search(texts[i])), len(texts))
+    anchor = next((i for i in range(len(texts) - 1, -1, -1) if _ROOT_ABOVE_FOLDED.search(texts[i].lower())), len(texts))
     for i in range(anchor - 1, -1, -1):
         if exception_name(texts[i]) is not None and ok(i):
             return cut_line(texts[i], 500)
