@@ -22,6 +22,9 @@ _EXPERTS = re.compile(r"(?:n_physical_experts|num_experts|number of experts)\s*[
 
 
 def _divisibility(c: _Ctx) -> _Result:
+    """Parallel sizes that do not divide the model: vLLM 0.32.0 ``vllm/config/model.py``
+    (``verify_with_parallel_config``: "Total number of attention heads (N) must be divisible by tensor
+    parallel size (M)") and the MoE layers' expert checks ("… must be divisible by ep_size")."""
     h = _HEADS.search(c.line)
     e = _EXPERTS.search(c.line)
     if h:
@@ -57,6 +60,8 @@ REPLACED_FLAGS: dict[str, str] = {
 
 
 def _unknown_argument(c: _Ctx) -> _Result:
+    """argparse's "unrecognized arguments: …", printed by vLLM 0.32.0's ``FlexibleArgumentParser``
+    (``vllm/utils/argparse_utils.py``) for ``vllm serve``."""
     m = _UNRECOGNIZED.search(c.line)
     tokens = m.group(1).split() if m else []
     flags: list[str] = []
@@ -91,6 +96,9 @@ _REQUIRED = re.compile(r"the following arguments are required: (.+)$")
 
 
 def _invalid_argument(c: _Ctx) -> _Result:
+    """argparse's "argument --x: invalid choice / invalid … value / expected one argument", "the following
+    arguments are required", and vLLM 0.32.0 ``vllm/utils/argparse_utils.py``'s "… instead of via the
+    `--model` option"."""
     facts: dict[str, Any] = {}
     if m := _INVALID_CHOICE.search(c.line):
         facts.update(flag=m.group(1).split("/")[-1], value=m.group(2))
@@ -144,6 +152,9 @@ def _unquoted_json(argv: Sequence[str], flag: str) -> str | None:
 
 
 def _config_invalid(c: _Ctx) -> _Result:
+    """A configuration vLLM's pydantic dataclasses refused: the line under "N validation error(s) for X"
+    (pydantic-core 2.x), raised by vLLM 0.32.0 ``vllm/config/*.py`` and, for a JSON-valued flag, by
+    ``vllm/engine/arg_utils.py`` ``parse_dataclass`` as "error: argument --flag: 1 validation error for …"."""
     facts: dict[str, Any] = {}
     arg = c.near(_ARGUMENT)
     if arg:

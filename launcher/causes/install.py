@@ -33,6 +33,9 @@ def _flag_for_path(argv: Sequence[str], path: str) -> str | None:
 
 
 def _missing_file(c: _Ctx) -> _Result:
+    """A path that does not exist: vLLM 0.32.0 ``vllm/renderers/chat_utils.py`` ("The supplied chat template
+    string (…) appears path-like, but doesn't exist"), huggingface_hub's "Cache directory not found", and
+    Python's ``FileNotFoundError`` / "No such file or directory: '…'"."""
     facts: dict[str, Any] = {}
     if m := _TEMPLATE.search(c.line):
         path = m.group(1)
@@ -62,6 +65,9 @@ _INSPECT = re.compile(r"Error in inspecting model architecture '([^']+)'")
 
 
 def _broken_install(c: _Ctx) -> _Result:
+    """vLLM failed to import its own model code: vLLM 0.32.0 ``vllm/model_executor/models/registry.py``
+    ("Error in inspecting model architecture '…'"), an ``ImportError`` with an undefined symbol or missing
+    shared object, or "No module named 'vllm._C'"."""
     m = c.near(_INSPECT)
     facts = {"architecture": m.group(1)} if m else {}
     return (None, "vLLM failed to import its own model code (a broken or mismatched install)",
@@ -70,6 +76,8 @@ def _broken_install(c: _Ctx) -> _Result:
 
 
 def _unsupported(c: _Ctx) -> _Result:
+    """What the platform cannot do: "… is not supported on this platform" (vLLM 0.32.0 platform
+    checks, ``vllm/platforms/``) and older vLLM's "doesn't support querying the available free memory"."""
     return None, "this device or platform does not support what vLLM needs here", \
         "use a supported device/driver, or set --kv-cache-memory-bytes instead of relying on free-memory queries", \
         None, None, None, {}

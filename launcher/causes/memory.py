@@ -31,6 +31,9 @@ _SUGGEST = re.compile(r"--gpu-memory-utilization[ =]([0-9]*\.?[0-9]+)")
 
 
 def _mem_util(c: _Ctx) -> _Result:
+    """Free memory below the requested utilization: vLLM 0.32.0 ``vllm/v1/worker/utils.py`` ("Free memory
+    on device (…/… GiB) on startup is less than desired GPU memory utilization (…)", "less than the
+    engine's budget after excluding …") and ``vllm/v1/worker/cpu_worker.py`` (CPU memory)."""
     facts: dict[str, Any] = {}
     m = _FREE_TOTAL.search(c.line)
     r = _REQ_UTIL.search(c.line)
@@ -65,6 +68,10 @@ _KV_EST = re.compile(r"estimated maximum model length is (\d+)")
 
 
 def _kv_cache(c: _Ctx) -> _Result:
+    """A KV cache too small: vLLM 0.32.0 ``vllm/v1/core/kv_cache_utils.py`` ("No available memory for the cache
+    blocks", "… GiB KV cache is needed, which is larger than the available KV cache memory", "the estimated
+    maximum model length is N"); "larger than the maximum number of tokens that can be stored in KV cache"
+    is vLLM V0's (≤ 0.8) wording."""
     facts: dict[str, Any] = {}
     fix_args = None
     fix_env = None
@@ -111,6 +118,9 @@ _WARMUP = re.compile(r"warming up sampler with (\d+) dummy requests")
 
 
 def _device_oom(c: _Ctx) -> _Result:
+    """A device allocator out of memory: torch's "CUDA/HIP/XPU out of memory" (``torch.OutOfMemoryError``),
+    torch_npu's "NPU out of memory", Level Zero's ``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``; vLLM 0.32.0
+    ``vllm/v1/worker/gpu_model_runner.py`` adds "warming up sampler with N dummy requests"."""
     facts: dict[str, Any] = {}
     w = _DEVICE_WORD.search(c.line)
     device = w.group(1).lower() if w else None

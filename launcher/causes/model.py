@@ -50,6 +50,9 @@ def _model_id(c: _Ctx) -> str | None:
 
 
 def _model_not_found(c: _Ctx) -> _Result:
+    """A model id or path that cannot be resolved: huggingface_hub's ``RepositoryNotFoundError`` /
+    ``HFValidationError`` and transformers' "is not a local folder and is not a valid model identifier",
+    reached by vLLM 0.32.0 ``vllm/transformers_utils/config.py``."""
     model = _model_id(c)
     facts = {"model": model} if model else {}
     return (None, f"the model {model!r} could not be found" if model else "the model could not be found",
@@ -65,6 +68,9 @@ _TOKEN_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
 
 
 def _gated(c: _Ctx) -> _Result:
+    """A gated or private repo: huggingface_hub's ``GatedRepoError`` messages (401: no token reached the
+    Hub → ``hf_token_missing``; 403 / "awaiting a review" → ``gated_model``; "Invalid credentials" →
+    ``hf_token_invalid``), reached by vLLM 0.32.0 ``vllm/transformers_utils/config.py``."""
     model = _model_id(c)
     facts = {"model": model} if model else {}
     page = f"https://huggingface.co/{model}" if model and "/" in model and not model.startswith("/") else "its huggingface.co page"
@@ -87,6 +93,8 @@ def _gated(c: _Ctx) -> _Result:
 
 
 def _token_invalid(c: _Ctx) -> _Result:
+    """The Hub rejected the token: huggingface_hub's 401 "Invalid credentials in Authorization header" /
+    "Invalid user token" (``hf_raise_for_status``)."""
     return ("hf_token_invalid", "the Hugging Face Hub rejected the token (expired, revoked or mistyped)",
             "create a read token at https://huggingface.co/settings/tokens and give the process HF_TOKEN=<token> "
             "(an old token in HF_HOME's `token` file or HUGGING_FACE_HUB_TOKEN is sent too: remove it)",
@@ -144,6 +152,8 @@ def _tokenizer_missing(c: _Ctx) -> _Result:
 
 
 def _offline_or_network(c: _Ctx) -> _Result:
+    """Offline mode without the files cached: huggingface_hub's ``OfflineModeIsEnabled`` /
+    ``LocalEntryNotFoundError``; without ``HF_HUB_OFFLINE`` the Hub was unreachable (``network_timeout``)."""
     model = _model_id(c)
     facts = {"model": model} if model else {}
     if "OfflineModeIsEnabled" in c.line or _offline(c.env):
@@ -158,6 +168,8 @@ _ARCH = re.compile(r"Model architectures? \[?'?([\w.]+)'?\]? (?:are|is) not supp
 
 
 def _unsupported_arch(c: _Ctx) -> _Result:
+    """An architecture this vLLM cannot run: vLLM 0.32.0 ``vllm/model_executor/models/registry.py``
+    ("Model architectures ['…'] are not supported for now")."""
     m = _ARCH.search(c.line)
     facts = {"architecture": m.group(1)} if m else {}
     return (None, f"this vLLM cannot run {m.group(1) if m else 'the model architecture'}",

@@ -21,6 +21,9 @@ _PORT = re.compile(r"\bport:? (\d+)\b")
 
 
 def _port_in_use(c: _Ctx) -> _Result:
+    """A port in use: uvicorn's "[Errno 98] … address already in use" (vLLM 0.32.0
+    ``vllm/entrypoints/openai/api_server.py``), ZMQ's "Address in use" and torch's TCPStore "server socket has
+    failed to listen on any local network address"."""
     facts: dict[str, Any] = {}
     fix = "stop the process holding the port (vllm-wizard status shows wizard runs) or choose another --port"
     if m := _MASTER_PORT.search(c.line):  # torch's TCPStore of a multi-node head: the group's master port
@@ -60,6 +63,8 @@ _HTTP_HOST = re.compile(r"host='([^']+)'|Connection to (\S+?) timed out")
 
 
 def _network_timeout(c: _Ctx) -> _Result:
+    """A network timeout: torch.distributed's ``DistNetworkError`` (vLLM 0.32.0
+    ``vllm/distributed/parallel_state.py`` rendezvous) and requests/urllib3 timeouts of the Hub client."""
     facts: dict[str, Any] = {}
     if m := _CONNECT.search(c.line):
         facts.update(host=m.group(1), port=int(m.group(2)))
@@ -75,6 +80,8 @@ def _network_timeout(c: _Ctx) -> _Result:
 
 
 def _collective(c: _Ctx) -> _Result:
+    """NCCL or Gloo set-up between ranks failed (torch.distributed, reached by vLLM 0.32.0
+    ``vllm/distributed/``): NCCL's own reason needs ``NCCL_DEBUG=INFO``."""
     if "Gloo" in c.line:
         return (None, "Gloo could not connect the ranks (connectFullMesh failed)",
                 "set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to the interface the nodes reach each other on; "
