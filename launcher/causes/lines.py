@@ -55,20 +55,21 @@ WRAPPER = re.compile(
     r"^\s*Traceback \(most recent call last\)|^\s*File \"|^\s*raise\b|validation errors? for \w+\s*$|"
     r"Error in chat completion stream generator|^\s*\^+\s*$|This might cause deadlock|"
     r"Engine process failed to start|WorkerProc failed to start|Frontend process failed during engine core|"
-    r"please check the stack trace above for the root cause",
+    r"please check the stack trace above for the root cause|AsyncLLM output_handler failed|WorkerProc failed\.|"
+    r"WorkerProc hit an exception|Invocation of \S+ method failed|Error getting async model runner output",
     re.I,
 )
 _WRAPPER_FOLDED = folded(WRAPPER.pattern)
-#: vLLM's wrappers that name no error of their own but say the root cause is above them: the EngineCore
-#: and API-server wrappers (vLLM 0.32.0 ``vllm/v1/engine/utils.py``: "Engine core initialization failed.
-#: See root cause above."; ``vllm/v1/engine/core.py``: "EngineCore failed to start."; vLLM 0.6 ``vllm/
-#: entrypoints/openai/api_server.py``: "Engine process failed to start. See stack trace for the root
-#: cause.") and the worker's ``multiproc_executor.py``: "WorkerProc failed to start.", "Worker failed with
-#: error '…', please check the stack trace above for the root cause" (vLLM 0.32.0, measured).
+#: vLLM's wrappers that name no error of their own but say the root cause is *above* them: the API
+#: server's (vLLM 0.32.0 ``vllm/v1/engine/utils.py``: "Engine core initialization failed. See root cause
+#: above."; vLLM 0.6 ``vllm/entrypoints/openai/api_server.py``: "Engine process failed to start. See stack
+#: trace for the root cause.") and the EngineCore's "Worker failed with error '…', please check the stack
+#: trace above for the root cause" (vLLM 0.32.0, measured). The ``logger.exception`` headers "EngineCore
+#: failed to start." / "WorkerProc failed to start." / "AsyncLLM output_handler failed." are wrappers
+#: too, but their root exception is in the traceback *below* them, so they anchor nothing.
 ROOT_ABOVE = re.compile(
-    r"Engine core initialization failed|Engine process failed to start|EngineCore failed to start|"
-    r"WorkerProc failed to start|Frontend process failed during engine core|See root cause above|"
-    r"please check the stack trace above for the root cause|"
+    r"Engine core initialization failed|Engine process failed to start|Frontend process failed during engine core|"
+    r"See root cause above|please check the stack trace above for the root cause|"
     r"See stack trace (?:\(?above\)?)? for (?:the )?root cause", re.I)
 _ROOT_ABOVE_FOLDED = folded(ROOT_ABOVE.pattern)
 #: pydantic's header "N validation error(s) for ConfigName": the errors are on the lines under it

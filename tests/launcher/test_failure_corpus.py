@@ -219,3 +219,14 @@ def test_a_folder_with_config_and_weights_but_no_tokenizer_as_vllm_0_32_reports_
     assert cause.kind == "tokenizer_missing" and cause.facts["path"] == str(tmp_path) and str(tmp_path) in cause.fix
     (tmp_path / "tokenizer.model").write_text("x")  # a slow tokenizer only: it needs sentencepiece
     assert "sentencepiece" in explain(lines, 1, ["vllm", "serve", str(tmp_path)]).fix
+
+
+def test_a_logger_exception_header_is_no_anchor_its_root_is_in_the_traceback_below_it():
+    lines = ["(EngineCore_DP0 pid=7) ERROR 12-01 10:00:00 [core.py:1510] EngineCore failed to start.",
+             "(EngineCore_DP0 pid=7) ERROR 12-01 10:00:00 [core.py:1510] Traceback (most recent call last):",
+             "(EngineCore_DP0 pid=7) ERROR 12-01 10:00:00 [core.py:1510] TypeError: unsupported operand type(s)"]
+    cause = explain(lines, 1)
+    assert cause.line == "TypeError: unsupported operand type(s)" and cause.retryable is False
+    dead = explain(["ERROR 12-01 10:00:00 [async_llm.py:906] AsyncLLM output_handler failed.",
+                    "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace above"], 0)
+    assert dead.kind == "engine_dead"  # the handler's header is no root cause
