@@ -159,7 +159,8 @@ def _device_oom(c: _Ctx) -> _Result:
         f" allocating {t.group(1)} {t.group(2)}" if t else "") + (
         f" ({_fmt(facts['free_gib'])} GiB free of {_fmt(facts['total_gib'])} GiB)" if "free_gib" in facts and "total_gib" in facts else "")
     fix = ((f"set {' '.join(fix_args)}; or " if fix_args else "")
-           + "lower --max-model-len / --max-num-seqs, raise --tensor-parallel-size, or free the device")
+           + "lower --max-model-len / --max-num-seqs, raise --tensor-parallel-size, or free the device "
+           + f"(`{_device_tool(device)}` shows what holds it)")
     return None, summary, fix, fix_args, None, None, facts
 
 

@@ -230,3 +230,11 @@ def test_a_logger_exception_header_is_no_anchor_its_root_is_in_the_traceback_bel
     dead = explain(["ERROR 12-01 10:00:00 [async_llm.py:906] AsyncLLM output_handler failed.",
                     "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace above"], 0)
     assert dead.kind == "engine_dead"  # the handler's header is no root cause
+
+
+@pytest.mark.parametrize("entry", [e for e in CORPUS if (e.get("facts") or {}).get("device") in ("npu", "xpu")],
+                         ids=_id)
+def test_ascend_and_intel_failures_name_their_vendors_tool_never_nvidia_smi(entry):
+    cause = _explain(entry)
+    tool = {"npu": "npu-smi", "xpu": "xpu-smi"}[entry["facts"]["device"]]
+    assert tool in cause.fix and "nvidia-smi" not in cause.fix, cause.fix
