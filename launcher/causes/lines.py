@@ -113,7 +113,7 @@ TIME_INDEPENDENT = ("ValueError", "TypeError", "KeyError", "ImportError", "Modul
 def exception_name(line: str) -> str | None:
     """The exception class a Python exception line starts with (``pydantic_core._pydantic_core.
     ValidationError: …`` → ``ValidationError``), or None when the line is no exception line."""
-    text = strip_prefix(line[:200]) if line[:1] in "( [" or line[:1].isdigit() else line
+    text = strip_prefix(line[:300])  # the name is near the start: no need to strip a 64 KiB line whole
     m = _LEAD_NAME.match(text)
     if m is None:
         return None
