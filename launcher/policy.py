@@ -27,6 +27,13 @@ Rules (docs/supervision.md):
   load) — is counted: failures within ``window_s``; the restart waits :meth:`RestartPolicy.delay`
   (exponential backoff) in BACKOFF; ``max_failures`` within the window is a crash loop → FATAL
   with the cause and last log lines. ``never`` → EXITED (status 0) or FATAL (non-zero).
+* Retry only what can change: a transient failure whose root line (the cause's ``line``, pids and
+  timestamps aside: :func:`~vllm_deploy_wizard.launcher.causes.root_signature`) is the same as the
+  previous start's, both before READY, is FATAL at once — the restart changed nothing. Not for symptoms
+  (an engine that died, a signal), nor for kinds that wait on a peer coming up
+  (:data:`~vllm_deploy_wizard.launcher.causes.WAITS_ON_PEER`: a port still held, a remote host, the
+  group's head), which the crash-loop count bounds. Time-independent errors (ValueError, argparse and
+  pydantic errors, …) come classified as not retryable, so they are FATAL after one start.
 * A READY process whose health check fails ``Probe.unhealthy_after`` times in a row (default
   :data:`~vllm_deploy_wizard.launcher.timeouts.UNHEALTHY_AFTER`) is stopped (stop signal, SIGKILL of
   its tree after ``stop_timeout_s``) and its exit counts as a (transient) failure: ``unhealthy``.
@@ -49,7 +56,7 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from vllm_deploy_wizard.launcher.causes import is_retryable
+from vllm_deploy_wizard.launcher.causes import SYMPTOM, WAITS_ON_PEER, cut_line, is_retryable, root_signature
 from vllm_deploy_wizard.launcher.spec import PHASES, RunSpec
 from vllm_deploy_wizard.launcher.timeouts import STABLE_RUN_S
 from vllm_deploy_wizard.launcher.states import LIVE, SETTLED, ProcessEvent, ProcessState, State, transition
@@ -203,10 +210,13 @@ class Policy:
     stop_reason: str = field(default="", init=False)
     outcome: str | None = field(default=None, init=False)
     _extra: dict[str, _Extra] = field(init=False)
+    #: per process: the root-line signature of its last failed start before READY (None: none, or READY since)
+    _last_root: dict[str, str | None] = field(init=False)
 
     def __post_init__(self) -> None:
         self.states = {p.name: ProcessState(p.name) for p in self.spec.processes}
         self._extra = {p.name: _Extra() for p in self.spec.processes}
+        self._last_root = {p.name: None for p in self.spec.processes}
 
     # -------------------------------------------------------------- entry points
 
@@ -297,6 +307,7 @@ class Policy:
         ps.last_rc = ev.rc
         acts: list[Action] = [CancelTimer(ps.name, "ready"), CancelTimer(ps.name, "kill")]
         if ps.state is State.STOPPING:
+            self._last_root[ps.name] = None
             if ex.restart_after_stop and not self.stopping:
                 ps.failures.clear()
                 ps.restarts += 1
@@ -307,7 +318,7 @@ class Policy:
         if ps.state not in (State.STARTING, State.READY):
             return []  # a stale report (already settled)
         cause = ev.cause
-        tail = list(ev.tail)
+        tail = [cut_line(x) for x in ev.tail]  # a 2 MB line is cut for display (the log file keeps it)
         # our own SIGKILL after the timeout is no out-of-memory kill
         if ex.timed_out and (cause is None or cause.get("kind") in ("unclassified", "killed")):
             cause = {
@@ -357,6 +368,14 @@ class Policy:
             self._go(ps, State.FATAL, now, f"{what}; deterministic failure ({(cause or {}).get('kind')}): "
                      "not restarting, it would fail the same way", cause=cause, tail=tail)
             return acts + self._fatal(ps.name, now)
+        root = self._repeatable_root(cause) if not stable and not ex.timed_out else None
+        repeated = root is not None and root == self._last_root[ps.name]
+        self._last_root[ps.name] = root
+        if repeated:
+            ps.failures = [*ps.failures, now]
+            self._go(ps, State.FATAL, now, f"{what}; the same root cause as the previous start, both before READY "
+                     f"({(cause or {}).get('kind')}): a restart changes nothing", cause=cause, tail=tail)
+            return acts + self._fatal(ps.name, now)
         window = p.restart.window_s
         ps.failures = [t for t in ps.failures if now - t < window] + [now]
         n = len(ps.failures)
@@ -369,6 +388,16 @@ class Policy:
         self._go(ps, State.BACKOFF, now, f"{what}; restarting in {delay:g} s (failure {n}/{p.restart.max_failures})",
                  cause=cause, tail=tail)
         return acts + [StartTimer(ps.name, "backoff", delay)]
+
+    @staticmethod
+    def _repeatable_root(cause: dict[str, Any] | None) -> str | None:
+        """The root-line signature two failed starts are compared by, or None when the cause has no root
+        line, is a symptom, our own kill, or waits on a peer (those repeat while the peer comes up)."""
+        if not cause or cause.get("kind") in SYMPTOM or cause.get("kind") in WAITS_ON_PEER:
+            return None
+        if cause.get("kind") in ("killed", "ready_timeout", "unhealthy"):
+            return None
+        return root_signature(cause.get("line"))
 
     def _fatal(self, name: str, now: float) -> list[Action]:
         if not self.stopping:
@@ -439,10 +468,12 @@ class Policy:
             return self._stop_one(ps, now, "restart requested")
         if ps.state is State.BACKOFF:
             ps.failures.clear()
+            self._last_root[name] = None
             ps.restarts += 1
             return [CancelTimer(name, "backoff"), *self._launch(ps, now, "restart requested")]
         if ps.state in SETTLED:
             ps.failures.clear()
+            self._last_root[name] = None
             ps.restarts += 1
             return self._launch(ps, now, "restart requested")
         return []

@@ -3,8 +3,10 @@
 The cause names the *root* error line, quoted as the program printed it — never a wrapper such as
 "Engine core initialization failed. See root cause above", "Got fatal signal from worker processes",
 pydantic's "For further information visit https://errors.pydantic.dev…" or a traceback frame
-(:func:`is_wrapper`). When the log holds no root cause (only wrappers and symptoms), the cause says
-so and how to get one: ``fix_env`` carries ``VLLM_LOGGING_LEVEL=DEBUG`` or ``NCCL_DEBUG=INFO``.
+(:func:`is_wrapper`). When no rule knows the error, the root line is the last error or exception
+line above vLLM's wrapper lines, or the line under a pydantic header (:func:`root_error_line`); only
+when the log holds no such line (only wrappers and symptoms) does the cause say so and how to get
+one: ``fix_env`` carries ``VLLM_LOGGING_LEVEL=DEBUG`` or ``NCCL_DEBUG=INFO``.
 
 Fixes are computed from the numbers in the log and expressed as changes the wizard can apply
 (docs/supervision.md, causes): ``fix_args`` (flags to append, last wins), ``drop_flags`` (flags to
@@ -40,18 +42,21 @@ Modules of this package (the public names below are importable from the package 
 
 * :mod:`.cause` — :class:`Cause`, :data:`RETRYABLE` / :func:`is_retryable`, :data:`CLASSIFY_LINES`;
 * :mod:`.lines` — prefixes (:func:`strip_prefix`), wrappers (:data:`WRAPPER`, :func:`is_wrapper`),
-  error-looking lines (:data:`ERROR_LINE`, :func:`last_error_line`);
+  error-looking lines (:data:`ERROR_LINE`, :func:`last_error_line`), the root line
+  (:func:`root_error_line`, :func:`is_time_independent`, :func:`root_signature`) and the 64 KiB cut
+  (:data:`MAX_LINE_CHARS`, :func:`cut_line`);
 * :mod:`.context` — what an extractor reads (``_Ctx``) and returns (``_Result``), shared fact helpers;
 * failure families, one extractor per rule kind:
   :mod:`.memory` (``mem_util``, ``kv_cache_oom``, ``device_oom``, ``oom_killed``, ``lmcache_alloc``,
   ``oom``; :data:`UTIL_MARGIN`, :data:`DEFAULT_GPU_UTIL`, :data:`MIN_OOM_UTIL`, :data:`OOM_UTIL_STEP`),
   :mod:`.arguments` (``divisibility``, ``unknown_argument`` with :data:`REPLACED_FLAGS`,
-  ``invalid_argument``, ``config_invalid``),
-  :mod:`.install` (``missing_file``, ``broken_install``, ``unsupported``),
-  :mod:`.model` (``model_not_found``, ``gated_model``, ``hf_token_invalid``, ``offline_not_cached``,
-  ``unsupported_architecture``),
+  ``invalid_argument``, ``config_invalid``, ``dtype_unsupported``, ``max_model_len_too_long``),
+  :mod:`.install` (``missing_file``, ``broken_install``, ``missing_module``, ``unsupported``, ``tpu_busy``,
+  ``device_error``),
+  :mod:`.model` (``model_not_found``, ``tokenizer_missing``, ``gated_model``, ``hf_token_invalid``,
+  ``hf_token_missing``, ``offline_not_cached``, ``unsupported_architecture``),
   :mod:`.network` (``port_in_use``, ``network_timeout``, ``collective_network``, ``shm``,
-  ``socket_iface``, ``master_unreachable``, ``companion_unreachable``),
+  ``socket_iface``, ``master_unreachable``, ``companion_unreachable``, ``engines_not_ready``),
   :mod:`.symptoms` (``engine_dead``);
 * :mod:`.rules` — :class:`Rule`, the priority-ordered :data:`RULES`, :data:`SYMPTOM`;
 * :mod:`.classifier` — :func:`classify`, :func:`explain`, :func:`unclassified`, :func:`describe_exit`.
@@ -59,15 +64,17 @@ Modules of this package (the public names below are importable from the package 
 
 from __future__ import annotations
 
-from .cause import CLASSIFY_LINES, RETRYABLE, Cause, is_retryable
-from .lines import ERROR_LINE, WRAPPER, is_wrapper, last_error_line, strip_prefix
+from .cause import CLASSIFY_LINES, RETRYABLE, WAITS_ON_PEER, Cause, is_retryable
+from .lines import (ERROR_LINE, MAX_LINE_CHARS, WRAPPER, cut_line, is_time_independent, is_wrapper, last_error_line,
+                    root_error_line, root_signature, strip_prefix)
 from .memory import DEFAULT_GPU_UTIL, MIN_OOM_UTIL, OOM_UTIL_STEP, UTIL_MARGIN
 from .arguments import REPLACED_FLAGS
 from .rules import RULES, SYMPTOM, Rule
 from .classifier import classify, describe_exit, explain, unclassified
 
 __all__ = [
-    "CLASSIFY_LINES", "RETRYABLE", "Cause", "is_retryable", "ERROR_LINE", "WRAPPER", "is_wrapper",
-    "last_error_line", "strip_prefix", "DEFAULT_GPU_UTIL", "MIN_OOM_UTIL", "OOM_UTIL_STEP", "UTIL_MARGIN",
+    "CLASSIFY_LINES", "RETRYABLE", "WAITS_ON_PEER", "Cause", "is_retryable", "ERROR_LINE", "MAX_LINE_CHARS",
+    "WRAPPER", "cut_line", "is_time_independent", "is_wrapper", "last_error_line", "root_error_line", "root_signature",
+    "strip_prefix", "DEFAULT_GPU_UTIL", "MIN_OOM_UTIL", "OOM_UTIL_STEP", "UTIL_MARGIN",
     "REPLACED_FLAGS", "RULES", "SYMPTOM", "Rule", "classify", "describe_exit", "explain", "unclassified",
 ]

@@ -1,12 +1,16 @@
 """Argument and configuration failures: parallel sizes that do not divide the model (``divisibility``),
 flags this vLLM does not know (``unknown_argument``, :data:`REPLACED_FLAGS`), invalid flag values
-(``invalid_argument``) and a configuration vLLM's pydantic validation refused (``config_invalid``).
+(``invalid_argument``), a configuration vLLM's pydantic validation refused (``config_invalid``, with a
+JSON-valued flag that still carries its shell quotes unquoted), bfloat16 on a GPU below compute
+capability 8.0 (``dtype_unsupported``) and a ``--max-model-len`` above the model's derived maximum
+(``max_model_len_too_long``).
 """
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Any
+from typing import Any, Sequence
 
 from vllm_deploy_wizard.common.flags import last_flag_value
 
@@ -18,6 +22,9 @@ _EXPERTS = re.compile(r"(?:n_physical_experts|num_experts|number of experts)\s*[
 
 
 def _divisibility(c: _Ctx) -> _Result:
+    """Parallel sizes that do not divide the model: vLLM 0.32.0 ``vllm/config/model.py``
+    (``verify_with_parallel_config``: "Total number of attention heads (N) must be divisible by tensor
+    parallel size (M)") and the MoE layers' expert checks ("… must be divisible by ep_size")."""
     h = _HEADS.search(c.line)
     e = _EXPERTS.search(c.line)
     if h:
@@ -53,6 +60,8 @@ REPLACED_FLAGS: dict[str, str] = {
 
 
 def _unknown_argument(c: _Ctx) -> _Result:
+    """argparse's "unrecognized arguments: …", printed by vLLM 0.32.0's ``FlexibleArgumentParser``
+    (``vllm/utils/argparse_utils.py``) for ``vllm serve``."""
     m = _UNRECOGNIZED.search(c.line)
     tokens = m.group(1).split() if m else []
     flags: list[str] = []
@@ -87,6 +96,9 @@ _REQUIRED = re.compile(r"the following arguments are required: (.+)$")
 
 
 def _invalid_argument(c: _Ctx) -> _Result:
+    """argparse's "argument --x: invalid choice / invalid … value / expected one argument", "the following
+    arguments are required", and vLLM 0.32.0 ``vllm/utils/argparse_utils.py``'s "… instead of via the
+    `--model` option"."""
     facts: dict[str, Any] = {}
     if m := _INVALID_CHOICE.search(c.line):
         facts.update(flag=m.group(1).split("/")[-1], value=m.group(2))
@@ -116,17 +128,116 @@ def _invalid_argument(c: _Ctx) -> _Result:
 
 _VALIDATION_FOR = re.compile(r"validation errors? for (\w+)")
 _VALUE_ERROR = re.compile(r"Value error, (.+?)(?: \[type=|$)")
+_PYDANTIC_ERROR = re.compile(r"^(.+?) \[type=(\w+)")
+_ARGUMENT = re.compile(r"error: argument (--[\w-]+)(?:/-\w+)?: \d+ validation errors? for (\w+)")
+#: vLLM's JSON-valued flags (vLLM 0.32.0 ``vllm/engine/arg_utils.py``: dataclass-typed fields parsed
+#: with ``TypeAdapter(cls).validate_json``, dict fields with ``json.loads``).
+JSON_FLAGS = ("--kv-transfer-config", "--speculative-config", "--compilation-config", "--limit-mm-per-prompt",
+              "--hf-overrides", "--kv-events-config", "--override-generation-config", "--mm-processor-kwargs",
+              "--ec-transfer-config", "--structured-outputs-config", "--attention-config")
+
+
+def _unquoted_json(argv: Sequence[str], flag: str) -> str | None:
+    """The value of ``flag`` in ``argv`` without one pair of surrounding shell quotes, when that is
+    valid JSON and the quoted value is not; None otherwise."""
+    value = last_flag_value(argv, flag) or last_flag_value(argv, "--" + flag[2:].replace("-", "_"))
+    if not value or len(value) < 2 or value[0] != value[-1] or value[0] not in "'\"":
+        return None
+    inner = value[1:-1]
+    try:
+        json.loads(inner)
+    except ValueError:
+        return None
+    return inner
 
 
 def _config_invalid(c: _Ctx) -> _Result:
+    """A configuration vLLM's pydantic dataclasses refused: the line under "N validation error(s) for X"
+    (pydantic-core 2.x), raised by vLLM 0.32.0 ``vllm/config/*.py`` and, for a JSON-valued flag, by
+    ``vllm/engine/arg_utils.py`` ``parse_dataclass`` as "error: argument --flag: 1 validation error for …"."""
     facts: dict[str, Any] = {}
-    if m := c.near(_VALIDATION_FOR):
+    arg = c.near(_ARGUMENT)
+    if arg:
+        facts.update(flag=arg.group(1), config=arg.group(2))
+    elif m := c.near(_VALIDATION_FOR):
         facts["config"] = m.group(1)
     v = _VALUE_ERROR.search(c.line)
-    what = v.group(1) if v else c.line
-    summary = f"vLLM refused its configuration{' (' + facts['config'] + ')' if 'config' in facts else ''}: {what}"
-    fix = "check the flag values this names"
-    if "Expecting value" in what or "JSON" in what:
-        fix = ("a JSON value could not be parsed: check the JSON-valued flags (--limit-mm-per-prompt, "
-               "--speculative-config, --kv-transfer-config, --hf-overrides, …) and the model's config files")
-    return None, summary, fix, None, None, None, facts
+    p = _PYDANTIC_ERROR.search(c.line)
+    what = v.group(1) if v else p.group(1) if p else c.line
+    if p:
+        facts["error_type"] = p.group(2)
+    where = f" ({facts['config']}{', ' + facts['flag'] if 'flag' in facts else ''})" if "config" in facts else ""
+    summary = f"vLLM refused its configuration{where}: {what}"
+    fix, fix_args = "check the flag values this names", None
+    if "Expecting value" in what or "JSON" in what or facts.get("error_type") == "json_invalid":
+        flags = [facts["flag"]] if "flag" in facts else [
+            f for f in JSON_FLAGS if last_flag_value(c.argv, f) or last_flag_value(c.argv, "--" + f[2:].replace("-", "_"))]
+        for flag in flags:
+            inner = _unquoted_json(c.argv, flag)
+            if inner is not None:
+                facts["flag"] = flag
+                fix_args = [flag, inner]
+                fix = (f"the value of {flag} still carries its shell quotes (quoted twice), so it is no JSON: pass "
+                       f"{inner} as the flag's value (one argv element, no extra quotes)")
+                break
+        else:
+            fix = ("a JSON value could not be parsed: check the JSON-valued flags ("
+                   + (", ".join(flags) if flags else "--limit-mm-per-prompt, --speculative-config, --kv-transfer-config, "
+                      "--hf-overrides, …") + ") and the model's config files")
+    return None, summary, fix, fix_args, None, None, facts
+
+
+_BF16 = re.compile(r"Bfloat16 is only supported on GPUs with compute capability of at least (\d+\.\d+)")
+_BF16_GPU = re.compile(r"Your (.{1,80}?) GPU (?:has compute capability (\d+\.\d+)|does not have a compute capability)")
+
+
+def _dtype_unsupported(c: _Ctx) -> _Result:
+    """bfloat16 on a GPU below compute capability 8.0: vLLM 0.32.0 ``vllm/platforms/cuda.py`` (and
+    ``rocm.py``) ``check_if_supports_dtype`` raises "Bfloat16 is only supported on GPUs with compute
+    capability of at least 8.0. Your Tesla T4 GPU has compute capability 7.5. …"; the fix is
+    ``--dtype half`` (float16 needs compute capability 7.0)."""
+    facts: dict[str, Any] = {"dtype": "bfloat16"}
+    need = _BF16.search(c.line)
+    if need:
+        facts["required_capability"] = need.group(1)
+    gpu = _BF16_GPU.search(c.line)
+    if gpu:
+        facts["gpu"] = gpu.group(1)
+        if gpu.group(2):
+            facts["compute_capability"] = gpu.group(2)
+    which = f"the {facts['gpu']} GPU" if "gpu" in facts else "this GPU"
+    cc = f" (compute capability {facts['compute_capability']})" if "compute_capability" in facts else ""
+    return (None, f"{which}{cc} cannot run bfloat16, the model's dtype (needs compute capability "
+            f"{facts.get('required_capability', '8.0')})",
+            "set --dtype half (float16; or --dtype float32 for full precision at twice the memory)",
+            ["--dtype", "half"], None, None, facts)
+
+
+_DERIVED = re.compile(r"User-specified max_model_len \((\d+)\) is greater than the derived max_model_len "
+                      r"\((?:(\w+)=)?(\d+(?:\.\d+)?|None)(?: or model_max_length=(\d+(?:\.\d+)?|None))?")
+
+
+def _max_model_len(c: _Ctx) -> _Result:
+    """``--max-model-len`` above what the model's config allows: vLLM 0.32.0 ``vllm/config/model.py``
+    (``_get_and_verify_max_len``) raises "User-specified max_model_len (131072) is greater than the
+    derived max_model_len (max_position_embeddings=32768 or model_max_length=None in model's
+    config.json)" — the derived value printed as a float, "=512.0", by the 0.32.0 CPU build; the fix is
+    the larger of the two numbers the log names."""
+    m = _DERIVED.search(c.line)
+    facts: dict[str, Any] = {}
+    fix_args = None
+    if m:
+        facts["max_model_len"] = int(m.group(1))
+        if m.group(2) and m.group(2) != "None":
+            facts["derived_from"] = m.group(2)
+        # vLLM 0.32.0 prints the derived value as a float ("max_position_embeddings=512.0")
+        allowed = [int(float(x)) for x in (m.group(3), m.group(4)) if x and x != "None"]
+        if allowed:
+            facts["derived_max_model_len"] = max(allowed)
+            fix_args = ["--max-model-len", str(max(allowed))]
+    summary = (f"--max-model-len {facts['max_model_len']} is above the model's maximum "
+               f"({facts.get('derived_max_model_len', '?')}, from its config.json)" if facts else
+               "--max-model-len is above the model's maximum (from its config.json)")
+    fix = ((f"set {' '.join(fix_args)}; " if fix_args else "lower --max-model-len; ")
+           + "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 overrides the check, at the risk of wrong outputs past the trained length")
+    return None, summary, fix, fix_args, None, None, facts

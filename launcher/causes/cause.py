@@ -1,5 +1,6 @@
 """The classified failure, :class:`Cause`, and which kinds may pass on a later start (:data:`RETRYABLE`,
-:func:`is_retryable`); :data:`CLASSIFY_LINES`, how many log lines a caller classifies.
+:func:`is_retryable`), which of those wait on something outside the process (:data:`WAITS_ON_PEER`);
+:data:`CLASSIFY_LINES`, how many log lines a caller classifies.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ CLASSIFY_LINES = 400
 RETRYABLE: frozenset[str] = frozenset({
     "port_in_use", "network_timeout", "collective_network", "engine_dead", "killed",
     "companion_unreachable", "ready_timeout", "unhealthy", "master_unreachable", "unclassified",
+    "engines_not_ready",
 })
+
+#: Retryable kinds whose root line names something outside the process that changes with time (a port
+#: another process still holds, a remote host, the group's head, a companion started independently):
+#: the same line on consecutive starts is expected while that peer comes up, so the policy counts them
+#: as a crash loop instead of making a repeated root line FATAL at once (docs/supervision.md §3).
+WAITS_ON_PEER: frozenset[str] = frozenset({"port_in_use", "network_timeout", "master_unreachable",
+                                           "companion_unreachable"})
 
 
 def is_retryable(kind: str | None) -> bool:

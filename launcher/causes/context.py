@@ -95,3 +95,31 @@ class _Ctx:
 #: A fact extractor returns (kind override or None, summary, fix, fix_args, drop_flags, fix_env, facts);
 #: or None when the rule does not apply to this line after all.
 _Result = tuple[str | None, str, str, "list[str] | None", "list[str] | None", "dict[str, str] | None", dict]
+
+
+#: The vendor tool that shows an accelerator's devices, their memory and the processes holding them.
+DEVICE_TOOLS: dict[str, str] = {"cuda": "nvidia-smi", "hip": "amd-smi list", "npu": "npu-smi info",
+                                "xpu": "xpu-smi discovery", "tpu": "tpu-info"}
+
+
+def _device_tool(device: str | None) -> str:
+    """The command that shows ``device`` kind's devices (:data:`DEVICE_TOOLS`; nvidia-smi by default)."""
+    return DEVICE_TOOLS.get((device or "cuda").lower(), "nvidia-smi")
+
+
+def _device_kind(lines: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """The accelerator kind a process runs on, from its log and environment: ``npu`` (Ascend), ``xpu``
+    (Intel), ``hip`` (ROCm), ``tpu`` or None (unknown; CUDA is the default)."""
+    if "ASCEND_RT_VISIBLE_DEVICES" in env or any(_NPU_WORD.search(x) for x in lines):
+        return "npu"
+    if "ZE_AFFINITY_MASK" in env or any(_XPU_WORD.search(x) for x in lines):
+        return "xpu"
+    if "HIP_VISIBLE_DEVICES" in env or "ROCR_VISIBLE_DEVICES" in env:
+        return "hip"
+    if "TPU_VISIBLE_DEVICES" in env:
+        return "tpu"
+    return None
+
+
+_NPU_WORD = re.compile(r"\bnpu\b|ascend", re.I)
+_XPU_WORD = re.compile(r"\bxpu\b|_xpu_|xpu_worker", re.I)

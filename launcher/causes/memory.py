@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any
 
-from .context import _Ctx, _fmt, _gib, _is_cpu, _num, _Result, _util_in
+from .context import _Ctx, _device_kind, _device_tool, _fmt, _gib, _is_cpu, _num, _Result, _util_in
 
 
 #: Margin (utilization fraction) kept below what the free/total figures of a memory refusal allow.
@@ -31,6 +31,9 @@ _SUGGEST = re.compile(r"--gpu-memory-utilization[ =]([0-9]*\.?[0-9]+)")
 
 
 def _mem_util(c: _Ctx) -> _Result:
+    """Free memory below the requested utilization: vLLM 0.32.0 ``vllm/v1/worker/utils.py`` ("Free memory
+    on device (…/… GiB) on startup is less than desired GPU memory utilization (…)", "less than the
+    engine's budget after excluding …") and ``vllm/v1/worker/cpu_worker.py`` (CPU memory)."""
     facts: dict[str, Any] = {}
     m = _FREE_TOTAL.search(c.line)
     r = _REQ_UTIL.search(c.line)
@@ -52,8 +55,10 @@ def _mem_util(c: _Ctx) -> _Result:
     summary = (f"free {where} ({m.group(1)}/{m.group(2)} GiB) is below the requested --gpu-memory-utilization"
                + (f" ({r.group(1)}, {r.group(2)} GiB)" if r else "") if m else
                "not enough free memory for the requested memory utilization (--gpu-memory-utilization)")
+    tool = _device_tool(_device_kind([c.line, *c.lines], c.env))
     fix = (f"lower --gpu-memory-utilization to {fix_args[-1]} (what the free memory allows) or free memory used by "
-           "other processes" if fix_args else "free memory used by other processes (vllm-wizard status; nvidia-smi)")
+           f"other processes ({tool} shows them)" if fix_args else
+           f"free memory used by other processes (vllm-wizard status; {tool})")
     return None, summary, fix, fix_args, None, None, facts
 
 
@@ -63,6 +68,10 @@ _KV_EST = re.compile(r"estimated maximum model length is (\d+)")
 
 
 def _kv_cache(c: _Ctx) -> _Result:
+    """A KV cache too small: vLLM 0.32.0 ``vllm/v1/core/kv_cache_utils.py`` ("No available memory for the cache
+    blocks", "… GiB KV cache is needed, which is larger than the available KV cache memory", "the estimated
+    maximum model length is N"); "larger than the maximum number of tokens that can be stored in KV cache"
+    is vLLM V0's (≤ 0.8) wording."""
     facts: dict[str, Any] = {}
     fix_args = None
     fix_env = None
@@ -109,6 +118,9 @@ _WARMUP = re.compile(r"warming up sampler with (\d+) dummy requests")
 
 
 def _device_oom(c: _Ctx) -> _Result:
+    """A device allocator out of memory: torch's "CUDA/HIP/XPU out of memory" (``torch.OutOfMemoryError``),
+    torch_npu's "NPU out of memory", Level Zero's ``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``; vLLM 0.32.0
+    ``vllm/v1/worker/gpu_model_runner.py`` adds "warming up sampler with N dummy requests"."""
     facts: dict[str, Any] = {}
     w = _DEVICE_WORD.search(c.line)
     device = w.group(1).lower() if w else None
@@ -147,7 +159,8 @@ def _device_oom(c: _Ctx) -> _Result:
         f" allocating {t.group(1)} {t.group(2)}" if t else "") + (
         f" ({_fmt(facts['free_gib'])} GiB free of {_fmt(facts['total_gib'])} GiB)" if "free_gib" in facts and "total_gib" in facts else "")
     fix = ((f"set {' '.join(fix_args)}; or " if fix_args else "")
-           + "lower --max-model-len / --max-num-seqs, raise --tensor-parallel-size, or free the device")
+           + "lower --max-model-len / --max-num-seqs, raise --tensor-parallel-size, or free the device "
+           + f"(`{_device_tool(device)}` shows what holds it)")
     return None, summary, fix, fix_args, None, None, facts
 
 

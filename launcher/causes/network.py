@@ -6,6 +6,7 @@ timeouts (``network_timeout``), NCCL/Gloo set-up (``collective_network``) and it
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -20,6 +21,9 @@ _PORT = re.compile(r"\bport:? (\d+)\b")
 
 
 def _port_in_use(c: _Ctx) -> _Result:
+    """A port in use: uvicorn's "[Errno 98] … address already in use" (vLLM 0.32.0
+    ``vllm/entrypoints/openai/api_server.py``), ZMQ's "Address in use" and torch's TCPStore "server socket has
+    failed to listen on any local network address"."""
     facts: dict[str, Any] = {}
     fix = "stop the process holding the port (vllm-wizard status shows wizard runs) or choose another --port"
     if m := _MASTER_PORT.search(c.line):  # torch's TCPStore of a multi-node head: the group's master port
@@ -59,6 +63,8 @@ _HTTP_HOST = re.compile(r"host='([^']+)'|Connection to (\S+?) timed out")
 
 
 def _network_timeout(c: _Ctx) -> _Result:
+    """A network timeout: torch.distributed's ``DistNetworkError`` (vLLM 0.32.0
+    ``vllm/distributed/parallel_state.py`` rendezvous) and requests/urllib3 timeouts of the Hub client."""
     facts: dict[str, Any] = {}
     if m := _CONNECT.search(c.line):
         facts.update(host=m.group(1), port=int(m.group(2)))
@@ -74,6 +80,8 @@ def _network_timeout(c: _Ctx) -> _Result:
 
 
 def _collective(c: _Ctx) -> _Result:
+    """NCCL or Gloo set-up between ranks failed (torch.distributed, reached by vLLM 0.32.0
+    ``vllm/distributed/``): NCCL's own reason needs ``NCCL_DEBUG=INFO``."""
     if "Gloo" in c.line:
         return (None, "Gloo could not connect the ranks (connectFullMesh failed)",
                 "set GLOO_SOCKET_IFNAME (and NCCL_SOCKET_IFNAME) to the interface the nodes reach each other on; "
@@ -87,14 +95,50 @@ def _collective(c: _Ctx) -> _Result:
 
 
 _SHM = re.compile(r"shared memory segment (\S+)")
+_SHM_SPACE = re.compile(r"Insufficient space in (/[^\s:]+)(?: for [^:]*)?: (\d+) MiB required, (\d+) MiB free")
 
 
 def _shm(c: _Ctx) -> _Result:
+    """Shared memory too small: NCCL's "Error while creating shared memory segment", a bus error, and
+    vLLM 0.32.0's own check ``vllm/distributed/device_communicators/shm_broadcast.py``: "Insufficient
+    space in /dev/shm for …: 160 MiB required, 64 MiB free" (the fix sizes ``--shm-size`` from it)."""
+    if m := _SHM_SPACE.search(c.line):
+        path, need, free = m.group(1), int(m.group(2)), int(m.group(3))
+        size_gib = max(1, math.ceil(need * 2 / 1024))
+        return (None, f"{path} is full: {need} MiB required, {free} MiB free",
+                f"give the container more shared memory: docker --shm-size={size_gib}g (twice what vLLM asked, at "
+                f"least 1 GiB) or --ipc=host; outside a container, free {path} (stale files of killed runs) or "
+                f"remount it larger", None, None, None, {"path": path, "required_mib": need, "free_mib": free})
     m = _SHM.search(c.line)
     facts = {"path": m.group(1)} if m else {}
     return (None, "shared memory (/dev/shm) is too small for NCCL / the worker processes",
             "in a container run it with --ipc=host or --shm-size=16g (docker), or raise the /dev/shm size",
             None, None, None, facts)
+
+
+_ROUTER_TIMEOUT = re.compile(r"Timeout (\d+)s waiting for workers? (.{0,2000}?) ?to become healthy")
+
+
+def _engines_not_ready(c: _Ctx) -> _Result:
+    """A router that gave up waiting for its engines: vllm-router 0.1.17 (``vllm_router_rs``, the
+    Rust core forked from sglang-router) fails with "Timeout 300s waiting for worker http://…:8000 to
+    become healthy. Please set --router-worker-startup-timeout-secs … to a larger value". The fix
+    doubles the timeout the log names (``--worker-startup-timeout-secs``)."""
+    facts: dict[str, Any] = {}
+    fix_args = None
+    if m := _ROUTER_TIMEOUT.search(c.line):
+        facts["timeout_s"] = int(m.group(1))
+        workers = re.findall(r"https?://[^\s,'\]\"]+", m.group(2))
+        if workers:
+            facts["workers"] = workers
+        fix_args = ["--worker-startup-timeout-secs", str(2 * int(m.group(1)))]
+    who = ", ".join(facts.get("workers", [])) or "its engines"
+    summary = (f"the router gave up waiting for {who} to become healthy"
+               + (f" after {facts['timeout_s']} s" if "timeout_s" in facts else ""))
+    fix = ((f"set {' '.join(fix_args)} (twice the timeout that ran out); " if fix_args else "")
+           + "check that every engine URL the router names answers /health from the router's node (the engine's "
+           "port and host in the router's --worker-urls) and that the engines are up (vllm-wizard status)")
+    return None, summary, fix, fix_args, None, None, facts
 
 
 _IFACE_MISSING = re.compile(r"Unable to find address for: (\S+)")

@@ -14,6 +14,9 @@ _DIED_CODE = re.compile(r"died, exit code: (-?\d+)")
 
 
 def _engine_dead(c: _Ctx) -> _Result:
+    """A worker or engine process that died: vLLM 0.32.0 ``vllm/v1/executor/multiproc_executor.py``
+    ("Worker proc … died unexpectedly"), ``vllm/v1/engine/core_client.py`` ("Engine core proc … died
+    unexpectedly", ``EngineDeadError``) and Ray's "The actor is dead"."""
     import signal as _signal
 
     facts: dict[str, Any] = {}

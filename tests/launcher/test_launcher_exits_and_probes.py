@@ -181,7 +181,7 @@ async def test_an_unmatched_failure_still_names_the_exit_status_and_last_error_l
     for ev in [e for e in rec.events("w") if e.state in (State.BACKOFF, State.FATAL)]:
         assert ev.cause["kind"] == "unclassified"
         assert ev.cause["line"] == "ZeroDivisionError: division by zero"
-        assert ev.cause["summary"] == "exited with status 3; last error line: ZeroDivisionError: division by zero"
+        assert ev.cause["summary"] == "exited with status 3; root cause: ZeroDivisionError: division by zero"
 
 
 # ---------------------------------------------------------------- whose server answers the probe

@@ -20,7 +20,8 @@ from vllm_deploy_wizard.launcher.vllm import StartupProgress
 @pytest.mark.parametrize("line, kind", [
     ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB", "device_oom"),
     ("ERROR: [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use", "port_in_use"),
-    ("huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo", "gated_model"),
+    ("huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo", "hf_token_missing"),
+    ("huggingface_hub.errors.GatedRepoError: 403 Client Error. Cannot access gated repo", "gated_model"),
     ("OSError: foo/bar is not a local folder and is not a valid model identifier listed on 'https://huggingface.co/models'", "model_not_found"),
     ("vllm serve: error: unrecognized arguments: --bogus-flag", "unknown_argument"),
     ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error", "collective_network"),

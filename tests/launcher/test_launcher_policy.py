@@ -399,3 +399,132 @@ def test_a_process_without_probe_failing_deterministically_soon_after_start_is_f
     h.at(1.0, Started("job", 5))
     h.at(1.0 + STABLE_RUN_S, Exited("job", 1, cause={"kind": "device_oom", "summary": "", "fix": ""}))
     assert h.state("job") is State.BACKOFF
+
+
+# ---------------------------------------------------------------- retry only what can change
+
+import yaml  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from vllm_deploy_wizard.launcher.causes import WAITS_ON_PEER, explain  # noqa: E402
+
+CORPUS = yaml.safe_load((Path(__file__).parent / "failure_corpus.yaml").read_text(encoding="utf-8"))
+#: the failure kinds the launcher learnt to tell from "no root cause" (one replay each, from the corpus)
+NEW_KINDS = ("dtype_unsupported", "max_model_len_too_long", "tpu_busy", "engines_not_ready", "device_error",
+             "hf_token_invalid", "hf_token_missing", "gated_model", "tokenizer_missing", "missing_module", "shm",
+             "config_invalid", "unclassified")
+
+
+def _replay_cause(entry: dict) -> dict:
+    """The cause the supervisor hands the policy for this corpus entry's log (explain → dict)."""
+    return explain(entry["excerpt"].splitlines(), entry.get("rc"), entry.get("argv") or (), entry.get("env") or {}).to_dict()
+
+
+def _fail_start(h: History, t: float, cause, pid: int) -> list:
+    """vLLM exits at ``t`` before READY with ``cause``; when it backs off, its restart is spawned."""
+    acts = h.at(t, Exited("vllm", 1, cause=cause, tail=("tail line",)))
+    if h.state("vllm") is State.BACKOFF:
+        assert Spawn("vllm") in h.at(t + 5, TimerFired("vllm", "backoff"))
+        h.at(t + 5.1, Started("vllm", pid))
+    return acts
+
+
+@pytest.mark.parametrize("entry", [e for e in CORPUS if e["kind"] in NEW_KINDS],
+                         ids=lambda e: e["url"].split("github.com/", 1)[-1] + ":" + e["kind"])
+def test_each_failure_kind_replays_to_fatal_once_a_restart_cannot_change_it(entry):
+    cause = _replay_cause(entry)
+    h = History(_spec())
+    _to_vllm_starting(h)
+    _fail_start(h, 30.0, cause, 21)
+    if entry["retryable"]:
+        # transient: one restart, then the same root line again before READY → FATAL at once
+        assert h.state("vllm") is State.STARTING
+        _fail_start(h, 60.0, cause, 22)
+    assert h.state("vllm") is State.FATAL
+    fatal = [e for e in h.events if e.state is State.FATAL][0]
+    assert fatal.cause["kind"] == entry["kind"] and fatal.tail == ["tail line"]
+    assert ("deterministic" in fatal.detail) is (not entry["retryable"])
+    assert ("same root cause as the previous start" in fatal.detail) is bool(entry["retryable"])
+    assert len(h.policy.states["vllm"].failures) == (2 if entry["retryable"] else 1)
+
+
+def _fatal_detail(h: History) -> str:
+    return [e for e in h.events if e.state is State.FATAL][0].detail
+
+
+RUNTIME = {"kind": "unclassified", "summary": "", "fix": "", "retryable": True,
+           "line": "RuntimeError: CUDA error: an illegal memory access was encountered (pid=41)"}
+
+
+def test_the_same_root_line_on_two_consecutive_starts_before_ready_is_fatal_pids_aside():
+    h = History(_spec(restart=RestartPolicy(backoff_initial_s=1, max_failures=10, window_s=600)))
+    _to_vllm_starting(h)
+    _fail_start(h, 30.0, RUNTIME, 21)
+    assert h.state("vllm") is State.STARTING  # the first time it may pass on a restart
+    acts = _fail_start(h, 60.0, {**RUNTIME, "line": RUNTIME["line"].replace("pid=41", "pid=57")}, 22)
+    assert h.state("vllm") is State.FATAL and "same root cause as the previous start" in _fatal_detail(h)
+    assert not [a for a in acts if isinstance(a, StartTimer) and a.kind == "backoff"]
+    assert Signal("cache", signal.SIGTERM) in acts  # FATAL stops the run
+
+
+def test_different_root_lines_or_a_ready_start_between_them_keep_restarting():
+    h = History(_spec(restart=RestartPolicy(backoff_initial_s=1, max_failures=10, window_s=600)))
+    _to_vllm_starting(h)
+    _fail_start(h, 30.0, RUNTIME, 21)
+    _fail_start(h, 60.0, {**RUNTIME, "line": "RuntimeError: NCCL watchdog fired"}, 22)
+    assert h.state("vllm") is State.STARTING
+    _fail_start(h, 90.0, RUNTIME, 23)  # not the same as the previous start's
+    assert h.state("vllm") is State.STARTING
+    h.at(100.0, ProbePassed("vllm"))  # this start became READY: its failure under load is no start failure
+    _fail_start(h, 200.0, RUNTIME, 24)
+    assert h.state("vllm") is State.STARTING
+    _fail_start(h, 230.0, RUNTIME, 25)  # the first failed start before READY since then
+    assert h.state("vllm") is State.STARTING
+    _fail_start(h, 260.0, RUNTIME, 26)  # and now the same root line twice in a row before READY
+    assert h.state("vllm") is State.FATAL
+
+
+@pytest.mark.parametrize("cause", [
+    {"kind": "master_unreachable", "summary": "", "fix": "", "line": "failed to connect/validate to host 10.0.0.1:29500"},
+    {"kind": "port_in_use", "summary": "", "fix": "", "line": "OSError: [Errno 98] Address already in use"},
+    {"kind": "engine_dead", "summary": "", "fix": "", "line": "Engine core proc EngineCore_DP0 died unexpectedly"},
+])
+def test_a_repeated_line_of_a_peer_wait_or_a_symptom_is_counted_as_a_crash_loop_instead(cause):
+    assert cause["kind"] in WAITS_ON_PEER or cause["kind"] == "engine_dead"
+    h = History(_spec(restart=RestartPolicy(backoff_initial_s=1, max_failures=3, window_s=600)))
+    _to_vllm_starting(h)
+    _fail_start(h, 30.0, cause, 21)
+    _fail_start(h, 60.0, cause, 22)
+    assert h.state("vllm") is State.STARTING
+    _fail_start(h, 90.0, cause, 23)
+    assert h.state("vllm") is State.FATAL and "crash loop: 3 failures" in _fatal_detail(h)
+
+
+def test_a_time_independent_exception_is_fatal_after_one_start_unless_a_transient_rule_matches():
+    value_error = explain(["(EngineCore_DP0 pid=7) ValueError: rope_scaling must have a 'factor' field",
+                           "RuntimeError: Engine core initialization failed. See root cause above."], 1).to_dict()
+    h = History(_spec())
+    _to_vllm_starting(h)
+    _fail_start(h, 30.0, value_error, 21)
+    assert h.state("vllm") is State.FATAL and "deterministic" in _fatal_detail(h)
+    # a ValueError that a transient rule explains (a rendezvous timeout) backs off
+    transient = explain(["torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while "
+                         "trying to connect to (10.0.0.1, 29500).",
+                         "ValueError: could not initialise the process group"], 1).to_dict()
+    assert transient["kind"] == "network_timeout"
+    h = History(_spec())
+    _to_vllm_starting(h)
+    _fail_start(h, 30.0, transient, 21)
+    assert h.state("vllm") is State.STARTING
+
+
+def test_a_restart_request_forgets_the_previous_root_line():
+    h2 = History(_spec(restart=RestartPolicy(backoff_initial_s=1, max_failures=10, window_s=600)))
+    _to_vllm_starting(h2)
+    h2.at(30.0, Exited("vllm", 1, cause=RUNTIME))
+    assert h2.state("vllm") is State.BACKOFF
+    acts = h2.at(31.0, RestartRequested("vllm"))  # the user restarts it: a fresh start
+    assert Spawn("vllm") in acts
+    h2.at(31.1, Started("vllm", 30))
+    _fail_start(h2, 40.0, RUNTIME, 31)
+    assert h2.state("vllm") is State.STARTING
