@@ -197,6 +197,21 @@ def _on_cpu(p: ProcessSpec) -> bool:
             or (last_flag_value(p.argv, "--device") or "").lower() == "cpu")
 
 
+#: Variables that narrow the devices a process sees (docs/detection.md §1), first set wins.
+VISIBILITY_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES",
+                   "ZE_AFFINITY_MASK", "TPU_VISIBLE_CHIPS")
+
+
+def _visible_devices(p: ProcessSpec) -> tuple[str, list[str]] | None:
+    """``(variable, device ids)`` of the first device-visibility variable ``p``'s env sets to a list;
+    None when it sets none (all of the node's devices)."""
+    for name in VISIBILITY_VARS:
+        value = p.env.get(name)
+        if value is not None and value.strip() and "$" not in value:
+            return name, [x for x in value.split(",") if x.strip()]
+    return None
+
+
 def _serve_of(p: ProcessSpec) -> tuple[ProcessSpec, int | None] | None:
     """``(the process as vLLM sees it, its /dev/shm bytes)`` for a ``vllm serve`` process (shm None:
     this host's) or a container running one (its argv inside, its env with the ``-e`` values, the
@@ -233,10 +248,18 @@ def node_refusals(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
     elif serves and facts.accelerator and not force:
         for p in serves:
             need = _devices_needed(p)
-            if plan_accelerator != "cpu" and not _on_cpu(p) and need > facts.accelerators > 0:
+            if plan_accelerator == "cpu" or _on_cpu(p):
+                continue
+            if need > facts.accelerators > 0:
                 out.append(Refusal(f"{p.name!r} needs {need} devices (tensor × pipeline × data parallel) but this "
                                    f"node has {facts.accelerators}; lower the parallel sizes or launch on a larger "
                                    "node"))
+                continue
+            shown = _visible_devices(p)
+            if shown is not None and need > len(shown[1]):
+                out.append(Refusal(f"{p.name!r} needs {need} devices (tensor × pipeline × data parallel) but "
+                                   f"{shown[0]}={','.join(shown[1])} shows it {len(shown[1])}; lower the parallel "
+                                   f"sizes or give it more devices"))
     for p in serves:
         version = versions.get(p.name)
         if _on_cpu(p) or not facts.accelerator:

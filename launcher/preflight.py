@@ -46,6 +46,7 @@ from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
 from vllm_deploy_wizard.common.placeholders import names as placeholders_in
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
+from vllm_deploy_wizard.launcher.vllm_checks import argument_refusals
 
 #: ``(argv, env, timeout_s) -> stdout text``; raises ``OSError``/``subprocess.SubprocessError``.
 Runner = Callable[[list[str], Mapping[str, str], float], str]
@@ -395,6 +396,8 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
             warnings.append(f"{p.name!r} ({p.role}) has no readiness probe: it counts as READY the moment it "
                             "starts, so what depends on it may start before it serves; give it health.url")
         problems += value_problems(p)
+        if is_vllm_serve(p.argv):
+            problems += [r.text for r in argument_refusals(p.name, p.argv, found_versions.get(p.name))]
         for port, what in bound_ports(p, found_versions.get(p.name)):
             if port in owners:
                 problems.append(f"port {port}: claimed by both {owners[port]!r} and {p.name!r}"

@@ -25,6 +25,8 @@ Rules, each read in the vLLM 0.32.0 CPU build's installed source:
 * ``mooncake-bootstrap`` (``…/kv_connector/v1/mooncake/mooncake_connector.py``): one bootstrap
   server at ``VLLM_MOONCAKE_BOOTSTRAP_PORT + data_parallel_index × tensor_parallel_size``, by the
   first local engine only.
+* ``data-parallel-arguments`` (``vllm/engine/arg_utils.py``): ``--data-parallel-hybrid-lb`` without
+  ``--data-parallel-size-local`` is refused at argument parsing.
 * ``shm-segments`` (``vllm/v1/executor/multiproc_executor.py``,
   ``vllm/distributed/device_communicators/shm_broadcast.py``): the multiprocess executor (always on
   CPU, ``vllm/platforms/cpu.py``; on accelerators when the local world size is above 1) creates
@@ -72,6 +74,7 @@ RULES: tuple[Rule, ...] = (
     Rule("nixl-side-channel", None, None, "docs/features/nixl_connector_usage.md (vLLM 0.10)", "per-tp-rank"),
     Rule("mooncake-bootstrap", None, "0.32.0",
          "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py", "first-local-engine"),
+    Rule("data-parallel-arguments", None, "0.32.0", "vllm/engine/arg_utils.py", "hybrid-lb-needs-local-size"),
     Rule("shm-segments", None, "0.32.0", "vllm/distributed/device_communicators/shm_broadcast.py",
          "largest-ring-vs-free"),
 )
@@ -206,15 +209,23 @@ def _int_flag(argv: list[str], *names: str) -> int | None:
 def local_dp_ranks(argv: Sequence[str]) -> range:
     """The data-parallel indexes of the engines ``argv``'s process runs on its node (vLLM 0.32
     ``vllm/engine/arg_utils.py``): from ``--data-parallel-start-rank`` (else ``--data-parallel-rank``,
-    else 0), ``--data-parallel-size-local`` of them (1 with ``--data-parallel-rank`` alone, else
-    ``--data-parallel-size``)."""
+    else, with ``--nnodes`` above 1, the rank ``--node-rank`` implies, else 0),
+    ``--data-parallel-size-local`` of them (1 with ``--data-parallel-rank`` alone; with ``--nnodes``
+    the node's share of the world; else ``--data-parallel-size``)."""
     a = list(argv)
     size = _int_flag(a, "--data-parallel-size", "-dp") or 1
     rank = _int_flag(a, "--data-parallel-rank", "-dpn")
     start = _int_flag(a, "--data-parallel-start-rank", "-dpr")
     local = _int_flag(a, "--data-parallel-size-local", "-dpl")
-    first = start if start is not None else (rank if rank is not None else 0)
-    count = local if local is not None else (1 if rank is not None else size)
+    nnodes = _int_flag(a, "--nnodes") or 1
+    inferred_rank, inferred_local = 0, size
+    if nnodes > 1:
+        within_dp = tensor_parallel_size(a) * (_int_flag(a, "--pipeline-parallel-size", "-pp") or 1)
+        node_world = size * within_dp // nnodes
+        inferred_rank = (_int_flag(a, "--node-rank") or 0) * node_world // within_dp
+        inferred_local = max(node_world // within_dp, 1)
+    first = start if start is not None else (rank if rank is not None else inferred_rank)
+    count = local if local is not None else (1 if rank is not None else inferred_local)
     return range(first, first + max(count, 1))
 
 
@@ -281,3 +292,16 @@ def shm_refusal(name: str, segments: Sequence[int], free: int, where: str = "/de
     return Refusal(f"{name!r}: vLLM needs {max(segments) / _MIB:.0f} MiB of shared memory for one message ring "
                    f"({sum(segments) / _MIB:.0f} MiB for all {len(segments)}) but {where} has {free / _MIB:.0f} MiB "
                    "free; free /dev/shm, or run the container with --ipc=host or --shm-size=1g")
+
+
+def argument_refusals(name: str, argv: Sequence[str], version: str | None) -> list[Refusal]:
+    """Combinations of ``vllm serve`` arguments that vLLM ``version`` refuses while parsing them
+    (rule ``data-parallel-arguments``): ``--data-parallel-hybrid-lb`` needs
+    ``--data-parallel-size-local`` (or ``--nnodes`` above 1, from which vLLM infers it)."""
+    rule_for("data-parallel-arguments", version)
+    a = list(argv)
+    if ("--data-parallel-hybrid-lb" in a and _int_flag(a, "--data-parallel-size-local", "-dpl") is None
+            and (_int_flag(a, "--nnodes") or 1) <= 1):  # with --nnodes vLLM infers the local size
+        return [Refusal(f"{name!r}: --data-parallel-hybrid-lb needs --data-parallel-size-local (the data-parallel ranks "
+                        "on this node; vLLM refuses the arguments otherwise); add --data-parallel-size-local N")]
+    return []
