@@ -236,7 +236,9 @@ def node_refusals(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
     (:class:`~vllm_deploy_wizard.launcher.vllm_checks.Refusal`: ``fix_args`` / ``fix_env``)."""
     versions = dict(vllm_versions or {})
     out: list[Refusal] = []
-    serves = [p for p in spec.processes if is_vllm_serve(p.argv)]
+    seen = [(p, _serve_of(p)) for p in spec.processes]
+    # each vLLM server as vLLM sees it: a container run's argv and env inside the container
+    serves = [inner for _, found in seen if found is not None for inner in (found[0],)]
     if plan_accelerator:  # the plan says what it runs on
         gpu_plan = plan_accelerator != "cpu"
     else:  # an older plan file: parallel sizes above 1 on a non-CPU process say accelerators
@@ -280,11 +282,10 @@ def node_refusals(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
                            "free the device (another process holds its memory)"),
                         fix_args=("--gpu-memory-utilization", f"{fits:g}") if fits >= 0.05 else ()))
                     break
-    for p in spec.processes:
-        seen = _serve_of(p)
-        if seen is None:
+    for p, found in seen:
+        if found is None:
             continue
-        inner, container_shm = seen
+        inner, container_shm = found
         on_cpu = _on_cpu(inner) or not facts.accelerator
         segments = shm_segments(inner.argv, inner.env, on_cpu, versions.get(p.name))
         free = container_shm if container_shm is not None else facts.shm_free_bytes
@@ -295,8 +296,8 @@ def node_refusals(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
         if refusal is not None:
             out.append(refusal)
     for p in serves:
-        problem = offline_problem(p, facts)
-        if problem:
+        problem = offline_problem(p, facts) if is_vllm_serve(spec.get(p.name).argv) else None
+        if problem:  # (a container reads the cache it mounts: not checked here)
             out.append(Refusal(problem))
     return out
 

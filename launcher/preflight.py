@@ -288,13 +288,25 @@ def bound_ports(p: ProcessSpec, version: str | None = None) -> list[tuple[int, s
     or flags (:data:`ENV_PORTS`; ``--data-parallel-rpc-port``). The NIXL side channel and the Mooncake
     bootstrap server bind per vLLM ``version``'s rule (:mod:`~vllm_deploy_wizard.launcher.vllm_checks`:
     one NIXL listener per local DP rank in vLLM 0.32), at vLLM's default base when a process using that
-    connector sets none; ``version`` None uses the newest rule read."""
+    connector sets none; ``version`` None uses the newest rule read. A container run binds those on this
+    host only with ``--network host`` (its argv and ``-e`` env inside are read then); otherwise they are
+    the container's own and only its published plan ``ports`` count."""
+    from vllm_deploy_wizard.launcher.containers import inner_serve_argv, parse_run
     from vllm_deploy_wizard.launcher.vllm_checks import mooncake_bootstrap_ports, nixl_side_channel_ports
 
     out = [(port, "listens") for port in p.ports]
-    argv_text = " ".join(p.argv)
+    run = parse_run(p.argv)
+    argv, env = list(p.argv), dict(p.env)
+    if run is not None:
+        if (run.flag("--network") or run.flag("--net")) != "host":
+            return out
+        argv = inner_serve_argv(run) or argv
+        for i, tok in enumerate(run.flags):
+            if tok in ("-e", "--env") and i + 1 < len(run.flags) and "=" in run.flags[i + 1]:
+                env.__setitem__(*run.flags[i + 1].split("=", 1))
+    argv_text = " ".join(argv)
     for name, (default, what) in ENV_PORTS.items():
-        raw = p.env.get(name)
+        raw = env.get(name)
         used = raw is not None or (name == "VLLM_NIXL_SIDE_CHANNEL_PORT" and "NixlConnector" in argv_text) or (
             name == "VLLM_MOONCAKE_BOOTSTRAP_PORT" and "MooncakeConnector" in argv_text)
         if not used:
@@ -302,14 +314,14 @@ def bound_ports(p: ProcessSpec, version: str | None = None) -> list[tuple[int, s
         base = int(raw) if raw is not None and raw.isdigit() else default
         if base is None:
             continue
-        if name == "VLLM_NIXL_SIDE_CHANNEL_PORT" and is_vllm_serve(p.argv):
-            ports = nixl_side_channel_ports(p.argv, base, version)
-        elif name == "VLLM_MOONCAKE_BOOTSTRAP_PORT" and is_vllm_serve(p.argv):
-            ports = mooncake_bootstrap_ports(p.argv, base, version)
+        if name == "VLLM_NIXL_SIDE_CHANNEL_PORT" and is_vllm_serve(argv):
+            ports = nixl_side_channel_ports(argv, base, version)
+        elif name == "VLLM_MOONCAKE_BOOTSTRAP_PORT" and is_vllm_serve(argv):
+            ports = mooncake_bootstrap_ports(argv, base, version)
         else:
             ports = [base]
         out += [(port, f"{what} ({name}{'' if raw is not None else ', vLLM default'})") for port in ports]
-    rpc = last_flag_value(p.argv, "--data-parallel-rpc-port")
+    rpc = last_flag_value(argv, "--data-parallel-rpc-port")
     if rpc and rpc.isdigit():
         out.append((int(rpc), "data-parallel RPC (--data-parallel-rpc-port)"))
     seen: set[int] = set()

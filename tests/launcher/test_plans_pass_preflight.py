@@ -43,6 +43,11 @@ PLANNER_GAPS: dict[tuple[str, str, str], tuple[str, ...]] = {
        for f in ("ascend_910c_16x.yaml", "nvidia_gb200_tray_4x.yaml", "nvidia_hgx_8x_h200.yaml")},
     **{(f, "deepseek-ai/DeepSeek-V4-Pro", "pd_cluster"): ("shows it", "claimed by both")
        for f in ("ascend_910c_16x.yaml", "nvidia_hgx_8x_h200.yaml")},
+    # the same split in docker mode (the side channels stay inside each container: no port clash)
+    **{(f, m, "pd_cluster"): ("shows it",)
+       for f in ("amd_mi300x_8x.yaml", "nvidia_gb200_tray_4x.yaml")
+       for m in ("thinkingmachines/Inkling", "thinkingmachines/Inkling-Small")},
+    ("nvidia_hgx_8x_h200.yaml", "thinkingmachines/Inkling-Small", "pd_cluster"): ("shows it",),
     # multi-node DEP keeps the recipe's TP 8 beside DP-local = the node's devices (TP × DP-local each node)
     **{(f, m, "multi_node_dep"): ("this node has",)
        for f in ("ascend_910c_16x.yaml", "nvidia_gb200_tray_4x.yaml", "nvidia_hgx_8x_h200.yaml")

@@ -160,3 +160,11 @@ def test_prepare_hands_docker_the_expanded_mount(tmp_path, monkeypatch):
                                                    "--ipc=host", "img", "m"]}]}}
     prepared = prepare(plan, values={}, check_flags=False)
     assert prepared.spec.processes[0].argv[3] == f"{tmp_path}/.cache/huggingface:/root/.cache/huggingface"
+
+
+def test_a_container_binds_its_side_channels_on_this_host_only_with_host_networking():
+    inner = ["-e", "VLLM_NIXL_SIDE_CHANNEL_PORT=5557", "img", "m", "-dp", "2", "--kv-transfer-config", NIXL]
+    bridged = ProcessSpec(name="p", argv=("docker", "run", "-p", "8001:8001", *inner), ports=(8001,))
+    assert bound_ports(bridged, "0.32.0") == [(8001, "listens")]  # the side channels stay in the container
+    host = ProcessSpec(name="p", argv=("docker", "run", "--network", "host", *inner), ports=(8001,))
+    assert [port for port, _ in bound_ports(host, "0.32.0")] == [8001, 5557, 5558]
