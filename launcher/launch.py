@@ -398,17 +398,27 @@ def with_home_expanded(spec: RunSpec) -> RunSpec:
     return replace(spec, processes=procs)
 
 
+class LaunchRefused(LaunchError):
+    """The preflight refused a launch: the message lists every problem; ``refusals`` are the node
+    checks' ones with the fix each names (``fix_args`` / ``fix_env``), for a caller that applies them."""
+
+    def __init__(self, message: str, refusals: Iterable[Refusal] = ()):
+        super().__init__(message)
+        self.refusals = list(refusals)
+
+
 def launch(plan: str | Path | Mapping[str, Any], node: str | None = None, node_rank: int = 0,
            values: Mapping[str, str] | None = None, facts: NodeFacts | None = None, *, detach: bool = True,
            force: bool = False, check_flags: bool = True):
     """Prepare (:func:`prepare`) and start this machine's part of ``plan``; returns the
     :class:`~vllm_deploy_wizard.launcher.runs.RunInfo`. ``detach`` True: the supervisor is a daemon
-    that outlives the caller. Raises :class:`LaunchError` listing every problem when any."""
+    that outlives the caller. Raises :class:`LaunchRefused` (a :class:`LaunchError`) listing every
+    problem when any."""
     from vllm_deploy_wizard.launcher.daemon import start_run
 
     prepared = prepare(plan, node, node_rank, values, facts, force=force, check_flags=check_flags)
     if prepared.problems:
-        raise LaunchError(f"preflight found {len(prepared.problems)} problem(s):\n"
-                          + "\n".join(f"  - {x}" for x in prepared.problems))
+        raise LaunchRefused(f"preflight found {len(prepared.problems)} problem(s):\n"
+                            + "\n".join(f"  - {x}" for x in prepared.problems), prepared.refusals)
     assert prepared.spec is not None
     return start_run(prepared.spec, detach=detach)

@@ -41,11 +41,13 @@ class RealLauncher:
         go): the processes labelled ``node`` (contracts §2), or node rank 0 plus the unbound ones when
         ``node`` is None — the launcher's one launch path (``launcher.launch.prepare``). Unfilled
         placeholders, an unknown label and a malformed plan raise LaunchError. What would launch but
-        deserves a word (an abbreviated vLLM flag) is left in :attr:`last_warnings`."""
+        deserves a word (an abbreviated vLLM flag) is left in :attr:`last_warnings`, the node checks'
+        refusals with the fix each names in :attr:`last_refusals` (the wizard's Fit fix applies them)."""
         from vllm_deploy_wizard.launcher.launch import prepare
 
         prepared = prepare(plan_file, node=node, node_rank=0, values=values, facts=self.facts)
         self.last_warnings: list[str] = prepared.warnings
+        self.last_refusals: list = prepared.refusals
         return prepared.problems
 
     def start(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> str:
