@@ -257,7 +257,7 @@ def node_refusals(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
                                    f"node has {facts.accelerators}; lower the parallel sizes or launch on a larger "
                                    "node"))
                 continue
-            shown = _visible_devices(p)
+            shown = _visible_devices(p)  # rule "visible-devices" (docs/supervision.md §10)
             if shown is not None and need > len(shown[1]):
                 out.append(Refusal(f"{p.name!r} needs {need} devices (tensor × pipeline × data parallel) but "
                                    f"{shown[0]}={','.join(shown[1])} shows it {len(shown[1])}; lower the parallel "

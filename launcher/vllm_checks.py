@@ -27,6 +27,8 @@ Rules, each read in the vLLM 0.32.0 CPU build's installed source:
   first local engine only.
 * ``data-parallel-arguments`` (``vllm/engine/arg_utils.py``): ``--data-parallel-hybrid-lb`` without
   ``--data-parallel-size-local`` is refused at argument parsing.
+* ``visible-devices`` (``vllm/v1/engine/utils.py``): each local DP rank takes TP × PP devices of
+  those the process sees (``CUDA_VISIBLE_DEVICES`` …); more than it sees is refused.
 * ``shm-segments`` (``vllm/v1/executor/multiproc_executor.py``,
   ``vllm/distributed/device_communicators/shm_broadcast.py``): the multiprocess executor (always on
   CPU, ``vllm/platforms/cpu.py``; on accelerators when the local world size is above 1) creates
@@ -75,6 +77,7 @@ RULES: tuple[Rule, ...] = (
     Rule("mooncake-bootstrap", None, "0.32.0",
          "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py", "first-local-engine"),
     Rule("data-parallel-arguments", None, "0.32.0", "vllm/engine/arg_utils.py", "hybrid-lb-needs-local-size"),
+    Rule("visible-devices", None, "0.32.0", "vllm/v1/engine/utils.py", "world-within-visible"),
     Rule("shm-segments", None, "0.32.0", "vllm/distributed/device_communicators/shm_broadcast.py",
          "largest-ring-vs-free"),
 )
