@@ -14,6 +14,8 @@ import re
 from vllm_deploy_wizard.detect.facts import Facts, cpulist_count
 from vllm_deploy_wizard.detect.inventory import Disk, HostFacts, NetPort, NumaNode, ProbeResult
 
+#: POSIX shared memory (vLLM's message rings between its processes, NCCL's intra-node transport).
+SHM_PATH = "/dev/shm"
 #: Filesystems that pool one cache across instances (§5.4).
 SHARED_FS = ("nfs", "nfs4", "lustre", "gpfs", "wekafs", "beegfs", "cifs", "fuse.weka")
 #: Device-control variables reported as set (§1, §3).
@@ -80,6 +82,10 @@ def probe(facts: Facts) -> tuple[ProbeResult, HostFacts]:
     host.cgroup_limit_bytes = facts.cgroup_memory_limit()
     if host.cgroup_limit_bytes:
         host.cgroup_usage_bytes = facts.cgroup_memory_usage()
+    shm = next((d for d in facts.disks([SHM_PATH]) if d.get("mount") == SHM_PATH), None)
+    if shm is not None:
+        host.shm_total_bytes = int(shm.get("size_bytes") or 0) or None
+        host.shm_free_bytes = int(shm.get("free_bytes") or 0) if shm.get("size_bytes") else None
     for disk in facts.disks(kv_candidate_paths(env)):
         fs = disk.get("fs")
         host.disks.append(Disk(path=str(disk.get("mount")), total_bytes=int(disk.get("size_bytes") or 0),

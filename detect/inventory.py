@@ -207,6 +207,10 @@ class HostFacts:
     cgroup_usage_bytes: int | None = None
     """Memory the container uses now (cgroup ``memory.current``), None outside a limited cgroup."""
     numa_nodes: list[NumaNode] = field(default_factory=list)
+    shm_total_bytes: int | None = None
+    """Size of ``/dev/shm`` (POSIX shared memory: vLLM's message rings, NCCL), None when unknown."""
+    shm_free_bytes: int | None = None
+    """Free space of ``/dev/shm`` now, None when unknown."""
     disks: list[Disk] = field(default_factory=list)
     ports: list[NetPort] = field(default_factory=list)
     fabric: str = "none"

@@ -10,26 +10,34 @@ the wizard's review screen call. Decided here once:
   node; the plan's ``placeholder_defaults`` fill the rest; ``--set`` values win over both.
 * Node checks beyond :func:`~vllm_deploy_wizard.launcher.preflight.check`, from :class:`NodeFacts`
   passed in (the launcher never imports detection): the plan's accelerators vs this node (a GPU plan
-  on a CPU node is refused unless ``force``), memory fit (CPU: one NUMA node's memory vs the
-  utilization vLLM reserves and the KV cache space; GPU: free device memory vs utilization), and
-  ``HF_HUB_OFFLINE=1`` with a model missing from the local Hugging Face cache.
+  on a CPU node is refused unless ``force``), memory fit (CPU: what the installed vLLM's CPU worker
+  checks — the utilization share of one NUMA node only when no KV cache size is set, else the KV
+  size; GPU: free device memory vs utilization), ``/dev/shm`` (the host's, or a container's
+  ``--shm-size``) vs the message rings vLLM creates, and ``HF_HUB_OFFLINE=1`` with a model missing
+  from the local Hugging Face cache. The vLLM rules are picked by the installed vLLM version
+  (``launcher/vllm_checks.py``, docs/supervision.md §13).
+* Container runs get ``~`` in their volume mounts expanded before docker sees them
+  (:func:`with_home_expanded`).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.flags import last_flag_value
 from vllm_deploy_wizard.common.parallelism import devices_on_node
-from vllm_deploy_wizard.launcher.causes import DEFAULT_GPU_UTIL, UTIL_MARGIN
+from vllm_deploy_wizard.launcher.causes import UTIL_MARGIN
+from vllm_deploy_wizard.launcher.containers import (DOCKER_DEFAULT_SHM_BYTES, container_shm_bytes, expand_home,
+                                                    inner_serve_argv, parse_run)
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
+from vllm_deploy_wizard.launcher.vllm_checks import (Refusal, cpu_memory_refusals, fitting_utilization,
+                                                     gpu_memory_utilization, shm_refusal, shm_segments)
 
 #: Placeholders naming the head of the deployment (node 0's address): this host's address when
 #: launching node 0, over any plan default.
@@ -57,7 +65,8 @@ class NodeFacts:
     a CPU-only node; ``device_free_bytes`` / ``device_total_bytes``: per device, in index order (empty
     when unknown). ``numa_mem_total_bytes`` / ``numa_mem_free_bytes``: the smallest NUMA node with CPUs
     (vLLM's CPU backend binds to one node), None when unknown. ``hf_cache``: the Hugging Face hub cache
-    folder (None: huggingface_hub's default for the process env).
+    folder (None: huggingface_hub's default for the process env). ``shm_total_bytes`` /
+    ``shm_free_bytes``: the size and free space of ``/dev/shm`` (None when unknown).
     """
 
     primary_ip: str | None = None
@@ -68,6 +77,8 @@ class NodeFacts:
     numa_mem_total_bytes: int | None = None
     numa_mem_free_bytes: int | None = None
     hf_cache: str | None = None
+    shm_total_bytes: int | None = None
+    shm_free_bytes: int | None = None
 
     @property
     def accelerators(self) -> int:
@@ -85,8 +96,9 @@ def node_facts(host: Any = None, inventory: Any = None) -> NodeFacts:
     accelerator gives the kind and per-device memory. The NUMA memory is the first node with CPUs
     (node 0 when none has), its ``available_bytes`` being the free memory vLLM's CPU worker checks at
     start; under a cgroup limit below the node's size the limit is the total and the free memory is
-    at most the limit less the cgroup's usage. ``host`` None gives unknown address, interface and
-    memory (a launch then makes no memory check).
+    at most the limit less the cgroup's usage. ``host``'s ``shm_total_bytes`` / ``shm_free_bytes``
+    give ``/dev/shm``. ``host`` None gives unknown address, interface and memory (a launch then
+    makes no memory check).
     """
     primary = inventory.primary if inventory is not None and getattr(inventory, "accelerators", None) else None
     totals = tuple(int(d.memory_bytes or 0) for d in primary.devices) if primary is not None else ()
@@ -95,7 +107,9 @@ def node_facts(host: Any = None, inventory: Any = None) -> NodeFacts:
                      default_iface=getattr(host, "default_iface", None) or None,
                      accelerator=(primary.kind or primary.brand) if primary is not None else None,
                      device_total_bytes=totals,
-                     numa_mem_total_bytes=total, numa_mem_free_bytes=free)
+                     numa_mem_total_bytes=total, numa_mem_free_bytes=free,
+                     shm_total_bytes=getattr(host, "shm_total_bytes", None),
+                     shm_free_bytes=getattr(host, "shm_free_bytes", None))
 
 
 def _numa_memory(host: Any) -> tuple[int | None, int | None]:
@@ -169,15 +183,8 @@ def placeholder_values(names: Iterable[str], facts: NodeFacts | None = None, nod
 # ---------------------------------------------------------------- node checks
 
 
-def _util(p: ProcessSpec) -> float:
-    try:
-        return float(last_flag_value(p.argv, "--gpu-memory-utilization") or DEFAULT_GPU_UTIL)
-    except ValueError:
-        return DEFAULT_GPU_UTIL
-
-
 def _fits(free: float, total: float) -> float:
-    return (math.floor(free / total * 100 + 1e-9) - UTIL_MARGIN * 100) / 100
+    return fitting_utilization(int(free), int(total), UTIL_MARGIN)
 
 
 def _devices_needed(p: ProcessSpec) -> int:
@@ -190,61 +197,122 @@ def _on_cpu(p: ProcessSpec) -> bool:
             or (last_flag_value(p.argv, "--device") or "").lower() == "cpu")
 
 
-def node_problems(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None = None,
-                  force: bool = False) -> list[str]:
-    """Problems of running ``spec`` on the node ``facts`` describe (module docstring), one line each.
+#: Variables that narrow the devices a process sees (docs/detection.md §1), first set wins.
+VISIBILITY_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES",
+                   "ZE_AFFINITY_MASK", "TPU_VISIBLE_CHIPS")
 
-    ``plan_accelerator``: the backend the plan was made for (the plan file's ``plan.accelerator``:
-    ``cuda``, ``rocm``, ``ascend``, ``tpu``, ``xpu``, ``cpu`` …, docs/plan-file.md §6), None when the
-    plan does not say. ``force`` turns the hardware mismatch into no problem (memory is still checked).
-    """
-    problems: list[str] = []
-    serves = [p for p in spec.processes if is_vllm_serve(p.argv)]
+
+def _visible_devices(p: ProcessSpec) -> tuple[str, list[str]] | None:
+    """``(variable, device ids)`` of the first device-visibility variable ``p``'s env sets to a list;
+    None when it sets none (all of the node's devices)."""
+    for name in VISIBILITY_VARS:
+        value = p.env.get(name)
+        if value is not None and value.strip() and "$" not in value:
+            return name, [x for x in value.split(",") if x.strip()]
+    return None
+
+
+def _serve_of(p: ProcessSpec) -> tuple[ProcessSpec, int | None] | None:
+    """``(the process as vLLM sees it, its /dev/shm bytes)`` for a ``vllm serve`` process (shm None:
+    this host's) or a container running one (its argv inside, its env with the ``-e`` values, the
+    container's ``/dev/shm``: None with ``--ipc=host``); None for anything else."""
+    if is_vllm_serve(p.argv):
+        return p, None
+    run = parse_run(p.argv)
+    inner = inner_serve_argv(run) if run is not None else None
+    if run is None or inner is None:
+        return None
+    env = dict(p.env)
+    for i, tok in enumerate(run.flags):
+        if tok in ("-e", "--env") and i + 1 < len(run.flags) and "=" in run.flags[i + 1]:
+            k, _, v = run.flags[i + 1].partition("=")
+            env[k] = v
+    return replace(p, argv=tuple(inner), env=env), container_shm_bytes(run)
+
+
+def node_refusals(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None = None, force: bool = False,
+                  vllm_versions: Mapping[str, str | None] | None = None) -> list[Refusal]:
+    """What :func:`node_problems` finds, each with the fix it names when one change fixes it
+    (:class:`~vllm_deploy_wizard.launcher.vllm_checks.Refusal`: ``fix_args`` / ``fix_env``)."""
+    versions = dict(vllm_versions or {})
+    out: list[Refusal] = []
+    seen = [(p, _serve_of(p)) for p in spec.processes]
+    # each vLLM server as vLLM sees it: a container run's argv and env inside the container
+    serves = [inner for _, found in seen if found is not None for inner in (found[0],)]
     if plan_accelerator:  # the plan says what it runs on
         gpu_plan = plan_accelerator != "cpu"
     else:  # an older plan file: parallel sizes above 1 on a non-CPU process say accelerators
         gpu_plan = any(not _on_cpu(p) and _devices_needed(p) > 1 for p in serves)
     if serves and gpu_plan and not facts.accelerator and not force:
         what = f"a {plan_accelerator} plan" if plan_accelerator else "a plan for accelerators"
-        problems.append(f"{what} on a node without accelerators: this node has none, so vLLM would fail at start; "
-                        "plan for this node (vllm-wizard plan --detect …) or launch with --force")
+        out.append(Refusal(f"{what} on a node without accelerators: this node has none, so vLLM would fail at "
+                           "start; plan for this node (vllm-wizard plan --detect …) or launch with --force"))
     elif serves and facts.accelerator and not force:
         for p in serves:
             need = _devices_needed(p)
-            if plan_accelerator != "cpu" and not _on_cpu(p) and need > facts.accelerators > 0:
-                problems.append(f"{p.name!r} needs {need} devices (tensor × pipeline × data parallel) but this node "
-                                f"has {facts.accelerators}; lower the parallel sizes or launch on a larger node")
+            if plan_accelerator == "cpu" or _on_cpu(p):
+                continue
+            if need > facts.accelerators > 0:
+                out.append(Refusal(f"{p.name!r} needs {need} devices (tensor × pipeline × data parallel) but this "
+                                   f"node has {facts.accelerators}; lower the parallel sizes or launch on a larger "
+                                   "node"))
+                continue
+            shown = _visible_devices(p)  # rule "visible-devices" (docs/supervision.md §13)
+            if shown is not None and need > len(shown[1]):
+                out.append(Refusal(f"{p.name!r} needs {need} devices (tensor × pipeline × data parallel) but "
+                                   f"{shown[0]}={','.join(shown[1])} shows it {len(shown[1])}; lower the parallel "
+                                   f"sizes or give it more devices"))
     for p in serves:
-        util = _util(p)
+        version = versions.get(p.name)
         if _on_cpu(p) or not facts.accelerator:
             total, free = facts.numa_mem_total_bytes, facts.numa_mem_free_bytes
-            if total and free is not None and free < util * total:
-                fits = _fits(free, total)
-                problems.append(
-                    f"{p.name!r}: vLLM's CPU backend reserves --gpu-memory-utilization {util:g} of one NUMA node "
-                    f"({util * total / _GIB:.1f} of {total / _GIB:.1f} GiB) but {free / _GIB:.1f} GiB is free; "
-                    + (f"set --gpu-memory-utilization {fits:g}" if fits >= 0.05 else "free memory first"))
-            space = p.env.get("VLLM_CPU_KVCACHE_SPACE")
-            if total and space and space.replace(".", "", 1).isdigit() and float(space) * _GIB > util * total:
-                problems.append(f"{p.name!r}: VLLM_CPU_KVCACHE_SPACE={space} GiB is more than the "
-                                f"{util * total / _GIB:.1f} GiB vLLM may use of the NUMA node; lower it")
+            if total and free is not None:
+                out += cpu_memory_refusals(p.name, p.argv, p.env, total, free, version, UTIL_MARGIN)
         elif facts.device_total_bytes and facts.device_free_bytes:
+            util = gpu_memory_utilization(p.argv, version)
             for i, (free, total) in enumerate(zip(facts.device_free_bytes, facts.device_total_bytes)):
                 if i >= _devices_needed(p):
                     break
                 if total and free < util * total:
                     fits = _fits(free, total)
-                    problems.append(
+                    out.append(Refusal(
                         f"{p.name!r}: device {i} has {free / _GIB:.1f} of {total / _GIB:.1f} GiB free, less than "
                         f"--gpu-memory-utilization {util:g} ({util * total / _GIB:.1f} GiB); "
                         + (f"set --gpu-memory-utilization {fits:g} or free the device" if fits >= 0.05 else
-                           "free the device (another process holds its memory)"))
+                           "free the device (another process holds its memory)"),
+                        fix_args=("--gpu-memory-utilization", f"{fits:g}") if fits >= 0.05 else ()))
                     break
+    for p, found in seen:
+        if found is None:
+            continue
+        inner, container_shm = found
+        on_cpu = _on_cpu(inner) or not facts.accelerator
+        segments = shm_segments(inner.argv, inner.env, on_cpu, versions.get(p.name))
+        free = container_shm if container_shm is not None else facts.shm_free_bytes
+        where = "the container's /dev/shm (docker's 64 MiB default without --shm-size)" if (
+            container_shm == DOCKER_DEFAULT_SHM_BYTES and parse_run(p.argv).flag("--shm-size") is None) else (
+            f"the container's /dev/shm (--shm-size)" if container_shm is not None else "/dev/shm")
+        refusal = shm_refusal(p.name, segments, free, where) if free is not None else None
+        if refusal is not None:
+            out.append(refusal)
     for p in serves:
-        problem = offline_problem(p, facts)
-        if problem:
-            problems.append(problem)
-    return problems
+        problem = offline_problem(p, facts) if is_vllm_serve(spec.get(p.name).argv) else None
+        if problem:  # (a container reads the cache it mounts: not checked here)
+            out.append(Refusal(problem))
+    return out
+
+
+def node_problems(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None = None,
+                  force: bool = False, vllm_versions: Mapping[str, str | None] | None = None) -> list[str]:
+    """Problems of running ``spec`` on the node ``facts`` describe (module docstring), one line each.
+
+    ``plan_accelerator``: the backend the plan was made for (the plan file's ``plan.accelerator``:
+    ``cuda``, ``rocm``, ``ascend``, ``tpu``, ``xpu``, ``cpu`` …, docs/plan-file.md §6), None when the
+    plan does not say. ``force`` turns the hardware mismatch into no problem (memory is still checked).
+    ``vllm_versions``: the vLLM version of each ``vllm serve`` process by name, which picks vLLM's
+    rules (docs/supervision.md §13; missing or None: the newest rule read).
+    """
+    return [r.text for r in node_refusals(spec, facts, plan_accelerator, force, vllm_versions)]
 
 
 def offline_problem(p: ProcessSpec, facts: NodeFacts) -> str | None:
@@ -276,7 +344,7 @@ def offline_problem(p: ProcessSpec, facts: NodeFacts) -> str | None:
 class Prepared:
     """A launch checked but not started: the ``spec`` for this machine, the placeholder ``values`` used
     (and which came from node facts, ``detected``, or the plan, ``planned``), every ``problems`` line
-    (empty = go) and ``warnings``."""
+    (empty = go), ``warnings``, and ``refusals``: the node checks' problems with their fixes."""
 
     spec: RunSpec | None
     values: dict[str, str]
@@ -284,6 +352,8 @@ class Prepared:
     planned: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+    """The node checks' problems with the fix each names (a subset of ``problems``)."""
 
 
 def prepare(plan: str | Path | Mapping[str, Any], node: str | None = None, node_rank: int = 0,
@@ -307,14 +377,34 @@ def prepare(plan: str | Path | Mapping[str, Any], node: str | None = None, node_
     planned = {n: v for n, v in defaults.items() if v and str(plan_defaults.get(n, "")) == v}
     detected = {n: v for n, v in defaults.items() if v and n not in planned}
     used = {**detected, **planned, **given}
-    spec = parse_plan(data, source=source, node_rank=node_rank, values=used, node=node)
+    spec = with_home_expanded(parse_plan(data, source=source, node_rank=node_rank, values=used, node=node))
     warnings: list[str] = []
-    problems = check(spec, check_flags=check_flags, warnings=warnings, **dict(preflight_kw or {}))
+    found_versions: dict[str, str | None] = {}
+    problems = check(spec, check_flags=check_flags, warnings=warnings, versions_out=found_versions,
+                     **dict(preflight_kw or {}))
     accel = (inner or {}).get("accelerator") if isinstance(inner, Mapping) else None
     accel = str(accel) if accel else None  # plan files from before the field: judged by the argv
-    if facts is not None:
-        problems += node_problems(spec, facts, accel, force)
-    return Prepared(spec, used, detected, planned, problems, warnings)
+    refusals = node_refusals(spec, facts, accel, force, found_versions) if facts is not None else []
+    problems += [r.text for r in refusals]
+    return Prepared(spec, used, detected, planned, problems, warnings, refusals)
+
+
+def with_home_expanded(spec: RunSpec) -> RunSpec:
+    """``spec`` with ``~`` in every container run's volume mounts expanded to the process's ``HOME``
+    (:func:`~vllm_deploy_wizard.launcher.containers.expand_home`: no shell runs the argv)."""
+    procs = tuple(replace(p, argv=expand_home(p.argv, {**os.environ, **p.env})) for p in spec.processes)
+    if all(a.argv == b.argv for a, b in zip(procs, spec.processes)):
+        return spec
+    return replace(spec, processes=procs)
+
+
+class LaunchRefused(LaunchError):
+    """The preflight refused a launch: the message lists every problem; ``refusals`` are the node
+    checks' ones with the fix each names (``fix_args`` / ``fix_env``), for a caller that applies them."""
+
+    def __init__(self, message: str, refusals: Iterable[Refusal] = ()):
+        super().__init__(message)
+        self.refusals = list(refusals)
 
 
 def launch(plan: str | Path | Mapping[str, Any], node: str | None = None, node_rank: int = 0,
@@ -322,12 +412,13 @@ def launch(plan: str | Path | Mapping[str, Any], node: str | None = None, node_r
            force: bool = False, check_flags: bool = True):
     """Prepare (:func:`prepare`) and start this machine's part of ``plan``; returns the
     :class:`~vllm_deploy_wizard.launcher.runs.RunInfo`. ``detach`` True: the supervisor is a daemon
-    that outlives the caller. Raises :class:`LaunchError` listing every problem when any."""
+    that outlives the caller. Raises :class:`LaunchRefused` (a :class:`LaunchError`) listing every
+    problem when any."""
     from vllm_deploy_wizard.launcher.daemon import start_run
 
     prepared = prepare(plan, node, node_rank, values, facts, force=force, check_flags=check_flags)
     if prepared.problems:
-        raise LaunchError(f"preflight found {len(prepared.problems)} problem(s):\n"
-                          + "\n".join(f"  - {x}" for x in prepared.problems))
+        raise LaunchRefused(f"preflight found {len(prepared.problems)} problem(s):\n"
+                            + "\n".join(f"  - {x}" for x in prepared.problems), prepared.refusals)
     assert prepared.spec is not None
     return start_run(prepared.spec, detach=detach)

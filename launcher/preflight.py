@@ -46,6 +46,7 @@ from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
 from vllm_deploy_wizard.common.placeholders import names as placeholders_in
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
+from vllm_deploy_wizard.launcher.vllm_checks import argument_refusals
 
 #: ``(argv, env, timeout_s) -> stdout text``; raises ``OSError``/``subprocess.SubprocessError``.
 Runner = Callable[[list[str], Mapping[str, str], float], str]
@@ -194,8 +195,9 @@ VALUE_FLAGS = frozenset({
     "--hf-overrides", "--compilation-config", "--max-loras", "--max-lora-rank", "--revision",
 })
 #: Ports a process binds that its plan sets through the environment or flags rather than ``ports``:
-#: name → (default when the process uses the feature but sets no value, what binds it). The NIXL
-#: side channel binds base + rank for each local rank.
+#: name → (default when the process uses the feature but sets no value, what binds it). How many
+#: ports from the base the NIXL side channel and Mooncake bootstrap take is vLLM's rule per version
+#: (:func:`bound_ports`).
 ENV_PORTS: dict[str, tuple[int | None, str]] = {
     "VLLM_NIXL_SIDE_CHANNEL_PORT": (5600, "NIXL side channel"),
     "VLLM_MOONCAKE_BOOTSTRAP_PORT": (8998, "Mooncake bootstrap"),
@@ -281,24 +283,30 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _local_ranks(p: ProcessSpec) -> int:
-    n = 1
-    for flag in ("--tensor-parallel-size", "-tp"):
-        v = last_flag_value(p.argv, flag)
-        if v and v.isdigit():
-            n = int(v)
-    dpl = last_flag_value(p.argv, "--data-parallel-size-local") or last_flag_value(p.argv, "--data-parallel-size")
-    return n * (int(dpl) if dpl and dpl.isdigit() else 1)
-
-
-def bound_ports(p: ProcessSpec) -> list[tuple[int, str]]:
+def bound_ports(p: ProcessSpec, version: str | None = None) -> list[tuple[int, str]]:
     """``(port, what)`` for every TCP port ``p`` binds: its plan ``ports``, and those set through its env
-    or flags (:data:`ENV_PORTS`; the NIXL side channel per local rank, at vLLM's default when a
-    NixlConnector process sets none; ``--data-parallel-rpc-port``)."""
+    or flags (:data:`ENV_PORTS`; ``--data-parallel-rpc-port``). The NIXL side channel and the Mooncake
+    bootstrap server bind per vLLM ``version``'s rule (:mod:`~vllm_deploy_wizard.launcher.vllm_checks`:
+    one NIXL listener per local DP rank in vLLM 0.32), at vLLM's default base when a process using that
+    connector sets none; ``version`` None uses the newest rule read. A container run binds those on this
+    host only with ``--network host`` (its argv and ``-e`` env inside are read then); otherwise they are
+    the container's own and only its published plan ``ports`` count."""
+    from vllm_deploy_wizard.launcher.containers import inner_serve_argv, parse_run
+    from vllm_deploy_wizard.launcher.vllm_checks import mooncake_bootstrap_ports, nixl_side_channel_ports
+
     out = [(port, "listens") for port in p.ports]
-    argv_text = " ".join(p.argv)
+    run = parse_run(p.argv)
+    argv, env = list(p.argv), dict(p.env)
+    if run is not None:
+        if (run.flag("--network") or run.flag("--net")) != "host":
+            return out
+        argv = inner_serve_argv(run) or argv
+        for i, tok in enumerate(run.flags):
+            if tok in ("-e", "--env") and i + 1 < len(run.flags) and "=" in run.flags[i + 1]:
+                env.__setitem__(*run.flags[i + 1].split("=", 1))
+    argv_text = " ".join(argv)
     for name, (default, what) in ENV_PORTS.items():
-        raw = p.env.get(name)
+        raw = env.get(name)
         used = raw is not None or (name == "VLLM_NIXL_SIDE_CHANNEL_PORT" and "NixlConnector" in argv_text) or (
             name == "VLLM_MOONCAKE_BOOTSTRAP_PORT" and "MooncakeConnector" in argv_text)
         if not used:
@@ -306,9 +314,14 @@ def bound_ports(p: ProcessSpec) -> list[tuple[int, str]]:
         base = int(raw) if raw is not None and raw.isdigit() else default
         if base is None:
             continue
-        count = _local_ranks(p) if name == "VLLM_NIXL_SIDE_CHANNEL_PORT" else 1
-        out += [(base + r, f"{what} ({name}{'' if raw is not None else ', vLLM default'})") for r in range(count)]
-    rpc = last_flag_value(p.argv, "--data-parallel-rpc-port")
+        if name == "VLLM_NIXL_SIDE_CHANNEL_PORT" and is_vllm_serve(argv):
+            ports = nixl_side_channel_ports(argv, base, version)
+        elif name == "VLLM_MOONCAKE_BOOTSTRAP_PORT" and is_vllm_serve(argv):
+            ports = mooncake_bootstrap_ports(argv, base, version)
+        else:
+            ports = [base]
+        out += [(port, f"{what} ({name}{'' if raw is not None else ', vLLM default'})") for port in ports]
+    rpc = last_flag_value(argv, "--data-parallel-rpc-port")
     if rpc and rpc.isdigit():
         out.append((int(rpc), "data-parallel RPC (--data-parallel-rpc-port)"))
     seen: set[int] = set()
@@ -347,24 +360,57 @@ def holder_text(port: int) -> str:
     return f" by {holder}" + (f", wizard run {run} (vllm-wizard stop {run})" if run else "")
 
 
+def installed_version(p: ProcessSpec, env: Mapping[str, str], *, read: bool, runner: Runner = run_command,
+                      cache: Path | None = None) -> str | None:
+    """The vLLM version a ``vllm serve`` process ``p`` would run (``env``: its environment): read with
+    ``vllm --version`` (cached per install) when ``read``, else only from that cache; None when not
+    known. Raises ``OSError``/``subprocess.SubprocessError`` when reading fails."""
+    vexe = shutil.which(p.argv[0], path=env.get("PATH")) or p.argv[0]
+    if read:
+        return vllm_version(vexe, env, runner, cache)
+    try:
+        return _cached_version(vexe, cache) if os.path.exists(vexe) else None
+    except OSError:
+        return None
+
+
 def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = None,
           check_flags: bool = True, base_env: Mapping[str, str] | None = None,
-          free_ram: Callable[[], int] = available_ram, warnings: list[str] | None = None) -> list[str]:
+          free_ram: Callable[[], int] = available_ram, warnings: list[str] | None = None,
+          versions_out: dict[str, str | None] | None = None) -> list[str]:
     """Every problem that would stop ``spec`` from launching, as human lines (empty = go).
 
-    ``check_flags`` False skips the vLLM version/flag checks (they may take ~25 s uncached).
+    ``check_flags`` False skips the vLLM version/flag checks (they may take ~25 s uncached); the
+    rules of what vLLM binds then use the cached version, else the newest rule read.
     ``free_ram`` returns the free RAM in bytes (seam for tests; :func:`available_ram`).
     ``warnings``, when given, gets what would launch but deserves a word (an abbreviated vLLM flag,
-    :func:`flag_problem`), each line naming the process.
+    :func:`flag_problem`), each line naming the process. ``versions_out``, when given, gets the vLLM
+    version of each ``vllm serve`` process by name (None: unknown), for the node checks.
     """
     problems: list[str] = ram_problems(spec, free_ram())
+    found_versions: dict[str, str | None] = {}
+    version_errors: dict[str, str] = {}
+    for p in spec.processes:
+        if not is_vllm_serve(p.argv) or p.setup:
+            continue
+        env = child_env(p, base_env)
+        try:
+            found_versions[p.name] = installed_version(p, env, read=check_flags and shutil.which(
+                p.argv[0], path=env.get("PATH")) is not None, runner=runner, cache=cache)
+        except (OSError, subprocess.SubprocessError) as exc:
+            found_versions[p.name] = None
+            version_errors[p.name] = f"{p.name!r}: `{p.argv[0]} --version` failed: {exc}"
+    if versions_out is not None:
+        versions_out.update(found_versions)
     owners: dict[int, str] = {}
     for p in spec.processes:
         if p.probe is None and p.role in PROBED_ROLES and warnings is not None:
             warnings.append(f"{p.name!r} ({p.role}) has no readiness probe: it counts as READY the moment it "
                             "starts, so what depends on it may start before it serves; give it health.url")
         problems += value_problems(p)
-        for port, what in bound_ports(p):
+        if is_vllm_serve(p.argv):
+            problems += [r.text for r in argument_refusals(p.name, p.argv, found_versions.get(p.name))]
+        for port, what in bound_ports(p, found_versions.get(p.name)):
             if port in owners:
                 problems.append(f"port {port}: claimed by both {owners[port]!r} and {p.name!r}"
                                 + ("" if what == "listens" else f" ({what})"))
@@ -392,11 +438,10 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
                 problems += path_problems(p, None, found)
             continue
         vexe = shutil.which(p.argv[0], path=env.get("PATH")) or p.argv[0]
-        try:
-            version = vllm_version(vexe, env, runner, cache)
-        except (OSError, subprocess.SubprocessError) as exc:
-            problems.append(f"{p.name!r}: `{p.argv[0]} --version` failed: {exc}")
+        if p.name in version_errors:
+            problems.append(version_errors[p.name])
             continue
+        version = found_versions.get(p.name)
         if not version:
             problems.append(f"{p.name!r}: could not read the vLLM version from `{p.argv[0]} --version`")
             continue

@@ -131,6 +131,7 @@ class WizardApp(App):
         self.resolved_features: list[str] = []
         self.plan_warnings: list[str] = []  # the synthesized plan's gate warnings (see recompute)
         self.fit_fixes: dict[str, int] = {}  # companion values that fit this node (planner fixes)
+        self.preflight_refusals: list = []  # the last preflight's node refusals, each with its fix
         self.frontend_default: str | None = None  # the frontend the plan runs with when none is picked
         self.errors: dict[str, str] = {}
         self.plan_json: dict | None = None
@@ -454,12 +455,23 @@ class WizardApp(App):
         plan.notes += node_plan_warnings(planned.catalog, plan, self.hardware_snapshot())
         return plan
 
-    def apply_fit_fixes(self) -> dict[str, int]:
+    def apply_fit_fixes(self) -> dict[str, Any]:
         """Take the companion values the host-fit warnings suggest (``fit_fixes``: LMCache
-        ``l1_size_gb`` / ``max_cpu_workers``) into ``selection.companion_args``; returns what was set."""
-        fixes = dict(getattr(self, "fit_fixes", {}) or {})
+        ``l1_size_gb`` / ``max_cpu_workers``) into ``selection.companion_args``, and the flags the last
+        preflight refusal named (``preflight_refusals``, e.g. ``--gpu-memory-utilization 0.74``) into
+        ``advanced_args`` (tui.fixes.refusal_fix); returns what was set, flag → value for the latter."""
+        from vllm_deploy_wizard.tui.fixes import apply_fix, refusal_fix
+
+        fixes: dict[str, Any] = dict(getattr(self, "fit_fixes", {}) or {})
         if fixes:
             self.update_selection(companion_args={**(self.selection.get("companion_args") or {}), **fixes})
+        cause, _ = refusal_fix(getattr(self, "preflight_refusals", None))
+        if cause is not None:
+            args, _ = apply_fix(list(self.selection.get("advanced_args") or []), cause)
+            self.preflight_refusals = []
+            self.update_selection(advanced_args=args)
+            flags = cause["fix_args"]
+            fixes.update({flags[i]: flags[i + 1] if i + 1 < len(flags) else "" for i in range(0, len(flags), 2)})
         return fixes
 
     @property

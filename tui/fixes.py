@@ -6,6 +6,10 @@ selection's ``advanced_args`` (last wins, docs/synthesis.md §2.5 dedupe): ``fix
 ``drop_flags`` removed from ``advanced_args`` with their values. A flag to drop that is not in
 ``advanced_args`` comes from the recipe itself and cannot be removed here (:func:`apply_fix` says
 which).
+
+A launch the preflight refused carries its fixes too (``launcher.vllm_checks.Refusal``: the
+``--gpu-memory-utilization`` that fits the free memory, …): :func:`refusal_fix` turns them into the
+same shape, so "Fit fix" applies the fix the refusal names.
 """
 
 from __future__ import annotations
@@ -50,3 +54,19 @@ def apply_fix(advanced_args: list[str], cause: dict | None) -> tuple[list[str] |
             stuck.append(flag)
         args = kept
     return args + add, stuck
+
+
+def refusal_fix(refusals: list | None) -> tuple[dict | None, list[str]]:
+    """``(cause-shaped fix, refusals without a flag fix)`` of preflight ``refusals`` (objects with
+    ``text``, ``fix_args``, ``fix_env``): the first is ``{"fix_args": [...]}`` for :func:`apply_fix`
+    (None when no refusal names flags); the second names each refusal only fixable by hand — an
+    environment change (its ``fix_env``) or no single change."""
+    args: list[str] = []
+    manual: list[str] = []
+    for r in refusals or []:
+        if getattr(r, "fix_args", ()):
+            args += list(r.fix_args)
+        else:
+            env = " ".join(f"{k}={v}" for k, v in getattr(r, "fix_env", ()) or ())
+            manual.append(f"{r.text}" + (f" (set {env} in the plan's environment)" if env else ""))
+    return ({"fix_args": args} if args else None), manual

@@ -41,7 +41,8 @@ class RealLauncher:
         go): the processes labelled ``node`` (contracts §2), or node rank 0 plus the unbound ones when
         ``node`` is None — the launcher's one launch path (``launcher.launch.prepare``). Unfilled
         placeholders, an unknown label and a malformed plan raise LaunchError. What would launch but
-        deserves a word (an abbreviated vLLM flag) is left in :attr:`last_warnings`."""
+        deserves a word (an abbreviated vLLM flag) is left in :attr:`last_warnings`, the node checks'
+        refusals with the fix each names in :attr:`last_refusals` (the wizard's Fit fix applies them)."""
         return self._prepare(plan_file, values, node)[1]
 
     def _prepare(self, plan_file: Path, values: dict[str, str], node: str | None) -> tuple:
@@ -53,17 +54,19 @@ class RealLauncher:
 
         prepared = prepare(plan_file, node=node, node_rank=0, values=values, facts=self.facts)
         self.last_warnings: list[str] = prepared.warnings
+        self.last_refusals: list = prepared.refusals
         ready = host_readiness_problems(prepared.spec) if prepared.spec is not None else []
         return prepared, [*ready, *prepared.problems]
 
     def start(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> str:
         """Preflight, then start this machine's part of ``plan_file`` (``node`` label, None = node rank
         0) detached; returns the run id. Raises LaunchError listing every problem (:meth:`preflight`'s)."""
-        from vllm_deploy_wizard.common.errors import LaunchError
+        from vllm_deploy_wizard.launcher.launch import LaunchRefused
 
         prepared, problems = self._prepare(plan_file, values, node)
         if problems:
-            raise LaunchError(f"preflight found {len(problems)} problem(s):\n" + "\n".join(f"  - {x}" for x in problems))
+            raise LaunchRefused(f"preflight found {len(problems)} problem(s):\n" + "\n".join(f"  - {x}" for x in problems),
+                                prepared.refusals)
         return start_run(prepared.spec, detach=True).run_id
 
     def live_runs(self) -> list[str]:

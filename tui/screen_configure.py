@@ -256,10 +256,16 @@ class ConfigureScreen(WizardScreen):
         return True
 
     def action_fit_fix(self) -> None:
-        """Use the companion values the host-fit warnings suggest (LMCache L1 size, CPU workers)."""
+        """Use the companion values the host-fit warnings suggest (LMCache L1 size, CPU workers) and
+        the flags the last preflight refusal named (``--gpu-memory-utilization`` that fits)."""
+        from vllm_deploy_wizard.tui.fixes import refusal_fix
+
+        _, manual = refusal_fix(getattr(self.app, "preflight_refusals", None))
         fixes = self.app.apply_fit_fixes()
         if fixes:
             self.notify("Applied: " + ", ".join(f"{k}={v}" for k, v in fixes.items()))
+        elif manual:
+            self.notify("The preflight's refusal has no flag to set here: " + "; ".join(manual), severity="warning")
         else:
             self.notify("Nothing to fix: the plan fits this node", severity="information")
 

@@ -45,16 +45,25 @@ def test_a_gpu_plan_on_a_cpu_node_is_refused_unless_forced():
     assert "needs 8 devices" in problem and "has 2" in problem
 
 
-def test_cpu_memory_fit_is_one_numa_node_against_the_utilization_vllm_reserves():
+def test_cpu_memory_fit_is_what_the_cpu_worker_checks():
+    """vLLM 0.32's CPU worker (vllm/v1/worker/cpu_worker.py) checks the utilization share of the NUMA
+    node only without an explicit KV size; with one it checks the KV size against the free memory."""
     facts = NodeFacts(numa_mem_total_bytes=int(12.59 * GIB), numa_mem_free_bytes=int(11.0 * GIB))
-    spec = RunSpec((_serve("--gpu-memory-utilization", "0.92", env={"VLLM_CPU_KVCACHE_SPACE": "4"}),))
+    spec = RunSpec((_serve("--gpu-memory-utilization", "0.92"),))
     [problem] = node_problems(spec, facts)
     assert "one NUMA node" in problem and "11.0 GiB is free" in problem and "--gpu-memory-utilization 0.85" in problem
-    ok = RunSpec((_serve("--gpu-memory-utilization", "0.8", env={"VLLM_CPU_KVCACHE_SPACE": "4"}),))
-    assert node_problems(ok, facts) == []
-    big = RunSpec((_serve("--gpu-memory-utilization", "0.5", env={"VLLM_CPU_KVCACHE_SPACE": "9"}),))
+    assert node_problems(RunSpec((_serve("--gpu-memory-utilization", "0.85"),)), facts) == []
+    # an explicit KV size: vLLM makes no utilization check
+    explicit = RunSpec((_serve("--gpu-memory-utilization", "0.92", env={"VLLM_CPU_KVCACHE_SPACE": "4"}),))
+    assert node_problems(explicit, facts) == []
+    flag = RunSpec((_serve("--gpu-memory-utilization", "0.99", "--kv-cache-memory-bytes", "4G"),))
+    assert node_problems(flag, facts) == []
+    big = RunSpec((_serve("--gpu-memory-utilization", "0.5", env={"VLLM_CPU_KVCACHE_SPACE": "12"}),))
     [problem] = node_problems(big, facts)
-    assert "VLLM_CPU_KVCACHE_SPACE=9 GiB" in problem
+    assert "VLLM_CPU_KVCACHE_SPACE=12 asks vLLM for a 12.0 GiB KV cache" in problem and "VLLM_CPU_KVCACHE_SPACE=10" in problem
+    # vLLM reads the variable with int(): a fraction would crash it at start
+    [problem] = node_problems(RunSpec((_serve(env={"VLLM_CPU_KVCACHE_SPACE": "2.5"}),)), facts)
+    assert "not a whole number of GiB" in problem
 
 
 def test_gpu_memory_fit_uses_the_free_device_memory():

@@ -67,8 +67,10 @@ def test_flags_with_values_pass():
 def test_ports_set_through_env_and_flags_are_bound_ports():
     nixl = ProcessSpec(name="prefill", argv=("vllm", "serve", "m", "--tensor-parallel-size", "2", "--kv-transfer-config",
                                             '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'), ports=(8100,))
-    assert bound_ports(nixl) == [(8100, "listens"), (5600, "NIXL side channel (VLLM_NIXL_SIDE_CHANNEL_PORT, vLLM default)"),
-                                 (5601, "NIXL side channel (VLLM_NIXL_SIDE_CHANNEL_PORT, vLLM default)")]
+    side = "NIXL side channel (VLLM_NIXL_SIDE_CHANNEL_PORT, vLLM default)"
+    # vLLM 0.32 binds one listener per DP rank (nixl/base_scheduler.py); vLLM 0.10 one per TP rank
+    assert bound_ports(nixl, "0.32.0+cpu") == [(8100, "listens"), (5600, side)]
+    assert bound_ports(nixl, "0.10.2") == [(8100, "listens"), (5600, side), (5601, side)]
     env = ProcessSpec(name="d", argv=("vllm", "serve", "m", "--data-parallel-rpc-port", "13345"),
                       env={"VLLM_NIXL_SIDE_CHANNEL_PORT": "5700", "MASTER_PORT": "29500"})
     got = dict(bound_ports(env))

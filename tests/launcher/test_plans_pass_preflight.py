@@ -1,0 +1,188 @@
+"""Every plan the planner makes for a node passes that node's static preflight when the node has what
+the plan asks for: each detect fixture's profile (and this CPU node, live) × every bundled model ×
+every strategy the wizard offers there, each node label of the plan. Static: no vLLM runs (flag check
+skipped), the ports count as free, the executables exist (stubs on PATH), the node is idle (free =
+total memory) and the chat templates a recipe names from a vLLM checkout are there."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from vllm_deploy_wizard.catalog import Selection, load_catalog, options
+from vllm_deploy_wizard.catalog.hostfit import HostCapacity
+from vllm_deploy_wizard.catalog.planner import PlanRefused, options_for, plan_selection
+from vllm_deploy_wizard.catalog.render import plan_file
+from vllm_deploy_wizard.common.flags import flag_values
+from vllm_deploy_wizard.launcher import preflight
+from vllm_deploy_wizard.launcher.launch import NodeFacts, node_facts, prepare
+from vllm_deploy_wizard.launcher.plan_file import plan_placeholders
+
+CAT = load_catalog()
+FIXTURES = Path("/work/shared/fixtures/detect")
+FIXTURE_FILES = sorted(p.name for p in FIXTURES.glob("*.yaml") if p.name != "failure_modes.yaml") \
+    if FIXTURES.is_dir() else []
+
+#: Plans the planner offers today that the preflight refuses, each with what the refusal says and why
+#: vLLM would refuse them too. They are the planner's to fix (catalog/); the test pins them so a fix
+#: shows here (remove the entry) and a new gap fails.
+PLANNER_GAPS: dict[tuple[str, str, str], tuple[str, ...]] = {
+    # DEP with the recipe's TP 2 × DP 8 = 16 devices on an 8-GPU node
+    **{("amd_mi300x_8x.yaml", m, "single_node_dep"): ("this node has 8",)
+       for m in ("MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.1", "MiniMaxAI/MiniMax-M2.7")},
+    # co-located PD: the node's devices split between the pools, each pool keeps the recipe's DP
+    # size (more devices than its CUDA_VISIBLE_DEVICES shows) and NIXL bases one apart overlap once
+    # DP > 1 (vLLM 0.32 binds base + DP rank)
+    **{(f, m, "pd_cluster"): ("shows it", "claimed by both")
+       for f in ("amd_mi300x_8x.yaml", "ascend_910c_16x.yaml", "nvidia_gb200_tray_4x.yaml", "nvidia_hgx_8x_h200.yaml")
+       for m in ("moonshotai/Kimi-K2.5", "moonshotai/Kimi-K2.6")},
+    **{(f, "deepseek-ai/DeepSeek-V4-Flash", "pd_cluster"): ("shows it", "claimed by both")
+       for f in ("ascend_910c_16x.yaml", "nvidia_gb200_tray_4x.yaml", "nvidia_hgx_8x_h200.yaml")},
+    **{(f, "deepseek-ai/DeepSeek-V4-Pro", "pd_cluster"): ("shows it", "claimed by both")
+       for f in ("ascend_910c_16x.yaml", "nvidia_hgx_8x_h200.yaml")},
+    # the same split in docker mode (the side channels stay inside each container: no port clash)
+    **{(f, m, "pd_cluster"): ("shows it",)
+       for f in ("amd_mi300x_8x.yaml", "nvidia_gb200_tray_4x.yaml")
+       for m in ("thinkingmachines/Inkling", "thinkingmachines/Inkling-Small")},
+    ("nvidia_hgx_8x_h200.yaml", "thinkingmachines/Inkling-Small", "pd_cluster"): ("shows it",),
+    # multi-node DEP keeps the recipe's TP 8 beside DP-local = the node's devices (TP × DP-local each node)
+    **{(f, m, "multi_node_dep"): ("this node has",)
+       for f in ("ascend_910c_16x.yaml", "nvidia_gb200_tray_4x.yaml", "nvidia_hgx_8x_h200.yaml")
+       for m in ("inclusionAI/Ling-2.6-1T", "inclusionAI/Ring-1T-FP8", "inclusionAI/Ring-2.6-1T")},
+    ("nvidia_gb200_tray_4x.yaml", "mistralai/Mistral-Large-3-675B-Instruct-2512", "multi_node_dep"): (
+        "this node has 4",),
+}
+
+
+def _idle(facts: NodeFacts, ram: int | None) -> NodeFacts:
+    """``facts`` of a node with nothing else running: all memory free, ``/dev/shm`` half the RAM
+    (the Linux default) when unknown."""
+    shm = facts.shm_total_bytes or (ram // 2 if ram else None)
+    return replace(facts, numa_mem_free_bytes=facts.numa_mem_total_bytes, device_free_bytes=facts.device_total_bytes,
+                   shm_total_bytes=shm, shm_free_bytes=shm)
+
+
+@lru_cache(maxsize=None)
+def _node(fixture: str | None):
+    from vllm_deploy_wizard.detect import detect
+    from vllm_deploy_wizard.detect.fixture import FixtureFacts
+    from vllm_deploy_wizard.workflows.planning import detect_defaults
+
+    data: dict = {}
+    detect_defaults(CAT, data, replay=FIXTURES / fixture if fixture else None)
+    inv = detect(FixtureFacts.load(FIXTURES / fixture)) if fixture else detect()
+    return data, inv, _idle(node_facts(inv.host, inv), inv.host.ram_bytes)
+
+
+def _stubs(bindir: Path, names: set[str]) -> None:
+    for name in names:
+        stub = bindir / name
+        if not stub.exists():
+            stub.write_text("#!/bin/sh\nexit 0\n")
+            stub.chmod(0o755)
+
+
+def _placeholder_values(names: list[str]) -> dict[str, str]:
+    """A value for each placeholder as the person launching would give: a distinct port for each
+    ``*PORT*`` name, an interface, else an address."""
+    ports = iter(range(41000, 42000))
+    return {n: str(next(ports)) if "PORT" in n else ("eth0" if "IFNAME" in n or "IFACE" in n else "10.0.0.2")
+            for n in names}
+
+
+def _walk(fixture: str | None, bindir: Path, cwd: Path) -> tuple[dict, int]:
+    """``{(fixture, model, strategy): [problem kinds…]}`` for every offered plan that is refused, and
+    how many node launches were checked."""
+    data, inv, facts = _node(fixture)
+    hw = data.get("hardware")
+    host = HostCapacity.from_inventory(inv)
+    refused: dict[tuple[str, str, str], list[str]] = {}
+    checked = 0
+    sizes = {"gpus": data["gpus"]} if "gpus" in data else {}
+    # a restricted profile no bundled recipe lists is offered with "allow unverified" (docs/catalog.md §4)
+    allow = not any(any(c.id == hw and c.available for c in options(CAT, Selection(model=r.hf_id, hardware=hw,
+                                                                                     **sizes)).hardware)
+                    for r in CAT.sorted_recipes())
+
+    def offered(sel: Selection):  # the rows the wizard shows for this node (node facts applied)
+        return options_for(CAT, sel, host=host)
+
+    for recipe in CAT.sorted_recipes():
+        base = {"model": recipe.hf_id, "hardware": hw, **sizes, **({"allow_unverified": True} if allow else {})}
+        opts = offered(Selection(**base))
+        if not any(c.id == hw and c.available for c in opts.hardware):
+            continue
+        for strategy in (c.id for c in opts.strategy if c.available):
+            key = (fixture or "live", recipe.hf_id, strategy)
+            # the node count the wizard shows for the strategy (options' resolved value), as the TUI plans it
+            # (or the first it offers when that one is disabled: the person must pick another)
+            rows = offered(Selection(**base, strategy=strategy))
+            counts = [int(c.id) for c in rows.nodes if c.available and c.id.isdigit()]
+            nodes = rows.resolved.get("nodes")
+            if rows.nodes and nodes not in counts:
+                if not counts:
+                    continue  # no node count offered: the wizard offers no plan here
+                nodes = counts[0]
+            try:
+                planned = plan_selection(CAT, Selection(**base, strategy=strategy, nodes=nodes), host)
+            except PlanRefused as exc:
+                refused[key] = [f"planner refuses: {exc}"]
+                continue
+            doc = plan_file(planned.plan, {"catalog_source": "bundled"}, "test")
+            procs = doc["plan"]["processes"]
+            _stubs(bindir, {Path(str(p["argv"][0])).name for p in procs})
+            for p in procs:  # recipes name chat templates of a vLLM checkout: the node has them here
+                for path in flag_values([str(a) for a in p["argv"]], "--chat-template"):
+                    if not path.startswith("/") and "$" not in path:
+                        (cwd / path).parent.mkdir(parents=True, exist_ok=True)
+                        (cwd / path).write_text("{{ messages }}")
+            values = _placeholder_values(plan_placeholders(doc))
+            for label in sorted({p.get("node") for p in procs if p.get("node")}) or [None]:
+                checked += 1
+                prepared = prepare(doc, node=label, values=values, facts=facts, check_flags=False,
+                                   preflight_kw={"base_env": {"PATH": str(bindir), "HOME": str(cwd)}})
+                if prepared.problems:
+                    refused.setdefault(key, []).extend(prepared.problems)
+    return refused, checked
+
+
+def _check(refused: dict, fixture: str) -> None:
+    """Every refusal is a known planner gap, and every known gap is still refused for its reason."""
+    expected = {k: v for k, v in PLANNER_GAPS.items() if k[0] == fixture}
+    surprises = {k: v for k, v in refused.items() if k not in expected}
+    assert not surprises, "offered plans the preflight refuses:\n" + "\n".join(
+        f"{k}: {v[:3]}" for k, v in surprises.items())
+    for key, marks in expected.items():
+        assert key in refused, f"{key} passes now: remove it from PLANNER_GAPS"
+        text = " ".join(refused[key])
+        assert all(m in text for m in marks), (key, refused[key][:3])
+
+
+@pytest.fixture
+def static_preflight(tmp_path, monkeypatch):
+    """Ports count as free (other work on this machine holds some); cwd and PATH are the test's."""
+    monkeypatch.setattr(preflight, "port_free", lambda port, host="0.0.0.0": True)
+    monkeypatch.chdir(tmp_path)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    return bindir, tmp_path
+
+
+@pytest.mark.parametrize("fixture", FIXTURE_FILES)
+def test_every_offered_plan_for_a_fixture_node_passes_its_preflight(fixture, static_preflight):
+    refused, checked = _walk(fixture, *static_preflight)
+    assert checked > 0, f"{fixture}: no plan was offered"
+    _check(refused, fixture)
+
+
+def test_every_offered_plan_for_this_cpu_node_passes_its_preflight(static_preflight):
+    data, inv, _ = _node(None)
+    if inv.primary is not None:
+        pytest.skip("this node has accelerators: the fixture walk covers them")
+    refused, checked = _walk(None, *static_preflight)
+    assert checked > 0
+    assert not refused, "\n".join(f"{k}: {v[:3]}" for k, v in refused.items())
+
