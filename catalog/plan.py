@@ -95,6 +95,9 @@ class LaunchPlan(BaseModel):
     unverified: list[str] = Field(default_factory=list)
     """One line per gate lifted by ``Selection.allow_unverified`` (what runs without a verified
     record); empty for a fully verified plan. Written to the plan file (docs/plan-file.md)."""
+    fit: dict[str, Any] | None = None
+    """What fits on a device for the serve process (docs/fit.md §6); None = not computed (plans
+    made by ``synthesize`` alone, which the golden corpus compares)."""
 
 
 def node_label(plan: LaunchPlan, proc: PlanProcess) -> str:
@@ -163,4 +166,6 @@ def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:
         out["accelerator"] = plan.accelerator
         out["min_vllm_version"] = plan.min_vllm_version
         out["unverified"] = list(plan.unverified)
+        if plan.fit is not None:
+            out["fit"] = plan.fit
     return out
