@@ -84,6 +84,8 @@ class ServeShape:
     """Memory of one device (GPU), or of one NUMA node on CPU."""
     cpu_kv_space_gib: int | None = None
     """``VLLM_CPU_KVCACHE_SPACE`` (GiB)."""
+    cpu_amx: bool = False
+    """The CPU has AMX tiles: vLLM's AMX MLA backend is used and the block size stays 128."""
 
 
 @dataclass(frozen=True)
@@ -123,11 +125,15 @@ def kv_dtype_bytes(facts: ModelFacts, kv_cache_dtype: str = "auto") -> int:
 
 
 def block_size_for(facts: ModelFacts, shape: ServeShape) -> int:
-    """``--block-size`` if given, else vLLM 0.32's default for the backend (CPU 128, CPU MLA 16, GPU 16)."""
+    """vLLM 0.32's block size: GPU ``--block-size`` or 16; CPU 128 (``--block-size`` if given),
+    MLA without AMX forced to 16 (the reference CPU MLA kernel), MLA with AMX 128
+    (``CpuPlatform.check_and_update_config``, ``vllm/platforms/cpu.py``)."""
+    if shape.backend == "cpu":
+        if facts.is_mla and not shape.cpu_amx:
+            return CPU_MLA_BLOCK_SIZE
+        return shape.block_size or CPU_BLOCK_SIZE
     if shape.block_size:
         return shape.block_size
-    if shape.backend == "cpu":
-        return CPU_MLA_BLOCK_SIZE if facts.is_mla else CPU_BLOCK_SIZE
     return GPU_BLOCK_SIZE
 
 

@@ -43,7 +43,8 @@ def _float(argv: list[str], *flags: str) -> float | None:
         return None
 
 
-def serve_shape(argv: list[str], env: dict[str, str], *, backend: str, device_bytes: int | None) -> ServeShape:
+def serve_shape(argv: list[str], env: dict[str, str], *, backend: str, device_bytes: int | None,
+                cpu_amx: bool = False) -> ServeShape:
     """The :class:`.fit.ServeShape` a serve argv + env asks for (module docstring lists the flags)."""
     space = env.get("VLLM_CPU_KVCACHE_SPACE", "")
     return ServeShape(
@@ -60,6 +61,7 @@ def serve_shape(argv: list[str], env: dict[str, str], *, backend: str, device_by
         backend="cpu" if backend == "cpu" else ("rocm" if backend == "rocm" else "cuda"),
         device_bytes=device_bytes,
         cpu_kv_space_gib=int(space) if space.isdigit() else None,
+        cpu_amx=bool(cpu_amx),
     )
 
 
@@ -85,7 +87,8 @@ def plan_fit(plan: Any, profile: Any, host: Any = None, *, cache_dir: str | None
     elif profile is not None and getattr(profile, "vram_per_device_gb", None):
         device = int(profile.vram_per_device_gb * GIB * PROFILE_GIB_SHARE)
     try:
-        report = fit(facts, serve_shape(proc.argv, proc.env, backend=backend, device_bytes=device))
+        report = fit(facts, serve_shape(proc.argv, proc.env, backend=backend, device_bytes=device,
+                                        cpu_amx=bool(getattr(host, "amx", False))))
     except ValueError as exc:
         return {"available": False, "error": str(exc)}, [f"fit: not computed ({exc})"]
     block = {"available": True, "process": proc.name, **report.to_json()}

@@ -74,7 +74,8 @@ def test_cpu_blocks_to_tokens_mirror_vllm():
     assert cap.blocks_per_request == math.ceil(1000 / 128)
     assert cap.tokens == int(cap.num_blocks / cap.blocks_per_request * 1000)
     assert cap.tokens != cap.num_blocks * 128  # 1000 is no multiple of 128: vLLM's formula differs
-    assert kv_capacity(facts("DeepSeek-V2-Lite-Chat"), shape, GIB).block_size == 16
+    assert kv_capacity(facts("DeepSeek-V2-Lite-Chat"), shape, GIB).block_size == 16  # reference MLA kernel
+    assert kv_capacity(facts("DeepSeek-V2-Lite-Chat"), replace(shape, cpu_amx=True), GIB).block_size == 128
 
 
 def test_sliding_layers_need_only_window_plus_in_flight_blocks():
