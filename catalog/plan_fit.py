@@ -92,4 +92,17 @@ def plan_fit(plan: Any, profile: Any, host: Any = None, *, cache_dir: str | None
     except ValueError as exc:
         return {"available": False, "error": str(exc)}, [f"fit: not computed ({exc})"]
     block = {"available": True, "process": proc.name, **report.to_json()}
+    if host is not None:
+        block["host"] = offload_sizes(host, cpu_node=backend == "cpu")
     return block, report.lines()
+
+
+def offload_sizes(host: Any, *, cpu_node: bool) -> dict[str, int | None]:
+    """What a CPU KV tier may take on this node (docs/detection.md §5.1 share of the usable RAM,
+    :func:`.hostfit.suggested_gib`): ``usable_bytes``, the LMCache ``l1_size_gb`` and the
+    OffloadingConnector ``cpu_bytes_to_use`` to plan with (None when the RAM is unknown)."""
+    from .hostfit import ACCELERATOR_NODE_SHARE, CPU_NODE_SHARE, suggested_gib
+
+    n = suggested_gib(host, CPU_NODE_SHARE if cpu_node else ACCELERATOR_NODE_SHARE)
+    return {"usable_bytes": host.usable_bytes, "lmcache_l1_size_gb": n,
+            "offloading_cpu_bytes_to_use": n * GIB if n is not None else None}

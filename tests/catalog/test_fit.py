@@ -175,3 +175,16 @@ def test_published_cases_cover_dense_moe_and_mla():
         f = facts(case["config"].removesuffix(".config.json"))
         kinds.add("mla" if f.is_mla else "moe" if f.is_moe else "dense")
     assert kinds == {"dense", "moe", "mla"} and len(data["cases"]) >= 5
+
+
+def test_kv_cache_oom_fix_agrees_with_the_fit_model():
+    """launcher/causes/memory.py sizes --max-model-len from an old vLLM refusal without an estimate
+    (vllm-project/vllm#15871: 0.95 GiB needed at 32768, 0.93 GiB available); the fit model from the
+    config gives the longest length for the same memory — the fix must fit and be close to it."""
+    from vllm_deploy_wizard.launcher.causes.memory import kv_length_that_fits
+
+    fix = kv_length_that_fits(32768, 0.95, 0.93)
+    cap = kv_capacity(facts("DeepSeek-V2-Lite-Chat"), ServeShape(max_model_len=32768, block_size=16), int(0.93 * GIB))
+    assert fix % 16 == 0 and fix <= cap.longest_model_len
+    assert fix >= 0.97 * cap.longest_model_len
+    assert kv_length_that_fits(32768, 0.95, 0.0) == 0

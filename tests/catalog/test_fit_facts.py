@@ -122,3 +122,16 @@ def test_plan_without_a_local_config_names_the_fetch_command(cat, monkeypatch, t
     planned = plan_selection(cat, Selection(model="Qwen/Qwen3-8B", hardware="h100"))
     assert planned.plan.fit == {"available": False, "fetch": "hf download Qwen/Qwen3-8B config.json"}
     assert any("hf download Qwen/Qwen3-8B config.json" in n for n in planned.plan.notes)
+
+
+def test_detected_host_gets_offload_sizes_in_the_fit_block(tmp_path, cat):
+    from vllm_deploy_wizard.catalog.hostfit import HostCapacity
+
+    d = tmp_path / "llama8b"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(config("Llama-3.1-8B-Instruct")))
+    host = HostCapacity(ram_bytes=23 * 2**30, available_bytes=20 * 2**30)
+    planned = plan_selection(cat, Selection(model=str(d), hardware="rtx_5090", allow_unverified=True), host)
+    sizes = planned.plan.fit["host"]
+    assert sizes["lmcache_l1_size_gb"] == 17  # floor(0.75 × 23 GiB), below the 20 GiB free
+    assert sizes["offloading_cpu_bytes_to_use"] == 17 * 2**30 < 512 * 2**30
