@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -98,7 +97,6 @@ def main() -> None:
     for r in rows:
         err = (r["predicted"] - r["actual"]) / r["actual"] if r.get("actual") else float("nan")
         print(f"{r['name']:34} {r['max_model_len']:>14} {r['predicted']:>12,} {r.get('actual') or 0:>12,} {err:+8.2%}")
-    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
 
 
 if __name__ == "__main__":
