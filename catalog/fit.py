@@ -240,15 +240,23 @@ def expert_parameters(facts: ModelFacts) -> int:
     """Parameters of the routed experts: MoE layers × experts × 3 × hidden × expert width."""
     if not facts.is_moe:
         return 0
-    import json
+    return (facts.layers - facts.dense_layers) * facts.experts * 3 * facts.hidden_size * facts.expert_intermediate_size
 
-    cfg = json.loads(open(facts.source, encoding="utf-8").read()) if facts.source.endswith(".json") else {}
-    from .custom import _int, _text_config
 
-    text = _text_config(cfg) if cfg else {}
-    width = _int(text, "moe_intermediate_size", "expert_intermediate_size", default=facts.intermediate_size)
-    dense = _int(text, "first_k_dense_replace", default=0) or 0
-    return (facts.layers - dense) * facts.experts * 3 * facts.hidden_size * width
+#: Worker memory besides the weights when vLLM CPU sizes the KV cache itself (assumed, docs/fit.md §4).
+CPU_WORKER_RUNTIME_BYTES = 1 * GIB
+
+
+def cpu_kv_bytes(facts: ModelFacts, shape: ServeShape) -> int | None:
+    """KV bytes of a CPU rank, as vLLM 0.32's ``CPUWorker.determine_available_memory`` sets them:
+    ``VLLM_CPU_KVCACHE_SPACE`` GiB exactly; unset, ``ceil(node memory × utilization)`` less the
+    worker's resident memory (weights + :data:`CPU_WORKER_RUNTIME_BYTES`). None when neither is known."""
+    if shape.cpu_kv_space_gib:
+        return shape.cpu_kv_space_gib * GIB
+    if not shape.device_bytes:
+        return None
+    rss = weights_per_device(facts, shape) + CPU_WORKER_RUNTIME_BYTES
+    return max(0, math.ceil(shape.device_bytes * shape.gpu_memory_utilization) - rss)
 
 
 def gpu_kv_bytes(facts: ModelFacts, shape: ServeShape, overhead: Overhead | None = None) -> dict[str, int]:
@@ -313,7 +321,10 @@ class FitReport:
                      f" longest that fits {cap.longest_model_len:,})")
         out = [head]
         for why in self.reasons:
-            out.append("warning: does not fit: " + why + (": " + "; ".join(self.fixes) if self.fixes else ""))
+            if self.fits:  # nothing known against it: say what was not computed
+                out.append("fit: " + why)
+            else:
+                out.append("warning: does not fit: " + why + (": " + "; ".join(self.fixes) if self.fixes else ""))
         return out
 
 
@@ -323,8 +334,12 @@ def fit(facts: ModelFacts, shape: ServeShape) -> FitReport:
     that fits (1–8 dividing the heads), ``--kv-cache-dtype fp8``."""
     reasons: list[str] = []
     if shape.backend == "cpu":
-        kv = (shape.cpu_kv_space_gib or 4) * GIB
         weights = weights_per_device(facts, shape)
+        kv = cpu_kv_bytes(facts, shape)
+        if kv is None:
+            return FitReport(facts, shape, {"weights": weights}, None, True,
+                             ["VLLM_CPU_KVCACHE_SPACE unset and the NUMA node's memory unknown: KV capacity "
+                              "not computed"])
         memory = {"weights": weights, "kv": kv}
         if shape.device_bytes and weights + kv > shape.device_bytes:
             reasons.append(f"weights {weights / GIB:.1f} GiB + KV space {kv / GIB:.0f} GiB exceed the NUMA "
@@ -377,8 +392,8 @@ def fit_quiet(facts: ModelFacts, shape: ServeShape) -> FitReport | None:
     try:
         cap_shape = shape
         if shape.backend == "cpu":
-            kv = (shape.cpu_kv_space_gib or 4) * GIB
-            return FitReport(facts, shape, {"kv": kv}, kv_capacity(facts, cap_shape, kv), True)
+            kv = cpu_kv_bytes(facts, shape) or 0
+            return FitReport(facts, shape, {"kv": kv}, kv_capacity(facts, cap_shape, kv) if kv > 0 else None, kv > 0)
         memory = gpu_kv_bytes(facts, shape)
         if memory["kv"] <= 0 or memory["weights"] >= memory["budget"]:
             return FitReport(facts, shape, memory, None, False)

@@ -78,6 +78,10 @@ class ModelFacts:
     qk_rope_head_dim: int | None = None
     experts: int = 0
     experts_per_token: int = 0
+    expert_intermediate_size: int = 0
+    """Width of one routed expert's MLP (``moe_intermediate_size``, else ``intermediate_size``)."""
+    dense_layers: int = 0
+    """Leading layers with a dense MLP in a MoE model (``first_k_dense_replace``)."""
     parameters: int = 0
     active_parameters: int = 0
     weight_bytes: int | None = None
@@ -175,7 +179,11 @@ def facts_from_config(config: dict[str, Any], *, model: str, source: str = "conf
         layer_kinds=kinds, sliding_window=window,
         kv_lora_rank=get(text, "kv_lora_rank"), qk_rope_head_dim=get(text, "qk_rope_head_dim", default=64)
         if text.get("kv_lora_rank") else None,
-        experts=experts, experts_per_token=per_tok, parameters=total, active_parameters=active,
+        experts=experts, experts_per_token=per_tok,
+        expert_intermediate_size=get(text, "moe_intermediate_size", "expert_intermediate_size",
+                                     default=get(text, "intermediate_size", default=4 * h)) if experts else 0,
+        dense_layers=get(text, "first_k_dense_replace", default=0) or 0,
+        parameters=total, active_parameters=active,
         weight_bytes=weight_bytes, weight_source=weight_source, context_length=custom.context_length(text),
         multimodal=text is not config, tie_word_embeddings=bool(text.get("tie_word_embeddings",
                                                                          config.get("tie_word_embeddings"))),

@@ -188,3 +188,16 @@ def test_kv_cache_oom_fix_agrees_with_the_fit_model():
     assert fix % 16 == 0 and fix <= cap.longest_model_len
     assert fix >= 0.97 * cap.longest_model_len
     assert kv_length_that_fits(32768, 0.95, 0.0) == 0
+
+
+def test_cpu_kv_space_unset_follows_vllm_auto_sizing():
+    """vLLM 0.32 CPUWorker: no VLLM_CPU_KVCACHE_SPACE → ceil(node × utilization) − resident memory."""
+    from vllm_deploy_wizard.catalog.fit import CPU_WORKER_RUNTIME_BYTES, cpu_kv_bytes
+
+    llama = facts("Llama-3.1-8B-Instruct")
+    node = ServeShape(backend="cpu", device_bytes=64 * GIB, gpu_memory_utilization=0.5)
+    assert cpu_kv_bytes(llama, node) == math.ceil(32 * GIB) - weights_per_device(llama, node) - CPU_WORKER_RUNTIME_BYTES
+    assert cpu_kv_bytes(llama, replace(node, cpu_kv_space_gib=3)) == 3 * GIB
+    unknown = fit(llama, ServeShape(backend="cpu"))
+    assert unknown.capacity is None and "not computed" in unknown.reasons[0]
+    assert not any("does not fit" in line for line in unknown.lines())
