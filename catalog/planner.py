@@ -24,6 +24,8 @@ docs/constraints.md §3):
   reference does.
 * **Warnings**: synthesis's gate warnings, TP that does not divide the attention heads (custom
   models, from their ``config.json``), host-fit warnings.
+* **Fit** (docs/fit.md §6): the serve process's KV capacity from the model's own config, as
+  ``plan.fit`` and notes (:func:`.plan_fit.plan_fit`).
 """
 
 from __future__ import annotations
