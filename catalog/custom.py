@@ -141,7 +141,7 @@ def find_config(model_id: str, *, cache_dir: str | Path | None = None) -> Path:
         raise SelectionError(f"{model_id!r} is neither a local directory nor an 'org/name' Hugging Face id")
     raise SelectionError(
         f"no config.json for custom model {model_id!r}; tried: " + "; ".join(tried)
-        + ". Download it first (`huggingface-cli download " + model_id
+        + ". Download it first (`hf download " + model_id
         + " config.json`) or pass a local model directory."
     )
 

@@ -79,6 +79,8 @@ class HostCapacity:
     """NUMA nodes that have CPUs (vLLM CPU binds one rank per node)."""
     numa_node_bytes: int | None = None
     """Total memory of the smallest such NUMA node, bytes."""
+    amx: bool | None = None
+    """CPU has AMX tiles (``amx_tile``): vLLM's CPU MLA backend then keeps block size 128 (docs/fit.md §3)."""
 
     @property
     def usable_bytes(self) -> int | None:
@@ -108,6 +110,7 @@ class HostCapacity:
             preload_libraries=tuple(libs) if libs else None,
             numa_nodes=len(nodes) or getattr(host, "numa_nodes_with_cpus", None) or None,
             numa_node_bytes=min(sizes) if sizes else None,
+            amx=getattr(cpu, "amx", None),
         )
 
 

@@ -95,6 +95,9 @@ class LaunchPlan(BaseModel):
     unverified: list[str] = Field(default_factory=list)
     """One line per gate lifted by ``Selection.allow_unverified`` (what runs without a verified
     record); empty for a fully verified plan. Written to the plan file (docs/plan-file.md)."""
+    fit: dict[str, Any] | None = None
+    """What fits on a device for the serve process (docs/fit.md §6); None = not computed (plans
+    made by ``synthesize`` alone, which the golden corpus compares)."""
 
 
 def node_label(plan: LaunchPlan, proc: PlanProcess) -> str:
@@ -126,7 +129,8 @@ def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:
     (docs/plan-file.md §3.2: absent = null). With ``extras`` they also carry ``node`` (the machine, see
     :func:`node_label` — ``node_rank`` alone is per group, so PD prefill-0 and decode-0 share rank 0),
     ``phase, depends_on, ports, health, setup``, and the plan carries ``placeholders``, ``placeholder_defaults``, ``base_install``, ``notes``,
-    ``device_count``, ``min_vllm_version`` and ``unverified`` (ignored by the golden tool, §4).
+    ``device_count``, ``min_vllm_version``, ``unverified`` and, when the planner computed it, ``fit``
+    (docs/fit.md §6) — all ignored by the golden tool, §4.
     """
     procs = []
     for p in plan.processes:
@@ -163,4 +167,6 @@ def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:
         out["accelerator"] = plan.accelerator
         out["min_vllm_version"] = plan.min_vllm_version
         out["unverified"] = list(plan.unverified)
+        if plan.fit is not None:
+            out["fit"] = plan.fit
     return out

@@ -24,6 +24,8 @@ docs/constraints.md §3):
   reference does.
 * **Warnings**: synthesis's gate warnings, TP that does not divide the attention heads (custom
   models, from their ``config.json``), host-fit warnings.
+* **Fit** (docs/fit.md §6): the serve process's KV capacity from the model's own config, as
+  ``plan.fit`` and notes (:func:`.plan_fit.plan_fit`).
 """
 
 from __future__ import annotations
@@ -178,6 +180,11 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
         fixes = companion_fixes(catalog, plan, host)
     plan.notes += [w for w in warnings if w not in plan.notes]
     plan.notes += [f"warning: unverified: {line}" for line in plan.unverified]
+    from .plan_fit import plan_fit  # docs/fit.md §6
+
+    plan.fit, fit_notes = plan_fit(plan, catalog.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware"))),
+                                   host)
+    plan.notes += fit_notes
     return Planned(catalog, selection, opts, plan, refusals, warnings, detected_profile, fixes)
 
 

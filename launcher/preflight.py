@@ -43,6 +43,7 @@ from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.ports import port_free, port_holder
 from vllm_deploy_wizard.launcher.process import child_env
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
+from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.common.placeholders import names as placeholders_in
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
@@ -129,6 +130,34 @@ def ram_problems(spec: RunSpec, free_bytes: int) -> list[str]:
                 if gib > free_gib:
                     problems.append(f"{p.name!r}: {flag} {value} asks for {gib:g} GiB of RAM but only "
                                     f"{free_gib:.1f} GiB is free; lower {flag} below {free_gib:.0f}")
+    return problems
+
+
+def kv_tier_problems(spec: RunSpec, free_bytes: int) -> list[str]:
+    """Serve processes whose ``--kv-transfer-config`` pins a CPU KV tier above ``free_bytes`` of free
+    RAM (docs/fit.md §6): OffloadingConnector ``cpu_bytes_to_use`` (this node's share:
+    / ``--nnodes``), SimpleCPUOffloadConnector ``cpu_bytes_to_use_per_rank`` × ranks on the node.
+    vLLM pins that memory at start-up; above the free RAM it is killed or swaps."""
+    problems = []
+    for p in spec.processes:
+        text = last_flag_value(p.argv, "--kv-transfer-config")
+        try:
+            config = json.loads(text) if text else None
+        except ValueError:
+            continue
+        extra = config.get("kv_connector_extra_config") if isinstance(config, dict) else None
+        if not isinstance(extra, dict):
+            continue
+        nodes = last_flag_value(p.argv, "--nnodes")
+        if isinstance(extra.get("cpu_bytes_to_use"), (int, float)):
+            asked, key = extra["cpu_bytes_to_use"] / max(1, int(nodes) if nodes and nodes.isdigit() else 1), "cpu_bytes_to_use"
+        elif isinstance(extra.get("cpu_bytes_to_use_per_rank"), (int, float)):
+            asked, key = extra["cpu_bytes_to_use_per_rank"] * (devices_on_node(p.argv) or 1), "cpu_bytes_to_use_per_rank"
+        else:
+            continue
+        if asked > free_bytes:
+            problems.append(f"{p.name!r}: --kv-transfer-config {key} pins {asked / 2**30:.1f} GiB of RAM on this "
+                            f"node but only {free_bytes / 2**30:.1f} GiB is free; lower {key}")
     return problems
 
 
@@ -387,7 +416,8 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
     :func:`flag_problem`), each line naming the process. ``versions_out``, when given, gets the vLLM
     version of each ``vllm serve`` process by name (None: unknown), for the node checks.
     """
-    problems: list[str] = ram_problems(spec, free_ram())
+    free = free_ram()
+    problems: list[str] = ram_problems(spec, free) + kv_tier_problems(spec, free)
     found_versions: dict[str, str | None] = {}
     version_errors: dict[str, str] = {}
     for p in spec.processes:

@@ -67,6 +67,16 @@ _KV_V1 = re.compile(r"max seq len \((\d+)\), \((\d+(?:\.\d+)?) GiB KV cache is n
 _KV_EST = re.compile(r"estimated maximum model length is (\d+)")
 
 
+def kv_length_that_fits(max_model_len: int, needed_gib: float, available_gib: float, block: int = 16) -> int:
+    """The ``--max-model-len`` a refused KV cache holds, by the fit model of docs/fit.md §3 (full
+    attention: KV memory = blocks × bytes per block, linear in the length): the length scaled by
+    available / needed, less 1 % for the two-decimal GiB figures, rounded down to whole blocks (0
+    when not one block fits). Older vLLM messages carry no estimated length; newer ones do and win."""
+    if needed_gib <= 0 or available_gib <= 0:
+        return 0
+    return int(max_model_len * available_gib / needed_gib * 0.99) // block * block
+
+
 def _kv_cache(c: _Ctx) -> _Result:
     """A KV cache too small: vLLM 0.32.0 ``vllm/v1/core/kv_cache_utils.py`` ("No available memory for the cache
     blocks", "… GiB KV cache is needed, which is larger than the available KV cache memory", "the estimated
@@ -88,6 +98,11 @@ def _kv_cache(c: _Ctx) -> _Result:
                    f"{v1.group(3)} GiB is available")
         if _is_cpu(c.argv, c.env):
             fix_env = {"VLLM_CPU_KVCACHE_SPACE": str(math.ceil(float(v1.group(2))))}
+        elif not est:
+            fits = kv_length_that_fits(int(v1.group(1)), float(v1.group(2)), float(v1.group(3)), block=16)
+            if fits:
+                facts["estimated_max_model_len"] = fits
+                fix_args = ["--max-model-len", str(fits)]
     else:
         summary = "no memory left for the KV cache after loading the model"
     if est:

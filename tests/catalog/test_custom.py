@@ -99,14 +99,14 @@ def test_no_config_names_every_place_tried(tmp_path):
     with pytest.raises(SelectionError) as exc:
         custom_recipe(str(empty))
     assert str(exc.value) == (f"no config.json in {empty} — a local model directory needs the checkpoint's "
-                              "config.json (and its weights)")  # no `huggingface-cli download /path` advice
+                              "config.json (and its weights)")  # no `hf download /path` advice
     hub = tmp_path / "hub"
     hub.mkdir()
     with pytest.raises(SelectionError) as exc:
         custom_recipe("acme/not-downloaded", cache_dir=hub)
     msg = str(exc.value)
     assert f"Hugging Face cache {hub}/models--acme--not-downloaded (model not downloaded)" in msg
-    assert "huggingface-cli download acme/not-downloaded config.json" in msg
+    assert "`hf download acme/not-downloaded config.json`" in msg
 
 
 def test_missing_size_fields_named(tmp_path):
@@ -156,7 +156,7 @@ def test_relative_path_without_config_is_named(tmp_path, monkeypatch):
         with pytest.raises(SelectionError) as exc:
             resolve_model(load_catalog(), model_id)
         assert f"Not a custom model either: no config.json in {tmp_path / 'ckpt'} —" in str(exc.value)
-        assert "huggingface-cli" not in str(exc.value)
+        assert "hf download" not in str(exc.value)
 
 
 def test_edited_config_is_read_again(tmp_path):

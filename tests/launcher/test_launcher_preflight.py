@@ -105,3 +105,22 @@ def test_a_companion_or_router_without_a_readiness_probe_is_warned_about(tmp_pat
     check(RunSpec((cache, router)), check_flags=False, free_ram=lambda: 1 << 40, warnings=warnings)
     assert warnings == ["'router' (router) has no readiness probe: it counts as READY the moment it starts, so what "
                         "depends on it may start before it serves; give it health.url"]
+
+
+def test_preflight_refuses_a_cpu_kv_tier_above_the_free_ram():
+    """docs/fit.md §6: an OffloadingConnector pinning 512 GiB on a node with 23 GiB free is refused."""
+    import json as _json
+
+    from vllm_deploy_wizard.launcher.preflight import kv_tier_problems
+
+    cfg = {"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+           "kv_connector_extra_config": {"cpu_bytes_to_use": 512 * 2**30}}
+    serve = ProcessSpec(name="serve", argv=("vllm", "serve", "m", "--kv-transfer-config", _json.dumps(cfg)))
+    problems = kv_tier_problems(RunSpec((serve,)), 23 * 2**30)
+    assert problems == ["'serve': --kv-transfer-config cpu_bytes_to_use pins 512.0 GiB of RAM on this node but "
+                        "only 23.0 GiB is free; lower cpu_bytes_to_use"]
+    assert kv_tier_problems(RunSpec((serve,)), 600 * 2**30) == []
+    per_rank = {"kv_connector": "SimpleCPUOffloadConnector",
+                "kv_connector_extra_config": {"cpu_bytes_to_use_per_rank": 8 * 2**30}}
+    tp2 = ProcessSpec(name="s", argv=("vllm", "serve", "m", "-tp", "2", "--kv-transfer-config", _json.dumps(per_rank)))
+    assert kv_tier_problems(RunSpec((tp2,)), 15 * 2**30) and not kv_tier_problems(RunSpec((tp2,)), 17 * 2**30)
