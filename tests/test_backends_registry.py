@@ -89,6 +89,7 @@ def test_memory_readers_exist_and_are_all_read():
     names = [e.memory_reader for e in R.BACKENDS if R.present(e.memory_reader)]
     for name in names:
         assert callable(getattr(devmem, str(name), None)), f"launcher/devmem.py has no {name}()"
+    assert len(names) == len(set(names)), f"a reader named twice counts its bytes twice: {names}"
     assert [fn.__name__ for fn in devmem.READERS] == names
 
 
@@ -114,6 +115,8 @@ def test_backends_without_a_device_plugin_request_none():
 def test_failure_causes_name_the_registered_device_tool(e):
     assert R.present(e.log_device), f"{e.family}: a device tool needs the log device word it is shown for"
     assert _device_tool(str(e.log_device)) == e.device_tool
+    words = [o.log_device for o in R.BACKENDS if R.present(o.log_device)]
+    assert words.count(e.log_device) == 1, f"log device word {e.log_device!r} names two backends"
 
 
 # --- no brand table outside the registry ------------------------------------------------------
@@ -138,9 +141,14 @@ def _literal(value: str) -> re.Pattern[str]:
     return re.compile(r"""["']""" + re.escape(value) + r"""["']""")
 
 
+def _brand_key() -> re.Pattern[str]:
+    """A registered brand as a dict key with a value after it (``"NVIDIA": …``), not ``== "NVIDIA":``."""
+    brands = "|".join(sorted({re.escape(e.brand) for e in R.BACKENDS}))
+    return re.compile(r"""(^|[{,])\s*["'](""" + brands + r""")["']\s*:\s*\S""", re.M)
+
+
 def test_no_brand_keyed_table_outside_the_registry():
-    brands = sorted({e.brand for e in R.BACKENDS})
-    key = re.compile(r"""(^|[{,])\s*["'](%s)["']\s*:\s*\S""" % "|".join(map(re.escape, brands)))
+    key = _brand_key()
     found = []
     for rel, text in _production_files():
         for line in text.splitlines():
@@ -175,12 +183,11 @@ def test_probe_and_reader_lists_are_not_spelled_out():
     assert not found, "\n".join(found)
 
 
-def test_the_checks_see_a_table_written_again(tmp_path):
+def test_the_checks_see_a_table_written_again():
     """The scanners above find a re-spelled table (guard against a pattern that matches nothing)."""
     sample = 'DEVICE_RESOURCES = {\n    "NVIDIA": "nvidia.com/gpu",\n}\nREADERS = (read_nvml, read_amdsmi)\n'
-    brands = "|".join(sorted({re.escape(e.brand) for e in R.BACKENDS}))
-    assert re.search(r"""(^|[{,])\s*["'](%s)["']\s*:\s*\S""" % brands, sample, re.M)
-    assert not re.search(r"""(^|[{,])\s*["'](%s)["']\s*:\s*\S""" % brands, 'if brand == "NVIDIA":\n', re.M)
+    assert _brand_key().search(sample)
+    assert not _brand_key().search('if brand == "NVIDIA":\n')
     assert _literal("nvidia.com/gpu").search(sample)
     assert re.search(r"\(\s*read_nvml\s*,", sample)
     assert re.search(r"""return BACKENDS\[["']""", '    if brand == "AMD":\n        return BACKENDS["rocm"]\n')
