@@ -191,3 +191,23 @@ def test_the_checks_see_a_table_written_again():
     assert _literal("nvidia.com/gpu").search(sample)
     assert re.search(r"\(\s*read_nvml\s*,", sample)
     assert re.search(r"""return BACKENDS\[["']""", '    if brand == "AMD":\n        return BACKENDS["rocm"]\n')
+
+
+def test_every_bundled_profile_reaches_a_family_of_its_brand():
+    from vllm_deploy_wizard.catalog.loader import load_bundled
+
+    profiles = load_bundled().taxonomy.hardware_profiles
+    assert profiles
+    wrong = {hw: (p.brand, catalog_backends.backend_for(p).key) for hw, p in profiles.items()
+             if R.entry(catalog_backends.backend_for(p).key).brand != p.brand}
+    assert not wrong, f"profiles whose family is another brand's: {wrong}"
+
+
+def test_lookups_name_what_is_valid():
+    with pytest.raises(KeyError, match="registered: cuda, rocm"):
+        R.entry("gaudi")
+    with pytest.raises(KeyError, match="cpu.*no PCI vendor id"):
+        R.pci_vendor("cpu")
+    assert R.accelerator_family("Intel") == "xpu" and R.accelerator_family("Arm") is None
+    assert R.family_for_profile("SomeoneElse", "") == R.PROFILE_MATCH_ORDER[-1] == "cuda"
+    assert R.family_for_profile("Intel", "") == "cpu" and R.family_for_profile("Intel", "xpu") == "xpu"
