@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from vllm_deploy_wizard.common.backends_registry import family_for_profile
 from vllm_deploy_wizard.common.flags import flag_values
 from vllm_deploy_wizard.common.parallelism import devices_on_node
 
@@ -112,21 +113,9 @@ BACKENDS: dict[str, Backend] = {
 
 
 def backend_for(profile: HardwareProfile) -> Backend:
-    """The :class:`Backend` of a hardware profile, from its ``generation`` then ``brand``."""
-    gen, brand = profile.gen, profile.brand
-    if gen == "tpu" or brand == "Google":
-        return BACKENDS["tpu"]
-    if brand == "AMD":
-        return BACKENDS["rocm"]
-    if brand == "Huawei" or gen == "npu":
-        return BACKENDS["ascend"]
-    if brand == "Zhenwu" or gen == "ppu":
-        return BACKENDS["ppu"]
-    if gen == "xpu":
-        return BACKENDS["xpu"]
-    if gen == "cpu" or brand == "Intel":
-        return BACKENDS["cpu"]
-    return BACKENDS["cuda"]
+    """The :class:`Backend` of a hardware profile, from its ``generation`` then ``brand`` (the registry's
+    :func:`~vllm_deploy_wizard.common.backends_registry.family_for_profile`)."""
+    return BACKENDS[family_for_profile(profile.brand, profile.gen)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,9 +16,11 @@ fixture through the same code (``vllm-wizard detect --replay``).
 from __future__ import annotations
 
 import time
+from importlib import import_module
 from typing import Any, Callable
 
-from vllm_deploy_wizard.detect import amd, ascend, cpu, host, intel_xpu, nvidia, pci, software, tpu, visibility
+from vllm_deploy_wizard.common import backends_registry
+from vllm_deploy_wizard.detect import cpu, host, pci, software, visibility
 from vllm_deploy_wizard.detect.context import ProbeContext
 from vllm_deploy_wizard.detect.facts import Facts, LiveFacts
 from vllm_deploy_wizard.detect.inventory import (
@@ -30,12 +32,11 @@ __all__ = ["detect", "match_profiles", "Inventory", "Candidate", "ProbeResult", 
            "Facts", "LiveFacts", "VENDOR_PROBES"]
 
 #: Vendor probes in the order they run: (probe name, function(ProbeContext) -> (ProbeResult, group)).
-VENDOR_PROBES: tuple[tuple[str, Callable[[ProbeContext], Any]], ...] = (
-    ("nvidia", nvidia.probe), ("amd", amd.probe), ("intel_xpu", intel_xpu.probe),
-    ("ascend", ascend.probe), ("tpu", tpu.probe),
-)
+#: The modules are the backend registry's ``detect_probe`` names (docs/backends.md §13).
+VENDOR_PROBES: tuple[tuple[str, Callable[[ProbeContext], Any]], ...] = tuple(
+    (name, import_module(f"{__name__}.{name}").probe) for name in backends_registry.probe_modules())
 #: Which platform vLLM would use when several are usable (§1 plugin order; Ascend is out-of-tree).
-PLATFORM_ORDER = ("Google", "NVIDIA", "AMD", "Huawei", "Intel", "Zhenwu")
+PLATFORM_ORDER = backends_registry.platform_brands()
 
 
 def _guarded(name: str, probes: dict[str, ProbeResult], fn: Callable[[], Any], default: Any) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 from vllm_deploy_wizard.detect.facts import Facts
 from vllm_deploy_wizard.detect.fixture_scenario import SCHEMA
 from vllm_deploy_wizard.detect.nvidia import NVIDIA_SMI_QUERY
+from vllm_deploy_wizard.detect.pci import INTEL
 
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 #: Environment variables a capture keeps (device control, TPU topology, vLLM CPU sizing).
@@ -122,9 +123,9 @@ def capture(facts: Facts) -> dict[str, Any]:
                   if facts.read_text(p) is not None},
     }
     data["pci"] = pci
-    data["xe_sysfs"] = {e["bdf"]: hex(v) for e in pci or [] if e.get("vendor") == "0x8086"
+    data["xe_sysfs"] = {e["bdf"]: hex(v) for e in pci or [] if e.get("vendor") == INTEL
                         for v in [facts.xe_vram_bytes(e["bdf"])] if v}
-    data["xe_tiles"] = {e["bdf"]: v for e in pci or [] if e.get("vendor") == "0x8086"
+    data["xe_tiles"] = {e["bdf"]: v for e in pci or [] if e.get("vendor") == INTEL
                         for v in [facts.xe_tiles(e["bdf"])] if v}
     data["amd_sysfs"] = facts.amd_sysfs()
     data["idxd_sysfs"] = facts.idxd()

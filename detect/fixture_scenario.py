@@ -18,6 +18,7 @@ import yaml
 
 from vllm_deploy_wizard.common import yamlio
 from vllm_deploy_wizard.detect.nvidia import NVIDIA_SMI_QUERY
+from vllm_deploy_wizard.detect.pci import NVIDIA, AMD, INTEL, HUAWEI, GOOGLE
 from vllm_deploy_wizard.common.errors import DetectionError
 
 SCHEMA = "vllm-wizard/detect-fixture/v1"
@@ -61,15 +62,15 @@ def _healthy_dev_nodes(pci: list[dict[str, Any]] | None) -> list[str]:
         vendor = str(entry.get("vendor"))
         i = counters.get(vendor, 0)
         counters[vendor] = i + 1
-        if vendor == "0x10de":
+        if vendor == NVIDIA:
             nodes += ["/dev/nvidiactl", f"/dev/nvidia{i}"]
-        elif vendor == "0x1002":
+        elif vendor == AMD:
             nodes += ["/dev/kfd", f"/dev/dri/renderD{128 + i}"]
-        elif vendor == "0x8086":
+        elif vendor == INTEL:
             nodes += [f"/dev/dri/renderD{128 + i}"]
-        elif vendor == "0x19e5":
+        elif vendor == HUAWEI:
             nodes += [f"/dev/davinci{i}", "/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"]
-        elif vendor == "0x1ae0":
+        elif vendor == GOOGLE:
             nodes += ["/dev/vfio/vfio", f"/dev/vfio/{entry.get('iommu_group', i)}"]
     return sorted(set(nodes))
 
@@ -168,7 +169,7 @@ def expand_scenario(scenario: dict[str, Any], directory: Path) -> dict[str, Any]
     probes = sc.get("probes") or {}
     pci = data.get("pci") or []
     siblings = copy.deepcopy(_siblings(directory.resolve())) if not based else {}
-    bdfs = {v: [e["bdf"] for e in pci if e.get("vendor") == v] for v in ("0x10de", "0x1002", "0x8086")}
+    bdfs = {v: [e["bdf"] for e in pci if e.get("vendor") == v] for v in (NVIDIA, AMD, INTEL)}
     # NVIDIA library view.
     if probes.get("import_pynvml"):
         data["nvml"] = {"import": probes["import_pynvml"]}
@@ -176,13 +177,13 @@ def expand_scenario(scenario: dict[str, Any], directory: Path) -> dict[str, Any]
         data["nvml"] = {"init": probes["nvmlInit"]}
     elif "nvml" in sc:
         devs = _expand_indices(sc["nvml"].get("devices") or [])
-        nv_bdfs = bdfs["0x10de"]
+        nv_bdfs = bdfs[NVIDIA]
         data["nvml"] = {"init": "ok", "devices": [
             _nvml_device(d, nv_bdfs[i] if i < len(nv_bdfs) else f"0000:{0x10 + i:02x}:00.0")
             for i, d in enumerate(devs)]}
-    elif not based and bdfs["0x10de"]:
+    elif not based and bdfs[NVIDIA]:
         sib = siblings.get(f"nvml:{pci[0].get('device')}") if pci else None
-        nv = [e for e in pci if e.get("vendor") == "0x10de"]
+        nv = [e for e in pci if e.get("vendor") == NVIDIA]
         if sib and all(e.get("driver") for e in nv):
             data["nvml"] = {"init": "ok", "devices": [
                 {**sib, "index": i, "nvmlDeviceGetPciInfo": {**sib.get("nvmlDeviceGetPciInfo", {}),
@@ -198,7 +199,7 @@ def expand_scenario(scenario: dict[str, Any], directory: Path) -> dict[str, Any]
         data["amdsmi"] = {"init": probes.get("amdsmi_init", "ok"), "devices": list(probes["amdsmi_get_processor_handles"])}
     elif isinstance(sc.get("amdsmi"), dict):
         block = sc["amdsmi"]
-        handles, cards = int(block.get("processor_handles", 0)), max(1, len(bdfs["0x1002"]))
+        handles, cards = int(block.get("processor_handles", 0)), max(1, len(bdfs[AMD]))
         per = block.get("per_handle") or {}
         devices = []
         for h in range(handles):
@@ -209,20 +210,20 @@ def expand_scenario(scenario: dict[str, Any], directory: Path) -> dict[str, Any]
                                              "target_graphics_version": per.get("target_graphics_version"),
                                              "device_id": pci[0].get("device") if pci else None},
                 "amdsmi_get_gpu_vram_info": {"vram_size": per.get("vram_size_mb_reported")},
-                "amdsmi_get_gpu_device_bdf": bdfs["0x1002"][card] if bdfs["0x1002"] else f"0000:{card:02x}:00.0",
+                "amdsmi_get_gpu_device_bdf": bdfs[AMD][card] if bdfs[AMD] else f"0000:{card:02x}:00.0",
                 "compute_partition": block.get("compute_partition_first_of_each_card") if first
                 else block.get("compute_partition_others"),
                 "memory_partition": block.get("memory_partition_first_of_each_card") if first else "N/A",
             })
         data["amdsmi"] = {"init": "ok", "devices": devices}
-    elif not based and bdfs["0x1002"]:
+    elif not based and bdfs[AMD]:
         sib = siblings.get(f"amd:{pci[0].get('device')}") if pci else None
         if sib:
             data["amdsmi"] = {"init": "ok", "topo_link_type_any_pair": {"hops": 1, "type": 2},
-                              "devices": [{**sib, "amdsmi_get_gpu_device_bdf": b} for b in bdfs["0x1002"]]}
+                              "devices": [{**sib, "amdsmi_get_gpu_device_bdf": b} for b in bdfs[AMD]]}
     if isinstance(sc.get("sysfs"), dict):
         data["amd_sysfs"] = {
-            "vram_total_bytes": [int(sc["sysfs"]["drm_card_device_mem_info_vram_total"])] * max(1, len(bdfs["0x1002"]))
+            "vram_total_bytes": [int(sc["sysfs"]["drm_card_device_mem_info_vram_total"])] * max(1, len(bdfs[AMD]))
             if "drm_card_device_mem_info_vram_total" in sc["sysfs"] else [],
             "gfx_target_versions": [int(sc["sysfs"]["kfd_gfx_target_version"])]
             if "kfd_gfx_target_version" in sc["sysfs"] else [],
@@ -237,7 +238,7 @@ def expand_scenario(scenario: dict[str, Any], directory: Path) -> dict[str, Any]
     if isinstance(sc.get("xpu_smi"), dict):
         name = sc["xpu_smi"].get("device_name")
         data["xpu_smi_discovery_json"] = {"device_list": [
-            {"device_id": i, "device_name": name, "pci_bdf_address": b} for i, b in enumerate(bdfs["0x8086"])]}
+            {"device_id": i, "device_name": name, "pci_bdf_address": b} for i, b in enumerate(bdfs[INTEL])]}
     return data
 
 

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from vllm_deploy_wizard.common import backends_registry
 from vllm_deploy_wizard.detect.cpu import INTEL_MODELS
 from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, CpuFacts, Inventory
 
@@ -214,13 +215,13 @@ def _zhenwu(group: AcceleratorGroup) -> Family | None:
     return None
 
 
-IDENTIFIERS = {"NVIDIA": _nvidia, "AMD": _amd, "Intel": _intel, "Huawei": _huawei, "Google": _google,
-               "Zhenwu": _zhenwu}
+#: Profile-family rule per backend family of the registry (docs/backends.md §13).
+IDENTIFIERS = {"cuda": _nvidia, "rocm": _amd, "xpu": _intel, "ascend": _huawei, "tpu": _google, "ppu": _zhenwu}
 
 
 def identify(group: AcceleratorGroup) -> Family | None:
     """The profile family of an accelerator group (§4.4), or None when no rule applies."""
-    fn = IDENTIFIERS.get(group.brand)
+    fn = IDENTIFIERS.get(backends_registry.accelerator_family(group.brand) or "")
     return fn(group) if fn else None
 
 

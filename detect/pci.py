@@ -13,19 +13,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from vllm_deploy_wizard.common import backends_registry
 from vllm_deploy_wizard.detect.facts import Facts
 
-NVIDIA, AMD, INTEL, HUAWEI, GOOGLE, THEAD = "0x10de", "0x1002", "0x8086", "0x19e5", "0x1ae0", "0x1ded"
+NVIDIA, AMD, INTEL, HUAWEI, GOOGLE, THEAD = (backends_registry.pci_vendor(f)
+                                              for f in ("cuda", "rocm", "xpu", "ascend", "tpu", "ppu"))
 
-#: PCI vendor id → (brand as the seed spells it, device kind, unit noun).
-VENDORS: dict[str, tuple[str, str, str]] = {
-    NVIDIA: ("NVIDIA", "gpu", "GPU"),
-    AMD: ("AMD", "gpu", "GPU"),
-    INTEL: ("Intel", "xpu", "GPU"),
-    HUAWEI: ("Huawei", "npu", "NPU"),
-    GOOGLE: ("Google", "tpu", "chip"),
-    THEAD: ("Zhenwu", "ppu", "PPU"),
-}
+#: PCI vendor id → (brand as the seed spells it, device kind, unit noun), from the backend registry
+#: (docs/backends.md §13).
+VENDORS: dict[str, tuple[str, str, str]] = backends_registry.pci_vendors()
 
 #: (vendor, device) → (name, nominal memory GiB or None). docs/detection.md §2 table.
 DEVICE_NAMES: dict[tuple[str, str], tuple[str, float | None]] = {

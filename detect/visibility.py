@@ -11,16 +11,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from vllm_deploy_wizard.common import backends_registry
 from vllm_deploy_wizard.detect.inventory import AcceleratorGroup
 
-#: brand → variables in the order the runtime honours them.
-VARIABLES = {
-    "NVIDIA": ("CUDA_VISIBLE_DEVICES",),
-    "AMD": ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"),
-    "Intel": ("ZE_AFFINITY_MASK",),
-    "Huawei": ("ASCEND_RT_VISIBLE_DEVICES",),
-    "Google": ("TPU_VISIBLE_CHIPS",),
-}
+#: brand → variables in the order the runtime honours them (the backend registry's, docs/backends.md §13).
+VARIABLES = backends_registry.visibility_variables()
 
 
 def parse_cuda_visible(value: str, count: int) -> tuple[list[str], bool]:

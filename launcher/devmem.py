@@ -23,6 +23,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
+from vllm_deploy_wizard.common import backends_registry
+
 MIB = 2**20
 #: Growth of a device's used memory over the launch baseline still read as noise (allocator caches,
 #: another tenant's small context).
@@ -153,7 +155,19 @@ def _run(argv: list[str]) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-READERS: tuple[Callable[[], Reading | None], ...] = (read_nvml, read_amdsmi, read_npu_smi)
+def _registered_readers() -> tuple[Callable[[], Reading | None], ...]:
+    """The reader functions the backend registry names, in its order; ImportError naming any this
+    module does not define (docs/backends.md §13)."""
+    names = backends_registry.memory_readers()
+    missing = [name for name in names if not callable(globals().get(name))]
+    if missing:
+        raise ImportError(f"the backend registry names memory reader(s) {', '.join(missing)}, which "
+                          "launcher/devmem.py does not define (docs/backends.md §13)")
+    return tuple(globals()[name] for name in names)
+
+
+#: Every vendor reader, in the order the backend registry names them (docs/backends.md §13).
+READERS: tuple[Callable[[], Reading | None], ...] = _registered_readers()
 
 
 def read_all(readers: tuple[Callable[[], Reading | None], ...] | None = None) -> Reading | None:

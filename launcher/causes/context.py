@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from vllm_deploy_wizard.common import backends_registry
 from vllm_deploy_wizard.common.flags import last_flag_value
 
 
@@ -98,13 +99,13 @@ _Result = tuple[str | None, str, str, "list[str] | None", "list[str] | None", "d
 
 
 #: The vendor tool that shows an accelerator's devices, their memory and the processes holding them.
-DEVICE_TOOLS: dict[str, str] = {"cuda": "nvidia-smi", "hip": "amd-smi list", "npu": "npu-smi info",
-                                "xpu": "xpu-smi discovery", "tpu": "tpu-info"}
+#: Keyed by the device word of :func:`_device_kind`; both come from the backend registry (docs/backends.md §13).
+DEVICE_TOOLS: dict[str, str] = backends_registry.device_tools()
 
 
 def _device_tool(device: str | None) -> str:
     """The command that shows ``device`` kind's devices (:data:`DEVICE_TOOLS`; nvidia-smi by default)."""
-    return DEVICE_TOOLS.get((device or "cuda").lower(), "nvidia-smi")
+    return DEVICE_TOOLS.get((device or "cuda").lower(), DEVICE_TOOLS["cuda"])
 
 
 def _device_kind(lines: Sequence[str], env: Mapping[str, str]) -> str | None:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+from vllm_deploy_wizard.common import backends_registry
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.files import write_atomic
 from vllm_deploy_wizard.common.flags import last_flag_value, set_flag
@@ -50,15 +51,8 @@ from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
 from vllm_deploy_wizard.common.placeholders import fill, names as placeholders_in
 from vllm_deploy_wizard.launcher.spec import PHASES
 
-#: Device-plugin resource per hardware brand (and Intel compute arch): what a pod requests.
-DEVICE_RESOURCES: dict[str, str] = {
-    "NVIDIA": "nvidia.com/gpu",
-    "AMD": "amd.com/gpu",
-    "Huawei": "huawei.com/Ascend910",
-    "Google": "google.com/tpu",
-    "Intel/xpu": "gpu.intel.com/i915",
-    "Intel/xe": "gpu.intel.com/xe",
-}
+#: Device-plugin resource per hardware brand (and Intel compute arch): what a pod requests (docs/backends.md §13).
+DEVICE_RESOURCES: dict[str, str] = backends_registry.device_resources()
 #: The Secret every sensitive value is read from (``kubectl create secret generic …``).
 SECRET_NAME = "vllm-wizard-secrets"
 #: Roles that run on accelerators (get the device resource and /dev/shm).
@@ -103,11 +97,7 @@ def dns_name(text: str) -> str:
 def device_resource(vendor: str | None, arch: str | None = None) -> str | None:
     """The device-plugin resource for a hardware brand (``NVIDIA`` → ``nvidia.com/gpu``); Intel
     GPUs by ``arch`` (``xpu`` → i915, ``xe`` → xe); None for CPUs and unknown brands."""
-    if not vendor:
-        return None
-    if vendor == "Intel":
-        return DEVICE_RESOURCES.get(f"Intel/{arch}") if arch in ("xpu", "xe") else None
-    return DEVICE_RESOURCES.get(vendor)
+    return backends_registry.device_resource(vendor, arch)
 
 
 def container_command(proc: Mapping[str, Any], image: str | None) -> tuple[list[str], dict[str, str]]:
