@@ -16,6 +16,7 @@ from vllm_deploy_wizard.common.errors import SelectionError
 
 from . import gates as G
 from . import backends as B
+from .ascend import UNSUPPORTED_950PR, ascend_series
 from .loader import Catalog
 from .models import KvOffloadOption, PdRoleOverride, Recipe, Strategy, StrategyOverride, Variant
 from .selection import PdPool, Selection
@@ -101,6 +102,11 @@ def resolve(cat: Catalog, sel: Selection) -> SynthesisContext:
                profile=profile, gpu_count=gpu_count, nodes=nodes, strategy_id=strategy_id,
                strategy=strategy, so=so, features=features, install_mode=install_mode, kv_key=kv_key)
     ctx.checks = _checks(ctx, omni)
+    if B.backend_for(profile).key == "ascend" and ascend_series(profile) == "950pr":
+        if not sel.allow_unverified:  # docs/backends.md §3
+            raise SelectionError(f"hardware {hw}: {UNSUPPORTED_950PR}; pass --allow-unverified to plan it anyway "
+                                 "(the plan marks it unverified)")
+        ctx.unverified.append(f"hardware {profile.display_name or hw} ({hw}): {UNSUPPORTED_950PR}")
     if sel.allow_unverified and ctx.checks.get("restricted_hidden"):
         ctx.unverified.append(f"hardware {profile.display_name or hw} ({hw}): restricted profile "
                               f"{recipe.hf_id} does not list (rule H1)")
