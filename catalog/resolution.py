@@ -17,6 +17,7 @@ from vllm_deploy_wizard.common.errors import SelectionError
 from . import gates as G
 from . import backends as B
 from .ascend import UNSUPPORTED_950PR, ascend_series
+from .defaults import offered_by_hardware_match, unlisted_strategy_text
 from .loader import Catalog
 from .models import KvOffloadOption, PdRoleOverride, Recipe, Strategy, StrategyOverride, Variant
 from .selection import PdPool, Selection
@@ -107,6 +108,10 @@ def resolve(cat: Catalog, sel: Selection) -> SynthesisContext:
             raise SelectionError(f"hardware {hw}: {UNSUPPORTED_950PR}; pass --allow-unverified to plan it anyway "
                                  "(the plan marks it unverified)")
         ctx.unverified.append(f"hardware {profile.display_name or hw} ({hw}): {UNSUPPORTED_950PR}")
+    if not omni and offered_by_hardware_match(recipe, strategy_id, strategy, gpu_count, nodes):
+        ctx.checks["strategy_offered_by_hardware_match"] = True  # docs/constraints.md §3.2
+        if sel.allow_unverified:
+            ctx.unverified.append(unlisted_strategy_text(recipe, strategy, strategy_id))
     if sel.allow_unverified and ctx.checks.get("restricted_hidden"):
         ctx.unverified.append(f"hardware {profile.display_name or hw} ({hw}): restricted profile "
                               f"{recipe.hf_id} does not list (rule H1)")
