@@ -65,3 +65,10 @@ def ascend_pip_install() -> list[str]:
             "source /usr/local/Ascend/nnal/atb/set_env.sh",
             "uv venv --python 3.12", "source .venv/bin/activate",
             f"uv pip install vllm=={ASCEND_VLLM_RELEASE} vllm-ascend=={ASCEND_RELEASE}"]
+
+
+def unsupported_by_backend(profile: HardwareProfile) -> bool:
+    """True for an Ascend profile whose chip vllm-ascend does not support (950PR): a plan for it is
+    refused unless ``allow_unverified``, then marked unverified (:data:`UNSUPPORTED_950PR`)."""
+    gen, brand = profile.gen, profile.brand
+    return (brand == "Huawei" or gen == "npu") and ascend_series(profile) == "950pr"

@@ -13,7 +13,6 @@ from vllm_deploy_wizard.catalog import backends as B
 from vllm_deploy_wizard.catalog.hostfit import HostCapacity
 from vllm_deploy_wizard.catalog.ascend import ASCEND_RELEASE, ASCEND_VLLM_RELEASE
 from vllm_deploy_wizard.catalog.models import HardwareProfile, Recipe
-from vllm_deploy_wizard.common.errors import SelectionError
 
 from test_synthesis_seed import MOE_ID, MOE_RECIPE
 
@@ -101,10 +100,23 @@ def test_ascend_image_per_chip_series(cat, hardware: str, tag: str) -> None:
 
 @pytest.mark.parametrize("hardware", ["ascend_950pr", "ascend_950pr_8x"])
 def test_ascend_950pr_is_refused_unless_unverified_is_allowed(cat, hardware: str) -> None:
-    with pytest.raises(SelectionError, match="950PR is not in vllm-ascend's supported hardware.*--allow-unverified"):
-        plan(cat, hardware=hardware, gpus=1)
-    p = plan(cat, hardware=hardware, gpus=1, allow_unverified=True)
-    assert any("950PR is not in vllm-ascend's supported hardware" in line for line in p["unverified"])
+    """vllm-ascend does not support 950PR: the hardware row refuses it with the reason (the planner
+    names --allow-unverified), and an allowed plan says why it is unverified."""
+    from vllm_deploy_wizard.catalog import options
+    from vllm_deploy_wizard.catalog.planner import PlanRefused, plan_selection
+
+    listed = Recipe.model_validate({**MOE_RECIPE, "meta": {**MOE_RECIPE.get("meta", {}), "hardware": {
+        **MOE_RECIPE.get("meta", {}).get("hardware", {}), hardware: "verified"}}})  # past H1: only 950PR gates
+    cat = cat.with_recipe(listed)
+    sel = Selection(model=MOE_ID, hardware=hardware, gpus=1, features="none")
+    row = options(cat, sel).choice("hardware", hardware)
+    assert row.state == "disabled" and row.unverified and "950PR is not in vllm-ascend's supported" in row.reason
+    with pytest.raises(PlanRefused, match="950PR is not in vllm-ascend's supported hardware"):
+        plan_selection(cat, sel)
+    planned = plan_selection(cat, sel.model_copy(update={"allow_unverified": True}))
+    assert any("950PR is not in vllm-ascend's supported hardware" in line for line in planned.plan.unverified)
+    dt = options(cat, Selection(model=MOE_ID, hardware="ascend_950dt")).choice("hardware", "ascend_950dt")
+    assert "950PR" not in (dt.reason or "")  # 950DT is supported (only the recipe listing gates it)
 
 
 def test_ascend_docker_passes_npu_devices_and_driver_mounts(cat) -> None:
