@@ -28,6 +28,8 @@ from vllm_deploy_wizard.common.flags import flag_values
 from vllm_deploy_wizard.common.parallelism import devices_on_node
 
 from .models import HardwareProfile, ModelSpec, Recipe, Variant
+from .tpu import tensorcores_per_chip, tpu_note, tpu_placement
+from .ascend import ASCEND_REPOSITORY, ASCEND_RELEASE, ascend_image, ascend_pip_install, ascend_pip_ok
 from .cpu_sizing import (  # the sizing moved there; its names stay importable from here (B.omp_threads_bind, ...)
     API_SERVER_CPUS, CPU_KV_SHARE, GIB, cpu_kvcache_space_gib, cpu_node_env, format_cpu_list, omp_threads_bind,
 )
@@ -68,7 +70,8 @@ ASCEND_DOCKER = (
     "-v", "/etc/ascend_install.info:/etc/ascend_install.info",
     "--shm-size", "16g",
 )
-ASCEND_IMAGE = "quay.io/ascend/vllm-ascend:latest"
+#: The Atlas A2 image; A3 and 950DT profiles get their suffixed tag (:func:`.ascend.ascend_image`).
+ASCEND_IMAGE = f"{ASCEND_REPOSITORY}:v{ASCEND_RELEASE}"
 #: Extra docker flags of a multi-node process, per family: Ascend's HCCS/RoCE fabric tool
 #: (vllm-ascend multi-node tutorials mount it beside the quick start's list).
 MULTI_NODE_DOCKER = {
@@ -127,7 +130,8 @@ def resolve_install_mode(recipe: Recipe, profile: HardwareProfile, requested: st
 
     Nothing requested: the recipe's first install tab, docker when pip is off (recipe or seed
     hardware ``install.pip: false``). pip is forced to docker on TPU/XPU (the reference offers no
-    pip tab there) and on ``pip: false``; docker is forced to pip on ``install.docker: false``.
+    pip tab there), on ``pip: false`` and on Ascend parts other than Atlas A2 (vllm-ascend documents
+    pip for A2 only; docs/backends.md §3); docker is forced to pip on ``install.docker: false``.
     """
     install = recipe.model.install or {}
     pip_off = install.get("pip") is False or (profile.install or {}).get("pip") is False
@@ -138,7 +142,9 @@ def resolve_install_mode(recipe: Recipe, profile: HardwareProfile, requested: st
             requested = "docker"
         else:
             requested = "pip"
-    if requested == "pip" and (profile.gen in ("tpu", "xpu") or pip_off or not backend_for(profile).pip):
+    backend = backend_for(profile)
+    if requested == "pip" and (profile.gen in ("tpu", "xpu") or pip_off or not backend.pip
+                               or (backend.key == "ascend" and not ascend_pip_ok(profile))):
         return "docker"
     if requested == "docker" and docker_off:
         return "pip"
@@ -198,11 +204,13 @@ def extra_install(profile: HardwareProfile, command: str) -> str:
 
 
 def base_install(profile: HardwareProfile, recipe: Recipe, variant: Variant, mode: str,
-                 image: str | None) -> list[str]:
+                 image: str | None, dynamo: bool = False) -> list[str]:
     """The vLLM install itself (§2.10 install block; product business, not compared by goldens).
 
     A recipe ``install.<mode>.command`` wins; docker mode pulls ``image`` (nothing for a placeholder
-    image, which the user must name first); pip mode is the backend's documented install.
+    image, which the user must name first); pip mode is the backend's documented install. ``dynamo``
+    (a Dynamo PD plan in pip mode): only the venv, vLLM comes pinned with ``ai-dynamo[vllm]``
+    (:func:`dynamo_pip_install`, in the plan's install steps).
     """
     override = (recipe.model.install or {}).get(mode)
     if isinstance(override, dict) and override.get("command"):
@@ -211,6 +219,8 @@ def base_install(profile: HardwareProfile, recipe: Recipe, variant: Variant, mod
         if not image:
             return []
         return [f"docker pull {image}"]
+    if dynamo:
+        return ["uv venv --python 3.12", "source .venv/bin/activate"]
     nightly = bool(recipe.model.nightly_required or variant.nightly_required)
     key = backend_for(profile).key
     if key == "rocm":
@@ -219,10 +229,7 @@ def base_install(profile: HardwareProfile, recipe: Recipe, variant: Variant, mod
     if key == "cpu":
         return cpu_pip_install(nightly)
     if key == "ascend":
-        return ["source /usr/local/Ascend/ascend-toolkit/set_env.sh",
-                "source /usr/local/Ascend/nnal/atb/set_env.sh",
-                "uv venv --python 3.12", "source .venv/bin/activate",
-                "uv pip install vllm vllm-ascend"]
+        return ascend_pip_install()
     if key == "tpu":
         return ["uv venv --python 3.12", "source .venv/bin/activate", "uv pip install vllm-tpu"]
     if key == "xpu":
@@ -250,7 +257,7 @@ def install_notes(profile: HardwareProfile, mode: str) -> list[str]:
     if key == "xpu":
         out.append(XPU_NOTE)
     if key == "tpu":
-        out.append(TPU_NOTE)
+        out.append(tpu_note(profile))
     if key == "ascend":
         out.append(ASCEND_NOTE)
     return out
@@ -271,14 +278,18 @@ PPU_NOTE = (
 )
 XPU_NOTE = (
     "Intel XPU: the image ships oneAPI; outside it run `source /opt/intel/oneapi/setvars.sh` first. Tensor and "
-    "pipeline parallel use the Ray runtime on XPU (`--distributed-executor-backend ray`); devices (or tiles, "
-    "`<card>.<tile>`) are pinned with ZE_AFFINITY_MASK"
+    "pipeline parallel on one node run with the multiprocessing executor (`--distributed-executor-backend mp`, "
+    "as vLLM's XPU installation page runs them); devices (or tiles, `<card>.<tile>`) are pinned with "
+    "ZE_AFFINITY_MASK"
 )
-TPU_NOTE = (
-    "TPU: --tensor-parallel-size counts chips (vLLM TPU addresses each chip as one device, TensorCores inside a "
-    "chip are not separate devices); processes sharing one TPU VM are pinned with TPU_VISIBLE_CHIPS, "
-    "TPU_CHIPS_PER_PROCESS_BOUNDS and TPU_PROCESS_BOUNDS"
-)
+
+
+def kubernetes_placement(profile: HardwareProfile, nodes: int = 1) -> tuple[dict[str, str], int]:
+    """(node selector, devices per requested device-plugin unit) of an engine pod on Kubernetes:
+    TPU profiles per :func:`.tpu.tpu_placement`, other backends ``({}, 1)``."""
+    if backend_for(profile).key != "tpu":
+        return {}, 1
+    return tpu_placement(profile, nodes)
 ASCEND_NOTE = (
     "Ascend: vLLM runs through the vllm-ascend plugin on CANN; NPUs are pinned with ASCEND_RT_VISIBLE_DEVICES "
     "(logical ids 0..N-1 as `npu-smi info` lists them); the docker form passes each /dev/davinciN it uses"
@@ -312,7 +323,8 @@ def docker_image(profile: HardwareProfile, hw_id: str, model: ModelSpec, variant
     Precedence: variant exact-hw ``hardware_overrides[hw].docker_image`` (any brand) → seed profile
     ``docker_image`` → variant ``docker_image`` → model ``docker_image`` (a plain string is an NVIDIA
     pin; brand maps by :attr:`Backend.image_key`) → the backend default (``:nightly`` with
-    ``model.nightly_required`` where the backend has one; Intel keeps ``latest``, as the goldens pin).
+    ``model.nightly_required`` where the backend has one; Intel keeps ``latest``, as the goldens pin;
+    Ascend the vllm-ascend tag of the chip series, docs/backends.md §3).
     Zhenwu PPU returns the placeholder ``$PPU_VLLM_IMAGE``.
     """
     backend = backend_for(profile)
@@ -327,6 +339,8 @@ def docker_image(profile: HardwareProfile, hw_id: str, model: ModelSpec, variant
             return image
     if model.nightly_required and backend.nightly_image:
         return backend.nightly_image
+    if backend.key == "ascend":
+        return ascend_image(profile)
     return backend.default_image
 
 
@@ -353,10 +367,13 @@ def docker_argv(serve_argv: list[str], env: dict[str, str], image: str, profile:
     Flags: the backend's device / mount / shm flags (Ascend: one ``--device /dev/davinciN`` per NPU
     the process uses, from ``ASCEND_RT_VISIBLE_DEVICES`` else ``device_count``), then
     ``extra_flags`` (seed connector docker block, e.g. ``--network host --ulimit memlock=-1``), then
-    ``--network host`` for a ``multi_node`` process of a backend other than NVIDIA/AMD (their
-    reference text is kept; docs/backends.md §8), ``--privileged --ipc=host``, the port, the HF cache
-    and ``*_CONFIG_PATH`` mounts, one ``-e`` per env entry, the image and the serve arguments
-    (``--entrypoint vllm IMAGE serve …`` for the images of :data:`SHELL_IMAGES`).
+    ``--network host`` for every ``multi_node`` process (its ``*_SOCKET_IFNAME=$IFACE_NAME`` names a
+    host interface and its peers dial the host's ``--master-addr`` port, as vLLM's
+    ``examples/online_serving/run_cluster.sh`` does; docs/backends.md §8), ``--privileged`` (once:
+    the TPU flags already carry it), ``--ipc=host``, ``-p PORT:PORT`` only without host networking
+    (a published port means nothing there), the HF cache and ``*_CONFIG_PATH`` mounts, one ``-e`` per
+    env entry, the image and the serve arguments (``--entrypoint vllm IMAGE serve …`` for the images
+    of :data:`SHELL_IMAGES`).
     """
     backend = backend_for(profile)
     model_id, args = serve_argv[2], serve_argv[3:]
@@ -365,11 +382,19 @@ def docker_argv(serve_argv: list[str], env: dict[str, str], image: str, profile:
     if backend.key == "ascend":
         flags = _ascend_devices(env, device_count or profile.gpu_count) + flags
     flags += extra_flags or []
-    if multi_node and backend.key not in ("cuda", "rocm") and "host" not in flag_values(flags, "--network", "--net"):
+    host_network = "host" in flag_values(flags, "--network", "--net")
+    if multi_node and not host_network:
         flags += ["--network", "host"]
+        host_network = True
     if multi_node:
         flags += list(MULTI_NODE_DOCKER.get(backend.key, ()))
-    out = ["docker", "run", *flags, "--privileged", "--ipc=host", "-p", f"{port}:{port}", "-v", HF_CACHE_MOUNT]
+    out = ["docker", "run", *flags]
+    if "--privileged" not in flags:
+        out.append("--privileged")
+    out.append("--ipc=host")
+    if not host_network:  # with host networking the server binds the host's port itself
+        out += ["-p", f"{port}:{port}"]
+    out += ["-v", HF_CACHE_MOUNT]
     if model_id.startswith("/"):
         out += ["-v", f"{model_id}:{model_id}:ro"]
     for key, value in env.items():
@@ -391,15 +416,19 @@ def docker_argv(serve_argv: list[str], env: dict[str, str], image: str, profile:
 def pin_env(profile: HardwareProfile, device_ids: Iterable[int], port_offset: int = 0) -> dict[str, str]:
     """Env pinning one process to ``device_ids`` (docs/backends.md §9): every variable of the
     backend's :attr:`Backend.visibility_vars` set to the comma list. TPU also bounds the process to
-    its chips (``TPU_CHIPS_PER_PROCESS_BOUNDS=1,<n>,1``, ``TPU_PROCESS_BOUNDS=1,1,1``) and gives each
+    its chips (``TPU_VISIBLE_CHIPS`` in chips: a TPU7x device id over 2;
+    ``TPU_CHIPS_PER_PROCESS_BOUNDS=1,<n>,1``, ``TPU_PROCESS_BOUNDS=1,1,1``) and gives each
     process on the VM its own ``TPU_PROCESS_PORT`` (8476 + ``port_offset``). CPU pins nothing here
     (cores are bound with ``VLLM_CPU_OMP_THREADS_BIND``, :func:`cpu_node_env`)."""
     ids = [int(i) for i in device_ids]
     text = ",".join(str(i) for i in ids)
     backend = backend_for(profile)
     env = {var: text for var in backend.visibility_vars}
-    if backend.key == "tpu":
-        env["TPU_CHIPS_PER_PROCESS_BOUNDS"] = f"1,{len(ids)},1"
+    if backend.key == "tpu":  # chips, not the TensorCores vLLM counts (TPU7x: 2 per chip)
+        cores = tensorcores_per_chip(profile)
+        chips = sorted({i // cores for i in ids})
+        env["TPU_VISIBLE_CHIPS"] = ",".join(str(c) for c in chips)
+        env["TPU_CHIPS_PER_PROCESS_BOUNDS"] = f"1,{len(chips)},1"
         env["TPU_PROCESS_BOUNDS"] = "1,1,1"
         env["TPU_PROCESS_PORT"] = str(8476 + port_offset)
     return env
@@ -410,10 +439,11 @@ def pin_env(profile: HardwareProfile, device_ids: Iterable[int], port_offset: in
 
 
 def serve_args(profile: HardwareProfile, tokens: list[str]) -> list[str]:
-    """Arguments appended to a serve process's tokens (docs/backends.md §7):
-    CPU with more than one rank gets ``--distributed-executor-backend mp`` (the CPU docs' tensor
-    parallel form) unless an executor backend is already given."""
-    if backend_for(profile).key != "cpu" or "--distributed-executor-backend" in tokens:
+    """Arguments appended to a serve process's tokens (docs/backends.md §6, §7):
+    CPU and Intel XPU with more than one rank get ``--distributed-executor-backend mp`` (the CPU
+    docs' tensor-parallel form; vLLM's XPU page runs TP/PP on one node with mp, else it starts Ray)
+    unless an executor backend is already given."""
+    if backend_for(profile).key not in ("cpu", "xpu") or "--distributed-executor-backend" in tokens:
         return []
     if (devices_on_node(tokens) or 1) > 1:
         return ["--distributed-executor-backend", "mp"]
@@ -469,6 +499,17 @@ def apply_host_settings(profiles: Mapping[str, HardwareProfile], plan: Any, host
 
 #: NVIDIA's Dynamo runtime image with vLLM inside (Dynamo docs, "Container"); ``{version}`` = Dynamo's.
 DYNAMO_VLLM_IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:{version}"
+
+
+#: NVIDIA's index that serves the Dynamo wheels beside PyPI (Dynamo docs, "Installation").
+DYNAMO_INDEX = "https://pypi.nvidia.com"
+
+
+def dynamo_pip_install(version: str) -> str:
+    """Dynamo with its vLLM backend: ``ai-dynamo[vllm]==VERSION`` (Dynamo's vLLM backend docs); the
+    extra pins the vLLM release that Dynamo version is built against and pulls ``ai-dynamo-runtime``."""
+    pin = f"=={version}" if version else ""
+    return f'uv pip install --extra-index-url {DYNAMO_INDEX} "ai-dynamo[vllm]{pin}"'
 
 
 def dynamo_image(version: str) -> str:

@@ -191,3 +191,36 @@ def has_multi_node(catalog: Any, recipe: Recipe) -> bool:
         if dt in ("multi_node", "pd_cluster"):
             return True
     return False
+
+
+#: Strategies offered by their ``hardware_match`` alone, to recipes that do not list them
+#: (docs/constraints.md §3.2): the seed DPA+TP strategy, written for every MoE model.
+MATCH_OFFERED_PARALLELISM = frozenset({"dpa_tp"})
+
+
+def offered_by_hardware_match(recipe: Recipe, sid: str, strategy: Strategy | None, gpus: int,
+                              nodes: int = 1) -> bool:
+    """True when ``sid`` is offered to ``recipe`` only through its ``hardware_match`` (docs/constraints.md
+    §3.2): a strategy of :data:`MATCH_OFFERED_PARALLELISM` the recipe does not list, whose match is
+    MoE-only and the model is MoE, on ``gpus`` devices within ``min_gpus``..``max_gpus`` of one node
+    (``multi_node: false``). Such a plan has no verified run: it needs ``allow_unverified`` and is
+    marked unverified."""
+    if strategy is None or strategy.parallelism not in MATCH_OFFERED_PARALLELISM:
+        return False
+    if sid in gates.offered_strategies(recipe) or sid in recipe.strategy_hardware:
+        return False
+    hm = strategy.hardware_match
+    if hm is None or (hm.architecture or "").lower() != "moe":
+        return False
+    if (recipe.model.architecture or "").lower() != "moe":
+        return False
+    if hm.multi_node is False and nodes > 1:
+        return False
+    return (not hm.min_gpus or gpus >= hm.min_gpus) and (not hm.max_gpus or gpus <= hm.max_gpus)
+
+
+def unlisted_strategy_text(recipe: Recipe, strategy: Strategy, sid: str) -> str:
+    """Why a :func:`offered_by_hardware_match` strategy is unverified (rule S3, docs/constraints.md §3.2)."""
+    label = strategy.short_label or strategy.display_name or sid
+    return (f"strategy {label} ({sid}): {recipe.hf_id} does not list it; offered to MoE models by its "
+            "hardware_match, with no verified run for this recipe (rule S3)")

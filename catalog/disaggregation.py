@@ -90,14 +90,40 @@ def pd_processes(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:
                                  label=str(dyn.frontend.get("label", "Dynamo frontend"))))
 
 
+#: Shell run as the SMG router process (``sh -c SCRIPT smg ARGS…``): start ``smg ARGS`` (PD mode, no
+#: startup workers), wait until it answers, register each worker with its KV connector (``POST
+#: /workers``; the ``REGISTER`` lines), then stay on the router; a TERM/INT stops it.
+SMG_SCRIPT = (
+    'smg "$@" & router=$!; trap \'kill $router 2>/dev/null\' TERM INT; '
+    'host=$ROUTER_HOST; [ "$host" = 0.0.0.0 ] && host=127.0.0.1; '
+    'until curl -fsS -o /dev/null "http://$host:$ROUTER_PORT/health"; do '
+    'kill -0 $router 2>/dev/null || exit 1; sleep 1; done; '
+    'REGISTER'
+    'wait $router'
+)
+
+
 def _smg_argv(ctx: SynthesisContext) -> list[str]:
-    """SMG PD router (docs/synthesis.md §4.8; command per SMG's public docs, the seed gives none)."""
+    """SMG PD router (docs/synthesis.md §4.8; docs/backends.md §14).
+
+    SMG's "vLLM PD over HTTP" (SMG 1.11 docs, getting-started/pd-disaggregation): vLLM's HTTP server
+    does not report its KV connector, so workers given as ``--prefill URL --decode URL`` run in
+    passthrough mode (decode recomputes every prompt). SMG is started in PD mode with no workers
+    and each worker is registered with ``{"url", "worker_type", "kv_connector"}``: the process is
+    ``sh -c`` :data:`SMG_SCRIPT` with ``smg launch --pd-disaggregation …`` as its arguments."""
     smg = ctx.strategy.smg
-    argv = ["smg", "--pd-disaggregation"]
+    connector = "NixlConnector"
+    if ctx.connector is not None:
+        connector = str(ctx.connector.prefill.config.get("kv_connector") or connector)
+    register = ""
     for role in PD_ROLES:
-        argv += [f"--{role}", f"http://${role.upper()}_NODE_1:{PD_PORTS[role]}"]
-    argv += ["--policy", smg.policy, "--host", "$ROUTER_HOST", "--port", "$ROUTER_PORT"]
-    return argv
+        body = (f'{{"url":"http://${role.upper()}_NODE_1:{PD_PORTS[role]}","worker_type":"{role}",'
+                f'"kv_connector":"{connector}"}}')
+        register += (f'curl -fsS -X POST "http://$host:$ROUTER_PORT/workers" -H "Content-Type: application/json" '
+                     f"-d '{body}' || {{ kill $router; exit 1; }}; ")
+    script = SMG_SCRIPT.replace("REGISTER", register)
+    return ["sh", "-c", script, "smg", "launch", "--pd-disaggregation", "--policy", smg.policy,
+            "--host", "$ROUTER_HOST", "--port", "$ROUTER_PORT"]
 
 
 def kv_store_lb_processes(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:

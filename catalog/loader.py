@@ -166,15 +166,28 @@ class LazyRecipes(Mapping):
 
 
 def _variant_ids(recipes: Mapping, hf_id: str) -> list[tuple[str, str | None]]:
-    """``[(variant key, model_id)]`` of one recipe, from raw data when the mapping is lazy."""
+    """``[(variant key, Hugging Face id)]`` of one recipe, ``default`` first, from raw data when the
+    mapping is lazy. A variant without its own ``model_id`` serves the recipe's ``model.model_id``
+    (how synthesis picks the id), so that id names it too."""
     if isinstance(recipes, LazyRecipes):
-        variants = recipes.raw(hf_id).get("variants") or {}
-        return [(k, v.get("model_id") if isinstance(v, dict) else None) for k, v in variants.items()]
-    return [(k, v.model_id) for k, v in recipes[hf_id].variants.items()]
+        raw = recipes.raw(hf_id)
+        variants = raw.get("variants") or {}
+        model = raw.get("model") if isinstance(raw.get("model"), dict) else {}
+        own = [(k, v.get("model_id") if isinstance(v, dict) else None) for k, v in variants.items()]
+        base = model.get("model_id")
+    else:
+        recipe = recipes[hf_id]
+        own = [(k, v.model_id) for k, v in recipe.variants.items()]
+        base = recipe.model.model_id
+    pairs = [(k, mid or base) for k, mid in own]
+    return sorted(pairs, key=lambda kv: kv[0] != "default")
 
 
 def build_index(recipes: Mapping[str, Recipe]) -> dict[str, tuple[str, str | None]]:
-    """Lower-cased id → (hf_id, variant key or None). Recipe ids win over variant aliases."""
+    """Lower-cased id → (hf_id, variant key or None): every variant's Hugging Face id (its
+    ``model_id``, else the recipe's ``model.model_id``) names that variant —
+    ``thinkingmachines/Inkling-NVFP4`` the Inkling recipe's ``default``. Recipe ids win over variant
+    ids; two variants with one id resolve to the first (``default`` first)."""
     index: dict[str, tuple[str, str | None]] = {}
     for hf_id in recipes:
         for key, mid in _variant_ids(recipes, hf_id):

@@ -110,9 +110,10 @@ def _gate_warnings(ctx: SynthesisContext) -> list[str]:
         out.append(f"Insufficient VRAM for single-node: {name} provides {ctx.gpu_count}×{per:g}G = "
                    f"{per * ctx.gpu_count:g}GB, but this variant needs at least {ctx.variant.vram_minimum_gb:g}GB "
                    "for weights alone (rule N5)")
-    if c.get("strategy_offered") is False:
+    by_match = c.get("strategy_offered_by_hardware_match")  # unverified instead (docs/constraints.md §3.2)
+    if c.get("strategy_offered") is False and not by_match:
         out.append(f"{ctx.recipe.hf_id} does not offer strategy {ctx.strategy_id} (rule S3)")
-    if c.get("strategy_supported_on_hw") is False:
+    if c.get("strategy_supported_on_hw") is False and not by_match:
         out.append(f"{ctx.strategy_id} isn't supported on {name} for this model (rule S5)")
     if c.get("strategy_reachable") is False:
         out.append(f"{ctx.strategy_id} can't reach this recipe's GPU floor on {name} (rule S4)")

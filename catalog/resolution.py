@@ -16,6 +16,8 @@ from vllm_deploy_wizard.common.errors import SelectionError
 
 from . import gates as G
 from . import backends as B
+from .ascend import UNSUPPORTED_950PR, unsupported_by_backend
+from .defaults import offered_by_hardware_match, unlisted_strategy_text
 from .loader import Catalog
 from .models import KvOffloadOption, PdRoleOverride, Recipe, Strategy, StrategyOverride, Variant
 from .selection import PdPool, Selection
@@ -101,6 +103,14 @@ def resolve(cat: Catalog, sel: Selection) -> SynthesisContext:
                profile=profile, gpu_count=gpu_count, nodes=nodes, strategy_id=strategy_id,
                strategy=strategy, so=so, features=features, install_mode=install_mode, kv_key=kv_key)
     ctx.checks = _checks(ctx, omni)
+    if unsupported_by_backend(profile):  # docs/backends.md §3: the hardware row refuses it unless allowed
+        ctx.checks["backend_supports_hardware"] = False
+        if sel.allow_unverified:
+            ctx.unverified.append(f"hardware {profile.display_name or hw} ({hw}): {UNSUPPORTED_950PR}")
+    if not omni and offered_by_hardware_match(recipe, strategy_id, strategy, gpu_count, nodes):
+        ctx.checks["strategy_offered_by_hardware_match"] = True  # docs/constraints.md §3.2
+        if sel.allow_unverified:
+            ctx.unverified.append(unlisted_strategy_text(recipe, strategy, strategy_id))
     if sel.allow_unverified and ctx.checks.get("restricted_hidden"):
         ctx.unverified.append(f"hardware {profile.display_name or hw} ({hw}): restricted profile "
                               f"{recipe.hf_id} does not list (rule H1)")

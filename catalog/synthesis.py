@@ -20,6 +20,7 @@ from __future__ import annotations
 from vllm_deploy_wizard.common import versions as vllm_versions
 from vllm_deploy_wizard.common.errors import SelectionError
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value, set_flag
+from vllm_deploy_wizard.common.placeholders import names_in as placeholder_names
 
 from . import backends as B
 from .backends import last_port
@@ -65,8 +66,10 @@ def _install(ctx: SynthesisContext, has_router: bool, extra_router: str | None =
         for step in ctx.connector.install:
             items.append((step.command, step.optional, None))
     if ctx.is_pd and ctx.router == "dynamo":  # docs/synthesis.md §4.8: runtime on every worker and the frontend
-        for step in ctx.strategy.dynamo.install:  # docker mode: the Dynamo runtime image has it
-            items.append((step.command, step.optional, ["pip"]))
+        # docker mode: the Dynamo runtime image has it. pip: the ``ai-dynamo[vllm]`` extra pins the vLLM
+        # that Dynamo release is built against (docs/backends.md §14); the seed's runtime-only steps
+        # (``ai-dynamo-runtime``/``ai-dynamo`` beside an unpinned vLLM) are replaced by it
+        items.append((B.dynamo_pip_install(ctx.strategy.dynamo.version), False, ["pip"]))
     out: list[str] = []
     for cmd, optional, modes in items:
         if optional:
@@ -208,6 +211,17 @@ def _finish(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:
                         if (q.node_rank or 0) == node and PHASES.index(q.phase) < PHASES.index(p.phase)]
 
 
+def _placeholders(procs: list[PlanProcess], files: dict) -> list[str]:
+    """"Fill before launch" names: those of the processes and those inside the plan's config files
+    (Mooncake's ``$MOONCAKE_MASTER_IP``, ``$MOONCAKE_DEVICE_NAME``); a config file's own path
+    placeholder (``MOONCAKE_CONFIG_PATH``) is where the launcher writes it, not a value to give."""
+    import json
+
+    inside = placeholder_names(json.dumps(content) if not isinstance(content, str) else content
+                               for content in files.values())
+    return sorted(set(find_placeholders(procs)) | {n for n in inside if n not in files})
+
+
 def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
     """Turn ``sel`` into a :class:`LaunchPlan` (docs/plan-file.md §3; docs/synthesis.md §2 and §4).
 
@@ -255,6 +269,7 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
             ctx.image = B.dynamo_image(ctx.strategy.dynamo.version)
     image = ctx.image
     _finish(ctx, procs)
+    files = config_files(ctx)
     versions = [x for x in (ctx.recipe.model.min_vllm_version, ctx.variant.min_vllm_version,
                             ctx.kv_store.min_vllm_version if ctx.kv_store else None) if x]
     return LaunchPlan(
@@ -265,12 +280,13 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         processes=procs,
         install=install,
         docker={"image": image} if ctx.install_mode == "docker" and image else None,
-        config_files=config_files(ctx),
+        config_files=files,
         checks=ctx.checks,
-        placeholders=(holes := find_placeholders(procs)),
+        placeholders=(holes := _placeholders(procs, files)),
         placeholder_defaults=placeholder_defaults(deploy, holes, {r: ctx.pools[r].nodes for r in PD_ROLES}
                                                    if ctx.is_pd else None),
-        base_install=B.base_install(ctx.profile, ctx.recipe, ctx.variant, ctx.install_mode, image),
+        base_install=B.base_install(ctx.profile, ctx.recipe, ctx.variant, ctx.install_mode, image,
+                                    dynamo=ctx.is_pd and ctx.router == "dynamo"),
         notes=notes(ctx),
         device_count=ctx.gpu_count,
         accelerator=B.backend_for(ctx.profile).key,

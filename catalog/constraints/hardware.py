@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import gates
+from ..ascend import UNSUPPORTED_950PR, unsupported_by_backend
 from ..models import HardwareProfile, Recipe, Variant
 from ..defaults import precision_ok_on, fits_unscalable, variant_runs_on
 from .choices import AVAILABLE, Choice, DISABLED, HIDDEN
@@ -69,6 +70,12 @@ def _hardware_row(ctx: _Ctx) -> list[Choice]:
             else:
                 choice = Choice(hw_id, label, HIDDEN, text if choice.state == AVAILABLE else choice.reason,
                                 unverified=choice.state == AVAILABLE)
+        if choice.state == AVAILABLE and unsupported_by_backend(p):  # docs/backends.md §3 (950PR)
+            if ctx.allow_unverified:
+                warning = f"{choice.warning}\n{UNSUPPORTED_950PR}" if choice.warning else UNSUPPORTED_950PR
+                choice = replace(choice, unverified=True, warning=warning)
+            else:
+                choice = Choice(hw_id, label, DISABLED, UNSUPPORTED_950PR, unverified=True)
         out.append(choice)
     return out
 

@@ -8,7 +8,8 @@ from vllm_deploy_wizard.common.contract import MAX_NODES
 
 from .. import backends, gates
 from ..models import Strategy
-from ..defaults import scales_out, hidden_by_nodes, has_multi_node
+from ..defaults import (scales_out, hidden_by_nodes, has_multi_node, offered_by_hardware_match,
+                        unlisted_strategy_text)
 from .choices import Choice, DISABLED, HIDDEN, _num
 from .context import _Ctx
 
@@ -43,14 +44,16 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
             out.append(Choice(sid, label, DISABLED, f"{short} needs an MoE model"))
             continue
         listed = sid in effective or sid in recipe.strategy_hardware  # S3 (S5 below disables)
-        if not listed:  # S3
+        # §3.2: DPA+TP is offered to every MoE model within its hardware_match, unverified when unlisted
+        by_match = not listed and offered_by_hardware_match(recipe, sid, s, ctx.gpus, ctx.nodes)
+        if not listed and not by_match:  # S3
             out.append(Choice(sid, label, HIDDEN, f"{recipe.hf_id} does not list {label} under "
                               "compatible_strategies."))
             continue
         if not gates.reachable(recipe, sid, hw, ctx.gpus, scales_out(s)):  # S4
             out.append(Choice(sid, label, HIDDEN, f"{label} can't reach this recipe's GPU floor on {hw_name}."))
             continue
-        if not gates.strategy_supported_on_hw(recipe, sid, hw, p):  # S5
+        if not (gates.strategy_supported_on_hw(recipe, sid, hw, p) or by_match):  # S5
             out.append(Choice(sid, label, DISABLED, f"{label} isn't supported on {hw_name} for this model."))
             continue
         total = ctx.gpus * (max(ctx.nodes, 1) if s.deploy_type != "single_node" else 1)
@@ -66,6 +69,13 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
                 ctx.gpus * MAX_NODES >= hm.min_gpus > ctx.gpus * max(ctx.nodes, 2):
             warning = (f"{short} is declared for at least {hm.min_gpus} GPUs; {hw_name} nodes have "
                        f"{ctx.gpus} each — size the pools accordingly.")
+        if by_match:  # no verified run: --allow-unverified lifts it and the plan says so
+            text = unlisted_strategy_text(recipe, s, sid)
+            if ctx.allow_unverified:
+                out.append(Choice(sid, label, warning=warning or text, unverified=True))
+            else:
+                out.append(Choice(sid, label, DISABLED, text, unverified=True))
+            continue
         out.append(Choice(sid, label, warning=warning))
         if warning and sid == ctx.strategy_id:
             warnings.append(warning)

@@ -96,7 +96,7 @@ def dns_name(text: str) -> str:
 
 def device_resource(vendor: str | None, arch: str | None = None) -> str | None:
     """The device-plugin resource for a hardware brand (``NVIDIA`` → ``nvidia.com/gpu``); Intel
-    GPUs by ``arch`` (``xpu`` → i915, ``xe`` → xe); None for CPUs and unknown brands."""
+    GPUs by ``arch`` (``xpu``/``xe`` → xe, ``i915`` → i915); None for CPUs and unknown brands."""
     return backends_registry.device_resource(vendor, arch)
 
 
@@ -136,7 +136,8 @@ def _port_of(url: str) -> int | None:
 
 class _Exporter:
     def __init__(self, data: Mapping[str, Any], image: str, vendor: str | None, arch: str | None, name: str,
-                 namespace: str | None, values: Mapping[str, str] | None = None):
+                 namespace: str | None, values: Mapping[str, str] | None = None,
+                 node_selector: Mapping[str, str] | None = None, devices_per_unit: int = 1):
         if not isinstance(data, Mapping) or not isinstance(data.get("plan"), Mapping):
             raise ExportError("not a plan file: expected a mapping with a 'plan' key (docs/contracts.md §2)")
         self.plan = data["plan"]
@@ -144,6 +145,8 @@ class _Exporter:
         self.image = image
         self.resource = device_resource(vendor, arch)
         self.devices = int(self.plan.get("device_count") or 1)
+        self.node_selector = dict(node_selector or {})
+        self.devices_per_unit = max(1, int(devices_per_unit))
         self.name = dns_name(name)
         self.namespace = namespace
         self.defaults = {str(k): str(v) for k, v in (self.plan.get("placeholder_defaults") or {}).items()}
@@ -345,7 +348,8 @@ class _Exporter:
             c["volumeMounts"] = mounts
         if proc.get("role") in ENGINE_ROLES:
             if self.resource:
-                c["resources"] = {"limits": {self.resource: devices}, "requests": {self.resource: devices}}
+                units = max(1, -(-devices // self.devices_per_unit))  # TPU7x: 2 TensorCores per chip
+                c["resources"] = {"limits": {self.resource: units}, "requests": {self.resource: units}}
         return c
 
     def _pod(self, proc: dict[str, Any], labels: dict[str, str], container: dict[str, Any],
@@ -360,6 +364,8 @@ class _Exporter:
             volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
         if volumes:
             spec["volumes"] = volumes
+        if self.node_selector and proc.get("role") in ENGINE_ROLES:
+            spec["nodeSelector"] = dict(self.node_selector)
         return {"metadata": {"labels": labels}, "spec": spec}
 
     def _meta(self, name: str, labels: dict[str, str]) -> dict[str, Any]:
@@ -484,16 +490,19 @@ class _Exporter:
 
 def kubernetes_manifests(data: Mapping[str, Any], image: str, vendor: str | None = None, arch: str | None = None,
                          name: str = "vllm", namespace: str | None = None,
-                         values: Mapping[str, str] | None = None) -> list[tuple[str, list[dict[str, Any]]]]:
+                         values: Mapping[str, str] | None = None, node_selector: Mapping[str, str] | None = None,
+                         devices_per_unit: int = 1) -> list[tuple[str, list[dict[str, Any]]]]:
     """The manifests of plan-file ``data``: ``[(file name, [manifest dict, …]), …]`` in start order
     (``10-`` infra, ``20-`` companions, ``30-`` engines, ``40-`` routers).
 
     ``image``: the container image of every workload; ``vendor``/``arch``: hardware brand and
     compute arch for the device resource (:func:`device_resource`); ``name``: prefix of every
     object name; ``namespace``: set on every object when given; ``values``: placeholder values
-    (``--k8s-set``), before anything derived. Raises :class:`ExportError`.
+    (``--k8s-set``), before anything derived; ``node_selector``: labels every engine pod selects
+    (TPU node pools); ``devices_per_unit``: devices vLLM counts per requested resource (TPU7x: 2
+    TensorCores per ``google.com/tpu`` chip). Raises :class:`ExportError`.
     """
-    return _Exporter(data, image, vendor, arch, name, namespace, values).build()
+    return _Exporter(data, image, vendor, arch, name, namespace, values, node_selector, devices_per_unit).build()
 
 
 def write_manifests(directory: Path, files: list[tuple[str, list[dict[str, Any]]]]) -> list[Path]:

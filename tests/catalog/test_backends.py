@@ -11,7 +11,8 @@ import pytest
 from vllm_deploy_wizard.catalog import Selection, load_catalog, plan_to_json, synthesize
 from vllm_deploy_wizard.catalog import backends as B
 from vllm_deploy_wizard.catalog.hostfit import HostCapacity
-from vllm_deploy_wizard.catalog.models import Recipe
+from vllm_deploy_wizard.catalog.ascend import ASCEND_RELEASE, ASCEND_VLLM_RELEASE
+from vllm_deploy_wizard.catalog.models import HardwareProfile, Recipe
 
 from test_synthesis_seed import MOE_ID, MOE_RECIPE
 
@@ -73,18 +74,55 @@ def test_amd_rocm_docker_devices_and_wheel_index(cat) -> None:
 
 # ------------------------------------------------------------------------------- Ascend
 
-def test_ascend_pip_installs_vllm_ascend_on_cann(cat) -> None:
-    p = plan(cat, hardware="ascend_910c", gpus=4)
-    assert p["base_install"] == ["source /usr/local/Ascend/ascend-toolkit/set_env.sh",
-                                 "source /usr/local/Ascend/nnal/atb/set_env.sh",
-                                 "uv venv --python 3.12", "source .venv/bin/activate",
-                                 "uv pip install vllm vllm-ascend"]
-    assert not any("torch-backend" in line or "vllm-openai" in line for line in p["base_install"])
+def test_ascend_pip_is_atlas_a2_only_and_pinned(cat) -> None:
+    """vllm-ascend documents pip for Atlas A2 only, with vllm and vllm-ascend from one matrix row:
+    an A3 (910C) plan asking for pip gets the docker form; an A2 profile gets the pinned pair."""
+    p = plan(cat, hardware="ascend_910c", gpus=4, install_mode="pip")
+    assert p["install_mode"] == "docker" and p["base_install"] == ["docker pull quay.io/ascend/vllm-ascend:v0.23.0-a3"]
+    a2 = HardwareProfile(brand="Huawei", generation="npu", display_name="Ascend 910B",
+                         description="Huawei Ascend 910B · Atlas 800T A2 · 8x NPU", gpu_count=8, vram_gb=512)
+    recipe = cat.recipe(MOE_ID)
+    assert B.resolve_install_mode(recipe, a2, "pip") == "pip"
+    install = B.base_install(a2, recipe, recipe.variants["default"], "pip", None)
+    assert install[:2] == ["source /usr/local/Ascend/ascend-toolkit/set_env.sh",
+                           "source /usr/local/Ascend/nnal/atb/set_env.sh"]
+    assert install[-1] == f"uv pip install vllm=={ASCEND_VLLM_RELEASE} vllm-ascend=={ASCEND_RELEASE}"
+    assert B.docker_image(a2, "a2", recipe.model, recipe.variants["default"]) == "quay.io/ascend/vllm-ascend:v0.23.0"
+
+
+@pytest.mark.parametrize("hardware, tag", [("ascend_910c", "v0.23.0-a3"), ("ascend_950dt", "v0.23.0-950dt"),
+                                           ("ascend_950dt_8x", "v0.23.0-950dt")])
+def test_ascend_image_per_chip_series(cat, hardware: str, tag: str) -> None:
+    p = plan(cat, hardware=hardware, gpus=2, install_mode="docker")
+    assert p["docker"] == {"image": f"quay.io/ascend/vllm-ascend:{tag}"}
+    assert f"quay.io/ascend/vllm-ascend:{tag}" in proc(p, "vllm")["argv"]
+
+
+@pytest.mark.parametrize("hardware", ["ascend_950pr", "ascend_950pr_8x"])
+def test_ascend_950pr_is_refused_unless_unverified_is_allowed(cat, hardware: str) -> None:
+    """vllm-ascend does not support 950PR: the hardware row refuses it with the reason (the planner
+    names --allow-unverified), and an allowed plan says why it is unverified."""
+    from vllm_deploy_wizard.catalog import options
+    from vllm_deploy_wizard.catalog.planner import PlanRefused, plan_selection
+
+    listed = Recipe.model_validate({**MOE_RECIPE, "meta": {**MOE_RECIPE.get("meta", {}), "hardware": {
+        **MOE_RECIPE.get("meta", {}).get("hardware", {}), hardware: "verified"}}})  # past H1: only 950PR gates
+    cat = cat.with_recipe(listed)
+    sel = Selection(model=MOE_ID, hardware=hardware, gpus=1, features="none")
+    row = options(cat, sel).choice("hardware", hardware)
+    assert row.state == "disabled" and row.unverified and "950PR is not in vllm-ascend's supported" in row.reason
+    with pytest.raises(PlanRefused, match="950PR is not in vllm-ascend's supported hardware"):
+        plan_selection(cat, sel)
+    planned = plan_selection(cat, sel.model_copy(update={"allow_unverified": True}))
+    assert any("950PR is not in vllm-ascend's supported hardware" in line for line in planned.plan.unverified)
+    dt = options(cat, Selection(model=MOE_ID, hardware="ascend_950dt")).choice("hardware", "ascend_950dt")
+    assert "950PR" not in (dt.reason or "")  # 950DT is supported (only the recipe listing gates it)
 
 
 def test_ascend_docker_passes_npu_devices_and_driver_mounts(cat) -> None:
     p = plan(cat, hardware="ascend_910c", gpus=2, install_mode="docker")
-    assert p["base_install"] == ["docker pull quay.io/ascend/vllm-ascend:latest"]
+    image = "quay.io/ascend/vllm-ascend:v0.23.0-a3"
+    assert p["base_install"] == [f"docker pull {image}"]
     assert proc(p, "vllm")["argv"] == [
         "docker", "run", "--device", "/dev/davinci0", "--device", "/dev/davinci1",
         "--device", "/dev/davinci_manager", "--device", "/dev/devmm_svm", "--device", "/dev/hisi_hdc",
@@ -93,7 +131,7 @@ def test_ascend_docker_passes_npu_devices_and_driver_mounts(cat) -> None:
         "-v", "/usr/local/Ascend/driver/version.info:/usr/local/Ascend/driver/version.info",
         "-v", "/etc/ascend_install.info:/etc/ascend_install.info", "--shm-size", "16g",
         "--privileged", "--ipc=host", "-p", "8000:8000", *HF,
-        "--entrypoint", "vllm", "quay.io/ascend/vllm-ascend:latest", "serve", MOE_ID, "--trust-remote-code",
+        "--entrypoint", "vllm", image, "serve", MOE_ID, "--trust-remote-code",
         "--tensor-parallel-size", "1"]  # the image starts a shell: vLLM is named
     assert "--gpus" not in proc(p, "vllm")["argv"]
 
@@ -127,9 +165,10 @@ def test_ppu_has_no_runnable_install_and_asks_for_the_image(cat) -> None:
 def test_tpu_docker_and_colocated_pinning(cat) -> None:
     p = plan(cat, hardware="trillium")
     assert p["base_install"] == ["docker pull vllm/vllm-tpu:latest"]
-    assert proc(p, "vllm")["argv"][:7] == ["docker", "run", "--privileged", "--network", "host", "-v",
-                                           "/dev/shm:/dev/shm"]
+    assert proc(p, "vllm")["argv"][:8] == ["docker", "run", "--privileged", "--network", "host", "-v",
+                                           "/dev/shm:/dev/shm", "--ipc=host"]
     argv = proc(p, "vllm")["argv"]  # the image starts a shell: `--entrypoint vllm IMAGE serve MODEL …`
+    assert argv.count("--privileged") == 1 and "-p" not in argv  # host network: nothing to publish
     at = argv.index("vllm/vllm-tpu:latest")
     assert argv[at - 2:at] == ["--entrypoint", "vllm"] and argv[at + 1] == "serve"
     assert any("counts chips" in n for n in p["notes"])
@@ -143,6 +182,25 @@ def test_tpu_docker_and_colocated_pinning(cat) -> None:
     assert "CUDA_VISIBLE_DEVICES" not in decode
 
 
+def test_ironwood_tensor_parallel_counts_tensorcores(cat) -> None:
+    """TPU7x: two TensorCores per chip, each one vLLM device — TP 8 on a 4-chip 2x2x1 node, whose pod
+    requests google.com/tpu: 4 on the tpu7x node pool; pinning names chips."""
+    p = plan(cat, hardware="ironwood")
+    assert p["device_count"] == 8  # TensorCores: the devices a full-node TP spans
+    note = next(n for n in p["notes"] if n.startswith("TPU: --tensor-parallel-size"))
+    assert "counts TensorCores" in note and "google.com/tpu: 4" in note
+    profile = cat.taxonomy.hardware_profiles["ironwood"]
+    assert B.kubernetes_placement(profile) == ({"cloud.google.com/gke-tpu-accelerator": "tpu7x",
+                                                "cloud.google.com/gke-tpu-topology": "2x2x1"}, 2)
+    assert B.kubernetes_placement(profile, 2)[0]["cloud.google.com/gke-tpu-topology"] == "2x2x2"
+    assert B.pin_env(profile, [4, 5, 6, 7])["TPU_VISIBLE_CHIPS"] == "2,3"
+    assert B.pin_env(profile, [4, 5, 6, 7])["TPU_CHIPS_PER_PROCESS_BOUNDS"] == "1,2,1"
+    trillium = cat.taxonomy.hardware_profiles["trillium"]
+    assert B.kubernetes_placement(trillium) == ({"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                                                 "cloud.google.com/gke-tpu-topology": "2x4"}, 1)
+    assert B.kubernetes_placement(cat.taxonomy.hardware_profiles["h200"]) == ({}, 1)
+
+
 # ------------------------------------------------------------------------------- Intel XPU
 
 def test_xpu_docker_and_level_zero_pinning(cat) -> None:
@@ -150,11 +208,16 @@ def test_xpu_docker_and_level_zero_pinning(cat) -> None:
     assert p["install_mode"] == "docker" and p["base_install"] == ["docker pull vllm/vllm-openai-xpu:latest"]
     assert proc(p, "vllm")["argv"][:8] == ["docker", "run", "--device", "/dev/dri", "-v",
                                            "/dev/dri/by-path:/dev/dri/by-path", "--shm-size", "16g"]
-    assert any("setvars.sh" in n and "ray" in n and "ZE_AFFINITY_MASK" in n for n in p["notes"])
+    xpu_note = next(n for n in p["notes"] if "setvars.sh" in n)
+    assert "--distributed-executor-backend mp" in xpu_note and "ray" not in xpu_note and "ZE_AFFINITY_MASK" in xpu_note
     pd = plan(cat, hardware="arc_pro_b60", strategy="pd_cluster", pd=PD_COLOCATED)
     prefill = proc(pd, "prefill-0")
     assert prefill["env"]["ZE_AFFINITY_MASK"] == "0,1" and proc(pd, "decode-0")["env"]["ZE_AFFINITY_MASK"] == "2,3"
     assert "-e" in prefill["argv"] and "ZE_AFFINITY_MASK=0,1" in prefill["argv"]
+    at = prefill["argv"].index("--distributed-executor-backend")  # two ranks on one node: mp, not Ray
+    assert prefill["argv"][at + 1] == "mp"
+    one = proc(plan(cat, hardware="arc_pro_b60", gpus=1), "vllm")["argv"]
+    assert "--distributed-executor-backend" not in one  # one rank: nothing to choose
 
 
 # ------------------------------------------------------------------------------- Xeon CPU
@@ -373,3 +436,83 @@ def test_cpu_extra_installs_use_the_venvs_pip_and_the_torch_cpu_index(cat) -> No
     assert lmcache == ['python -m pip install "lmcache==0.5.1" --extra-index-url https://download.pytorch.org/whl/cpu']
     gpu = plan(cat, hardware="h200", kv_offload="lmcache")
     assert 'uv pip install "lmcache==0.5.1"' in gpu["install"]
+
+
+# ------------------------------------------------------------------------------- host networking
+
+@pytest.mark.parametrize("hardware", ["h200", "mi300x"])
+def test_multi_node_docker_runs_on_the_host_network(cat, hardware: str) -> None:
+    """A multi-node container names a host interface ($IFACE_NAME) and is dialled on the host's
+    master port: every node's process runs with --network host, and publishes no port."""
+    p = plan(cat, hardware=hardware, install_mode="docker", strategy="multi_node_tp", nodes=2)
+    for name in ("vllm-head", "vllm-worker-1"):
+        argv = proc(p, name)["argv"]
+        assert argv[argv.index("--network") + 1] == "host" and "-p" not in argv, name
+        assert "--master-addr" in argv
+    single = proc(plan(cat, hardware=hardware, install_mode="docker"), "vllm")["argv"]
+    assert "--network" not in single and single[single.index("-p") + 1] == "8000:8000"
+
+
+# ------------------------------------------------------------------------------- SMG, Dynamo, Mooncake
+
+PD_TP = {"prefill": {"nodes": 1, "mode": "tp"}, "decode": {"nodes": 1, "mode": "tp"}}
+
+
+def test_smg_starts_in_pd_mode_and_registers_each_worker_with_its_connector(cat, tmp_path) -> None:
+    """The router process runs SMG in PD mode without startup workers and POSTs each worker with its
+    kv_connector once SMG answers (run here with stand-ins for smg and curl that log their calls)."""
+    import os
+    import subprocess
+
+    p = plan(cat, hardware="h200", strategy="pd_cluster", pd=PD_TP, router="smg")
+    router = proc(p, "router")
+    argv = router["argv"]
+    assert argv[:2] == ["sh", "-c"]
+    assert argv[3:] == ["smg", "launch", "--pd-disaggregation", "--policy", "round_robin",
+                        "--host", "$ROUTER_HOST", "--port", "$ROUTER_PORT"]
+    assert "--prefill" not in argv and "--decode" not in argv  # passthrough mode otherwise
+    assert router["health"]["url"] == "http://$ROUTER_HOST:$ROUTER_PORT/health"
+    log = tmp_path / "calls.log"
+    (tmp_path / "smg").write_text(f'#!/bin/sh\necho "smg $*" >> {log}\nexec sleep 30\n')
+    # curl answers once "smg" is up (has written its line), as a real one connects once SMG listens
+    (tmp_path / "curl").write_text(f'#!/bin/sh\ngrep -q "^smg " {log} 2>/dev/null || exit 7\n'
+                                   f'echo "curl $*" >> {log}\n')
+    for tool in ("smg", "curl"):
+        (tmp_path / tool).chmod(0o755)
+    values = {"$ROUTER_HOST": "0.0.0.0", "$ROUTER_PORT": "30000", "$PREFILL_NODE_1": "10.0.0.1",
+              "$DECODE_NODE_1": "10.0.0.2"}
+    filled = []
+    for tok in argv:
+        for k, v in values.items():
+            tok = tok.replace(k, v)
+        filled.append(tok)
+    run = subprocess.Popen(filled, env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    try:
+        import time
+
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (not log.exists() or log.read_text().count("/workers") < 2):
+            time.sleep(0.05)
+        calls = log.read_text().splitlines()
+    finally:
+        run.terminate()
+        run.wait(timeout=10)
+    assert calls[0] == "smg launch --pd-disaggregation --policy round_robin --host 0.0.0.0 --port 30000"
+    assert calls[1] == "curl -fsS -o /dev/null http://127.0.0.1:30000/health"  # waited for SMG first
+    posts = [c for c in calls if "/workers" in c]
+    assert posts[0].startswith("curl -fsS -X POST http://127.0.0.1:30000/workers")
+    assert '{"url":"http://10.0.0.1:8001","worker_type":"prefill","kv_connector":"NixlConnector"}' in posts[0]
+    assert '{"url":"http://10.0.0.2:8002","worker_type":"decode","kv_connector":"NixlConnector"}' in posts[1]
+    assert run.returncode is not None
+
+
+def test_dynamo_pip_installs_the_vllm_extra_pinned_to_dynamo(cat) -> None:
+    p = plan(cat, hardware="h200", strategy="pd_cluster", pd=PD_TP, router="dynamo")
+    assert p["install"] == ['uv pip install --extra-index-url https://pypi.nvidia.com "ai-dynamo[vllm]==1.5.0"']
+    assert not any("install" in line and "vllm" in line for line in p["base_install"])  # no unpinned vLLM
+
+
+def test_mooncake_store_installs_the_cuda13_engine_and_lists_its_config_placeholders(cat) -> None:
+    p = plan(cat, hardware="h200", kv_offload="kv_store_centralized_mooncake")
+    assert "uv pip install mooncake-transfer-engine-cuda13" in p["install"]
+    assert {"MOONCAKE_MASTER_IP", "MOONCAKE_DEVICE_NAME"} <= set(p["placeholders"])  # inside its config files

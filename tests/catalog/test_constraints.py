@@ -652,3 +652,25 @@ def test_resolved_strategy_is_never_a_disabled_choice_when_a_usable_one_exists(s
         states = {c.id: c.state for c in opts.strategy}
         if any(s == AVAILABLE for s in states.values()):
             assert states.get(opts.resolved["strategy"]) == AVAILABLE, (hf_id, opts.resolved["strategy"], states)
+
+
+def test_dpa_tp_is_offered_unverified_to_moe_models_within_its_hardware_match(bundled):
+    """No recipe lists DPA+TP; its hardware_match (MoE, 2–8 GPUs, one node) offers it to every MoE
+    model, gated only by the missing verified run: --allow-unverified plans it and marks it."""
+    from vllm_deploy_wizard.catalog.planner import plan_selection
+
+    sel = {"model": PD_MOE, "hardware": "h200", "nodes": 1}
+    row = options(bundled, sel).choice("strategy", "single_node_dpa_tp")
+    assert row.state == DISABLED and row.unverified and "does not list it" in row.reason
+    lifted = options(bundled, {**sel, "allow_unverified": True}).choice("strategy", "single_node_dpa_tp")
+    assert lifted.state == AVAILABLE and lifted.unverified
+    planned = plan_selection(bundled, Selection(model=PD_MOE, hardware="h200", nodes=1,
+                                                strategy="single_node_dpa_tp", allow_unverified=True))
+    assert any("single_node_dpa_tp" in line and "rule S3" in line for line in planned.plan.unverified)
+    assert not any("does not offer strategy" in n for n in planned.plan.notes)  # unverified, not a gate warning
+    # outside the match: 16 GPUs on one node (max_gpus 8), a dense model, two nodes
+    assert options(bundled, {**sel, "gpus": 16}).choice("strategy", "single_node_dpa_tp").state == HIDDEN
+    assert options(bundled, {"model": "Qwen/Qwen3-32B", "hardware": "h200"}).choice(
+        "strategy", "single_node_dpa_tp").state == DISABLED
+    assert not options(bundled, {"model": "Qwen/Qwen3-32B", "hardware": "h200"}).choice(
+        "strategy", "single_node_dpa_tp").unverified

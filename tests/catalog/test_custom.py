@@ -169,3 +169,16 @@ def test_edited_config_is_read_again(tmp_path):
     os.utime(model_dir / "config.json", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     r = custom_recipe(str(model_dir))
     assert (r.variants["default"].precision, r.variants["default"].vram_minimum_gb) == ("fp8", 10)
+
+
+def test_custom_moe_is_offered_dpa_tp_unverified(tmp_path):
+    """A custom MoE model lists no DPA+TP, like every recipe; its hardware_match offers it unverified."""
+    from vllm_deploy_wizard.catalog.constraints import options
+
+    r = custom_recipe(str(write_model(tmp_path / "moe", QWEN3_MOE)))
+    assert "single_node_dpa_tp" not in r.compatible_strategies
+    cat = load_catalog().with_recipe(r)
+    row = options(cat, {"model": r.hf_id, "hardware": "h200", "nodes": 1}).choice("strategy", "single_node_dpa_tp")
+    assert row.state == "disabled" and row.unverified
+    lifted = options(cat, {"model": r.hf_id, "hardware": "h200", "nodes": 1, "allow_unverified": True})
+    assert lifted.choice("strategy", "single_node_dpa_tp").available

@@ -130,3 +130,20 @@ def test_every_problem_is_reported_with_file_and_line(tmp_path: Path, snapshot_d
 def test_missing_directory_is_a_catalog_error(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match="does not exist"):
         load_catalog(tmp_path / "nope")
+
+
+def test_every_variants_hugging_face_id_resolves_to_its_recipe_and_variant(snap) -> None:
+    """The id in the recipe's own ``model.model_id`` names the variant that serves it (``default``
+    has no model_id of its own), as does every variant's ``model_id``; the recipe id stays itself."""
+    recipe, variant = snap.resolve_model("thinkingmachines/Inkling-NVFP4")
+    assert (recipe.hf_id, variant) == ("thinkingmachines/Inkling", "default")
+    assert recipe.model.model_id == "thinkingmachines/Inkling-NVFP4"
+    assert snap.resolve_model("lightseekorg/inkling-mxfp4")[1] == "mxfp4"
+    assert snap.resolve_model("thinkingmachines/Inkling")[1] is None
+    for hf_id in list(snap.recipes)[:40]:  # each variant's id (own or inherited) comes back to it
+        r = snap.recipe(hf_id)
+        for key, v in r.variants.items():
+            mid = v.model_id or r.model.model_id
+            if mid and mid.lower() != hf_id.lower():
+                got_recipe, got_variant = snap.resolve_model(mid)
+                assert got_recipe.hf_id == hf_id and r.variants[got_variant].model_id in (None, mid), (hf_id, key)

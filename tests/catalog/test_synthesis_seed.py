@@ -172,8 +172,9 @@ def test_mooncake_connector_docker_flags(seed_catalog) -> None:
     p = plan(seed_catalog, hardware="h200", strategy="pd_cluster", features="none", pd=PD_TP,
              connector="mooncake", install_mode="docker")
     argv = proc(p, "prefill")["argv"]
-    assert argv[:12] == ["docker", "run", "--gpus", "all", "--network", "host", "--ulimit", "memlock=-1",
-                         "--privileged", "--ipc=host", "-p", "8001:8001"]
+    assert argv[:10] == ["docker", "run", "--gpus", "all", "--network", "host", "--ulimit", "memlock=-1",
+                         "--privileged", "--ipc=host"]
+    assert "-p" not in argv  # host network: the server binds the host's 8001 itself
     assert p["install"] == ["uv pip install vllm-router"]  # the transfer engine is a pip step
 
 
@@ -201,10 +202,11 @@ def test_connector_brand_is_enforced(seed_catalog, connector: str, hardware: str
 
 def test_smg_router(seed_catalog) -> None:
     p = plan(seed_catalog, hardware="h200", strategy="pd_cluster", features="none", pd=PD_TP, router="smg")
-    assert proc(p, "router", None)["argv"] == [
-        "smg", "--pd-disaggregation", "--prefill", "http://$PREFILL_NODE_1:8001",
-        "--decode", "http://$DECODE_NODE_1:8002", "--policy", "round_robin",
-        "--host", "$ROUTER_HOST", "--port", "$ROUTER_PORT"]
+    argv = proc(p, "router", None)["argv"]  # PD mode, workers registered with their connector
+    assert argv[:2] == ["sh", "-c"] and argv[3:] == [
+        "smg", "launch", "--pd-disaggregation", "--policy", "round_robin", "--host", "$ROUTER_HOST",
+        "--port", "$ROUTER_PORT"]
+    assert '"url":"http://$PREFILL_NODE_1:8001","worker_type":"prefill","kv_connector":"NixlConnector"' in argv[2]
     assert p["install"] == ['uv pip install "smg==1.11.0"']
 
 
@@ -236,8 +238,7 @@ def test_dynamo_router(seed_catalog) -> None:
     assert prefill["depends_on"] == ["etcd"] and prefill["health"] is None
     assert proc(p, "router", None)["argv"] == ["python3", "-m", "dynamo.frontend", "--http-port", "$ROUTER_PORT",
                                                "--router-mode", "round-robin"]
-    assert p["install"] == ['uv pip install --extra-index-url https://pypi.nvidia.com "ai-dynamo-runtime==1.5.0" '
-                            '"ai-dynamo==1.5.0"']
+    assert p["install"] == ['uv pip install --extra-index-url https://pypi.nvidia.com "ai-dynamo[vllm]==1.5.0"']
     assert "DYN_CONTROL_IP" in p["placeholders"]
 
 

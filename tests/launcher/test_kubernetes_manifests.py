@@ -211,7 +211,7 @@ def test_companions_are_own_workloads_started_first(tmp_path) -> None:
 
 @pytest.mark.parametrize("hardware, resource", [
     ("h200", "nvidia.com/gpu"), ("mi300x", "amd.com/gpu"), ("ascend_950pr", "huawei.com/Ascend910"),
-    ("trillium", "google.com/tpu"), ("arc_pro_b60", "gpu.intel.com/i915"), ("xeon6", None)])
+    ("trillium", "google.com/tpu"), ("arc_pro_b60", "gpu.intel.com/xe"), ("xeon6", None)])
 def test_device_resource_per_vendor(hardware, resource, tmp_path) -> None:
     from vllm_deploy_wizard.catalog import load_catalog
 
@@ -279,3 +279,18 @@ def test_multi_node_pods_request_their_nodes_share(tmp_path) -> None:
     assert {c["resources"]["limits"]["nvidia.com/gpu"] for c in engines} == {8}
 
 
+
+
+def test_tpu7x_pods_request_chips_on_the_tpu_node_pool(tmp_path) -> None:
+    """TPU7x: vLLM counts 8 TensorCores on a 4-chip node; the pod requests google.com/tpu: 4 and
+    selects the tpu7x 2x2x1 node pool (without the selectors a TPU pod never schedules)."""
+    out = tmp_path / "k8s"  # the bundled TPU7x profile: 8 TensorCores, 4 chips, slice 2x2x{n}
+    assert main(["plan", "--model", "Qwen/Qwen3-Coder-480B-A35B-Instruct", "--hardware", "ironwood",
+                 "--k8s", str(out)]) == 0
+    files = {p.name: list(yaml.safe_load_all(p.read_text())) for p in sorted(out.iterdir())}
+    engine = next(d for ds in files.values() for d in ds if d["kind"] == "Deployment"
+                  and "resources" in d["spec"]["template"]["spec"]["containers"][0])
+    spec = engine["spec"]["template"]["spec"]
+    assert spec["containers"][0]["resources"]["limits"] == {"google.com/tpu": 4}
+    assert spec["nodeSelector"] == {"cloud.google.com/gke-tpu-accelerator": "tpu7x",
+                                    "cloud.google.com/gke-tpu-topology": "2x2x1"}

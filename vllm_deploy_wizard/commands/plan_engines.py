@@ -64,10 +64,15 @@ def export(args: argparse.Namespace, cat: Any, selection: Any, doc: dict[str, An
             if not sep or not key.strip():
                 raise SelectionError(f"--k8s-set {item!r}: expected VAR=VALUE, e.g. --k8s-set MOONCAKE_DEVICE_NAME=mlx5_0")
             values[key.strip().lstrip("$")] = value
+        from vllm_deploy_wizard.catalog.backends import kubernetes_placement
+
+        selector, per_unit = (kubernetes_placement(profile, int(doc["plan"].get("resolved", {}).get("nodes") or 1))
+                              if profile is not None else ({}, 1))
         try:
             files = kubernetes_manifests(doc, image=image, vendor=getattr(profile, "brand", None),
                                          arch=getattr(profile, "compute_arch", None) or getattr(profile, "generation", None),
-                                         namespace=args.k8s_namespace, values=values)
+                                         namespace=args.k8s_namespace, values=values,
+                                         node_selector=selector, devices_per_unit=per_unit)
             written += [str(p) for p in write_manifests(args.k8s, files)]
         except ExportError as exc:
             raise SelectionError(f"--k8s: {exc}") from None

@@ -32,7 +32,8 @@ class Absent:
 @dataclass(frozen=True)
 class KubernetesResource:
     """A device-plugin resource a pod requests (``nvidia.com/gpu``); ``arch``: the compute arch it
-    applies to (Intel's ``xpu`` → i915 plugin, ``xe`` → xe plugin), ``""`` for any."""
+    applies to (Intel's device plugin names the resource after the kernel driver: the catalog's ``xpu``
+    profiles, Arc Pro B-series, bind ``xe``; ``i915`` for older parts detected with that driver), ``""`` for any."""
 
     name: str
     arch: str = ""
@@ -91,7 +92,8 @@ BACKENDS: tuple[BackendEntry, ...] = (
                  (KubernetesResource("google.com/tpu"),), "tpu-info", "tpu"),
     BackendEntry("xpu", "Intel", "xpu", "GPU", "0x8086", "intel_xpu", ("xpu",), False, ("ZE_AFFINITY_MASK",),
                  Absent("no per-pid memory query is read for Level Zero devices yet"),
-                 (KubernetesResource("gpu.intel.com/i915", "xpu"), KubernetesResource("gpu.intel.com/xe", "xe")),
+                 (KubernetesResource("gpu.intel.com/xe", "xpu"), KubernetesResource("gpu.intel.com/xe", "xe"),
+                  KubernetesResource("gpu.intel.com/i915", "i915")),
                  "xpu-smi discovery", "xpu"),
     BackendEntry("cpu", "Intel", "cpu", "CPU", Absent(_CPU_HOST), Absent(_CPU_HOST), ("cpu",), True,
                  Absent(_CPU_HOST), Absent(_CPU_HOST), Absent(_CPU_HOST), Absent(_CPU_HOST), Absent(_CPU_HOST)),
