@@ -84,6 +84,20 @@ WAIT_SCRIPT = (
 CONFIG_DIR = "/etc/vllm-wizard"
 #: A data-parallel RPC port placeholder's value: vLLM's default ``--data-parallel-rpc-port``.
 DP_RPC_PORT = "29550"
+#: Where an engine container keeps the Hugging Face cache (``HF_HOME``): a volume that outlives the
+#: pod (a hostPath on the node, or ``--k8s-hf-cache-claim``'s PersistentVolumeClaim), so a restarted
+#: pod loads the weights it already downloaded.
+HF_CACHE_DIR = "/root/.cache/huggingface"
+#: The node folder of the default Hugging Face cache volume (hostPath, created when missing).
+HF_CACHE_HOST_PATH = "/var/lib/vllm-wizard/hf-cache"
+#: vLLM's NIXL side-channel port when ``VLLM_NIXL_SIDE_CHANNEL_PORT`` is unset (vLLM 0.32.0 ``vllm/envs.py``);
+#: each data-parallel rank listens on this port + its DP index
+#: (``vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py``).
+NIXL_SIDE_CHANNEL_PORT = 5600
+#: Requests of a pod without accelerators: a CPU engine (``cpu`` cores, ``memory``), and every
+#: other workload (router, companions, infra) — the scheduler places pods by their requests.
+CPU_ENGINE_REQUESTS = {"cpu": "8", "memory": "32Gi"}
+SERVICE_REQUESTS = {"cpu": "500m", "memory": "1Gi"}
 CONTAINER_CLIENTS = ("docker", "podman", "nerdctl")
 _FLAGS_WITH_VALUE = ("-e", "--env", "-v", "--volume", "-p", "--publish", "--device", "--name", "--network",
                      "--ipc", "--shm-size", "--gpus", "-w", "--workdir", "--entrypoint", "--ulimit", "--cap-add",
@@ -146,7 +160,8 @@ def _port_of(url: str) -> int | None:
 
 class _Exporter:
     def __init__(self, data: Mapping[str, Any], image: str, vendor: str | None, arch: str | None, name: str,
-                 namespace: str | None, values: Mapping[str, str] | None = None):
+                 namespace: str | None, values: Mapping[str, str] | None = None, router_image: str | None = None,
+                 hf_cache_claim: str | None = None, cpu_requests: Mapping[str, str] | None = None):
         if not isinstance(data, Mapping) or not isinstance(data.get("plan"), Mapping):
             raise ExportError("not a plan file: expected a mapping with a 'plan' key (docs/contracts.md §2)")
         self.plan = data["plan"]
@@ -157,7 +172,11 @@ class _Exporter:
         self.name = dns_name(name)
         self.namespace = namespace
         self.defaults = {str(k): str(v) for k, v in (self.plan.get("placeholder_defaults") or {}).items()}
-        self.defaults.update({str(k): str(v) for k, v in (values or {}).items()})
+        self.values = {str(k): str(v) for k, v in (values or {}).items()}
+        self.router_image = router_image
+        self.hf_cache_claim = hf_cache_claim
+        self.cpu_requests = {**CPU_ENGINE_REQUESTS, **(cpu_requests or {})}
+        self.install = [str(x) for x in self.plan.get("install") or []]
         self.configs = {str(k): v for k, v in (self.plan.get("config_files") or {}).items()}
         self.groups: dict[str, list[dict[str, Any]]] = {}
         for p in self.procs:
@@ -204,12 +223,16 @@ class _Exporter:
         return None
 
     def _value(self, name: str, inside: dict[str, str]) -> str | None:
+        """A placeholder's value: the group's own (``inside``), ``--k8s-set``, what the cluster
+        gives (leader Service, pod IP, ``eth0``, the router bound on every pod address, config
+        paths, Services of other machines), then the plan's ``placeholder_defaults`` — a
+        default such as ``ROUTER_HOST=localhost`` (one machine) is wrong in a pod."""
         if name in inside:
             return inside[name]
+        if name in self.values:
+            return self.values[name]
         if name in self.leader_host:
             return self.leader_host[name]
-        if name in self.defaults:
-            return self.defaults[name]
         if name in self.configs:
             return f"{CONFIG_DIR}/{name.lower()}.json"
         fixed = {"ROUTER_HOST": "0.0.0.0", "IFACE_NAME": "eth0", "NODE_IP": "$(POD_IP)"}
@@ -217,7 +240,7 @@ class _Exporter:
             return fixed[name]
         if name.endswith("_DP_RPC_PORT"):
             return DP_RPC_PORT
-        return self._host_of(name)
+        return self._host_of(name) or self.defaults.get(name)
 
     def _fill(self, where: str, text: str, inside: dict[str, str]) -> str:
         names = placeholders_in(text)
@@ -247,7 +270,9 @@ class _Exporter:
     def _env(self, name: str, env: dict[str, str], inside: dict[str, str]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
         for k, v in env.items():
-            if k == "VLLM_HOST_IP":  # the address this pod advertises to its group: its own IP
+            # the address this pod advertises to its group, and where a KV side channel listens
+            # for its peers: its own IP (a Service's ClusterIP is no address a process can bind)
+            if k == "VLLM_HOST_IP" or k.endswith("_SIDE_CHANNEL_HOST"):
                 out.append({"name": k, "value": "$(POD_IP)"})
             elif SECRET_NAME_RE.search(k):
                 out.append({"name": k, "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": k}}})
@@ -291,7 +316,10 @@ class _Exporter:
         name = proc.get("name")
         health = proc.get("health") or {}
         url = health.get("url")
-        ports = self._ports(proc, inside)
+        # the process's own ports first (a side channel is no sign of a serving API)
+        own = [p for p in self._ports(proc, inside) if str(p) in
+               {self._fill(f"process {name!r} ports", str(x), inside) for x in proc.get("ports") or []}]
+        ports = own or self._ports(proc, inside)
         if url and not health.get("remote"):
             u = urlsplit(self._fill(f"process {name!r} health.url", str(url), inside))
             action = {"httpGet": {"path": u.path or "/", "port": u.port or 80}}
@@ -308,11 +336,22 @@ class _Exporter:
         }
 
     def _ports(self, proc: Mapping[str, Any], inside: dict[str, str]) -> list[int]:
+        """Every port ``proc`` listens on in its pod: the plan's ``ports`` (placeholders filled), the
+        port of its own health URL (a plan file that lists only a router's metrics port still
+        exposes its API) and its KV side-channel ports (:func:`side_channel_ports`)."""
+        name = proc.get("name")
         out = []
         for p in proc.get("ports") or []:
-            s = self._fill(f"process {proc.get('name')!r} ports", str(p), inside)
+            s = self._fill(f"process {name!r} ports", str(p), inside)
             if s.isdigit():
                 out.append(int(s))
+        health = proc.get("health") or {}
+        if health.get("url") and not health.get("remote"):
+            port = _port_of(self._fill(f"process {name!r} health.url", str(health["url"]), inside))
+            if port:
+                out.append(port)
+        argv, env = container_command(proc, self.image)
+        out += side_channel_ports(argv, env)
         return sorted(set(out))
 
     def _devices(self, argv: list[str], env: dict[str, str]) -> int:
@@ -338,9 +377,15 @@ class _Exporter:
             raise ExportError(f"process {name!r}: has a setup prelude ({str(proc['setup'])[:60]!r}…); bake it into "
                               "the image and export again without it")
         env_list = self._env(name, env, inside)
+        engine = proc.get("role") in ENGINE_ROLES
+        if engine:
+            env_list.append({"name": "HF_HOME", "value": HF_CACHE_DIR})
         argv = self._secret_args(argv, env_list)
         argv = [self._fill(f"process {name!r} argv", a, inside) for a in argv]
-        c: dict[str, Any] = {"name": dns_name(name), "image": self.image, "command": argv[:1], "args": argv[1:],
+        image = self.image
+        if proc.get("role") == "router":
+            image, argv = self._router_image(argv)
+        c: dict[str, Any] = {"name": dns_name(name), "image": image, "command": argv[:1], "args": argv[1:],
                              "env": env_list}
         ports = self._ports(proc, inside)
         if ports:
@@ -349,14 +394,38 @@ class _Exporter:
         mounts = []
         if self._uses_config(proc):
             mounts.append({"name": "config", "mountPath": CONFIG_DIR, "readOnly": True})
-        if proc.get("role") in ENGINE_ROLES:
+        if engine:
             mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+            mounts.append({"name": "hf-cache", "mountPath": HF_CACHE_DIR})
         if mounts:
             c["volumeMounts"] = mounts
-        if proc.get("role") in ENGINE_ROLES:
-            if self.resource:
-                c["resources"] = {"limits": {self.resource: devices}, "requests": {self.resource: devices}}
+        if engine and self.resource:
+            c["resources"] = {"limits": {self.resource: devices}, "requests": {self.resource: devices}}
+        else:  # no device to place it by: what it needs of the node's CPUs and memory
+            c["resources"] = {"requests": dict(self.cpu_requests if engine else SERVICE_REQUESTS)}
         return c
+
+    def _router_image(self, argv: list[str]) -> tuple[str, list[str]]:
+        """(image, argv) of a router container: ``--k8s-router-image`` as given; else the engine
+        image with the plan's install line of the router's package run first (the vLLM image has
+        no ``vllm-router``): ``/bin/sh -c 'python3 -m pip install PKG && exec "$0" "$@"' ARGV``."""
+        exe = Path(argv[0]).name if argv else ""
+        if exe == "vllm-router" and last_flag_value(argv, "--prometheus-host") is None:
+            # its metrics port (29000 unless --prometheus-port) binds 127.0.0.1 by default
+            # (vllm-router --help): unreachable for a scraper or the Service that lists it
+            argv = [*argv, "--prometheus-host", "0.0.0.0"]
+        if self.router_image:
+            return self.router_image, argv
+        lines = [ln for ln in self.install if exe and exe in ln.split()]
+        if not lines:
+            return self.image, argv
+        line = lines[0]
+        for pip in ("uv pip install", "pip install"):
+            if line.startswith(pip):
+                line = "python3 -m pip install --no-cache-dir" + line[len(pip):]
+                break
+        # $$ is Kubernetes' escape for a literal $ (it expands $(VAR) in command/args itself)
+        return self.image, ["/bin/sh", "-c", f'{line} && exec "$$0" "$$@"', *argv]
 
     def _pod(self, proc: dict[str, Any], labels: dict[str, str], container: dict[str, Any],
              init: list[dict[str, Any]]) -> dict[str, Any]:
@@ -368,6 +437,9 @@ class _Exporter:
             volumes.append({"name": "config", "configMap": {"name": self._workload("config")}})
         if proc.get("role") in ENGINE_ROLES:
             volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
+            volumes.append({"name": "hf-cache", **(
+                {"persistentVolumeClaim": {"claimName": self.hf_cache_claim}} if self.hf_cache_claim
+                else {"hostPath": {"path": HF_CACHE_HOST_PATH, "type": "DirectoryOrCreate"}})})
         if volumes:
             spec["volumes"] = volumes
         return {"metadata": {"labels": labels}, "spec": spec}
@@ -470,6 +542,13 @@ class _Exporter:
 
         leader_c = self._container(head, inside)
         worker_c = self._container(workers[0], inside, worker_argv)
+        # one worker template for every worker: its side-channel ports are those of all their ranks
+        worker_sc = sorted({p for w in workers for p in side_channel_ports(*container_command(w, self.image))})
+        if worker_sc:
+            have = {p["containerPort"] for p in worker_c.get("ports", [])}
+            worker_c["ports"] = sorted([*worker_c.get("ports", []), *({"containerPort": p, "name": f"p{p}"}
+                                                                       for p in worker_sc if p not in have)],
+                                       key=lambda x: x["containerPort"])
         leader_labels = {**labels, "vllm-wizard/group-role": "leader"}
         worker_labels = {**labels, "vllm-wizard/group-role": "worker"}
         lws = {
@@ -488,22 +567,77 @@ class _Exporter:
         docs = [lws]
         ports = self._ports(head, inside)
         if ports:
-            docs.append(self._service(name, {"app.kubernetes.io/name": name, "vllm-wizard/group-role": "leader"}, ports))
+            # every member serving the API (data parallel with hybrid load balancing: one API server
+            # per node, each in front of its local ranks) takes traffic; else the leader alone
+            api_port = _port_of(str((head.get("health") or {}).get("url") or ""))
+            every = api_port is not None and all(api_port in self._ports(w, inside) for w in workers)
+            selector = {"app.kubernetes.io/name": name}
+            if not every:
+                selector["vllm-wizard/group-role"] = "leader"
+            docs.append(self._service(name, selector, ports))
+        if worker_sc:  # peers reach each member's side channel at its pod IP: a headless Service names them
+            svc = self._service(dns_name(f"{name}-side-channel"), {"app.kubernetes.io/name": name},
+                                sorted({*worker_sc, *side_channel_ports(*container_command(head, self.image))}))
+            svc["spec"]["clusterIP"] = "None"
+            docs.append(svc)
         return docs
+
+
+def side_channel_ports(argv: list[str], env: Mapping[str, str]) -> list[int]:
+    """The NIXL side-channel ports an engine listens on (vLLM 0.32.0
+    ``vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py``: the base port +
+    the data-parallel index of each rank it runs): ``[]`` without a NixlConnector; base
+    ``VLLM_NIXL_SIDE_CHANNEL_PORT`` (default :data:`NIXL_SIDE_CHANNEL_PORT`); ranks from
+    ``--data-parallel-start-rank`` (0) over ``--data-parallel-size-local`` (else 1)."""
+    if not any("NixlConnector" in a for a in argv):
+        return []
+    base = str(env.get("VLLM_NIXL_SIDE_CHANNEL_PORT") or NIXL_SIDE_CHANNEL_PORT)
+    if not base.isdigit():
+        return []
+    start = last_flag_value(argv, "--data-parallel-start-rank") or "0"
+    local = last_flag_value(argv, "--data-parallel-size-local") or "1"
+    start_n = int(start) if start.isdigit() else 0
+    local_n = int(local) if local.isdigit() else 1
+    return [int(base) + start_n + i for i in range(local_n)]
+
+
+def secret_keys(files: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    """Every key of :data:`SECRET_NAME` the manifests read (``HF_TOKEN``, ``API_KEY`` …), sorted."""
+    keys: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            ref = node.get("secretKeyRef")
+            if isinstance(ref, dict) and ref.get("name") == SECRET_NAME:
+                keys.add(str(ref["key"]))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk([d for _, docs in files for d in docs])
+    return sorted(keys)
 
 
 def kubernetes_manifests(data: Mapping[str, Any], image: str, vendor: str | None = None, arch: str | None = None,
                          name: str = "vllm", namespace: str | None = None,
-                         values: Mapping[str, str] | None = None) -> list[tuple[str, list[dict[str, Any]]]]:
+                         values: Mapping[str, str] | None = None, router_image: str | None = None,
+                         hf_cache_claim: str | None = None,
+                         cpu_requests: Mapping[str, str] | None = None) -> list[tuple[str, list[dict[str, Any]]]]:
     """The manifests of plan-file ``data``: ``[(file name, [manifest dict, …]), …]`` in start order
     (``10-`` infra, ``20-`` companions, ``30-`` engines, ``40-`` routers).
 
     ``image``: the container image of every workload; ``vendor``/``arch``: hardware brand and
     compute arch for the device resource (:func:`device_resource`); ``name``: prefix of every
     object name; ``namespace``: set on every object when given; ``values``: placeholder values
-    (``--k8s-set``), before anything derived. Raises :class:`ExportError`.
+    (``--k8s-set``), before anything derived; ``router_image``: the router's image (default: ``image``
+    with the plan's router install run first); ``hf_cache_claim``: a PersistentVolumeClaim for the
+    Hugging Face cache (default: a hostPath on the node); ``cpu_requests``: ``{"cpu", "memory"}`` of a
+    CPU engine pod (default :data:`CPU_ENGINE_REQUESTS`). Raises :class:`ExportError`.
     """
-    return _Exporter(data, image, vendor, arch, name, namespace, values).build()
+    return _Exporter(data, image, vendor, arch, name, namespace, values, router_image, hf_cache_claim,
+                     cpu_requests).build()
 
 
 def write_manifests(directory: Path, files: list[tuple[str, list[dict[str, Any]]]]) -> list[Path]:
@@ -519,8 +653,9 @@ def write_manifests(directory: Path, files: list[tuple[str, list[dict[str, Any]]
             return True
 
     directory.mkdir(parents=True, exist_ok=True)
+    literals = " ".join(f"--from-literal={k}=…" for k in secret_keys(files) or ["HF_TOKEN"])
     header = (f"# vllm-wizard: kubectl apply -f {directory}/ — secrets come from Secret {SECRET_NAME!r}:\n"
-              f"#   kubectl create secret generic {SECRET_NAME} --from-literal=HF_TOKEN=…\n")
+              f"#   kubectl create secret generic {SECRET_NAME} {literals}\n")
     out = []
     for fname, docs in files:
         # atomic; 0644: the manifests hold no secret value (each is read from the Secret)

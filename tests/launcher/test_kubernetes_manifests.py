@@ -236,7 +236,8 @@ def test_data_parallel_workers_start_at_their_own_rank(tmp_path) -> None:
 
 def _engines(files: dict[str, list[dict]]) -> list[dict]:
     """The engine containers (those requesting a device) of every workload."""
-    return [c for ds in files.values() for d in ds for c in _containers(d) if "resources" in c]
+    return [c for ds in files.values() for d in ds for c in _containers(d)
+            if set(c.get("resources", {}).get("limits", {})) & set(DEVICE_RESOURCES.values())]
 
 
 def test_single_node_tp1_requests_one_gpu_not_the_profiles_eight(tmp_path) -> None:
