@@ -54,6 +54,32 @@ WAIT_READY = [
     "  done",
     "}",
 ]
+#: Bash helper of a script whose process routes to engines on other machines:
+#: ``wait_remote URL`` polls URL every 2 s until it answers, exit 1 after ``$VLLM_WIZARD_WAIT_TIMEOUT`` s.
+WAIT_REMOTE = [
+    "wait_remote() {  # URL: an engine on another machine",
+    '  local deadline=$((SECONDS + WAIT_TIMEOUT))',
+    '  until curl -fsS -o /dev/null "$1"; do',
+    '    (( SECONDS < deadline )) || { echo "no answer at $1 after ${WAIT_TIMEOUT} s '
+    '(set VLLM_WIZARD_WAIT_TIMEOUT)" >&2; exit 1; }',
+    "    sleep 2",
+    "  done",
+    "}",
+]
+#: Router flags whose value is an engine base URL (vllm-router, SMG; ``--backend-url`` of the kv_store router).
+ENGINE_URL_FLAGS = ("--prefill", "--decode", "--backend-url", "--worker-urls")
+
+
+def engine_health_urls(argv: list[str]) -> list[str]:
+    """The ``/health`` URL of every engine a router command routes to (the values of
+    :data:`ENGINE_URL_FLAGS` that are http(s) URLs), in argv order."""
+    out = []
+    for flag, value in zip(argv, argv[1:]):
+        if flag in ENGINE_URL_FLAGS and value.startswith(("http://", "https://")):
+            url = value.rstrip("/") + "/health"
+            if url not in out:
+                out.append(url)
+    return out
 #: Version of the plan file layout (contracts §2).
 
 
@@ -208,10 +234,16 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
             config_lines += [f"export {name}=${{{name}:-{default}}}", f'mkdir -p "$(dirname "${name}")"',
                              f'cat > "${name}" <<EOF', text, "EOF"]
         for name in sorted(set(placeholders) - set(configs)):
-            lines.append(f': "${{{name}:?export {name} before running this script}}"')
+            if name in plan.placeholder_defaults:  # the plan's default unless exported
+                lines.append(f': "${{{name}:={plan.placeholder_defaults[name]}}}"')
+            else:
+                lines.append(f': "${{{name}:?export {name} before running this script}}"')
         lines += config_lines
         lines.append("trap 'rc=$?; jobs -p | xargs -r kill 2>/dev/null || true; exit $rc' EXIT  # no orphans, keep status")
         lines += WAIT_READY
+        routes = {p.name: engine_health_urls(p.argv) for p in procs if p.role == "router"}
+        if any(routes.values()):
+            lines += WAIT_REMOTE
         lines.append("")
         fns = {p.name: "start_" + re.sub(r"[^A-Za-z0-9_]", "_", p.name) for p in procs}
         for p in procs:
@@ -235,6 +267,8 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
                         pid = f"pid_{fns[q.name]}"
                         lines.append(f'wait_ready {shell_word(q.name)} "${pid}" {shell_word(q.health.url)}')
                 started = [q for q in started if q.health is None]
+            for url in routes.get(p.name, []):  # the engines it routes to answer first (other machines too)
+                lines.append(f"wait_remote {shell_word(url)}")
             if i == len(procs) - 1:
                 lines.append(fns[p.name])
             else:
