@@ -200,12 +200,55 @@ def plan_text(plan: LaunchPlan) -> str:
             if p.setup:
                 out.append(p.setup.rstrip())
             out.append(command_lines(p.argv))
-    if plan.placeholders:
+    holes = [*plan.placeholders, *(n for n in config_placeholders(plan) if n not in plan.placeholders)]
+    if holes:
         out.append("")
         defaults = plan.placeholder_defaults
         out.append("# fill before launch: " + " ".join(
-            f"${x}" + (f" (default {defaults[x]})" if x in defaults else "") for x in plan.placeholders))
+            f"${x}" + (f" (default {defaults[x]})" if x in defaults else "") for x in holes))
     return "\n".join(out) + "\n"
+
+
+def config_placeholders(plan: LaunchPlan) -> list[str]:
+    """Placeholders of the plan's config files that a person must fill (Mooncake's
+    ``$MOONCAKE_MASTER_IP``); ``…DEVICE_NAME`` ones default to "" (Mooncake picks the RDMA NICs)."""
+    return [n for n in ph.names_in(json.dumps(t) for t in plan.config_files.values()) if not n.endswith("DEVICE_NAME")]
+
+
+#: A flag whose value is a secret when one of its words (split at ``-``) is one of these, or it is
+#: ``--api-key`` — the launcher's rule for masking (``launcher/logs.py`` ``secret_argv_values``).
+SECRET_FLAG_WORDS = frozenset({"token", "secret", "password", "passwd", "credential", "credentials", "apikey"})
+
+
+def secret_flag(token: str) -> str | None:
+    """For a secret flag (``--api-key``, ``--hf-token``): the variable a script reads its value from
+    (``API_KEY``, ``HF_TOKEN``); None for any other token."""
+    if not token.startswith("--"):
+        return None
+    words = set(re.split(r"[-_]+", token.lstrip("-").lower()))
+    if words & SECRET_FLAG_WORDS or {"api", "key"} <= words:
+        return re.sub(r"[^A-Z0-9]+", "_", token.lstrip("-").upper())
+    return None
+
+
+def _secrets_from_env(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(argv with each secret flag's literal value replaced by ``$VAR``, the variables): a script
+    file must not hold an API key; the person exports it before running the script."""
+    out, names, var = [], [], None
+    for tok in argv:
+        flag, eq, value = tok.partition("=")
+        if var is not None and not tok.startswith("-") and not ph.is_placeholder(tok):
+            out.append(f"${var}")
+            names.append(var)
+            continue
+        var = secret_flag(tok)
+        if eq and (v := secret_flag(flag)) and not ph.is_placeholder(value):
+            out.append(f"{flag}=${v}")
+            names.append(v)
+            var = None
+            continue
+        out.append(tok)
+    return out, list(dict.fromkeys(names))
 
 
 def node_scripts(plan: LaunchPlan) -> dict[str, str]:
@@ -214,6 +257,10 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
     r = plan.resolved
     for label, procs in group_by_node(plan).items():
         placeholders = ph.names_in(t for p in procs for t in [*p.argv, *p.env.values()])
+        argvs, secrets = {}, []
+        for p in procs:
+            argvs[p.name], names = _secrets_from_env(p.argv)
+            secrets += [n for n in names if n not in secrets]
         lines = [
             "#!/usr/bin/env bash",
             f"# vllm-wizard plan for {r['model']} ({r['variant']}) on {r['hardware']} — {label}",
@@ -233,7 +280,9 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
             default = CONFIG_DEFAULT_PATHS.get(name, f"/etc/vllm-wizard/{name.lower()}.json")
             config_lines += [f"export {name}=${{{name}:-{default}}}", f'mkdir -p "$(dirname "${name}")"',
                              f'cat > "${name}" <<EOF', text, "EOF"]
-        for name in sorted(set(placeholders) - set(configs)):
+        for name in secrets:
+            lines.append(f': "${{{name}:?export {name} (the value of --{name.lower().replace("_", "-")}) before running this script}}"')
+        for name in sorted(set(placeholders) - set(configs) - set(secrets)):
             if name in plan.placeholder_defaults:  # the plan's default unless exported
                 lines.append(f': "${{{name}:={plan.placeholder_defaults[name]}}}"')
             else:
@@ -252,7 +301,7 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
                 body += _env_lines(p.env)
             if p.setup:  # after the env it reads
                 body += p.setup.rstrip().splitlines()
-            body.append("exec " + command_lines(p.argv).replace("\n", "\n  "))
+            body.append("exec " + command_lines(argvs[p.name]).replace("\n", "\n  "))
             lines.append(f"{fns[p.name]}() {{  # [{p.phase}] {p.role}" + (f" — {p.label}" if p.label else ""))
             lines += ["  " + b for b in body]
             lines.append("}")

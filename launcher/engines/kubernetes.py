@@ -124,9 +124,32 @@ def device_resource(vendor: str | None, arch: str | None = None) -> str | None:
     return DEVICE_RESOURCES.get(vendor)
 
 
+def docker_image(proc: Mapping[str, Any]) -> str | None:
+    """The image a ``docker run …`` argv runs (its first word that is no option), None for another argv."""
+    argv = [str(a) for a in proc.get("argv") or []]
+    if not argv or Path(argv[0]).name not in CONTAINER_CLIENTS:
+        return None
+    i = 2 if len(argv) > 1 and argv[1] == "run" else 1
+    while i < len(argv):
+        if argv[i] in _FLAGS_WITH_VALUE:
+            i += 2
+            continue
+        if not argv[i].startswith("-"):
+            return argv[i]
+        i += 1
+    return None
+
+
+def runs_vllm(image: str | None) -> bool:
+    """Whether a plan's docker image has vLLM's entrypoint (``vllm serve``): the vLLM images of each
+    vendor carry ``vllm`` in their name; another (Dynamo's etcd) runs its own command."""
+    return image is None or "vllm" in image.lower()
+
+
 def container_command(proc: Mapping[str, Any], image: str | None) -> tuple[list[str], dict[str, str]]:
     """(argv inside the container, env) of a plan process: a ``docker run … IMAGE ARGS`` argv
-    becomes ``vllm serve ARGS`` (the vLLM images' entrypoint) with its ``-e K=V`` in env."""
+    becomes ``vllm serve ARGS`` (the vLLM images' entrypoint) with its ``-e K=V`` in env; one of
+    another image (:func:`runs_vllm`) keeps ``ARGS``."""
     argv = [str(a) for a in proc.get("argv") or []]
     env = {str(k): str(v) for k, v in (proc.get("env") or {}).items()}
     if not argv or Path(argv[0]).name not in CONTAINER_CLIENTS:
@@ -146,7 +169,7 @@ def container_command(proc: Mapping[str, Any], image: str | None) -> tuple[list[
             break  # the image
         i += 1
     rest = argv[i + 1:]
-    if rest and rest[0] in ("vllm", "python", "python3", "bash", "sh"):
+    if rest and (rest[0] in ("vllm", "python", "python3", "bash", "sh") or not runs_vllm(docker_image(proc))):
         return rest, env
     return ["vllm", "serve", *rest], env
 
@@ -213,6 +236,8 @@ class _Exporter:
 
         if name == "MOONCAKE_MASTER_IP":
             return next((svc(str(p["name"])) for p in self.procs if p.get("role") == "mooncake_master"), None)
+        if name == "DYN_CONTROL_IP":  # Dynamo's control plane: its etcd
+            return next((svc(str(p["name"])) for p in self.procs if p.get("role") == "infra"), None)
         m = re.fullmatch(r"VLLM_INSTANCE_(\d+)", name)
         if m:  # 1-based: the instance-<i-1> workload
             k = int(m.group(1)) - 1
@@ -352,6 +377,9 @@ class _Exporter:
                 out.append(port)
         argv, env = container_command(proc, self.image)
         out += side_channel_ports(argv, env)
+        for url in (last_flag_value(argv, "--listen-client-urls") or "").split(","):  # etcd
+            if url and (port := _port_of(url)):
+                out.append(port)
         return sorted(set(out))
 
     def _devices(self, argv: list[str], env: dict[str, str]) -> int:
@@ -383,6 +411,8 @@ class _Exporter:
         argv = self._secret_args(argv, env_list)
         argv = [self._fill(f"process {name!r} argv", a, inside) for a in argv]
         image = self.image
+        if not runs_vllm(own := docker_image(proc)):  # another program's image (Dynamo's etcd)
+            image = own
         if proc.get("role") == "router":
             image, argv = self._router_image(argv)
         c: dict[str, Any] = {"name": dns_name(name), "image": image, "command": argv[:1], "args": argv[1:],
@@ -566,6 +596,8 @@ class _Exporter:
         }
         docs = [lws]
         ports = self._ports(head, inside)
+        if worker_sc:  # the side channels are in the group's headless Service below
+            ports = [p for p in ports if p not in side_channel_ports(*container_command(head, self.image))]
         if ports:
             # every member serving the API (data parallel with hybrid load balancing: one API server
             # per node, each in front of its local ranks) takes traffic; else the leader alone

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.files import write_atomic
+from vllm_deploy_wizard.common.placeholders import names as placeholders_in
 from vllm_deploy_wizard.launcher.plan_file import plan_node_labels
 
 _SAFE_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -51,11 +52,21 @@ _POOL_LABEL = re.compile(r"^(prefill|decode)-node-(\d+)$")
 ROUTER_LABEL = "router"
 
 
-def address_placeholder(label: str) -> str | None:
-    """The placeholder holding the address of machine ``label`` (``prefill-node-0`` →
-    ``PREFILL_NODE_1``), or None for labels without one."""
+_INSTANCE_LABEL = re.compile(r"^instance-(\d+)-node-0$")
+
+
+def address_placeholders(label: str) -> list[str]:
+    """The placeholders holding the address of machine ``label`` ([] for labels without one):
+    ``prefill-node-<k>`` → ``PREFILL_NODE_<k+1>``, ``instance-<i>-node-0`` → ``VLLM_INSTANCE_<i+1>``
+    (the kv_store router's ``--backend-url``), ``services`` → ``MOONCAKE_MASTER_IP`` and
+    ``DYN_CONTROL_IP`` (Mooncake's master, Dynamo's etcd)."""
     m = _POOL_LABEL.match(label)
-    return f"{m.group(1).upper()}_NODE_{int(m.group(2)) + 1}" if m else None
+    if m:
+        return [f"{m.group(1).upper()}_NODE_{int(m.group(2)) + 1}"]
+    m = _INSTANCE_LABEL.match(label)
+    if m:
+        return [f"VLLM_INSTANCE_{int(m.group(1)) + 1}"]
+    return ["MOONCAKE_MASTER_IP", "DYN_CONTROL_IP"] if label == "services" else []
 
 
 def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vllm-wizard",
@@ -78,7 +89,9 @@ def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vll
     n = len(engines)
     sequential = engines == [f"node-{k}" for k in range(n)]
     holes = set(plan_placeholders(data))
-    addresses = {ph: k for k, label in enumerate(engines) if (ph := address_placeholder(label)) in holes}
+    configs = (data.get("plan") or {}).get("config_files") or {}
+    holes.update(n for text in map(str, configs.values()) for n in placeholders_in(text))  # Mooncake's master
+    addresses = {ph: k for k, label in enumerate(engines) for ph in address_placeholders(label) if ph in holes}
     sets = (["HEAD_IP"] + [ph for ph in sorted(addresses, key=addresses.get)]
             + (["ROUTER_HOST"] if router and "ROUTER_HOST" in holes else []))
     lines = [
