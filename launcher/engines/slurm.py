@@ -129,6 +129,8 @@ def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vll
     if router and "ROUTER_HOST" in holes:
         lines.append('export ROUTER_HOST="${ROUTER_HOST:-0.0.0.0}"  # reachable from the other nodes')
     lines.append('echo "vllm-wizard: $SLURM_JOB_NUM_NODES nodes, head $head_host ($HEAD_IP), plan $WIZARD_PLAN"')
+    if len(sets) > 1:
+        lines.append("echo \"vllm-wizard: machine addresses:" + "".join(f" {v}=${v}" for v in sets[1:]) + '"')
     sets_bash = 'sets=(); for v in $WIZARD_SETS; do sets+=(--set "$v=${!v}"); done; '
     if sequential:
         task = sets_bash + 'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node "node-$SLURM_NODEID" --foreground "${sets[@]}"'
