@@ -12,7 +12,9 @@ docs/multi-node.md §1):
   joined, so waiting for a ready leader would deadlock);
 * every other process (single-node server, a single-node PD pool, router, LMCache server, Mooncake
   master/store, etcd) → one ``Deployment``;
-* a ``Service`` per workload that listens (every plan port), selecting the leader pod of a group.
+* a ``Service`` per workload that listens (every plan port, its health URL's port, its NIXL side
+  channel), selecting the leader pod of a group — every pod when each member serves the API (data
+  parallel with hybrid load balancing); a group's side channels in a headless Service.
 
 Each container: the plan's image (docker plans: the argv after the image in ``docker run``), the
 vendor's device resource (:data:`DEVICE_RESOURCES`) for engines, as many as the process uses on
@@ -20,14 +22,19 @@ its node (a ``*_VISIBLE_DEVICES`` pin's ids, else its parallel-size flags, else 
 ``device_count``; the pin itself is dropped: the pod's devices are numbered from 0), ``/dev/shm``
 as a memory ``emptyDir``, readiness/startup/liveness probes on the process's health path (a TCP probe on its
 first port when it has none), ``HF_TOKEN`` and every secret-named env or secret flag value
-(``--api-key``) from a ``Secret`` reference (:data:`SECRET_NAME`), never inline. What depends on
+(``--api-key``) from a ``Secret`` reference (:data:`SECRET_NAME`), never inline; engines mount the
+Hugging Face cache (:data:`HF_CACHE_DIR`, a hostPath or ``--k8s-hf-cache-claim``) so a restart does not
+download again; a pod without devices requests CPU and memory; a router image without the router
+installs the plan's router package first (``--k8s-router-image`` otherwise). What depends on
 another workload (``depends_on``: an engine on its companions, a router on its engines) gets an
 init container waiting until that Service answers — Kubernetes starts everything at once otherwise.
 
 Placeholders: ``$HEAD_IP``-like master addresses become the group's leader address inside the
 group and the leader Service's DNS name elsewhere (a PD router's ``--prefill http://$PREFILL_NODE_1…``);
 ``$NODE_IP`` and ``VLLM_HOST_IP`` the pod IP (downward API); ``$IFACE_NAME`` the pod's ``eth0``;
-``$ROUTER_HOST`` 0.0.0.0; other machines' addresses (``$MOONCAKE_MASTER_IP``, ``$VLLM_INSTANCE_<i>``,
+``$ROUTER_HOST`` 0.0.0.0 (over the plan's one-machine default ``localhost``; a vllm-router's metrics
+bind every address too); ``VLLM_NIXL_SIDE_CHANNEL_HOST`` the pod IP (a Service's ClusterIP is no
+address to bind); other machines' addresses (``$MOONCAKE_MASTER_IP``, ``$VLLM_INSTANCE_<i>``,
 ``$PREFILL_NODE_<k>``) their Service; a config file (``$MOONCAKE_CONFIG_PATH``) its path in a
 ``ConfigMap`` mounted at :data:`CONFIG_DIR`; ``$…_DP_RPC_PORT`` vLLM's default RPC port; others the
 ``--k8s-set`` values, then the plan's ``placeholder_defaults``. One left over is an
@@ -43,22 +50,15 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from vllm_deploy_wizard.common.errors import LaunchError
-from vllm_deploy_wizard.common.files import write_atomic
 from vllm_deploy_wizard.common.flags import last_flag_value, set_flag
 from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
 from vllm_deploy_wizard.common.placeholders import fill, names as placeholders_in
+from vllm_deploy_wizard.launcher.engines.kubernetes_containers import (  # noqa: F401 - DEVICE_RESOURCES re-exported
+    DEVICE_RESOURCES, container_command, device_resource, docker_image, port_of, runs_vllm, side_channel_ports,
+)
 from vllm_deploy_wizard.launcher.spec import PHASES
 
-#: Device-plugin resource per hardware brand (and Intel compute arch): what a pod requests.
-DEVICE_RESOURCES: dict[str, str] = {
-    "NVIDIA": "nvidia.com/gpu",
-    "AMD": "amd.com/gpu",
-    "Huawei": "huawei.com/Ascend910",
-    "Google": "google.com/tpu",
-    "Intel/xpu": "gpu.intel.com/i915",
-    "Intel/xe": "gpu.intel.com/xe",
-}
 #: The Secret every sensitive value is read from (``kubectl create secret generic …``).
 SECRET_NAME = "vllm-wizard-secrets"
 #: Roles that run on accelerators (get the device resource and /dev/shm).
@@ -90,18 +90,10 @@ DP_RPC_PORT = "29550"
 HF_CACHE_DIR = "/root/.cache/huggingface"
 #: The node folder of the default Hugging Face cache volume (hostPath, created when missing).
 HF_CACHE_HOST_PATH = "/var/lib/vllm-wizard/hf-cache"
-#: vLLM's NIXL side-channel port when ``VLLM_NIXL_SIDE_CHANNEL_PORT`` is unset (vLLM 0.32.0 ``vllm/envs.py``);
-#: each data-parallel rank listens on this port + its DP index
-#: (``vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py``).
-NIXL_SIDE_CHANNEL_PORT = 5600
 #: Requests of a pod without accelerators: a CPU engine (``cpu`` cores, ``memory``), and every
 #: other workload (router, companions, infra) — the scheduler places pods by their requests.
 CPU_ENGINE_REQUESTS = {"cpu": "8", "memory": "32Gi"}
 SERVICE_REQUESTS = {"cpu": "500m", "memory": "1Gi"}
-CONTAINER_CLIENTS = ("docker", "podman", "nerdctl")
-_FLAGS_WITH_VALUE = ("-e", "--env", "-v", "--volume", "-p", "--publish", "--device", "--name", "--network",
-                     "--ipc", "--shm-size", "--gpus", "-w", "--workdir", "--entrypoint", "--ulimit", "--cap-add",
-                     "--security-opt", "--group-add", "-u", "--user", "--runtime", "--env-file", "--mount")
 
 
 class ExportError(LaunchError):
@@ -112,73 +104,6 @@ def dns_name(text: str) -> str:
     """``text`` as a DNS-1123 label (lower case, ``-``, at most 63 characters)."""
     out = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
     return (out or "vllm")[:63].rstrip("-")
-
-
-def device_resource(vendor: str | None, arch: str | None = None) -> str | None:
-    """The device-plugin resource for a hardware brand (``NVIDIA`` → ``nvidia.com/gpu``); Intel
-    GPUs by ``arch`` (``xpu`` → i915, ``xe`` → xe); None for CPUs and unknown brands."""
-    if not vendor:
-        return None
-    if vendor == "Intel":
-        return DEVICE_RESOURCES.get(f"Intel/{arch}") if arch in ("xpu", "xe") else None
-    return DEVICE_RESOURCES.get(vendor)
-
-
-def docker_image(proc: Mapping[str, Any]) -> str | None:
-    """The image a ``docker run …`` argv runs (its first word that is no option), None for another argv."""
-    argv = [str(a) for a in proc.get("argv") or []]
-    if not argv or Path(argv[0]).name not in CONTAINER_CLIENTS:
-        return None
-    i = 2 if len(argv) > 1 and argv[1] == "run" else 1
-    while i < len(argv):
-        if argv[i] in _FLAGS_WITH_VALUE:
-            i += 2
-            continue
-        if not argv[i].startswith("-"):
-            return argv[i]
-        i += 1
-    return None
-
-
-def runs_vllm(image: str | None) -> bool:
-    """Whether a plan's docker image has vLLM's entrypoint (``vllm serve``): the vLLM images of each
-    vendor carry ``vllm`` in their name; another (Dynamo's etcd) runs its own command."""
-    return image is None or "vllm" in image.lower()
-
-
-def container_command(proc: Mapping[str, Any], image: str | None) -> tuple[list[str], dict[str, str]]:
-    """(argv inside the container, env) of a plan process: a ``docker run … IMAGE ARGS`` argv
-    becomes ``vllm serve ARGS`` (the vLLM images' entrypoint) with its ``-e K=V`` in env; one of
-    another image (:func:`runs_vllm`) keeps ``ARGS``."""
-    argv = [str(a) for a in proc.get("argv") or []]
-    env = {str(k): str(v) for k, v in (proc.get("env") or {}).items()}
-    if not argv or Path(argv[0]).name not in CONTAINER_CLIENTS:
-        return argv, env
-    i = 2 if len(argv) > 1 and argv[1] == "run" else 1
-    while i < len(argv):
-        tok = argv[i]
-        if image and tok == image:
-            break
-        if tok in ("-e", "--env") and i + 1 < len(argv):
-            k, _, v = argv[i + 1].partition("=")
-            env[k] = v
-        if tok in _FLAGS_WITH_VALUE:
-            i += 2
-            continue
-        if not tok.startswith("-"):
-            break  # the image
-        i += 1
-    rest = argv[i + 1:]
-    if rest and (rest[0] in ("vllm", "python", "python3", "bash", "sh") or not runs_vllm(docker_image(proc))):
-        return rest, env
-    return ["vllm", "serve", *rest], env
-
-
-def _port_of(url: str) -> int | None:
-    try:
-        return urlsplit(url).port
-    except ValueError:
-        return None
 
 
 class _Exporter:
@@ -372,13 +297,13 @@ class _Exporter:
                 out.append(int(s))
         health = proc.get("health") or {}
         if health.get("url") and not health.get("remote"):
-            port = _port_of(self._fill(f"process {name!r} health.url", str(health["url"]), inside))
+            port = port_of(self._fill(f"process {name!r} health.url", str(health["url"]), inside))
             if port:
                 out.append(port)
         argv, env = container_command(proc, self.image)
         out += side_channel_ports(argv, env)
         for url in (last_flag_value(argv, "--listen-client-urls") or "").split(","):  # etcd
-            if url and (port := _port_of(url)):
+            if url and (port := port_of(url)):
                 out.append(port)
         return sorted(set(out))
 
@@ -504,7 +429,7 @@ class _Exporter:
             health = d.get("health") or {}
             url = health.get("url") if not health.get("remote") else None
             ports = self._ports(d, {})
-            port = _port_of(url) if url else (ports[0] if ports else None)
+            port = port_of(url) if url else (ports[0] if ports else None)
             if port is None:
                 continue
             seen.add(svc)
@@ -601,7 +526,7 @@ class _Exporter:
         if ports:
             # every member serving the API (data parallel with hybrid load balancing: one API server
             # per node, each in front of its local ranks) takes traffic; else the leader alone
-            api_port = _port_of(str((head.get("health") or {}).get("url") or ""))
+            api_port = port_of(str((head.get("health") or {}).get("url") or ""))
             every = api_port is not None and all(api_port in self._ports(w, inside) for w in workers)
             selector = {"app.kubernetes.io/name": name}
             if not every:
@@ -613,43 +538,6 @@ class _Exporter:
             svc["spec"]["clusterIP"] = "None"
             docs.append(svc)
         return docs
-
-
-def side_channel_ports(argv: list[str], env: Mapping[str, str]) -> list[int]:
-    """The NIXL side-channel ports an engine listens on (vLLM 0.32.0
-    ``vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py``: the base port +
-    the data-parallel index of each rank it runs): ``[]`` without a NixlConnector; base
-    ``VLLM_NIXL_SIDE_CHANNEL_PORT`` (default :data:`NIXL_SIDE_CHANNEL_PORT`); ranks from
-    ``--data-parallel-start-rank`` (0) over ``--data-parallel-size-local`` (else 1)."""
-    if not any("NixlConnector" in a for a in argv):
-        return []
-    base = str(env.get("VLLM_NIXL_SIDE_CHANNEL_PORT") or NIXL_SIDE_CHANNEL_PORT)
-    if not base.isdigit():
-        return []
-    start = last_flag_value(argv, "--data-parallel-start-rank") or "0"
-    local = last_flag_value(argv, "--data-parallel-size-local") or "1"
-    start_n = int(start) if start.isdigit() else 0
-    local_n = int(local) if local.isdigit() else 1
-    return [int(base) + start_n + i for i in range(local_n)]
-
-
-def secret_keys(files: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
-    """Every key of :data:`SECRET_NAME` the manifests read (``HF_TOKEN``, ``API_KEY`` …), sorted."""
-    keys: set[str] = set()
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            ref = node.get("secretKeyRef")
-            if isinstance(ref, dict) and ref.get("name") == SECRET_NAME:
-                keys.add(str(ref["key"]))
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk([d for _, docs in files for d in docs])
-    return sorted(keys)
 
 
 def kubernetes_manifests(data: Mapping[str, Any], image: str, vendor: str | None = None, arch: str | None = None,
@@ -670,27 +558,3 @@ def kubernetes_manifests(data: Mapping[str, Any], image: str, vendor: str | None
     """
     return _Exporter(data, image, vendor, arch, name, namespace, values, router_image, hf_cache_claim,
                      cpu_requests).build()
-
-
-def write_manifests(directory: Path, files: list[tuple[str, list[dict[str, Any]]]]) -> list[Path]:
-    """Write ``files`` (from :func:`kubernetes_manifests`) as multi-document YAML into ``directory``
-    (created), each atomically with mode 0644; returns the paths. Each starts with how to create the
-    Secret it reads. Raises OSError when the folder cannot be written."""
-    import yaml
-
-    class Dumper(yaml.SafeDumper):
-        """Every shared value written out in full: no ``&id``/``*id`` anchors and aliases."""
-
-        def ignore_aliases(self, data: Any) -> bool:
-            return True
-
-    directory.mkdir(parents=True, exist_ok=True)
-    literals = " ".join(f"--from-literal={k}=…" for k in secret_keys(files) or ["HF_TOKEN"])
-    header = (f"# vllm-wizard: kubectl apply -f {directory}/ — secrets come from Secret {SECRET_NAME!r}:\n"
-              f"#   kubectl create secret generic {SECRET_NAME} {literals}\n")
-    out = []
-    for fname, docs in files:
-        # atomic; 0644: the manifests hold no secret value (each is read from the Secret)
-        out.append(write_atomic(directory / fname, header + yaml.dump_all(docs, Dumper=Dumper, sort_keys=False),
-                                mode=0o644))
-    return out

@@ -34,7 +34,7 @@ from vllm_deploy_wizard.catalog.selection import selection_from_data
 from vllm_deploy_wizard.common import placeholders as ph
 from vllm_deploy_wizard.common.flags import last_flag_value
 from vllm_deploy_wizard.common.parallelism import devices_on_node
-from vllm_deploy_wizard.launcher.engines.kubernetes import DEVICE_RESOURCES, SECRET_NAME, device_resource, kubernetes_manifests
+from vllm_deploy_wizard.launcher.engines.kubernetes import DEVICE_RESOURCES, SECRET_NAME, kubernetes_manifests
 from vllm_deploy_wizard.launcher.engines.slurm import sbatch_script
 from vllm_deploy_wizard.launcher.launch import HEAD_ADDRESS, NODE_ADDRESS, SELF_IFACE
 

@@ -60,7 +60,8 @@ def export(args: argparse.Namespace, cat: Any, selection: Any, doc: dict[str, An
 
     written: list[str] = []
     if getattr(args, "k8s", None) is not None:
-        from vllm_deploy_wizard.launcher.engines.kubernetes import ExportError, kubernetes_manifests, write_manifests
+        from vllm_deploy_wizard.launcher.engines.kubernetes import ExportError, kubernetes_manifests
+        from vllm_deploy_wizard.launcher.engines.kubernetes_files import write_manifests
 
         if args.k8s.exists() and not args.k8s.is_dir():
             raise SelectionError(f"--k8s {args.k8s}: is a file; --k8s takes a FOLDER for the manifests")
