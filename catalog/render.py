@@ -7,8 +7,12 @@
   (routers) once the engine answers its health URL (the wait stops the script, exit 1, as soon as a
   process it waits for has died, or after ``$VLLM_WIZARD_WAIT_TIMEOUT`` seconds, default 1800 —
   loading a large model takes minutes); the last process ``exec``s in the foreground so the script's lifetime is the
-  node's service. Placeholders must be exported before running: the
-  script refuses to start (``${VAR:?}``) while one is unset. A node that reads a Mooncake config
+  node's service. A placeholder with a plan default (``placeholder_defaults``: the router's
+  ``ROUTER_HOST``/``ROUTER_PORT``) takes it unless exported; the others must be exported before
+  running: the script refuses to start (``${VAR:?}``) while one is unset. A router first waits
+  for the ``/health`` of every engine it routes to (``wait_remote``; they may run on other
+  machines). A secret flag's value (``--api-key``) is read from the environment (``$API_KEY``),
+  never written into the script (docs/multi-node.md §7). A node that reads a Mooncake config
   file writes it first (default path under ``/etc/mooncake``, as the builder's config script does).
 * Plan file (``plan --out``): ``docs/contracts.md`` §2 — ``plan_version``, ``tool_version``,
   ``created``, ``provenance`` and the plan JSON.
