@@ -266,10 +266,8 @@ class _Exporter:
         name = proc.get("name")
         health = proc.get("health") or {}
         url = health.get("url")
-        # the process's own ports first (a side channel is no sign of a serving API)
-        own = [p for p in self._ports(proc, inside) if str(p) in
-               {self._fill(f"process {name!r} ports", str(x), inside) for x in proc.get("ports") or []}]
-        ports = own or self._ports(proc, inside)
+        # the plan's own ports first (a side channel is no sign of a serving API)
+        ports = self._plan_ports(proc, inside) or self._ports(proc, inside)
         if url and not health.get("remote"):
             u = urlsplit(self._fill(f"process {name!r} health.url", str(url), inside))
             action = {"httpGet": {"path": u.path or "/", "port": u.port or 80}}
@@ -285,16 +283,17 @@ class _Exporter:
             "livenessProbe": {**fresh(), "periodSeconds": period, "timeoutSeconds": 5, "failureThreshold": 3},
         }
 
+    def _plan_ports(self, proc: Mapping[str, Any], inside: dict[str, str]) -> list[int]:
+        """The plan's ``ports`` of ``proc`` (placeholders filled), sorted."""
+        filled = (self._fill(f"process {proc.get('name')!r} ports", str(p), inside) for p in proc.get("ports") or [])
+        return sorted({int(s) for s in filled if s.isdigit()})
+
     def _ports(self, proc: Mapping[str, Any], inside: dict[str, str]) -> list[int]:
-        """Every port ``proc`` listens on in its pod: the plan's ``ports`` (placeholders filled), the
-        port of its own health URL (a plan file that lists only a router's metrics port still
-        exposes its API) and its KV side-channel ports (:func:`side_channel_ports`)."""
+        """Every port ``proc`` listens on in its pod: the plan's ``ports``, the port of its own
+        health URL (a plan file that lists only a router's metrics port still exposes its API), its
+        KV side-channel ports (:func:`side_channel_ports`) and an etcd's client URLs' ports."""
         name = proc.get("name")
-        out = []
-        for p in proc.get("ports") or []:
-            s = self._fill(f"process {name!r} ports", str(p), inside)
-            if s.isdigit():
-                out.append(int(s))
+        out = self._plan_ports(proc, inside)
         health = proc.get("health") or {}
         if health.get("url") and not health.get("remote"):
             port = port_of(self._fill(f"process {name!r} health.url", str(health["url"]), inside))
