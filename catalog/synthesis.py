@@ -27,7 +27,6 @@ from .backends import last_port
 from .disaggregation import kv_store_lb_processes, pd_processes
 from .loader import Catalog
 from .omni import omni_processes
-
 from .plan import PHASES, Health, LaunchPlan, PlanProcess, find_placeholders
 from .plan_notes import config_files, notes, placeholder_defaults, resolved
 from .processes import companions, single_or_multi, strategy_companion
@@ -92,21 +91,20 @@ _SERVE_ROLES = ("serve", "head", "worker", "prefill", "decode")
 ROUTER_PROMETHEUS_PORT = 29000
 
 
-def _port_values(argv: list[str]) -> list[int]:
+def _port_values(argv: list[str]) -> list[int | str]:
     """Listening ports named by ``--port``/``--http-port``/``--prometheus-port``/``-rpc_port`` (each
     ``FLAG N`` or ``FLAG=N``);
     a ``vllm-router`` without ``--prometheus-port`` also listens on :data:`ROUTER_PROMETHEUS_PORT`
     (listed rather than added to argv so reference-shaped router commands stay byte-identical; the
     launcher's preflight then reports two routers on one host colliding on it)."""
-    ports: list[int | str] = []
+    numbers: set[int] = set()
     if argv[:1] == ["vllm-router"] and last_flag_value(argv, "--prometheus-port") is None:
-        ports.append(ROUTER_PROMETHEUS_PORT)
+        numbers.add(ROUTER_PROMETHEUS_PORT)
     values = flag_values(argv, "--port", "--http-port", "--prometheus-port", "-rpc_port")
-    ports += sorted({int(v) for v in values if v.isdigit()})
-    # a placeholder port ($ROUTER_PORT) is listed as written: launch fills it, and its preflight
-    # then checks the port the process really binds
-    ports += [v for v in dict.fromkeys(values) if is_placeholder(v)]
-    return sorted(set(ports), key=lambda x: (isinstance(x, str), x if isinstance(x, int) else 0, str(x)))
+    numbers.update(int(v) for v in values if v.isdigit())
+    # a placeholder port ($ROUTER_PORT) is listed as written, after the numbers: launch fills it,
+    # and its preflight then checks the port the process really binds
+    return [*sorted(numbers), *dict.fromkeys(v for v in values if is_placeholder(v))]
 
 
 #: ``Selection.companion_args`` keys → what they set (docs/catalog.md §6).
@@ -130,12 +128,13 @@ def _apply_companion_args(ctx: SynthesisContext, procs: list[PlanProcess]) -> No
     if unknown:
         raise did_you_mean("companion arg", unknown[0], COMPANION_ARGS, "(companion_args)", list_all=True)
     for key in ("l1_size_gb", "max_cpu_workers", "router_port", "prometheus_port"):
-        flag = "--" + key.replace("_", "-")
-        if key in given and not given[key].replace(".", "", 1).isdigit():
-            raise SelectionError(f"{flag} {given[key]!r} (companion arg {key}): expected a number"
-                                 + (", a port 1–65535" if key.endswith("_port") else ""))
-        if key.endswith("_port") and key in given and not (given[key].isdigit() and 0 < int(given[key]) < 65536):
-            raise SelectionError(f"{flag} {given[key]!r} (companion arg {key}): expected a port 1–65535")
+        if key not in given:
+            continue
+        where, value = f"--{key.replace('_', '-')} {given[key]!r} (companion arg {key})", given[key]
+        if key.endswith("_port") and not (value.isdigit() and 0 < int(value) < 65536):
+            raise SelectionError(f"{where}: expected a port 1–65535")
+        if not value.replace(".", "", 1).isdigit():
+            raise SelectionError(f"{where}: expected a number")
     fill = {"$ROUTER_HOST": given.get("router_host"), "$ROUTER_PORT": given.get("router_port")}
     for p in procs:
         if p.name.startswith("kv_offload:lmcache"):

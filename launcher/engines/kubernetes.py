@@ -366,7 +366,7 @@ class _Exporter:
         exe = Path(argv[0]).name if argv else ""
         if exe == "vllm-router" and last_flag_value(argv, "--prometheus-host") is None:
             # its metrics port (29000 unless --prometheus-port) binds 127.0.0.1 by default
-            # (vllm-router --help): unreachable for a scraper or the Service that lists it
+            # (vllm-router 0.1.17 --help): unreachable for a scraper or the Service that lists it
             argv = [*argv, "--prometheus-host", "0.0.0.0"]
         if self.router_image:
             return self.router_image, argv

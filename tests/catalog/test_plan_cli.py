@@ -528,7 +528,7 @@ def test_companion_args_from_flags(capsys) -> None:
 
 @pytest.mark.parametrize("port, why", [
     ("99999", "--router-port '99999' (companion arg router_port): expected a port 1–65535"),
-    ("abc", "--router-port 'abc' (companion arg router_port): expected a number"),
+    ("abc", "--router-port 'abc' (companion arg router_port): expected a port 1–65535"),
     ("8001", "--router-port 8001: prefill-0 listens on 8001 already"),
     ("29000", "--router-port 29000: the router's metrics port (--prometheus-port) is 29000 too")])
 def test_a_router_port_out_of_range_or_taken_is_refused_naming_the_flag(capsys, port, why) -> None:

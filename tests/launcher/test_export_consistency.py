@@ -47,7 +47,8 @@ LWS_VARS = {"LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX", "LWS_GROUP_SIZE"}
 #: Addresses every other pod reaches a listener on.
 POD_REACHABLE = {"0.0.0.0", "::", "$(POD_IP)"}
 #: Per executable: (port flag, default port, host flag, default host) of each listener — vLLM 0.32.0
-#: ``vllm serve`` binds every address unless ``--host``; ``vllm-router --help``: ``--host`` and
+#: ``vllm serve`` binds every address unless ``--host`` (``vllm/entrypoints/launchers/cli_args.py``
+#: ``host = None``, bound by ``launcher.py`` ``create_server_socket``); ``vllm-router`` 0.1.17 ``--help``: ``--host`` and
 #: ``--prometheus-host`` 127.0.0.1; the Dynamo frontend ``--http-host`` 0.0.0.0.
 LISTENERS = {
     "vllm": [("--port", 8000, "--host", "0.0.0.0")],
