@@ -55,7 +55,7 @@ from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
 from vllm_deploy_wizard.common.placeholders import fill, names as placeholders_in
 from vllm_deploy_wizard.launcher.engines.kubernetes_containers import (  # noqa: F401 - DEVICE_RESOURCES re-exported
-    DEVICE_RESOURCES, container_command, device_resource, docker_image, port_of, runs_vllm, side_channel_ports,
+    DEVICE_RESOURCES, container_command, device_resource, docker_image, kv_ports, port_of, runs_vllm,
 )
 from vllm_deploy_wizard.launcher.spec import PHASES
 
@@ -291,7 +291,7 @@ class _Exporter:
     def _ports(self, proc: Mapping[str, Any], inside: dict[str, str]) -> list[int]:
         """Every port ``proc`` listens on in its pod: the plan's ``ports``, the port of its own
         health URL (a plan file that lists only a router's metrics port still exposes its API), its
-        KV side-channel ports (:func:`side_channel_ports`) and an etcd's client URLs' ports."""
+        KV connector's ports (:func:`kv_ports`) and an etcd's client URLs' ports."""
         name = proc.get("name")
         out = self._plan_ports(proc, inside)
         health = proc.get("health") or {}
@@ -300,7 +300,7 @@ class _Exporter:
             if port:
                 out.append(port)
         argv, env = container_command(proc, self.image)
-        out += side_channel_ports(argv, env)
+        out += kv_ports(argv, env)
         for url in (last_flag_value(argv, "--listen-client-urls") or "").split(","):  # etcd
             if url and (port := port_of(url)):
                 out.append(port)
@@ -317,6 +317,11 @@ class _Exporter:
 
     def _container(self, proc: dict[str, Any], inside: dict[str, str], argv_edit=None) -> dict[str, Any]:
         name = str(proc["name"])
+        router = next((p for p in self.procs if p.get("role") == "router"), None)
+        if router is not None and proc is not router and "ROUTER_HOST" not in self.values:
+            # the router binds every address of its pod; the others reach it at its Service
+            # (MoRIIO engines ping it at ``proxy_ip: $ROUTER_HOST``)
+            inside = {**inside, "ROUTER_HOST": self._workload(str(router["name"]))}
         argv, env = container_command(proc, self.image)
         devices = self._devices(argv, env)
         if self.resource and proc.get("role") in ENGINE_ROLES:
@@ -497,7 +502,7 @@ class _Exporter:
         leader_c = self._container(head, inside)
         worker_c = self._container(workers[0], inside, worker_argv)
         # one worker template for every worker: its side-channel ports are those of all their ranks
-        worker_sc = sorted({p for w in workers for p in side_channel_ports(*container_command(w, self.image))})
+        worker_sc = sorted({p for w in workers for p in kv_ports(*container_command(w, self.image))})
         if worker_sc:
             have = {p["containerPort"] for p in worker_c.get("ports", [])}
             worker_c["ports"] = sorted([*worker_c.get("ports", []), *({"containerPort": p, "name": f"p{p}"}
@@ -521,7 +526,7 @@ class _Exporter:
         docs = [lws]
         ports = self._ports(head, inside)
         if worker_sc:  # the side channels are in the group's headless Service below
-            ports = [p for p in ports if p not in side_channel_ports(*container_command(head, self.image))]
+            ports = [p for p in ports if p not in kv_ports(*container_command(head, self.image))]
         if ports:
             # every member serving the API (data parallel with hybrid load balancing: one API server
             # per node, each in front of its local ranks) takes traffic; else the leader alone
@@ -533,7 +538,7 @@ class _Exporter:
             docs.append(self._service(name, selector, ports))
         if worker_sc:  # peers reach each member's side channel at its pod IP: a headless Service names them
             svc = self._service(dns_name(f"{name}-side-channel"), {"app.kubernetes.io/name": name},
-                                sorted({*worker_sc, *side_channel_ports(*container_command(head, self.image))}))
+                                sorted({*worker_sc, *kv_ports(*container_command(head, self.image))}))
             svc["spec"]["clusterIP"] = "None"
             docs.append(svc)
         return docs

@@ -1,9 +1,10 @@
 """What one plan process runs in its container (``plan … --k8s``; docs/multi-node.md §3): the argv
 inside the image (a ``docker run`` unwrapped), the device-plugin resource it requests, and the
-ports it listens on besides its own ``ports`` (vLLM's NIXL side channel)."""
+ports it listens on besides its own ``ports`` (its KV connector's: :func:`kv_ports`)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
@@ -106,6 +107,35 @@ def side_channel_ports(argv: list[str], env: Mapping[str, str]) -> list[int]:
     start_n = int(start) if start.isdigit() else 0
     local_n = int(local) if local.isdigit() else 1
     return [int(base) + start_n + i for i in range(local_n)]
+
+
+def moriio_ports(argv: list[str]) -> list[int]:
+    """The ports a MoRIIO engine listens on for its peers (vLLM 0.32.0
+    ``vllm/distributed/kv_transfer/kv_connector/v1/moriio/moriio_common.py``): ``handshake_port``,
+    and ``notify_port`` + ``get_port_offset(dp_rank, tp_rank)`` (= local DP rank + TP rank) for each
+    rank on the node; a router's ``--vllm-discovery-address HOST:PORT`` (where engines register);
+    ``[]`` otherwise. (Its KV port is any free port, no Service can list it: pods reach it by IP.)"""
+    discovery = last_flag_value(argv, "--vllm-discovery-address")
+    if discovery and discovery.rpartition(":")[2].isdigit():
+        return [int(discovery.rpartition(":")[2])]
+    config = last_flag_value(argv, "--kv-transfer-config") or ""
+    if "MoRIIOConnector" not in config:
+        return []
+    try:
+        extra = json.loads(config).get("kv_connector_extra_config") or {}
+        handshake, notify = int(extra["handshake_port"]), int(extra["notify_port"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return []
+    tp = last_flag_value(argv, "--tensor-parallel-size") or "1"
+    local = last_flag_value(argv, "--data-parallel-size-local") or "1"
+    tp_n, local_n = (int(tp) if tp.isdigit() else 1), (int(local) if local.isdigit() else 1)
+    return sorted({handshake, *(notify + d + t for d in range(local_n) for t in range(tp_n))})
+
+
+def kv_ports(argv: list[str], env: Mapping[str, str]) -> list[int]:
+    """Every port a process's KV connector listens on for its peers: NIXL's side channel
+    (:func:`side_channel_ports`) and MoRIIO's (:func:`moriio_ports`)."""
+    return sorted({*side_channel_ports(argv, env), *moriio_ports(argv)})
 
 
 def port_of(url: str) -> int | None:

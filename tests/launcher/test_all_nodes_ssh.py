@@ -204,7 +204,7 @@ def test_launch_all_nodes_prints_the_started_nodes_as_a_table(tmp_path, monkeypa
 
 def test_a_pd_plans_machine_addresses_come_from_their_hosts() -> None:
     """PD over --all-nodes: each pool's address is that machine's --host (resolved), this machine's is
-    its own address, the router binds every address; a --set value wins and nothing else is added."""
+    its own address, the router's is its machine's; a --set value wins and nothing else is added."""
     from vllm_deploy_wizard.commands.nodes import machine_addresses
 
     procs = [
@@ -219,7 +219,7 @@ def test_a_pd_plans_machine_addresses_come_from_their_hosts() -> None:
     data = {"plan": {"processes": procs}}
     hosts = {"decode-node-0": "root@127.0.0.3", "router": "127.0.0.1"}
     found = machine_addresses(data, "prefill-node-0", hosts, {}, here=lambda: "10.1.2.3")
-    assert found == {"PREFILL_NODE_1": "10.1.2.3", "DECODE_NODE_1": "127.0.0.3", "ROUTER_HOST": "0.0.0.0"}
+    assert found == {"PREFILL_NODE_1": "10.1.2.3", "DECODE_NODE_1": "127.0.0.3", "ROUTER_HOST": "127.0.0.1"}
     given = {"DECODE_NODE_1": "192.168.9.9", "ROUTER_HOST": "10.1.2.3"}
     assert machine_addresses(data, "prefill-node-0", hosts, given, here=lambda: "10.1.2.3") == {
         "PREFILL_NODE_1": "10.1.2.3"}

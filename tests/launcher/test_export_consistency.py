@@ -166,6 +166,20 @@ def bound(c: dict) -> dict[int, str]:
             m = re.search(r"https?://([^:/]+):(\d+)", a)
             if m and "listen" in " ".join(argv[max(0, argv.index(a) - 1):argv.index(a)]):
                 out[int(m.group(2))] = m.group(1)
+    discovery = last_flag_value(argv, "--vllm-discovery-address")  # a router MoRIIO engines register with
+    if discovery:
+        host, _, port = discovery.rpartition(":")
+        out[int(port)] = host
+    config = last_flag_value(argv, "--kv-transfer-config") or ""
+    if "MoRIIOConnector" in config:  # vLLM 0.32.0 moriio_common.py: host_ip, else get_ip() (the pod's address)
+        extra = json.loads(config).get("kv_connector_extra_config") or {}
+        host = extra.get("host_ip") or "$(POD_IP)"
+        tp = int(last_flag_value(argv, "--tensor-parallel-size") or 1)
+        local = int(last_flag_value(argv, "--data-parallel-size-local") or 1)
+        out[int(extra["handshake_port"])] = host
+        for d in range(local):
+            for t in range(tp):  # get_port_offset(dp_rank, tp_rank) with its default tp_size=1
+                out[int(extra["notify_port"]) + d + t] = host
     if any("NixlConnector" in a for a in argv):
         base = int(env.get("VLLM_NIXL_SIDE_CHANNEL_PORT") or 5600)
         start = last_flag_value(argv, "--data-parallel-start-rank")
@@ -176,6 +190,32 @@ def bound(c: dict) -> dict[int, str]:
             range(size) if "LWS_WORKER_INDEX" in " ".join(c.get("args", [])) else range(local))
         for r in ranks:
             out[base + r] = env.get("VLLM_NIXL_SIDE_CHANNEL_HOST") or "localhost"
+    return out
+
+
+#: Flags whose values are an engine's base URL (routers).
+URL_FLAGS = ("--prefill", "--decode", "--backend-url", "--worker-urls")
+
+
+def reaches(c: dict) -> list[tuple[str, int, str]]:
+    """``(host, port, what)`` of every address a container connects to: the engines a router routes
+    to, URLs in its env (``ETCD_ENDPOINTS``), a MoRIIO engine's router (``proxy_ip``), what an
+    init container waits for."""
+    argv = _run_argv(c)
+    out = []
+    for flag, value in zip(argv, argv[1:]):
+        m = re.match(r"https?://([^:/]+):(\d+)", value)
+        if flag in URL_FLAGS and m:
+            out.append((m.group(1), int(m.group(2)), f"{flag} {value}"))
+        if flag == "--kv-transfer-config" and "proxy_ip" in value:
+            extra = json.loads(value).get("kv_connector_extra_config") or {}
+            out.append((extra["proxy_ip"], int(extra["proxy_ping_port"]), "MoRIIO proxy_ip"))
+    for e in c.get("env", []):
+        m = re.match(r"https?://([^:/]+):(\d+)", e.get("value") or "")
+        if m:
+            out.append((m.group(1), int(m.group(2)), f"env {e['name']}"))
+    if c.get("command", [])[:2] == ["python3", "-c"] and len(c.get("args", [])) == 3:  # a wait init container
+        out.append((c["args"][0], int(c["args"][1]), "waits for"))
     return out
 
 
@@ -212,9 +252,15 @@ def k8s_problems(files: dict[str, list[dict]], device_count: int, secrets: list[
             if not good or (not headless and len(good) < len(chosen)):
                 problems.append(f"Service {d['metadata']['name']} port {target}: its pods bind it on {binds} "
                                 "(not an address other pods reach)")
+    services = {d["metadata"]["name"]: {p["port"] for p in d["spec"]["ports"]} for d in docs if d["kind"] == "Service"}
     for name, _, spec in pods:
         for c in [*spec.get("initContainers", []), *spec["containers"]]:
             where = f"{name}/{c['name']}"
+            for host, port, what in reaches(c):
+                if host == "$(LWS_LEADER_ADDRESS)":
+                    continue
+                if port not in services.get(host, ()):
+                    problems.append(f"{where}: {what} reaches {host}:{port}, which no Service serves")
             strings = [*c.get("command", []), *c.get("args", []), *(e.get("value") or "" for e in c.get("env", []))]
             left = [t for s in strings for t in ph.names_in([s.replace("$$", "")])]
             if left:
@@ -276,8 +322,12 @@ def slurm_problems(sbatch: str, doc: dict, text: str, secrets: list[str]) -> lis
     defaults = set(plan.get("placeholder_defaults") or {})
     listed = _fill_before_launch(text)
     config_holes = ph.names_in(json.dumps(t) for t in (plan.get("config_files") or {}).values())
+    router_apart = "router" in labels and len(labels) > 1
     for name in dict.fromkeys([*plan["placeholders"], *config_holes]):
-        if ADDRESS_PLACEHOLDER.match(name):
+        if name == "ROUTER_HOST" and router_apart:  # the engines may reach it there (MoRIIO's proxy_ip)
+            if name not in passed:
+                problems.append("$ROUTER_HOST (the router machine's address) is not passed to the tasks")
+        elif ADDRESS_PLACEHOLDER.match(name):
             if name not in passed and name not in defaults:
                 problems.append(f"${name} (a machine's address) is not passed to the tasks")
         elif name.endswith("DEVICE_NAME"):
@@ -353,3 +403,21 @@ def test_a_side_channel_on_a_service_name_and_an_unpassed_pool_address_fail_the_
     problems = all_problems(planted)
     assert any("port 5557" in p and "vllm-prefill-0" in p for p in problems), problems
     assert "$DECODE_NODE_1 (a machine's address) is not passed to the tasks" in problems
+
+
+def test_engines_pinging_their_own_pod_for_the_router_fail_the_checker(catalogs) -> None:
+    """MoRIIO engines reach the router at ``proxy_ip``: the router's bind address (0.0.0.0) there is
+    the engine itself."""
+    ex = exports(catalogs, {"model": "deepseek-ai/DeepSeek-V3", "hardware": "mi300x", "strategy": "pd_cluster",
+                            "nodes": 2, "connector": "moriio"})
+    assert not all_problems(ex)
+    planted = copy.deepcopy(ex)
+    prefill = next(d for ds in planted["k8s"].values() for d in ds
+                   if d["kind"] == "Deployment" and d["metadata"]["name"].endswith("prefill-0"))
+    args = prefill["spec"]["template"]["spec"]["containers"][0]["args"]
+    i = args.index("--kv-transfer-config") + 1
+    args[i] = args[i].replace('"proxy_ip":"vllm-router"', '"proxy_ip":"0.0.0.0"')
+    planted["sbatch"] = planted["sbatch"].replace(" ROUTER_HOST'", "'")
+    problems = all_problems(planted)
+    assert "vllm-prefill-0/prefill-0: MoRIIO proxy_ip reaches 0.0.0.0:36367, which no Service serves" in problems
+    assert "$ROUTER_HOST (the router machine's address) is not passed to the tasks" in problems

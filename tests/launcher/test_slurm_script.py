@@ -120,7 +120,7 @@ def test_pd_router_runs_beside_the_first_prefill_node_and_every_pool_address_is_
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     launches = _run_script(tmp_path, script, nodes=2)
     addresses = ["--set", "HEAD_IP=10.0.0.0", "--set", "PREFILL_NODE_1=10.0.0.0", "--set", "DECODE_NODE_1=10.0.0.1",
-                 "--set", "ROUTER_HOST=0.0.0.0"]
+                 "--set", "ROUTER_HOST=10.0.0.0"]  # the router's node: it binds it, engines reach it
     plan = str(script.with_name("job.sbatch.plan.yaml"))
     assert launches == [
         ["n0", "launch", plan, "--node", "prefill-node-0", "--foreground", *addresses],

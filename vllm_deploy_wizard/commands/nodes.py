@@ -84,30 +84,30 @@ def machine_addresses(data: Any, local: str, hosts: dict[str, str], values: dict
     """The placeholders naming a machine's address (``PREFILL_NODE_1`` for ``prefill-node-0`` …,
     :func:`~vllm_deploy_wizard.launcher.engines.slurm.address_placeholders`) that ``values`` lacks,
     each the address of that machine: ``here()`` (this machine's address) for ``local``, else its ``--host``
-    destination resolved to IPv4; and ``ROUTER_HOST`` 0.0.0.0 (the router serves the other machines,
-    the plan's default binds localhost). A destination that does not resolve is left out."""
+    destination resolved to IPv4; ``ROUTER_HOST`` the ``router`` machine's (the router binds it, the
+    engines reach it there; the plan's default ``localhost`` serves one machine only). A destination
+    that does not resolve is left out."""
     import socket
 
     from vllm_deploy_wizard.launcher.engines.slurm import ROUTER_LABEL, address_placeholders
     from vllm_deploy_wizard.launcher.plan_file import plan_node_labels, plan_placeholders
 
+    def address_of(label: str) -> str | None:
+        if label == local:
+            return here()
+        host = hosts.get(label, "").rpartition("@")[2].strip("[]")
+        try:
+            return socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0]
+        except (OSError, IndexError):
+            return None
+
     holes = set(plan_placeholders(data))
     out: dict[str, str] = {}
     for label in plan_node_labels(data):
-        for name in address_placeholders(label):
-            if name not in holes or name in values:
-                continue
-            if label == local:
-                if address := here():
-                    out[name] = address
-                continue
-            host = hosts.get(label, "").rpartition("@")[2].strip("[]")
-            try:
-                out[name] = socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0]
-            except (OSError, IndexError):
-                continue
-        if label == ROUTER_LABEL and "ROUTER_HOST" in holes and "ROUTER_HOST" not in values:
-            out["ROUTER_HOST"] = "0.0.0.0"
+        names = [*address_placeholders(label), *(["ROUTER_HOST"] if label == ROUTER_LABEL else [])]
+        for name in names:
+            if name in holes and name not in values and (address := address_of(label)):
+                out[name] = address
     return out
 
 
