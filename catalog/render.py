@@ -8,7 +8,8 @@
   process it waits for has died, or after ``$VLLM_WIZARD_WAIT_TIMEOUT`` seconds, default 1800 —
   loading a large model takes minutes); the last process ``exec``s in the foreground so the script's lifetime is the
   node's service. A placeholder with a plan default (``placeholder_defaults``: the router's
-  ``ROUTER_HOST``/``ROUTER_PORT``) takes it unless exported; the others must be exported before
+  ``ROUTER_HOST``/``ROUTER_PORT``; ``ROUTER_HOST`` only on the router's machine) takes it unless
+  exported; the others must be exported before
   running: the script refuses to start (``${VAR:?}``) while one is unset. A router first waits
   for the ``/health`` of every engine it routes to (``wait_remote``; they may run on other
   machines). A secret flag's value (``--api-key``) is read from the environment (``$API_KEY``),
@@ -286,8 +287,11 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
                              f'cat > "${name}" <<EOF', text, "EOF"]
         for name in secrets:
             lines.append(f': "${{{name}:?export {name} (the value of --{name.lower().replace("_", "-")}) before running this script}}"')
+        routes_here = any(p.role == "router" for p in procs)
         for name in sorted(set(placeholders) - set(configs) - set(secrets)):
-            if name in plan.placeholder_defaults:  # the plan's default unless exported
+            # the plan's default unless exported — the router's address (localhost) only on its own
+            # machine: elsewhere (a MoRIIO engine's proxy_ip) it names another machine
+            if name in plan.placeholder_defaults and (name != "ROUTER_HOST" or routes_here):
                 lines.append(f': "${{{name}:={plan.placeholder_defaults[name]}}}"')
             else:
                 lines.append(f': "${{{name}:?export {name} before running this script}}"')

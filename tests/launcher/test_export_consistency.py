@@ -352,6 +352,8 @@ def script_problems(scripts: dict[str, str], doc: dict, text: str, secrets: list
         for name in ph.names_in([funcs]):
             if name not in guarded | exported | {"SECONDS", "WAIT_TIMEOUT"}:
                 problems.append(f"{fname}: reads ${name}, neither exported nor checked")
+        if "start_router()" not in body and re.search(r'^: "\$\{ROUTER_HOST:=', body, re.M):
+            problems.append(f"{fname}: defaults $ROUTER_HOST, the router's address, on a machine without the router")
         for name in required - listed - secret_vars:
             problems.append(f"{fname}: stops without ${name}, which 'fill before launch' does not list")
         for ids in re.findall(r"_VISIBLE_DEVICES=([0-9,]+)", body):
