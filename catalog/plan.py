@@ -51,8 +51,9 @@ class PlanProcess(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     phase: Phase = "engine"
     depends_on: list[str] = Field(default_factory=list)
-    ports: list[int] = Field(default_factory=list)
-    """Every port the process listens on (for preflight)."""
+    ports: list[int | str] = Field(default_factory=list)
+    """Every port the process listens on (for preflight): a number, or a ``$PLACEHOLDER`` port
+    (the router's ``$ROUTER_PORT``) that launch fills."""
     health: Health | None = None
     """None = ready when started."""
     setup: str | None = None

@@ -7,8 +7,13 @@
   (routers) once the engine answers its health URL (the wait stops the script, exit 1, as soon as a
   process it waits for has died, or after ``$VLLM_WIZARD_WAIT_TIMEOUT`` seconds, default 1800 —
   loading a large model takes minutes); the last process ``exec``s in the foreground so the script's lifetime is the
-  node's service. Placeholders must be exported before running: the
-  script refuses to start (``${VAR:?}``) while one is unset. A node that reads a Mooncake config
+  node's service. A placeholder with a plan default (``placeholder_defaults``: the router's
+  ``ROUTER_HOST``/``ROUTER_PORT``; ``ROUTER_HOST`` only on the router's machine) takes it unless
+  exported; the others must be exported before
+  running: the script refuses to start (``${VAR:?}``) while one is unset. A router first waits
+  for the ``/health`` of every engine it routes to (``wait_remote``; they may run on other
+  machines). A secret flag's value (``--api-key``) is read from the environment (``$API_KEY``),
+  never written into the script (docs/multi-node.md §7). A node that reads a Mooncake config
   file writes it first (default path under ``/etc/mooncake``, as the builder's config script does).
 * Plan file (``plan --out``): ``docs/contracts.md`` §2 — ``plan_version``, ``tool_version``,
   ``created``, ``provenance`` and the plan JSON.
@@ -54,6 +59,32 @@ WAIT_READY = [
     "  done",
     "}",
 ]
+#: Bash helper of a script whose process routes to engines on other machines:
+#: ``wait_remote URL`` polls URL every 2 s until it answers, exit 1 after ``$VLLM_WIZARD_WAIT_TIMEOUT`` s.
+WAIT_REMOTE = [
+    "wait_remote() {  # URL: an engine on another machine",
+    '  local deadline=$((SECONDS + WAIT_TIMEOUT))',
+    '  until curl -fsS -o /dev/null "$1"; do',
+    '    (( SECONDS < deadline )) || { echo "no answer at $1 after ${WAIT_TIMEOUT} s '
+    '(set VLLM_WIZARD_WAIT_TIMEOUT)" >&2; exit 1; }',
+    "    sleep 2",
+    "  done",
+    "}",
+]
+#: Router flags whose value is an engine base URL (vllm-router, SMG; ``--backend-url`` of the kv_store router).
+ENGINE_URL_FLAGS = ("--prefill", "--decode", "--backend-url", "--worker-urls")
+
+
+def engine_health_urls(argv: list[str]) -> list[str]:
+    """The ``/health`` URL of every engine a router command routes to (the values of
+    :data:`ENGINE_URL_FLAGS` that are http(s) URLs), in argv order."""
+    out = []
+    for flag, value in zip(argv, argv[1:]):
+        if flag in ENGINE_URL_FLAGS and value.startswith(("http://", "https://")):
+            url = value.rstrip("/") + "/health"
+            if url not in out:
+                out.append(url)
+    return out
 #: Version of the plan file layout (contracts §2).
 
 
@@ -174,12 +205,55 @@ def plan_text(plan: LaunchPlan) -> str:
             if p.setup:
                 out.append(p.setup.rstrip())
             out.append(command_lines(p.argv))
-    if plan.placeholders:
+    holes = [*plan.placeholders, *(n for n in config_placeholders(plan) if n not in plan.placeholders)]
+    if holes:
         out.append("")
         defaults = plan.placeholder_defaults
         out.append("# fill before launch: " + " ".join(
-            f"${x}" + (f" (default {defaults[x]})" if x in defaults else "") for x in plan.placeholders))
+            f"${x}" + (f" (default {defaults[x]})" if x in defaults else "") for x in holes))
     return "\n".join(out) + "\n"
+
+
+def config_placeholders(plan: LaunchPlan) -> list[str]:
+    """Placeholders of the plan's config files that a person must fill (Mooncake's
+    ``$MOONCAKE_MASTER_IP``); ``…DEVICE_NAME`` ones default to "" (Mooncake picks the RDMA NICs)."""
+    return [n for n in ph.names_in(json.dumps(t) for t in plan.config_files.values()) if not n.endswith("DEVICE_NAME")]
+
+
+#: A flag whose value is a secret when one of its words (split at ``-``) is one of these, or it is
+#: ``--api-key`` — the launcher's rule for masking (``launcher/logs.py`` ``secret_argv_values``).
+SECRET_FLAG_WORDS = frozenset({"token", "secret", "password", "passwd", "credential", "credentials", "apikey"})
+
+
+def secret_flag(token: str) -> str | None:
+    """For a secret flag (``--api-key``, ``--hf-token``): the variable a script reads its value from
+    (``API_KEY``, ``HF_TOKEN``); None for any other token."""
+    if not token.startswith("--"):
+        return None
+    words = set(re.split(r"[-_]+", token.lstrip("-").lower()))
+    if words & SECRET_FLAG_WORDS or {"api", "key"} <= words:
+        return re.sub(r"[^A-Z0-9]+", "_", token.lstrip("-").upper())
+    return None
+
+
+def _secrets_from_env(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(argv with each secret flag's literal value replaced by ``$VAR``, the variables): a script
+    file must not hold an API key; the person exports it before running the script."""
+    out, names, var = [], [], None
+    for tok in argv:
+        flag, eq, value = tok.partition("=")
+        if var is not None and not tok.startswith("-") and not ph.is_placeholder(tok):
+            out.append(f"${var}")
+            names.append(var)
+            continue
+        var = secret_flag(tok)
+        if eq and (v := secret_flag(flag)) and not ph.is_placeholder(value):
+            out.append(f"{flag}=${v}")
+            names.append(v)
+            var = None
+            continue
+        out.append(tok)
+    return out, list(dict.fromkeys(names))
 
 
 def node_scripts(plan: LaunchPlan) -> dict[str, str]:
@@ -188,6 +262,10 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
     r = plan.resolved
     for label, procs in group_by_node(plan).items():
         placeholders = ph.names_in(t for p in procs for t in [*p.argv, *p.env.values()])
+        argvs, secrets = {}, []
+        for p in procs:
+            argvs[p.name], names = _secrets_from_env(p.argv)
+            secrets += [n for n in names if n not in secrets]
         lines = [
             "#!/usr/bin/env bash",
             f"# vllm-wizard plan for {r['model']} ({r['variant']}) on {r['hardware']} — {label}",
@@ -207,11 +285,22 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
             default = CONFIG_DEFAULT_PATHS.get(name, f"/etc/vllm-wizard/{name.lower()}.json")
             config_lines += [f"export {name}=${{{name}:-{default}}}", f'mkdir -p "$(dirname "${name}")"',
                              f'cat > "${name}" <<EOF', text, "EOF"]
-        for name in sorted(set(placeholders) - set(configs)):
-            lines.append(f': "${{{name}:?export {name} before running this script}}"')
+        for name in secrets:
+            lines.append(f': "${{{name}:?export {name} (the value of --{name.lower().replace("_", "-")}) before running this script}}"')
+        routes_here = any(p.role == "router" for p in procs)
+        for name in sorted(set(placeholders) - set(configs) - set(secrets)):
+            # the plan's default unless exported — the router's address (localhost) only on its own
+            # machine: elsewhere (a MoRIIO engine's proxy_ip) it names another machine
+            if name in plan.placeholder_defaults and (name != "ROUTER_HOST" or routes_here):
+                lines.append(f': "${{{name}:={plan.placeholder_defaults[name]}}}"')
+            else:
+                lines.append(f': "${{{name}:?export {name} before running this script}}"')
         lines += config_lines
         lines.append("trap 'rc=$?; jobs -p | xargs -r kill 2>/dev/null || true; exit $rc' EXIT  # no orphans, keep status")
         lines += WAIT_READY
+        routes = {p.name: engine_health_urls(p.argv) for p in procs if p.role == "router"}
+        if any(routes.values()):
+            lines += WAIT_REMOTE
         lines.append("")
         fns = {p.name: "start_" + re.sub(r"[^A-Za-z0-9_]", "_", p.name) for p in procs}
         for p in procs:
@@ -220,7 +309,7 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
                 body += _env_lines(p.env)
             if p.setup:  # after the env it reads
                 body += p.setup.rstrip().splitlines()
-            body.append("exec " + command_lines(p.argv).replace("\n", "\n  "))
+            body.append("exec " + command_lines(argvs[p.name]).replace("\n", "\n  "))
             lines.append(f"{fns[p.name]}() {{  # [{p.phase}] {p.role}" + (f" — {p.label}" if p.label else ""))
             lines += ["  " + b for b in body]
             lines.append("}")
@@ -235,6 +324,8 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
                         pid = f"pid_{fns[q.name]}"
                         lines.append(f'wait_ready {shell_word(q.name)} "${pid}" {shell_word(q.health.url)}')
                 started = [q for q in started if q.health is None]
+            for url in routes.get(p.name, []):  # the engines it routes to answer first (other machines too)
+                lines.append(f"wait_remote {shell_word(url)}")
             if i == len(procs) - 1:
                 lines.append(fns[p.name])
             else:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from vllm_deploy_wizard.common import versions as vllm_versions
 from vllm_deploy_wizard.common.errors import SelectionError
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value, set_flag
-from vllm_deploy_wizard.common.placeholders import names_in as placeholder_names
+from vllm_deploy_wizard.common.placeholders import is_placeholder, names_in as placeholder_names
 
 from . import backends as B
 from .backends import last_port
@@ -93,18 +93,20 @@ _SERVE_ROLES = ("serve", "head", "worker", "prefill", "decode")
 ROUTER_PROMETHEUS_PORT = 29000
 
 
-def _port_values(argv: list[str]) -> list[int]:
+def _port_values(argv: list[str]) -> list[int | str]:
     """Listening ports named by ``--port``/``--http-port``/``--prometheus-port``/``-rpc_port`` (each
     ``FLAG N`` or ``FLAG=N``);
     a ``vllm-router`` without ``--prometheus-port`` also listens on :data:`ROUTER_PROMETHEUS_PORT`
     (listed rather than added to argv so reference-shaped router commands stay byte-identical; the
     launcher's preflight then reports two routers on one host colliding on it)."""
-    ports = []
+    numbers: set[int] = set()
     if argv[:1] == ["vllm-router"] and last_flag_value(argv, "--prometheus-port") is None:
-        ports.append(ROUTER_PROMETHEUS_PORT)
-    ports += [int(v) for v in flag_values(argv, "--port", "--http-port", "--prometheus-port", "-rpc_port")
-              if v.isdigit()]
-    return sorted(set(ports))
+        numbers.add(ROUTER_PROMETHEUS_PORT)
+    values = flag_values(argv, "--port", "--http-port", "--prometheus-port", "-rpc_port")
+    numbers.update(int(v) for v in values if v.isdigit())
+    # a placeholder port ($ROUTER_PORT) is listed as written, after the numbers: launch fills it,
+    # and its preflight then checks the port the process really binds
+    return [*sorted(numbers), *dict.fromkeys(v for v in values if is_placeholder(v))]
 
 
 #: ``Selection.companion_args`` keys → what they set (docs/catalog.md §6).
@@ -128,8 +130,13 @@ def _apply_companion_args(ctx: SynthesisContext, procs: list[PlanProcess]) -> No
     if unknown:
         raise did_you_mean("companion arg", unknown[0], COMPANION_ARGS, "(companion_args)", list_all=True)
     for key in ("l1_size_gb", "max_cpu_workers", "router_port", "prometheus_port"):
-        if key in given and not given[key].replace(".", "", 1).isdigit():
-            raise SelectionError(f"companion arg {key}={given[key]!r}: expected a number")
+        if key not in given:
+            continue
+        where, value = f"--{key.replace('_', '-')} {given[key]!r} (companion arg {key})", given[key]
+        if key.endswith("_port") and not (value.isdigit() and 0 < int(value) < 65536):
+            raise SelectionError(f"{where}: expected a port 1–65535")
+        if not value.replace(".", "", 1).isdigit():
+            raise SelectionError(f"{where}: expected a number")
     fill = {"$ROUTER_HOST": given.get("router_host"), "$ROUTER_PORT": given.get("router_port")}
     for p in procs:
         if p.name.startswith("kv_offload:lmcache"):
@@ -146,6 +153,26 @@ def _apply_companion_args(ctx: SynthesisContext, procs: list[PlanProcess]) -> No
             if value is not None:
                 p.argv = [tok.replace(hole, value) for tok in p.argv]
                 p.env = {k: v.replace(hole, value) for k, v in p.env.items()}
+
+
+def _check_router_ports(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:
+    """A ``--router-port``/``--prometheus-port`` that another process of the plan (or the router's
+    other port) already listens on is refused: the Slurm and ``--all-nodes`` exports run the router
+    beside the first prefill engine, where the two would collide. Raises SelectionError naming the flag."""
+    given = {k: str(v) for k, v in ctx.sel.companion_args.items() if k in ("router_port", "prometheus_port")}
+    routers = [p for p in procs if p.role == "router"]
+    for key, value in given.items():
+        flag, port = "--" + key.replace("_", "-"), int(value)
+        for r in routers:
+            if key == "router_port" and r.argv[:1] == ["vllm-router"]:
+                metrics = last_flag_value(r.argv, "--prometheus-port") or str(ROUTER_PROMETHEUS_PORT)
+                if metrics == value:
+                    raise SelectionError(f"{flag} {value}: the router's metrics port (--prometheus-port) is "
+                                         f"{value} too; pick another port")
+            for q in procs:
+                if q is not r and port in q.ports:
+                    raise SelectionError(f"{flag} {value}: {q.name} listens on {value} already; pick another "
+                                         "port for the router")
 
 
 def _finish(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:
@@ -202,6 +229,7 @@ def _finish(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:
                 host = "127.0.0.1"
             if http:  # probed where it binds ($ROUTER_HOST when it binds that address)
                 p.health = Health(url=f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{http}/health")
+    _check_router_ports(ctx, procs)
     procs.sort(key=lambda p: PHASES.index(p.phase))
     for i, p in enumerate(procs):
         # Only processes a per-node launcher starts together can be waited for: same node rank,

@@ -146,25 +146,53 @@ def _interface_of(address: str) -> str:
     return ""
 
 
+def route_to(address: str) -> tuple[str, str] | None:
+    """``(source address, interface)`` this host uses to reach IPv4 ``address`` — the kernel's route
+    choice, as ``ip route get ADDRESS`` reports it (``… dev IFACE src SOURCE``), read through a UDP
+    connect (it sends nothing); None when ``address`` is no IPv4 address or has no route."""
+    import ipaddress
+
+    try:
+        ipaddress.IPv4Address(address)
+    except ValueError:
+        return None
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect((address, 9))
+        source = probe.getsockname()[0]
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    if source.startswith("127."):
+        return None
+    return source, _interface_of(source)
+
+
 def self_facts_needed(names: Iterable[str], node_rank: int = 0) -> bool:
     """Whether :func:`placeholder_values` would read this host's address or interface for ``names``."""
     return any(n in SELF_IFACE or n in NODE_ADDRESS or (n in SELF_ADDRESS and node_rank == 0) for n in names)
 
 
 def placeholder_values(names: Iterable[str], facts: NodeFacts | None = None, node_rank: int = 0,
-                         plan_defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
+                         plan_defaults: Mapping[str, Any] | None = None, head: str | None = None) -> dict[str, str]:
     """``{name: default}`` for each placeholder name (no ``$``), ``""`` where nothing is known.
 
     In order: :data:`HEAD_ADDRESS` names on node 0, :data:`NODE_ADDRESS` and :data:`SELF_IFACE` names from this host's
     facts; then the plan's own defaults; then :data:`POOL_ADDRESS` names on node 0 from this host's
     facts. ``facts`` None (nothing detected) uses the kernel's route choice for the address and the
-    interface carrying it; a fact that ``facts`` lacks stays unknown (``""``)."""
+    interface carrying it; a fact that ``facts`` lacks stays unknown (``""``). ``head``: the group's
+    head address (``HEAD_IP`` as given): this node's address and interface are then those of the
+    route to it (:func:`route_to`) — on a node with two networks the default route may be the other."""
     names = list(names)
     plan_defaults = {k: str(v) for k, v in (plan_defaults or {}).items() if v not in (None, "")}
     address, iface = (facts.primary_ip or "", facts.default_iface or "") if facts is not None else ("", "")
     if facts is None and self_facts_needed(names, node_rank):
         address = _primary_address()
         iface = _interface_of(address) if any(n in SELF_IFACE for n in names) else ""
+    route = route_to(head) if head and self_facts_needed(names, node_rank) else None
+    if route is not None:
+        address, iface = route[0], route[1] or iface
     out = {}
     for name in names:
         if ((name in HEAD_ADDRESS and node_rank == 0) or name in NODE_ADDRESS) and address:
@@ -373,7 +401,8 @@ def prepare(plan: str | Path | Mapping[str, Any], node: str | None = None, node_
     names = plan_placeholders(data)
     inner = data.get("plan") if isinstance(data, Mapping) else None
     plan_defaults = (inner or {}).get("placeholder_defaults") or {} if isinstance(inner, Mapping) else {}
-    defaults = placeholder_values([n for n in names if n not in given], facts, node_rank, plan_defaults)
+    defaults = placeholder_values([n for n in names if n not in given], facts, node_rank, plan_defaults,
+                                  head=given.get("HEAD_IP"))
     planned = {n: v for n, v in defaults.items() if v and str(plan_defaults.get(n, "")) == v}
     detected = {n: v for n, v in defaults.items() if v and n not in planned}
     used = {**detected, **planned, **given}

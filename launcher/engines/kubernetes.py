@@ -12,7 +12,9 @@ docs/multi-node.md §1):
   joined, so waiting for a ready leader would deadlock);
 * every other process (single-node server, a single-node PD pool, router, LMCache server, Mooncake
   master/store, etcd) → one ``Deployment``;
-* a ``Service`` per workload that listens (every plan port), selecting the leader pod of a group.
+* a ``Service`` per workload that listens (every plan port, its health URL's port, its NIXL side
+  channel), selecting the leader pod of a group — every pod when each member serves the API (data
+  parallel with hybrid load balancing); a group's side channels in a headless Service.
 
 Each container: the plan's image (docker plans: the argv after the image in ``docker run``), the
 vendor's device resource (:data:`DEVICE_RESOURCES`) for engines, as many as the process uses on
@@ -20,14 +22,19 @@ its node (a ``*_VISIBLE_DEVICES`` pin's ids, else its parallel-size flags, else 
 ``device_count``; the pin itself is dropped: the pod's devices are numbered from 0), ``/dev/shm``
 as a memory ``emptyDir``, readiness/startup/liveness probes on the process's health path (a TCP probe on its
 first port when it has none), ``HF_TOKEN`` and every secret-named env or secret flag value
-(``--api-key``) from a ``Secret`` reference (:data:`SECRET_NAME`), never inline. What depends on
+(``--api-key``) from a ``Secret`` reference (:data:`SECRET_NAME`), never inline; engines mount the
+Hugging Face cache (:data:`HF_CACHE_DIR`, a hostPath or ``--k8s-hf-cache-claim``) so a restart does not
+download again; a pod without devices requests CPU and memory; a router image without the router
+installs the plan's router package first (``--k8s-router-image`` otherwise). What depends on
 another workload (``depends_on``: an engine on its companions, a router on its engines) gets an
 init container waiting until that Service answers — Kubernetes starts everything at once otherwise.
 
 Placeholders: ``$HEAD_IP``-like master addresses become the group's leader address inside the
 group and the leader Service's DNS name elsewhere (a PD router's ``--prefill http://$PREFILL_NODE_1…``);
 ``$NODE_IP`` and ``VLLM_HOST_IP`` the pod IP (downward API); ``$IFACE_NAME`` the pod's ``eth0``;
-``$ROUTER_HOST`` 0.0.0.0; other machines' addresses (``$MOONCAKE_MASTER_IP``, ``$VLLM_INSTANCE_<i>``,
+``$ROUTER_HOST`` 0.0.0.0 (over the plan's one-machine default ``localhost``; a vllm-router's metrics
+bind every address too); ``VLLM_NIXL_SIDE_CHANNEL_HOST`` the pod IP (a Service's ClusterIP is no
+address to bind); other machines' addresses (``$MOONCAKE_MASTER_IP``, ``$VLLM_INSTANCE_<i>``,
 ``$PREFILL_NODE_<k>``) their Service; a config file (``$MOONCAKE_CONFIG_PATH``) its path in a
 ``ConfigMap`` mounted at :data:`CONFIG_DIR`; ``$…_DP_RPC_PORT`` vLLM's default RPC port; others the
 ``--k8s-set`` values, then the plan's ``placeholder_defaults``. One left over is an
@@ -42,17 +49,16 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from vllm_deploy_wizard.common import backends_registry
 from vllm_deploy_wizard.common.errors import LaunchError
-from vllm_deploy_wizard.common.files import write_atomic
 from vllm_deploy_wizard.common.flags import last_flag_value, set_flag
 from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
 from vllm_deploy_wizard.common.placeholders import fill, names as placeholders_in
+from vllm_deploy_wizard.launcher.engines.kubernetes_containers import (  # noqa: F401 - DEVICE_RESOURCES re-exported
+    DEVICE_RESOURCES, container_command, device_resource, docker_image, kv_ports, port_of, runs_vllm,
+)
 from vllm_deploy_wizard.launcher.spec import PHASES
 
-#: Device-plugin resource per hardware brand (and Intel compute arch): what a pod requests (docs/backends.md §13).
-DEVICE_RESOURCES: dict[str, str] = backends_registry.device_resources()
 #: The Secret every sensitive value is read from (``kubectl create secret generic …``).
 SECRET_NAME = "vllm-wizard-secrets"
 #: Roles that run on accelerators (get the device resource and /dev/shm).
@@ -78,10 +84,16 @@ WAIT_SCRIPT = (
 CONFIG_DIR = "/etc/vllm-wizard"
 #: A data-parallel RPC port placeholder's value: vLLM's default ``--data-parallel-rpc-port``.
 DP_RPC_PORT = "29550"
-CONTAINER_CLIENTS = ("docker", "podman", "nerdctl")
-_FLAGS_WITH_VALUE = ("-e", "--env", "-v", "--volume", "-p", "--publish", "--device", "--name", "--network",
-                     "--ipc", "--shm-size", "--gpus", "-w", "--workdir", "--entrypoint", "--ulimit", "--cap-add",
-                     "--security-opt", "--group-add", "-u", "--user", "--runtime", "--env-file", "--mount")
+#: Where an engine container keeps the Hugging Face cache (``HF_HOME``): a volume that outlives the
+#: pod (a hostPath on the node, or ``--k8s-hf-cache-claim``'s PersistentVolumeClaim), so a restarted
+#: pod loads the weights it already downloaded.
+HF_CACHE_DIR = "/root/.cache/huggingface"
+#: The node folder of the default Hugging Face cache volume (hostPath, created when missing).
+HF_CACHE_HOST_PATH = "/var/lib/vllm-wizard/hf-cache"
+#: Requests of a pod without accelerators: a CPU engine (``cpu`` cores, ``memory``), and every
+#: other workload (router, companions, infra) — the scheduler places pods by their requests.
+CPU_ENGINE_REQUESTS = {"cpu": "8", "memory": "32Gi"}
+SERVICE_REQUESTS = {"cpu": "500m", "memory": "1Gi"}
 
 
 class ExportError(LaunchError):
@@ -94,49 +106,10 @@ def dns_name(text: str) -> str:
     return (out or "vllm")[:63].rstrip("-")
 
 
-def device_resource(vendor: str | None, arch: str | None = None) -> str | None:
-    """The device-plugin resource for a hardware brand (``NVIDIA`` → ``nvidia.com/gpu``); Intel
-    GPUs by ``arch`` (``xpu``/``xe`` → xe, ``i915`` → i915); None for CPUs and unknown brands."""
-    return backends_registry.device_resource(vendor, arch)
-
-
-def container_command(proc: Mapping[str, Any], image: str | None) -> tuple[list[str], dict[str, str]]:
-    """(argv inside the container, env) of a plan process: a ``docker run … IMAGE ARGS`` argv
-    becomes ``vllm serve ARGS`` (the vLLM images' entrypoint) with its ``-e K=V`` in env."""
-    argv = [str(a) for a in proc.get("argv") or []]
-    env = {str(k): str(v) for k, v in (proc.get("env") or {}).items()}
-    if not argv or Path(argv[0]).name not in CONTAINER_CLIENTS:
-        return argv, env
-    i = 2 if len(argv) > 1 and argv[1] == "run" else 1
-    while i < len(argv):
-        tok = argv[i]
-        if image and tok == image:
-            break
-        if tok in ("-e", "--env") and i + 1 < len(argv):
-            k, _, v = argv[i + 1].partition("=")
-            env[k] = v
-        if tok in _FLAGS_WITH_VALUE:
-            i += 2
-            continue
-        if not tok.startswith("-"):
-            break  # the image
-        i += 1
-    rest = argv[i + 1:]
-    if rest and rest[0] in ("vllm", "python", "python3", "bash", "sh"):
-        return rest, env
-    return ["vllm", "serve", *rest], env
-
-
-def _port_of(url: str) -> int | None:
-    try:
-        return urlsplit(url).port
-    except ValueError:
-        return None
-
-
 class _Exporter:
     def __init__(self, data: Mapping[str, Any], image: str, vendor: str | None, arch: str | None, name: str,
-                 namespace: str | None, values: Mapping[str, str] | None = None,
+                 namespace: str | None, values: Mapping[str, str] | None = None, router_image: str | None = None,
+                 hf_cache_claim: str | None = None, cpu_requests: Mapping[str, str] | None = None,
                  node_selector: Mapping[str, str] | None = None, devices_per_unit: int = 1):
         if not isinstance(data, Mapping) or not isinstance(data.get("plan"), Mapping):
             raise ExportError("not a plan file: expected a mapping with a 'plan' key (docs/contracts.md §2)")
@@ -145,12 +118,16 @@ class _Exporter:
         self.image = image
         self.resource = device_resource(vendor, arch)
         self.devices = int(self.plan.get("device_count") or 1)
-        self.node_selector = dict(node_selector or {})
-        self.devices_per_unit = max(1, int(devices_per_unit))
         self.name = dns_name(name)
         self.namespace = namespace
         self.defaults = {str(k): str(v) for k, v in (self.plan.get("placeholder_defaults") or {}).items()}
-        self.defaults.update({str(k): str(v) for k, v in (values or {}).items()})
+        self.values = {str(k): str(v) for k, v in (values or {}).items()}
+        self.router_image = router_image
+        self.hf_cache_claim = hf_cache_claim
+        self.node_selector = dict(node_selector or {})
+        self.devices_per_unit = max(1, int(devices_per_unit))
+        self.cpu_requests = {**CPU_ENGINE_REQUESTS, **(cpu_requests or {})}
+        self.install = [str(x) for x in self.plan.get("install") or []]
         self.configs = {str(k): v for k, v in (self.plan.get("config_files") or {}).items()}
         self.groups: dict[str, list[dict[str, Any]]] = {}
         for p in self.procs:
@@ -187,6 +164,8 @@ class _Exporter:
 
         if name == "MOONCAKE_MASTER_IP":
             return next((svc(str(p["name"])) for p in self.procs if p.get("role") == "mooncake_master"), None)
+        if name == "DYN_CONTROL_IP":  # Dynamo's control plane: its etcd
+            return next((svc(str(p["name"])) for p in self.procs if p.get("role") == "infra"), None)
         m = re.fullmatch(r"VLLM_INSTANCE_(\d+)", name)
         if m:  # 1-based: the instance-<i-1> workload
             k = int(m.group(1)) - 1
@@ -197,12 +176,16 @@ class _Exporter:
         return None
 
     def _value(self, name: str, inside: dict[str, str]) -> str | None:
+        """A placeholder's value: the group's own (``inside``), ``--k8s-set``, what the cluster
+        gives (leader Service, pod IP, ``eth0``, the router bound on every pod address, config
+        paths, Services of other machines), then the plan's ``placeholder_defaults`` — a
+        default such as ``ROUTER_HOST=localhost`` (one machine) is wrong in a pod."""
         if name in inside:
             return inside[name]
+        if name in self.values:
+            return self.values[name]
         if name in self.leader_host:
             return self.leader_host[name]
-        if name in self.defaults:
-            return self.defaults[name]
         if name in self.configs:
             return f"{CONFIG_DIR}/{name.lower()}.json"
         fixed = {"ROUTER_HOST": "0.0.0.0", "IFACE_NAME": "eth0", "NODE_IP": "$(POD_IP)"}
@@ -210,7 +193,7 @@ class _Exporter:
             return fixed[name]
         if name.endswith("_DP_RPC_PORT"):
             return DP_RPC_PORT
-        return self._host_of(name)
+        return self._host_of(name) or self.defaults.get(name)
 
     def _fill(self, where: str, text: str, inside: dict[str, str]) -> str:
         names = placeholders_in(text)
@@ -240,7 +223,9 @@ class _Exporter:
     def _env(self, name: str, env: dict[str, str], inside: dict[str, str]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
         for k, v in env.items():
-            if k == "VLLM_HOST_IP":  # the address this pod advertises to its group: its own IP
+            # the address this pod advertises to its group, and where a KV side channel listens
+            # for its peers: its own IP (a Service's ClusterIP is no address a process can bind)
+            if k == "VLLM_HOST_IP" or k.endswith("_SIDE_CHANNEL_HOST"):
                 out.append({"name": k, "value": "$(POD_IP)"})
             elif SECRET_NAME_RE.search(k):
                 out.append({"name": k, "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": k}}})
@@ -284,7 +269,8 @@ class _Exporter:
         name = proc.get("name")
         health = proc.get("health") or {}
         url = health.get("url")
-        ports = self._ports(proc, inside)
+        # the plan's own ports first (a side channel is no sign of a serving API)
+        ports = self._plan_ports(proc, inside) or self._ports(proc, inside)
         if url and not health.get("remote"):
             u = urlsplit(self._fill(f"process {name!r} health.url", str(url), inside))
             action = {"httpGet": {"path": u.path or "/", "port": u.port or 80}}
@@ -300,12 +286,27 @@ class _Exporter:
             "livenessProbe": {**fresh(), "periodSeconds": period, "timeoutSeconds": 5, "failureThreshold": 3},
         }
 
+    def _plan_ports(self, proc: Mapping[str, Any], inside: dict[str, str]) -> list[int]:
+        """The plan's ``ports`` of ``proc`` (placeholders filled), sorted."""
+        filled = (self._fill(f"process {proc.get('name')!r} ports", str(p), inside) for p in proc.get("ports") or [])
+        return sorted({int(s) for s in filled if s.isdigit()})
+
     def _ports(self, proc: Mapping[str, Any], inside: dict[str, str]) -> list[int]:
-        out = []
-        for p in proc.get("ports") or []:
-            s = self._fill(f"process {proc.get('name')!r} ports", str(p), inside)
-            if s.isdigit():
-                out.append(int(s))
+        """Every port ``proc`` listens on in its pod: the plan's ``ports``, the port of its own
+        health URL (a plan file that lists only a router's metrics port still exposes its API), its
+        KV connector's ports (:func:`kv_ports`) and an etcd's client URLs' ports."""
+        name = proc.get("name")
+        out = self._plan_ports(proc, inside)
+        health = proc.get("health") or {}
+        if health.get("url") and not health.get("remote"):
+            port = port_of(self._fill(f"process {name!r} health.url", str(health["url"]), inside))
+            if port:
+                out.append(port)
+        argv, env = container_command(proc, self.image)
+        out += kv_ports(argv, env)
+        for url in (last_flag_value(argv, "--listen-client-urls") or "").split(","):  # etcd
+            if url and (port := port_of(url)):
+                out.append(port)
         return sorted(set(out))
 
     def _devices(self, argv: list[str], env: dict[str, str]) -> int:
@@ -319,6 +320,11 @@ class _Exporter:
 
     def _container(self, proc: dict[str, Any], inside: dict[str, str], argv_edit=None) -> dict[str, Any]:
         name = str(proc["name"])
+        router = next((p for p in self.procs if p.get("role") == "router"), None)
+        if router is not None and proc is not router and "ROUTER_HOST" not in self.values:
+            # the router binds every address of its pod; the others reach it at its Service
+            # (MoRIIO engines ping it at ``proxy_ip: $ROUTER_HOST``)
+            inside = {**inside, "ROUTER_HOST": self._workload(str(router["name"]))}
         argv, env = container_command(proc, self.image)
         devices = self._devices(argv, env)
         if self.resource and proc.get("role") in ENGINE_ROLES:
@@ -331,9 +337,17 @@ class _Exporter:
             raise ExportError(f"process {name!r}: has a setup prelude ({str(proc['setup'])[:60]!r}…); bake it into "
                               "the image and export again without it")
         env_list = self._env(name, env, inside)
+        engine = proc.get("role") in ENGINE_ROLES
+        if engine:
+            env_list.append({"name": "HF_HOME", "value": HF_CACHE_DIR})
         argv = self._secret_args(argv, env_list)
         argv = [self._fill(f"process {name!r} argv", a, inside) for a in argv]
-        c: dict[str, Any] = {"name": dns_name(name), "image": self.image, "command": argv[:1], "args": argv[1:],
+        image = self.image
+        if not runs_vllm(own := docker_image(proc)):  # another program's image (Dynamo's etcd)
+            image = own
+        if proc.get("role") == "router":
+            image, argv = self._router_image(argv)
+        c: dict[str, Any] = {"name": dns_name(name), "image": image, "command": argv[:1], "args": argv[1:],
                              "env": env_list}
         ports = self._ports(proc, inside)
         if ports:
@@ -342,15 +356,39 @@ class _Exporter:
         mounts = []
         if self._uses_config(proc):
             mounts.append({"name": "config", "mountPath": CONFIG_DIR, "readOnly": True})
-        if proc.get("role") in ENGINE_ROLES:
+        if engine:
             mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+            mounts.append({"name": "hf-cache", "mountPath": HF_CACHE_DIR})
         if mounts:
             c["volumeMounts"] = mounts
-        if proc.get("role") in ENGINE_ROLES:
-            if self.resource:
-                units = max(1, -(-devices // self.devices_per_unit))  # TPU7x: 2 TensorCores per chip
-                c["resources"] = {"limits": {self.resource: units}, "requests": {self.resource: units}}
+        if engine and self.resource:
+            units = max(1, -(-devices // self.devices_per_unit))  # TPU7x: 2 TensorCores per chip
+            c["resources"] = {"limits": {self.resource: units}, "requests": {self.resource: units}}
+        else:  # no device to place it by: what it needs of the node's CPUs and memory
+            c["resources"] = {"requests": dict(self.cpu_requests if engine else SERVICE_REQUESTS)}
         return c
+
+    def _router_image(self, argv: list[str]) -> tuple[str, list[str]]:
+        """(image, argv) of a router container: ``--k8s-router-image`` as given; else the engine
+        image with the plan's install line of the router's package run first (the vLLM image has
+        no ``vllm-router``): ``/bin/sh -c 'python3 -m pip install PKG && exec "$0" "$@"' ARGV``."""
+        exe = Path(argv[0]).name if argv else ""
+        if exe == "vllm-router" and last_flag_value(argv, "--prometheus-host") is None:
+            # its metrics port (29000 unless --prometheus-port) binds 127.0.0.1 by default
+            # (vllm-router 0.1.17 --help): unreachable for a scraper or the Service that lists it
+            argv = [*argv, "--prometheus-host", "0.0.0.0"]
+        if self.router_image:
+            return self.router_image, argv
+        lines = [ln for ln in self.install if exe and exe in ln.split()]
+        if not lines:
+            return self.image, argv
+        line = lines[0]
+        for pip in ("uv pip install", "pip install"):
+            if line.startswith(pip):
+                line = "python3 -m pip install --no-cache-dir" + line[len(pip):]
+                break
+        # $$ is Kubernetes' escape for a literal $ (it expands $(VAR) in command/args itself)
+        return self.image, ["/bin/sh", "-c", f'{line} && exec "$$0" "$$@"', *argv]
 
     def _pod(self, proc: dict[str, Any], labels: dict[str, str], container: dict[str, Any],
              init: list[dict[str, Any]]) -> dict[str, Any]:
@@ -362,6 +400,9 @@ class _Exporter:
             volumes.append({"name": "config", "configMap": {"name": self._workload("config")}})
         if proc.get("role") in ENGINE_ROLES:
             volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory"}})
+            volumes.append({"name": "hf-cache", **(
+                {"persistentVolumeClaim": {"claimName": self.hf_cache_claim}} if self.hf_cache_claim
+                else {"hostPath": {"path": HF_CACHE_HOST_PATH, "type": "DirectoryOrCreate"}})})
         if volumes:
             spec["volumes"] = volumes
         if self.node_selector and proc.get("role") in ENGINE_ROLES:
@@ -398,7 +439,7 @@ class _Exporter:
             health = d.get("health") or {}
             url = health.get("url") if not health.get("remote") else None
             ports = self._ports(d, {})
-            port = _port_of(url) if url else (ports[0] if ports else None)
+            port = port_of(url) if url else (ports[0] if ports else None)
             if port is None:
                 continue
             seen.add(svc)
@@ -466,6 +507,13 @@ class _Exporter:
 
         leader_c = self._container(head, inside)
         worker_c = self._container(workers[0], inside, worker_argv)
+        # one worker template for every worker: its side-channel ports are those of all their ranks
+        worker_sc = sorted({p for w in workers for p in kv_ports(*container_command(w, self.image))})
+        if worker_sc:
+            have = {p["containerPort"] for p in worker_c.get("ports", [])}
+            worker_c["ports"] = sorted([*worker_c.get("ports", []), *({"containerPort": p, "name": f"p{p}"}
+                                                                       for p in worker_sc if p not in have)],
+                                       key=lambda x: x["containerPort"])
         leader_labels = {**labels, "vllm-wizard/group-role": "leader"}
         worker_labels = {**labels, "vllm-wizard/group-role": "worker"}
         lws = {
@@ -483,14 +531,30 @@ class _Exporter:
         }
         docs = [lws]
         ports = self._ports(head, inside)
+        if worker_sc:  # the side channels are in the group's headless Service below
+            ports = [p for p in ports if p not in kv_ports(*container_command(head, self.image))]
         if ports:
-            docs.append(self._service(name, {"app.kubernetes.io/name": name, "vllm-wizard/group-role": "leader"}, ports))
+            # every member serving the API (data parallel with hybrid load balancing: one API server
+            # per node, each in front of its local ranks) takes traffic; else the leader alone
+            api_port = port_of(str((head.get("health") or {}).get("url") or ""))
+            every = api_port is not None and all(api_port in self._ports(w, inside) for w in workers)
+            selector = {"app.kubernetes.io/name": name}
+            if not every:
+                selector["vllm-wizard/group-role"] = "leader"
+            docs.append(self._service(name, selector, ports))
+        if worker_sc:  # peers reach each member's side channel at its pod IP: a headless Service names them
+            svc = self._service(dns_name(f"{name}-side-channel"), {"app.kubernetes.io/name": name},
+                                sorted({*worker_sc, *kv_ports(*container_command(head, self.image))}))
+            svc["spec"]["clusterIP"] = "None"
+            docs.append(svc)
         return docs
 
 
 def kubernetes_manifests(data: Mapping[str, Any], image: str, vendor: str | None = None, arch: str | None = None,
                          name: str = "vllm", namespace: str | None = None,
-                         values: Mapping[str, str] | None = None, node_selector: Mapping[str, str] | None = None,
+                         values: Mapping[str, str] | None = None, router_image: str | None = None,
+                         hf_cache_claim: str | None = None,
+                         cpu_requests: Mapping[str, str] | None = None, node_selector: Mapping[str, str] | None = None,
                          devices_per_unit: int = 1) -> list[tuple[str, list[dict[str, Any]]]]:
     """The manifests of plan-file ``data``: ``[(file name, [manifest dict, …]), …]`` in start order
     (``10-`` infra, ``20-`` companions, ``30-`` engines, ``40-`` routers).
@@ -498,31 +562,12 @@ def kubernetes_manifests(data: Mapping[str, Any], image: str, vendor: str | None
     ``image``: the container image of every workload; ``vendor``/``arch``: hardware brand and
     compute arch for the device resource (:func:`device_resource`); ``name``: prefix of every
     object name; ``namespace``: set on every object when given; ``values``: placeholder values
-    (``--k8s-set``), before anything derived; ``node_selector``: labels every engine pod selects
-    (TPU node pools); ``devices_per_unit``: devices vLLM counts per requested resource (TPU7x: 2
+    (``--k8s-set``), before anything derived; ``router_image``: the router's image (default: ``image``
+    with the plan's router install run first); ``hf_cache_claim``: a PersistentVolumeClaim for the
+    Hugging Face cache (default: a hostPath on the node); ``cpu_requests``: ``{"cpu", "memory"}`` of a
+    CPU engine pod (default :data:`CPU_ENGINE_REQUESTS`); ``node_selector``: labels every engine pod
+    selects (TPU node pools); ``devices_per_unit``: devices vLLM counts per requested resource (TPU7x: 2
     TensorCores per ``google.com/tpu`` chip). Raises :class:`ExportError`.
     """
-    return _Exporter(data, image, vendor, arch, name, namespace, values, node_selector, devices_per_unit).build()
-
-
-def write_manifests(directory: Path, files: list[tuple[str, list[dict[str, Any]]]]) -> list[Path]:
-    """Write ``files`` (from :func:`kubernetes_manifests`) as multi-document YAML into ``directory``
-    (created), each atomically with mode 0644; returns the paths. Each starts with how to create the
-    Secret it reads. Raises OSError when the folder cannot be written."""
-    import yaml
-
-    class Dumper(yaml.SafeDumper):
-        """Every shared value written out in full: no ``&id``/``*id`` anchors and aliases."""
-
-        def ignore_aliases(self, data: Any) -> bool:
-            return True
-
-    directory.mkdir(parents=True, exist_ok=True)
-    header = (f"# vllm-wizard: kubectl apply -f {directory}/ — secrets come from Secret {SECRET_NAME!r}:\n"
-              f"#   kubectl create secret generic {SECRET_NAME} --from-literal=HF_TOKEN=…\n")
-    out = []
-    for fname, docs in files:
-        # atomic; 0644: the manifests hold no secret value (each is read from the Secret)
-        out.append(write_atomic(directory / fname, header + yaml.dump_all(docs, Dumper=Dumper, sort_keys=False),
-                                mode=0o644))
-    return out
+    return _Exporter(data, image, vendor, arch, name, namespace, values, router_image, hf_cache_claim,
+                     cpu_requests, node_selector, devices_per_unit).build()

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.files import write_atomic
+from vllm_deploy_wizard.common.placeholders import names as placeholders_in
 from vllm_deploy_wizard.launcher.plan_file import plan_node_labels
 
 _SAFE_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -42,15 +43,57 @@ def node_labels(data: Mapping[str, Any]) -> list[str]:
     return labels
 
 
+#: A PD pool machine's label → the placeholder of its address in the plan (the router's
+#: ``--prefill http://$PREFILL_NODE_1:8001``, NIXL's side-channel host): labels count from 0,
+#: the recipes' placeholders from 1 (docs/synthesis.md §2.13), so ``prefill-node-<k>`` is
+#: ``$PREFILL_NODE_<k+1>``.
+_POOL_LABEL = re.compile(r"^(prefill|decode)-node-(\d+)$")
+#: The label of the PD router's machine (catalog ``node_label``): it runs on the first engine node.
+ROUTER_LABEL = "router"
+
+
+_INSTANCE_LABEL = re.compile(r"^instance-(\d+)-node-0$")
+
+
+def address_placeholders(label: str) -> list[str]:
+    """The placeholders holding the address of machine ``label`` ([] for labels without one):
+    ``prefill-node-<k>`` → ``PREFILL_NODE_<k+1>``, ``instance-<i>-node-0`` → ``VLLM_INSTANCE_<i+1>``
+    (the kv_store router's ``--backend-url``), ``services`` → ``MOONCAKE_MASTER_IP`` and
+    ``DYN_CONTROL_IP`` (Mooncake's master, Dynamo's etcd)."""
+    m = _POOL_LABEL.match(label)
+    if m:
+        return [f"{m.group(1).upper()}_NODE_{int(m.group(2)) + 1}"]
+    m = _INSTANCE_LABEL.match(label)
+    if m:
+        return [f"VLLM_INSTANCE_{int(m.group(1)) + 1}"]
+    return ["MOONCAKE_MASTER_IP", "DYN_CONTROL_IP"] if label == "services" else []
+
+
 def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vllm-wizard",
                   time_limit: str | None = None, partition: str | None = None) -> str:
     """The sbatch script text for plan-file ``data`` stored at ``plan_path`` (a path every node can read).
 
-    ``time_limit`` (``HH:MM:SS``) and ``partition`` become ``#SBATCH`` lines when given.
+    ``time_limit`` (``HH:MM:SS``) and ``partition`` become ``#SBATCH`` lines when given. A plan with a
+    ``router`` machine (PD) asks for one node fewer: the router runs as its own job step
+    (``srun --overlap``, no devices) on the node of the first prefill machine, bound to that node's
+    address (``ROUTER_HOST``, where the engines reach it, unless exported). Every task gets ``--set`` the address of each
+    machine the plan names (``HEAD_IP`` = the first node, ``PREFILL_NODE_<k+1>`` /
+    ``DECODE_NODE_<k+1>`` = the node running ``prefill-node-<k>`` / ``decode-node-<k>``), unless
+    that variable is already in the environment.
     """
+    from vllm_deploy_wizard.launcher.plan_file import plan_placeholders
+
     labels = node_labels(data)
-    n = len(labels)
-    sequential = labels == [f"node-{k}" for k in range(n)]
+    router = ROUTER_LABEL in labels and len(labels) > 1
+    engines = [x for x in labels if not (router and x == ROUTER_LABEL)]
+    n = len(engines)
+    sequential = engines == [f"node-{k}" for k in range(n)]
+    holes = set(plan_placeholders(data))
+    configs = (data.get("plan") or {}).get("config_files") or {}
+    holes.update(n for text in map(str, configs.values()) for n in placeholders_in(text))  # Mooncake's master
+    addresses = {ph: k for k, label in enumerate(engines) for ph in address_placeholders(label) if ph in holes}
+    sets = (["HEAD_IP"] + [ph for ph in sorted(addresses, key=addresses.get)]
+            + (["ROUTER_HOST"] if router and "ROUTER_HOST" in holes else []))
     lines = [
         "#!/bin/bash",
         f"#SBATCH --job-name={re.sub(r'[^A-Za-z0-9._-]', '-', job_name)}",
@@ -68,24 +111,55 @@ def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vll
         "set -euo pipefail",
         f"export WIZARD_PLAN={shlex.quote(str(plan_path))}",
         'export WIZARD_BIN="${WIZARD_BIN:-vllm-wizard}"',
-        f"export WIZARD_NODES={shlex.quote(' '.join(labels))}",
-        'head_host=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
-        'if [ -z "${HEAD_IP:-}" ]; then',
-        '  head_addr=$(scontrol show node "$head_host" | tr " " "\\n" | sed -n "s/^NodeAddr=//p" | head -n 1)',
-        '  HEAD_IP=$(getent ahostsv4 "${head_addr:-$head_host}" | awk \'NR==1 {print $1}\')',
-        "fi",
+        f"export WIZARD_NODES={shlex.quote(' '.join(engines))}",
+        f"export WIZARD_SETS={shlex.quote(' '.join(sets))}",
+        'mapfile -t job_hosts < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
+        "node_ip() {  # HOST → its NodeAddr as IPv4",
+        '  local addr',
+        '  addr=$(scontrol show node "$1" | tr " " "\\n" | sed -n "s/^NodeAddr=//p" | head -n 1)',
+        '  getent ahostsv4 "${addr:-$1}" | awk \'NR==1 {print $1}\'',
+        "}",
+        'head_host=${job_hosts[0]}',
+        'if [ -z "${HEAD_IP:-}" ]; then HEAD_IP=$(node_ip "$head_host"); fi',
         'export HEAD_IP="${HEAD_IP:?could not find the address of the first node $head_host}"',
-        'echo "vllm-wizard: $SLURM_JOB_NUM_NODES nodes, head $head_host ($HEAD_IP), plan $WIZARD_PLAN"',
     ]
+    for ph, k in sorted(addresses.items(), key=lambda kv: kv[1]):
+        lines.append(f'if [ -z "${{{ph}:-}}" ]; then {ph}=$(node_ip "${{job_hosts[{k}]}}"); fi  # {engines[k]}')
+        lines.append(f'export {ph}="${{{ph}:?could not find the address of node ${{job_hosts[{k}]}}}}"')
+    first = next((k for k, x in enumerate(engines) if x.startswith("prefill")), 0)  # the router's node
+    if router and "ROUTER_HOST" in holes:
+        # the router binds its node's address; the engines reach it there (MoRIIO's proxy_ip)
+        lines.append(f'if [ -z "${{ROUTER_HOST:-}}" ]; then ROUTER_HOST=$(node_ip "${{job_hosts[{first}]}}"); fi')
+        lines.append(f'export ROUTER_HOST="${{ROUTER_HOST:?could not find the address of node ${{job_hosts[{first}]}}}}"')
+    lines.append('echo "vllm-wizard: $SLURM_JOB_NUM_NODES nodes, head $head_host ($HEAD_IP), plan $WIZARD_PLAN"')
+    if len(sets) > 1:
+        lines.append("echo \"vllm-wizard: machine addresses:" + "".join(f" {v}=${v}" for v in sets[1:]) + '"')
+    sets_bash = 'sets=(); for v in $WIZARD_SETS; do sets+=(--set "$v=${!v}"); done; '
     if sequential:
-        task = 'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node "node-$SLURM_NODEID" --foreground'
+        task = sets_bash + 'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node "node-$SLURM_NODEID" --foreground "${sets[@]}"'
     else:
-        task = ('set -- $WIZARD_NODES; shift "$SLURM_NODEID"; '
-                'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node "$1" --foreground')
-    task += ' --set "HEAD_IP=$HEAD_IP"'  # every node, the head too: the address the others use
+        task = (sets_bash + 'set -- $WIZARD_NODES; shift "$SLURM_NODEID"; '
+                'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node "$1" --foreground "${sets[@]}"')
+    step = [f"srun --nodes={n} --ntasks={n} --ntasks-per-node=1 --kill-on-bad-exit=1 --label \\",
+            f"  bash -c {shlex.quote(task)}"]
+    if not router:
+        return "\n".join([*lines, *step, ""])
+    router_task = (sets_bash + f'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node {ROUTER_LABEL} --foreground "${{sets[@]}}"')
     lines += [
-        f"srun --nodes={n} --ntasks={n} --ntasks-per-node=1 --kill-on-bad-exit=1 --label \\",
-        f"  bash -c {shlex.quote(task)}",
+        f"# the router: its own step (no devices) on the node of {engines[first]}",
+        f'srun --overlap --nodes=1 --ntasks=1 --nodelist="${{job_hosts[{first}]}}" --kill-on-bad-exit=1 --label \\',
+        f"  bash -c {shlex.quote(router_task)} &",
+        "router_step=$!",
+        step[0],
+        step[1] + " &",
+        "engine_step=$!",
+        "# scancel / the time limit: both steps get SIGTERM (srun passes it to its tasks)",
+        "trap 'kill -TERM \"$router_step\" \"$engine_step\" 2>/dev/null || true' TERM INT",
+        "set +e",
+        'wait -n "$router_step" "$engine_step"; rc=$?',
+        'kill -TERM "$router_step" "$engine_step" 2>/dev/null  # one step ended: end the other',
+        "wait",
+        'exit "$rc"',
         "",
     ]
     return "\n".join(lines)

@@ -527,4 +527,23 @@ def test_companion_args_from_flags(capsys) -> None:
     assert sorted(router["ports"]) == [29100, 31000]
     assert "ROUTER_HOST" not in plan["placeholders"] and "ROUTER_PORT" not in plan["placeholders"]
     code, _, err = _plan(capsys, "--model", "Qwen/Qwen3-8B", "--kv-offload", "lmcache", "--l1-size-gb", "lots")
-    assert code == 2 and "l1_size_gb='lots': expected a number" in err
+    assert code == 2 and "--l1-size-gb 'lots' (companion arg l1_size_gb): expected a number" in err
+
+
+@pytest.mark.parametrize("port, why", [
+    ("99999", "--router-port '99999' (companion arg router_port): expected a port 1–65535"),
+    ("abc", "--router-port 'abc' (companion arg router_port): expected a port 1–65535"),
+    ("8001", "--router-port 8001: prefill-0 listens on 8001 already"),
+    ("29000", "--router-port 29000: the router's metrics port (--prometheus-port) is 29000 too")])
+def test_a_router_port_out_of_range_or_taken_is_refused_naming_the_flag(capsys, port, why) -> None:
+    code, _, err = _plan(capsys, "--model", "deepseek-ai/DeepSeek-V3", "--hardware", "h200", "--strategy",
+                         "pd_cluster", "--nodes", "2", "--router-port", port, "--json")
+    assert code == 2 and why in err, err
+
+
+def test_the_plan_lists_the_routers_api_port_for_launch_to_fill(capsys) -> None:
+    code, out, err = _plan(capsys, "--model", "deepseek-ai/DeepSeek-V3", "--hardware", "h200", "--strategy",
+                           "pd_cluster", "--nodes", "2", "--json")
+    assert code == 0, err
+    router = next(p for p in json.loads(out)["processes"] if p["role"] == "router")
+    assert router["ports"] == [29000, "$ROUTER_PORT"]  # metrics and API: preflight checks both

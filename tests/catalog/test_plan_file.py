@@ -36,7 +36,8 @@ def test_every_node_of_every_sampled_plan_loads_in_the_launcher(sampled) -> None
         plan = synthesize(cat, selection_from_data(case["selection"]))
         shapes.add(plan.deploy_type)
         doc = json.loads(json.dumps(plan_file(plan, {"catalog_source": "test"}, "0.1.0")))
-        values = {name: "10.0.0.1" for name in doc["plan"]["placeholders"]}  # the plan file's (+ $NODE_IP)
+        # the plan file's (+ $NODE_IP): addresses, and a port for a port ($ROUTER_PORT is in `ports`)
+        values = {name: "30000" if name.endswith("_PORT") else "10.0.0.1" for name in doc["plan"]["placeholders"]}
         labels = {p.name: node_label(plan, p) for p in plan.processes}
         for label in sorted(set(labels.values())):
             try:

@@ -200,3 +200,26 @@ def test_launch_all_nodes_prints_the_started_nodes_as_a_table(tmp_path, monkeypa
     assert len({line.index("run ") for line in lines[:3]}) == 1, "columns are aligned"
     assert "this machine" in lines[0] and "worker.example" in lines[2]
     assert lines[3] == "cluster of 3 nodes started; head run run-a"
+
+
+def test_a_pd_plans_machine_addresses_come_from_their_hosts() -> None:
+    """PD over --all-nodes: each pool's address is that machine's --host (resolved), this machine's is
+    its own address, the router's is its machine's; a --set value wins and nothing else is added."""
+    from vllm_deploy_wizard.commands.nodes import machine_addresses
+
+    procs = [
+        {"name": "prefill-0", "role": "prefill", "node": "prefill-node-0", "argv": ["x"],
+         "env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": "$PREFILL_NODE_1"}},
+        {"name": "decode-0", "role": "decode", "node": "decode-node-0", "argv": ["x"],
+         "env": {"VLLM_NIXL_SIDE_CHANNEL_HOST": "$DECODE_NODE_1"}},
+        {"name": "router", "role": "router", "node": "router", "node_rank": None,
+         "argv": ["vllm-router", "--prefill", "http://$PREFILL_NODE_1:8001", "--decode", "http://$DECODE_NODE_1:8002",
+                  "--host", "$ROUTER_HOST"], "env": {}},
+    ]
+    data = {"plan": {"processes": procs}}
+    hosts = {"decode-node-0": "root@127.0.0.3", "router": "127.0.0.1"}
+    found = machine_addresses(data, "prefill-node-0", hosts, {}, here=lambda: "10.1.2.3")
+    assert found == {"PREFILL_NODE_1": "10.1.2.3", "DECODE_NODE_1": "127.0.0.3", "ROUTER_HOST": "127.0.0.1"}
+    given = {"DECODE_NODE_1": "192.168.9.9", "ROUTER_HOST": "10.1.2.3"}
+    assert machine_addresses(data, "prefill-node-0", hosts, given, here=lambda: "10.1.2.3") == {
+        "PREFILL_NODE_1": "10.1.2.3"}

@@ -236,7 +236,8 @@ def test_data_parallel_workers_start_at_their_own_rank(tmp_path) -> None:
 
 def _engines(files: dict[str, list[dict]]) -> list[dict]:
     """The engine containers (those requesting a device) of every workload."""
-    return [c for ds in files.values() for d in ds for c in _containers(d) if "resources" in c]
+    return [c for ds in files.values() for d in ds for c in _containers(d)
+            if set(c.get("resources", {}).get("limits", {})) & set(DEVICE_RESOURCES.values())]
 
 
 def test_single_node_tp1_requests_one_gpu_not_the_profiles_eight(tmp_path) -> None:
@@ -294,3 +295,104 @@ def test_tpu7x_pods_request_chips_on_the_tpu_node_pool(tmp_path) -> None:
     assert spec["containers"][0]["resources"]["limits"] == {"google.com/tpu": 4}
     assert spec["nodeSelector"] == {"cloud.google.com/gke-tpu-accelerator": "tpu7x",
                                     "cloud.google.com/gke-tpu-topology": "2x2x1"}
+
+
+def _docs(files: dict[str, list[dict]]) -> list[dict]:
+    return [d for ds in files.values() for d in ds]
+
+
+def _named(files: dict[str, list[dict]], kind: str, suffix: str) -> dict:
+    return next(d for d in _docs(files) if d["kind"] == kind and d["metadata"]["name"].endswith(suffix))
+
+
+def test_pd_router_binds_every_pod_address_with_its_api_port_in_the_service_and_probes(tmp_path) -> None:
+    files = export(tmp_path, "--model", "deepseek-ai/DeepSeek-V3", "--hardware", "h200", "--strategy", "pd_cluster",
+                   "--nodes", "2")
+    c = _named(files, "Deployment", "router")["spec"]["template"]["spec"]["containers"][0]
+    argv = c["command"] + c["args"]
+    assert argv[:2] == ["/bin/sh", "-c"] and argv[2].startswith("python3 -m pip install --no-cache-dir vllm-router ")
+    assert argv[3] == "vllm-router"  # the plan's install first: the vLLM image has no vllm-router
+    assert last_flag_value(argv, "--host") == "0.0.0.0" and last_flag_value(argv, "--port") == "30000"
+    assert last_flag_value(argv, "--prometheus-host") == "0.0.0.0"  # its metrics bind 127.0.0.1 by default
+    assert [p["containerPort"] for p in c["ports"]] == [29000, 30000]
+    assert {c[p]["httpGet"]["port"] for p in ("startupProbe", "readinessProbe", "livenessProbe")} == {30000}
+    assert [p["port"] for p in _named(files, "Service", "router")["spec"]["ports"]] == [29000, 30000]
+    assert c["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"}}
+
+
+def test_pd_router_image_given_runs_the_router_as_planned(tmp_path) -> None:
+    files = export(tmp_path, "--model", "deepseek-ai/DeepSeek-V3", "--hardware", "h200", "--strategy", "pd_cluster",
+                   "--nodes", "2", "--k8s-router-image", "example.org/vllm-router:1")
+    c = _named(files, "Deployment", "router")["spec"]["template"]["spec"]["containers"][0]
+    assert c["image"] == "example.org/vllm-router:1" and c["command"] == ["vllm-router"]
+
+
+def test_pd_engines_side_channel_at_the_pod_ip_with_its_port_in_the_service(tmp_path) -> None:
+    files = export(tmp_path, "--model", "deepseek-ai/DeepSeek-V3", "--hardware", "h200", "--strategy", "pd_cluster",
+                   "--nodes", "2")
+    for role, api, side in (("prefill-0", 8001, 5557), ("decode-0", 8002, 5558)):
+        c = _named(files, "Deployment", role)["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e for e in c["env"]}
+        assert env["VLLM_NIXL_SIDE_CHANNEL_HOST"]["value"] == "$(POD_IP)"
+        assert env["POD_IP"]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
+        assert [p["containerPort"] for p in c["ports"]] == [side, api]
+        assert [p["port"] for p in _named(files, "Service", role)["spec"]["ports"]] == [side, api]
+        assert c["readinessProbe"]["httpGet"]["port"] == api  # the API, not the side channel
+
+
+def test_engines_keep_the_hugging_face_cache_across_pod_restarts(tmp_path) -> None:
+    files = export(tmp_path, "--model", "Qwen/Qwen3-32B", "--hardware", "h200")
+    spec = _named(files, "Deployment", "vllm")["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    assert {"name": "HF_HOME", "value": "/root/.cache/huggingface"} in c["env"]
+    assert {"name": "hf-cache", "mountPath": "/root/.cache/huggingface"} in c["volumeMounts"]
+    assert {"name": "hf-cache", "hostPath": {"path": "/var/lib/vllm-wizard/hf-cache", "type": "DirectoryOrCreate"}} \
+        in spec["volumes"]
+    files = export(tmp_path / "pvc", "--model", "Qwen/Qwen3-32B", "--hardware", "h200", "--k8s-hf-cache-claim", "hf")
+    spec = _named(files, "Deployment", "vllm")["spec"]["template"]["spec"]
+    assert {"name": "hf-cache", "persistentVolumeClaim": {"claimName": "hf"}} in spec["volumes"]
+
+
+def test_cpu_engines_request_cpu_and_memory(tmp_path, capsys) -> None:
+    files = export(tmp_path, "--model", "Qwen/Qwen3-1.7B", "--hardware", "xeon6")
+    c = _named(files, "Deployment", "vllm")["spec"]["template"]["spec"]["containers"][0]
+    assert c["resources"] == {"requests": {"cpu": "8", "memory": "32Gi"}}
+    files = export(tmp_path / "given", "--model", "Qwen/Qwen3-1.7B", "--hardware", "xeon6", "--k8s-cpu-request", "16",
+                   "--k8s-memory-request", "64Gi")
+    c = _named(files, "Deployment", "vllm")["spec"]["template"]["spec"]["containers"][0]
+    assert c["resources"] == {"requests": {"cpu": "16", "memory": "64Gi"}}
+    assert main(["plan", "--recipes", str(RECIPES), "--model", "Qwen/Qwen3-1.7B", "--hardware", "xeon6", "--k8s",
+                 str(tmp_path / "bad"), "--k8s-memory-request", "lots"]) == 2
+    assert "--k8s-memory-request 'lots': expected a Kubernetes quantity" in capsys.readouterr().err
+
+
+def test_the_secret_hint_names_every_key_the_manifests_read(tmp_path) -> None:
+    export(tmp_path, "--model", "Qwen/Qwen3-32B", "--hardware", "h200", "--arg=--api-key sk-topsecret-123")
+    (path,) = (tmp_path / "k8s").iterdir()
+    assert "kubectl create secret generic vllm-wizard-secrets --from-literal=API_KEY=… --from-literal=HF_TOKEN=…" \
+        in path.read_text()
+
+
+def test_hybrid_load_balanced_data_parallel_service_selects_every_api_server(tmp_path) -> None:
+    files = export(tmp_path, "--model", "deepseek-ai/DeepSeek-V3", "--hardware", "h200", "--strategy",
+                   "multi_node_dep", "--nodes", "3")
+    lws = next(d for d in _docs(files) if d["kind"] == "LeaderWorkerSet")
+    worker = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
+    assert "--data-parallel-hybrid-lb" in worker["args"] and 8000 in [p["containerPort"] for p in worker["ports"]]
+    (svc,) = [d for d in _docs(files) if d["kind"] == "Service"]
+    assert svc["spec"]["selector"] == {"app.kubernetes.io/name": lws["metadata"]["name"]}  # leader and workers
+
+
+def test_dynamo_etcd_runs_its_own_image_behind_a_service(tmp_path) -> None:
+    files = {}
+    out = tmp_path / "k8s"
+    assert main(["plan", "--model", "deepseek-ai/DeepSeek-V3", "--hardware", "h200", "--strategy", "pd_cluster",
+                 "--nodes", "2", "--router", "dynamo", "--k8s", str(out)]) == 0
+    files = {p.name: list(yaml.safe_load_all(p.read_text())) for p in sorted(out.iterdir())}
+    for doc in _docs(files):
+        validate(doc)
+    etcd = _named(files, "Deployment", "etcd")["spec"]["template"]["spec"]["containers"][0]
+    assert etcd["image"] == "quay.io/coreos/etcd:v3.5.21" and etcd["command"] == ["etcd"]
+    assert [p["port"] for p in _named(files, "Service", "etcd")["spec"]["ports"]] == [2379]
+    router = _named(files, "Deployment", "router")["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "ETCD_ENDPOINTS", "value": "http://vllm-etcd:2379"} in router["env"]

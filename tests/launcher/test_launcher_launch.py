@@ -162,3 +162,20 @@ def test_node_facts_without_memory_facts_leave_the_memory_check_out():
     assert (unknown.numa_mem_total_bytes, unknown.numa_mem_free_bytes) == (None, None)
     assert node_facts(None) == NodeFacts()
     assert node_facts(_host(primary_ip="", default_iface="")).primary_ip is None
+
+
+def test_a_workers_address_and_interface_are_those_of_the_route_to_its_head() -> None:
+    """A node with two networks: detection's default-route facts name the other one; with the head's
+    address known, NODE_IP/IFACE_NAME are the source address and interface of the route to it."""
+    from vllm_deploy_wizard.launcher.launch import NodeFacts, _primary_address, placeholder_values, route_to
+
+    here = _primary_address()
+    if here.startswith("127."):
+        pytest.skip("this host has no route off loopback")
+    route = route_to(here)
+    assert route is not None and route[0] == here and route[1]
+    other = NodeFacts(primary_ip="192.0.2.77", default_iface="eth-other")
+    names = ["NODE_IP", "IFACE_NAME"]
+    assert placeholder_values(names, other, node_rank=1) == {"NODE_IP": "192.0.2.77", "IFACE_NAME": "eth-other"}
+    assert placeholder_values(names, other, node_rank=1, head=here) == {"NODE_IP": here, "IFACE_NAME": route[1]}
+    assert route_to("not-an-address") is None

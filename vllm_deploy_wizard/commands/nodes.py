@@ -63,13 +63,52 @@ def launch(args: argparse.Namespace, data: Any) -> int:
         if "HEAD_IP" in values:
             print(f"using this machine's address as HEAD_IP={values['HEAD_IP']} (override with --set HEAD_IP=…)",
                   file=sys.stderr)
+    hosts = parse_hosts(args.host)
+    found = machine_addresses(data, local, hosts, values,
+                              here=lambda: values.get("HEAD_IP") or detected_values(["HEAD_IP"], {}, 0).get("HEAD_IP"))
+    if found:
+        print("using the machines' addresses: " + " ".join(f"{k}={v}" for k, v in found.items())
+              + " (override with --set NAME=VALUE)", file=sys.stderr)
+        values.update(found)
     extra = ["--skip-flag-check"] if args.skip_flag_check else []
-    c = launch_all_nodes(Path(args.plan).resolve(), data, local, parse_hosts(args.host), values,
+    c = launch_all_nodes(Path(args.plan).resolve(), data, local, hosts, values,
                          ssh=_ssh_args(args), wizard=shlex.split(args.remote_wizard), extra=extra)
     tables.print_table([[n.label, n.dest or "this machine", f"run {n.run_id}"] for n in c.nodes], indent=0)
     print(f"cluster of {len(c.nodes)} nodes started; head run {c.head.run_id}")
     print("  status: vllm-wizard status --all-nodes    stop: vllm-wizard stop --all-nodes")
     return 0
+
+
+def machine_addresses(data: Any, local: str, hosts: dict[str, str], values: dict[str, str],
+                      here: Any = lambda: None) -> dict[str, str]:
+    """The placeholders naming a machine's address (``PREFILL_NODE_1`` for ``prefill-node-0`` …,
+    :func:`~vllm_deploy_wizard.launcher.engines.slurm.address_placeholders`) that ``values`` lacks,
+    each the address of that machine: ``here()`` (this machine's address) for ``local``, else its ``--host``
+    destination resolved to IPv4; ``ROUTER_HOST`` the ``router`` machine's (the router binds it, the
+    engines reach it there; the plan's default ``localhost`` serves one machine only). A destination
+    that does not resolve is left out."""
+    import socket
+
+    from vllm_deploy_wizard.launcher.engines.slurm import ROUTER_LABEL, address_placeholders
+    from vllm_deploy_wizard.launcher.plan_file import plan_node_labels, plan_placeholders
+
+    def address_of(label: str) -> str | None:
+        if label == local:
+            return here()
+        host = hosts.get(label, "").rpartition("@")[2].strip("[]")
+        try:
+            return socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0]
+        except (OSError, IndexError):
+            return None
+
+    holes = set(plan_placeholders(data))
+    out: dict[str, str] = {}
+    for label in plan_node_labels(data):
+        names = [*address_placeholders(label), *(["ROUTER_HOST"] if label == ROUTER_LABEL else [])]
+        for name in names:
+            if name in holes and name not in values and (address := address_of(label)):
+                out[name] = address
+    return out
 
 
 def cluster_hint(run_id: str) -> str | None:

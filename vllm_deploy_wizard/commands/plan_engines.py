@@ -8,6 +8,7 @@ up here, where the catalog is at hand.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,14 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k8s-namespace", metavar="NS", help="namespace set on every --k8s manifest")
     p.add_argument("--k8s-set", action="append", default=[], metavar="VAR=VALUE",
                    help="value of a plan placeholder the cluster cannot fill (e.g. MOONCAKE_DEVICE_NAME=mlx5_0)")
+    p.add_argument("--k8s-router-image", metavar="IMAGE",
+                   help="image of the --k8s router (default: the engine image, installing the router at start)")
+    p.add_argument("--k8s-hf-cache-claim", metavar="PVC",
+                   help="PersistentVolumeClaim for the --k8s engines' Hugging Face cache (default: a hostPath on "
+                   "each node, kept across pod restarts)")
+    p.add_argument("--k8s-cpu-request", metavar="CPUS", help="cpu request of a --k8s CPU engine pod (default 8)")
+    p.add_argument("--k8s-memory-request", metavar="MEM",
+                   help="memory request of a --k8s CPU engine pod (default 32Gi)")
     p.add_argument("--slurm", type=Path, metavar="FILE",
                    help="write an sbatch script running the plan file (next to FILE as FILE.plan.yaml) with one "
                    "task per node")
@@ -51,7 +60,8 @@ def export(args: argparse.Namespace, cat: Any, selection: Any, doc: dict[str, An
 
     written: list[str] = []
     if getattr(args, "k8s", None) is not None:
-        from vllm_deploy_wizard.launcher.engines.kubernetes import ExportError, kubernetes_manifests, write_manifests
+        from vllm_deploy_wizard.launcher.engines.kubernetes import ExportError, kubernetes_manifests
+        from vllm_deploy_wizard.launcher.engines.kubernetes_files import write_manifests
 
         if args.k8s.exists() and not args.k8s.is_dir():
             raise SelectionError(f"--k8s {args.k8s}: is a file; --k8s takes a FOLDER for the manifests")
@@ -68,11 +78,24 @@ def export(args: argparse.Namespace, cat: Any, selection: Any, doc: dict[str, An
 
         selector, per_unit = (kubernetes_placement(profile, int(doc["plan"].get("resolved", {}).get("nodes") or 1))
                               if profile is not None else ({}, 1))
+        requests = {}
+        for flag, key, pattern in (("--k8s-cpu-request", "cpu", r"\d+(\.\d+)?m?"),
+                                   ("--k8s-memory-request", "memory", r"\d+(\.\d+)?([KMGTPE]i?)?")):
+            given = getattr(args, flag[2:].replace("-", "_"), None)
+            if given is None:
+                continue
+            if not re.fullmatch(pattern, given):
+                raise SelectionError(f"{flag} {given!r}: expected a Kubernetes quantity, e.g. "
+                                     + ("8 or 500m" if key == "cpu" else "32Gi"))
+            requests[key] = given
         try:
             files = kubernetes_manifests(doc, image=image, vendor=getattr(profile, "brand", None),
                                          arch=getattr(profile, "compute_arch", None) or getattr(profile, "generation", None),
                                          namespace=args.k8s_namespace, values=values,
-                                         node_selector=selector, devices_per_unit=per_unit)
+                                         node_selector=selector, devices_per_unit=per_unit,
+                                         router_image=getattr(args, "k8s_router_image", None),
+                                         hf_cache_claim=getattr(args, "k8s_hf_cache_claim", None),
+                                         cpu_requests=requests)
             written += [str(p) for p in write_manifests(args.k8s, files)]
         except ExportError as exc:
             raise SelectionError(f"--k8s: {exc}") from None

@@ -42,7 +42,8 @@ def detected_values(names: list[str], given: dict[str, str], node_rank: int,
     open_names = [n for n in names if n not in given]
     if not self_facts_needed(open_names, node_rank):
         return {}
-    return {n: v for n, v in placeholder_values(open_names, node_facts(host_facts()), node_rank).items() if v}
+    return {n: v for n, v in placeholder_values(open_names, node_facts(host_facts()), node_rank,
+                                                head=given.get("HEAD_IP")).items() if v}
 
 
 def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sys.stderr,
@@ -70,7 +71,8 @@ def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sy
     open_names = [n for n in names if n not in values]
     facts = node_facts(host_facts()) if self_facts_needed(open_names, node_rank) else None
     offered = {k: str(v) for k, v in (data["plan"].get("placeholder_defaults") or {}).items() if v not in (None, "")}
-    chosen = {n: v for n, v in placeholder_values(open_names, facts or node_facts(None), node_rank, offered).items() if v}
+    chosen = {n: v for n, v in placeholder_values(open_names, facts or node_facts(None), node_rank, offered,
+                                                  head=values.get("HEAD_IP")).items() if v}
     planned = {n: v for n, v in chosen.items() if offered.get(n) == v}
     defaults = {n: v for n, v in chosen.items() if n not in planned}
     if defaults:
