@@ -87,8 +87,9 @@ def side_channel_ports(argv: list[str], env: Mapping[str, str]) -> list[int]:
     ``vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_scheduler.py``: the base port +
     the data-parallel index of each rank it runs): ``[]`` without a NixlConnector; base
     ``VLLM_NIXL_SIDE_CHANNEL_PORT`` (default :data:`NIXL_SIDE_CHANNEL_PORT`); ranks from
-    ``--data-parallel-start-rank`` (0) over ``--data-parallel-size-local`` (else 1)."""
-    if not any("NixlConnector" in a for a in argv):
+    ``--data-parallel-start-rank`` (0) over ``--data-parallel-size-local`` (else 1). Only the engine's
+    own ``--kv-transfer-config`` counts (a router that registers NIXL workers binds no side channel)."""
+    if "NixlConnector" not in (last_flag_value(argv, "--kv-transfer-config") or ""):
         return []
     base = str(env.get("VLLM_NIXL_SIDE_CHANNEL_PORT") or NIXL_SIDE_CHANNEL_PORT)
     if not base.isdigit():
