@@ -34,6 +34,7 @@ from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.launcher.causes import UTIL_MARGIN
 from vllm_deploy_wizard.launcher.containers import (DOCKER_DEFAULT_SHM_BYTES, container_shm_bytes, expand_home,
                                                     inner_serve_argv, parse_run)
+from vllm_deploy_wizard.launcher.process import child_env
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
 from vllm_deploy_wizard.launcher.vllm_checks import (Refusal, cpu_memory_refusals, fitting_utilization,
@@ -243,9 +244,12 @@ def _visible_devices(p: ProcessSpec) -> tuple[str, list[str]] | None:
 def _serve_of(p: ProcessSpec) -> tuple[ProcessSpec, int | None] | None:
     """``(the process as vLLM sees it, its /dev/shm bytes)`` for a ``vllm serve`` process (shm None:
     this host's) or a container running one (its argv inside, its env with the ``-e`` values, the
-    container's ``/dev/shm``: None with ``--ipc=host``); None for anything else."""
+    container's ``/dev/shm``: None with ``--ipc=host``); None for anything else. A direct serve's env is
+    the one its child gets (:func:`~vllm_deploy_wizard.launcher.process.child_env`: this launcher's
+    environment — a ``VLLM_CPU_KVCACHE_SPACE`` or ``CUDA_VISIBLE_DEVICES`` exported by the shell, srun or
+    ssh — under the plan's), since that is what vLLM reads."""
     if is_vllm_serve(p.argv):
-        return p, None
+        return replace(p, env=child_env(p)), None
     run = parse_run(p.argv)
     inner = inner_serve_argv(run) if run is not None else None
     if run is None or inner is None:
