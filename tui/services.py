@@ -91,6 +91,9 @@ class Services:
     falls back to ``synthesize`` (test fakes)."""
     custom_recipe: Callable[[Any, str], tuple[Any, str]] | None = None
     launcher: LauncherPort | None = None
+    bench: Any = None
+    """The benchmark functions (``target_from_run``, ``run_sweep``, ``list_sweeps``, ``runs_root``);
+    None = :mod:`vllm_deploy_wizard.launcher.bench` (tui/screen_bench.py)."""
     extras: dict[str, Any] = field(default_factory=dict)
 
 
