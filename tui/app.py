@@ -136,6 +136,7 @@ class WizardApp(App):
         self.plan_json: dict | None = None
         self.plan: Any = None
         self.launched_plans: dict[str, dict] = {}  # run id → plan JSON this wizard launched it from
+        self.port_edits: dict[str, int] = {}  # review's port edits, {"process|flag": port} (tui/port_edits.py)
         self.live_runs: list[str] = []
         self.stopped_stale: tuple[str, list[int]] | None = None  # (run id, pids) of the last stale stop
         self._gpus_typed = False  # devices per node typed by the person (kept across hardware picks)
@@ -341,8 +342,12 @@ class WizardApp(App):
         """Set selection keys (``None`` removes one), recompute the constraints answer, notify.
 
         Changing ``hardware`` or ``model`` drops the dependent axes so defaults apply again
-        (docs/synthesis.md §2.14).
+        (docs/synthesis.md §2.14); picking the same one again (back, then forward) keeps every choice.
         """
+        changes = {k: v for k, v in changes.items()
+                   if not (k in ("model", "hardware") and v is not None and self.selection.get(k) == v)}
+        if not changes:
+            return
         for key, value in changes.items():
             if value is None:
                 self.selection.pop(key, None)
@@ -414,8 +419,10 @@ class WizardApp(App):
 
     def build_plan(self) -> dict:
         """Synthesize :meth:`planned_selection`; returns docs/plan-file.md §3 dict. Raises WizardError."""
+        from vllm_deploy_wizard.tui.port_edits import apply_port_edits
+
         sel = self.services.make_selection(self.planned_selection())
-        self.plan = self._plan(sel)
+        self.plan = apply_port_edits(self._plan(sel), self.port_edits)
         self.plan_json = self.services.plan_to_json(self.plan)
         return self.plan_json
 

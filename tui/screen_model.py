@@ -141,6 +141,12 @@ class ModelScreen(Screen):
                 ",".join(r.tasks), r.provider, r.hf_id, key=r.hf_id,
             )
         self.rows = rows
+        chosen = app.selection.get("model")
+        if chosen and table.row_count:  # back from a later step: the cursor stays on the chosen model
+            try:
+                table.move_cursor(row=table.get_row_index(chosen))
+            except Exception:  # noqa: BLE001 — filtered out of the table
+                pass
         status.update(model_status(rows, len(app.catalog.recipes), profile, memory))
 
     def on_input_changed(self, event: Input.Changed) -> None:
