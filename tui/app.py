@@ -114,8 +114,10 @@ class WizardApp(App):
         attach: str | None = None,
         clock: Callable[[], float] = time.time,
         stats_sampler: Callable[[], dict] | None = None,
+        opened: Any = None,
     ) -> None:
         super().__init__()
+        self.opened = opened  # --open: a saved selection (workflows.saved_selections) to land on review with
         self.clock = clock
         self.stats_sampler = stats_sampler
         self._services = services
@@ -305,6 +307,38 @@ class WizardApp(App):
             # configure checks the choices against the profile the bottom bar names (not the default)
             self.recompute()
         self.broadcast(DataChanged())
+        if self.opened is not None and self.catalog is not None and (self.inventory is not None or "detect" in self.errors):
+            opened, self.opened = self.opened, None
+            self.open_saved(opened)
+
+    def open_saved(self, entry: Any) -> None:
+        """Make ``entry``'s selection (and port edits) the wizard's and land on the review, with the model
+        and configure steps beneath it (escape goes back through them). A custom model is derived again
+        from its config.json; a selection that cannot be planned shows its error on the review."""
+        if self.catalog is None:
+            self.opened = entry  # opened once the catalog is loaded (_settle)
+            return
+        selection = dict(entry.selection)
+        model = selection.get("model")
+        if model and self.services.custom_recipe is not None:
+            try:
+                self.catalog.recipe(model)
+            except Exception:  # noqa: BLE001 — not a recipe: a custom model
+                try:
+                    self.catalog, selection["model"] = self.services.custom_recipe(self.catalog, model)
+                except Exception as exc:  # noqa: BLE001
+                    self.errors["model"] = f"{model}: {exc}"
+        self._gpus_typed = "gpus" in selection
+        self.selection = selection
+        self.port_edits = dict(getattr(entry, "port_edits", None) or {})
+        self.recompute()
+        self.broadcast(SelectionChanged())
+        from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
+        from vllm_deploy_wizard.tui.screen_model import ModelScreen
+        from vllm_deploy_wizard.tui.screen_review import ReviewScreen
+
+        for screen in (ModelScreen(), ConfigureScreen(), ReviewScreen()):
+            self.push_screen(screen)
 
     @property
     def detected_profile(self) -> str | None:
@@ -528,6 +562,7 @@ def make_app(
     attach: str | None = None,
     clock: Callable[[], float] = time.time,
     stats_sampler: Callable[[], dict] | None | str = "host",
+    opened: Any = None,
 ) -> WizardApp:
     """Build the wizard.
 
@@ -538,7 +573,9 @@ def make_app(
     ``model``: preselect a recipe HF id or custom model. ``attach``: open the monitor on that run.
     ``clock``: wall-clock seconds for uptimes (tests pass a fixed one). ``stats_sampler``: the
     monitor's CPU/RAM/GPU sampler (default ``"host"`` = :func:`vllm_deploy_wizard.tui.host_stats.sample`;
-    tests pass a fixed one; None = no host panel).
+    tests pass a fixed one; None = no host panel). ``opened``: a saved selection
+    (:class:`~vllm_deploy_wizard.workflows.saved_selections.SavedSelection`, ``wizard --open``) to land
+    on the review with.
     """
     if stats_sampler == "host":
         from vllm_deploy_wizard.tui.host_stats import sample as stats_sampler
@@ -549,4 +586,4 @@ def make_app(
             services = real_services()
         services.launcher = launcher
     return WizardApp(services=services, catalog=catalog, inventory=inventory, recipes=recipes, model=model, attach=attach, clock=clock,
-                     stats_sampler=stats_sampler)
+                     stats_sampler=stats_sampler, opened=opened)

@@ -117,6 +117,10 @@ class ReviewScreen(Screen):
             self.plan_json = None
             return
         self.plan_json = plan
+        if focus is None:  # the first paint of a plannable selection: it goes to the recent list
+            from vllm_deploy_wizard.workflows.saved_selections import record_recent
+
+            record_recent(dict(self.app.selection), dict(getattr(self.app, "port_edits", {}) or {}))
         widgets = [
             Static(
                 Text.assemble(("Plan: ", "bold"), plan_header(self.app.plan)),

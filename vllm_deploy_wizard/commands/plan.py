@@ -99,6 +99,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--script", type=Path, metavar="DIR",
                    help="write one executable bash script per node into DIR (created when missing); each "
                    "written atomically, for you only (mode 0700: it may hold API keys)")
+    p.add_argument("--save", metavar="NAME",
+                   help="also save the selection as NAME (under the XDG config dir) for `vllm-wizard wizard "
+                   "--open NAME` and the wizard's first screen")
     from vllm_deploy_wizard.commands.plan_engines import add_flags
 
     add_flags(p)
@@ -259,6 +262,10 @@ def handle(args: argparse.Namespace) -> int:
     if getattr(args, "scenario", None) and args.replay is None:
         raise SelectionError("--scenario needs --replay FILE (a scenario file such as failure_modes.yaml)")
     _check_outputs(args)
+    if getattr(args, "save", None) is not None:
+        from vllm_deploy_wizard.workflows.saved_selections import check_name
+
+        check_name(args.save)
     source = resolve_source(args.recipes)
     cat = load_for_source(source)
     warnings: list[str] = []
@@ -317,4 +324,10 @@ def handle(args: argparse.Namespace) -> int:
     if args.out is not None or args.script is not None:
         written = [str(p) for p in (args.out, args.script) if p is not None]
         print(f"wrote {', '.join(written)}", file=sys.stderr)
+    if getattr(args, "save", None) is not None:
+        from vllm_deploy_wizard.workflows.saved_selections import save
+
+        path = save(args.save, selection.model_dump(exclude_none=True, exclude_defaults=True))
+        print(f"saved selection {args.save} to {path} (`vllm-wizard wizard --open {args.save}` opens it)",
+              file=sys.stderr)
     return 0
