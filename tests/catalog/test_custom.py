@@ -99,14 +99,15 @@ def test_no_config_names_every_place_tried(tmp_path):
     with pytest.raises(SelectionError) as exc:
         custom_recipe(str(empty))
     assert str(exc.value) == (f"no config.json in {empty} — a local model directory needs the checkpoint's "
-                              "config.json (and its weights)")  # no `huggingface-cli download /path` advice
+                              "config.json (and its weights)")  # no `hf download /path` advice
     hub = tmp_path / "hub"
     hub.mkdir()
     with pytest.raises(SelectionError) as exc:
         custom_recipe("acme/not-downloaded", cache_dir=hub)
     msg = str(exc.value)
     assert f"Hugging Face cache {hub}/models--acme--not-downloaded (model not downloaded)" in msg
-    assert "huggingface-cli download acme/not-downloaded config.json" in msg
+    assert "`hf download acme/not-downloaded`" in msg and "plan --model acme/not-downloaded --download" in msg
+    assert "huggingface-cli" not in msg  # huggingface_hub no longer ships it
 
 
 def test_missing_size_fields_named(tmp_path):

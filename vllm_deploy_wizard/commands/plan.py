@@ -99,6 +99,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--script", type=Path, metavar="DIR",
                    help="write one executable bash script per node into DIR (created when missing); each "
                    "written atomically, for you only (mode 0700: it may hold API keys)")
+    p.add_argument("--download", action="store_true",
+                   help="download the model (and every model the plan serves) into the Hugging Face cache "
+                   "when it is not there yet (huggingface_hub snapshot_download: resumable, HF_TOKEN honoured)")
     p.add_argument("--save", metavar="NAME",
                    help="also save the selection as NAME (under the XDG config dir) for `vllm-wizard wizard "
                    "--open NAME` and the wizard's first screen")
@@ -244,6 +247,23 @@ def _write(flag: str, path: Path, text: str, mode: int) -> None:
         raise SelectionError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
 
 
+def download_missing(models: list[str], done: set[str] | None = None) -> None:
+    """Download each Hugging Face id of ``models`` not yet in the local cache nor in ``done`` (the ids
+    this command already fetched; updated), saying so on stderr (workflows/model_download.py).
+    Raises DownloadError with the cause and its fix."""
+    from vllm_deploy_wizard.workflows.model_download import download_model, hf_id_of, is_cached
+
+    done = set() if done is None else done
+    for model in models:
+        hf = hf_id_of(model)
+        if hf is None or hf in done or is_cached(hf):
+            continue
+        done.add(hf)
+        print(f"downloading {hf} into the Hugging Face cache …", file=sys.stderr)
+        path = download_model(hf)
+        print(f"downloaded {hf} to {path}", file=sys.stderr)
+
+
 def handle(args: argparse.Namespace) -> int:
     """Plan and print/write; returns 0. Raises WizardError subclasses for bad input."""
     import json
@@ -258,6 +278,7 @@ def handle(args: argparse.Namespace) -> int:
     from vllm_deploy_wizard.catalog.selection import selection_from_data
     from vllm_deploy_wizard.catalog.sources import resolve_source
     from vllm_deploy_wizard.common.errors import SelectionError
+    from vllm_deploy_wizard.workflows.model_download import served_models
 
     if getattr(args, "scenario", None) and args.replay is None:
         raise SelectionError("--scenario needs --replay FILE (a scenario file such as failure_modes.yaml)")
@@ -273,6 +294,9 @@ def handle(args: argparse.Namespace) -> int:
     snapshot = detect_defaults(cat, data, args.replay, getattr(args, "scenario", None)) if (args.detect or args.replay) else None
     if "model" not in data:
         raise SelectionError("no model: pass --model ID or a --selection file with a `model` key")
+    fetched: set[str] = set()
+    if getattr(args, "download", False):
+        download_missing([str(data["model"])], fetched)
     where = str(args.selection) if args.selection else "flags"
     selection = selection_from_data(data, where, flags=flags_given(args))
     host = detected = None
@@ -289,6 +313,8 @@ def handle(args: argparse.Namespace) -> int:
     if snapshot is not None:
         plan.notes += device_memory_warnings(cat, plan, snapshot.get("vllm_view"))
 
+    if getattr(args, "download", False):
+        download_missing(served_models(plan_to_json(plan)), fetched)
     engines = getattr(args, "k8s", None) is not None or getattr(args, "slurm", None) is not None
     if args.out is not None or engines:
         provenance = {
