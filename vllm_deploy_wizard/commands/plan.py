@@ -102,6 +102,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--download", action="store_true",
                    help="download the model (and every model the plan serves) into the Hugging Face cache "
                    "when it is not there yet (huggingface_hub snapshot_download: resumable, HF_TOKEN honoured)")
+    p.add_argument("--skip-flag-check", action="store_true",
+                   help="do not check the --arg flags against the installed vLLM (`vllm serve --help=all`, "
+                   "read once and cached; ~30 s the first time)")
     p.add_argument("--save", metavar="NAME",
                    help="also save the selection as NAME (under the XDG config dir) for `vllm-wizard wizard "
                    "--open NAME` and the wizard's first screen")
@@ -264,6 +267,22 @@ def download_missing(models: list[str], done: set[str] | None = None) -> None:
         print(f"downloaded {hf} to {path}", file=sys.stderr)
 
 
+def check_typed_input(typed: list[str], plan_json: dict, flags: bool = True) -> None:
+    """Refuse typed ``--arg`` flags the installed vLLM lacks and a ``--max-model-len`` above the model's
+    limit (workflows/plan_checks.py): SelectionError listing each with its did-you-mean / limit.
+    Warnings (an abbreviated flag) go to stderr."""
+    from vllm_deploy_wizard.common.errors import SelectionError
+    from vllm_deploy_wizard.workflows.plan_checks import flag_problems, max_model_len_problems
+
+    problems, warnings = flag_problems(typed, notice=lambda text: print(text + " …", file=sys.stderr)) \
+        if flags and typed else ([], [])
+    problems += max_model_len_problems(plan_json.get("processes") or [])
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if problems:
+        raise SelectionError(f"{len(problems)} problem(s) in the typed input:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
 def handle(args: argparse.Namespace) -> int:
     """Plan and print/write; returns 0. Raises WizardError subclasses for bad input."""
     import json
@@ -315,6 +334,7 @@ def handle(args: argparse.Namespace) -> int:
 
     if getattr(args, "download", False):
         download_missing(served_models(plan_to_json(plan)), fetched)
+    check_typed_input(list(selection.advanced_args or []), plan_to_json(plan), flags=not getattr(args, "skip_flag_check", False))
     engines = getattr(args, "k8s", None) is not None or getattr(args, "slurm", None) is not None
     if args.out is not None or engines:
         provenance = {
