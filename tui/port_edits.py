@@ -122,13 +122,14 @@ def apply_port_edits(plan: Any, edits: Mapping[str, int]) -> Any:
         if slot is None or slot.value == str(port):
             continue
         new, old = str(port), slot.value
+        if old.startswith("$"):  # a placeholder port ($ROUTER_PORT): filled everywhere, no longer asked at launch
+            _fill_placeholder(plan, old, new)
+            continue
         proc = next(p for p in plan.processes if p.name == slot.process)
         if slot.what in PORT_ENV:
             proc.env[slot.what] = new
         else:
             proc.argv = set_flag(proc.argv, slot.what, new, add=True)
-        if not old.isdigit():
-            continue  # a placeholder: nothing refers to it by number
         if int(old) in proc.ports:
             proc.ports = sorted({int(new) if q == int(old) else q for q in proc.ports})
         for p in plan.processes:
@@ -140,3 +141,19 @@ def apply_port_edits(plan: Any, edits: Mapping[str, int]) -> Any:
             if p.health is not None:
                 p.health.url = _rename(p.health.url, old, new) if p is proc else p.health.url
     return plan
+
+
+def _fill_placeholder(plan: Any, hole: str, value: str) -> None:
+    """Replace placeholder ``hole`` (``$NAME``) by ``value`` in every process and drop it from the plan's
+    placeholders (the way ``companion_args`` ``router_port`` fills ``$ROUTER_PORT``)."""
+    pat = re.compile(re.escape(hole) + r"(?![A-Za-z0-9_])")
+    for p in plan.processes:
+        if any(last_flag_value(p.argv, flag) == hole for flag in PORT_FLAGS):
+            p.ports = sorted({*p.ports, int(value)})  # it listens there now (a placeholder port was not listed)
+        p.argv = [pat.sub(value, tok) for tok in p.argv]
+        p.env = {k: pat.sub(value, v) for k, v in p.env.items()}
+        if p.health is not None:
+            p.health.url = pat.sub(value, p.health.url)
+    name = hole[1:]
+    plan.placeholders = [x for x in plan.placeholders if x != name]
+    plan.placeholder_defaults = {k: v for k, v in plan.placeholder_defaults.items() if k != name}

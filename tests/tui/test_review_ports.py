@@ -47,6 +47,16 @@ def test_an_edit_sets_the_flag_and_renames_the_references():
     assert _plan().processes[0].argv[3] == "5555"  # the original is untouched
 
 
+def test_a_placeholder_port_is_filled_everywhere_and_no_longer_asked():
+    plan = _plan()
+    plan.placeholders = ["ROUTER_PORT"]
+    plan.processes[2].health = Health(url="http://127.0.0.1:$ROUTER_PORT/health")
+    out = apply_port_edits(plan, {"router|--port": 30001})
+    router = out.processes[2]
+    assert router.argv[1:3] == ["--port", "30001"] and router.health.url == "http://127.0.0.1:30001/health"
+    assert 30001 in router.ports and out.placeholders == []
+
+
 def test_conflicts_name_the_other_process_and_a_busy_port():
     slots = port_slots(_plan().processes)
     found = conflicts(slots, {"kv_offload:lmcache|--http-port": 8000})
