@@ -22,7 +22,7 @@ from typing import Any
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, Horizontal
+from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar, Static
 from textual_plotext import PlotextPlot
@@ -57,15 +57,15 @@ class BenchScreen(Screen):
         Binding("c", "cancel", "Stop sweep"),
         Binding("v", "compare", "Compare"),
         Binding("e", "export", "Export SVG"),
-        Binding("escape", "close", "Back to monitor"),
+        Binding("escape", "close", "Back"),
     ]
     DEFAULT_CSS = """
     BenchScreen #bench-settings { height: 3; }
     BenchScreen #bench-settings Label { padding: 1 1 0 1; }
     BenchScreen #bench-settings Input { width: 12; }
     BenchScreen #bench-status { height: auto; max-height: 3; }
-    BenchScreen #bench-plots { grid-size: 2 2; height: 1fr; min-height: 16; }
-    BenchScreen #bench-table { height: 8; }
+    BenchScreen #bench-plots { grid-size: 2 2; height: 1fr; min-height: 22; }
+    BenchScreen #bench-table { height: auto; max-height: 6; }
     """
 
     def __init__(self, run_id: str, run_dir: Path, target: Any) -> None:
@@ -83,16 +83,17 @@ class BenchScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal(id="bench-settings"):
-            for wid, label, _field, default in FIELDS:
-                yield Label(label)
-                yield Input(default, id=wid, type="number")
-        yield Static(self._idle_text(), id="bench-status")
-        yield ProgressBar(total=1, show_eta=False, id="bench-progress")
-        with Grid(id="bench-plots"):
-            for wid, *_ in PLOTS:
-                yield PlotextPlot(id=wid)
-        yield DataTable(id="bench-table", cursor_type="row")
+        with VerticalScroll(id="bench-body"):  # at 80×24 the plots keep a readable height and the body scrolls
+            with Horizontal(id="bench-settings"):
+                for wid, label, _field, default in FIELDS:
+                    yield Label(label)
+                    yield Input(default, id=wid, type="number")
+            yield Static(self._idle_text(), id="bench-status")
+            yield ProgressBar(total=1, show_eta=False, id="bench-progress")
+            with Grid(id="bench-plots"):
+                for wid, *_ in PLOTS:
+                    yield PlotextPlot(id=wid)
+            yield DataTable(id="bench-table", cursor_type="row")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -228,6 +229,9 @@ class BenchScreen(Screen):
             plt.title(title)
             plt.xlabel("concurrency")
             plt.ylabel(unit)
+            ticks = sorted({x for _legend, xs, _ys in data[wid] for x in xs})
+            if ticks:
+                plt.xticks(ticks)  # the concurrencies measured, not 1.0 2.8 4.5
             for legend, xs, ys in data[wid]:
                 plt.plot(xs, ys, label=legend, marker="braille")
             widget.refresh()
