@@ -278,9 +278,6 @@ def list_sweeps(runs_root: Path, model: str | None = None) -> list[Sweep]:
     return out
 
 
-Runner = Callable[[list[str], Mapping[str, str], float, Callable[[int, int], None], threading.Event], tuple[int, str]]
-
-
 def run_step(argv: list[str], env: Mapping[str, str], deadline: float, progress: Callable[[int, int], None],
              cancel: threading.Event, log: io.TextIOBase | None = None, clock: Callable[[], float] = time.monotonic,
              ) -> tuple[int, str]:
