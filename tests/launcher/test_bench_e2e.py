@@ -4,7 +4,9 @@ with the run (docs/benchmark.md §1)."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
+import html
 import json
 import os
 import re
@@ -46,6 +48,10 @@ def test_bench_sweeps_a_live_run_with_the_installed_vllm(real_vllm, env, tmp_pat
         b = run_cli(env, "bench", run_id, "--concurrency", "1,2", "--input-len", "16", "--output-len", "8",
                     "--min-prompts", "4", "--prompts-per-slot", "2", "--budget", "150", "--json", timeout=200)
         bench_s = time.monotonic() - t0
+        if b.returncode == 0:
+            t0 = time.monotonic()
+            tui = asyncio.run(_bench_screen(Path(json.loads(b.stdout)["path"]).parent.parent))
+            tui_s = time.monotonic() - t0
     finally:
         stopped = run_cli(env, "stop", run_id, timeout=120)
     assert b.returncode == 0, b.stdout + b.stderr
@@ -63,5 +69,41 @@ def test_bench_sweeps_a_live_run_with_the_installed_vllm(real_vllm, env, tmp_pat
     raw = json.loads((folder / "c2.json").read_text())  # vLLM's own result file
     assert raw["max_concurrency"] == 2 and raw["completed"] == 4
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    # the TUI's screen drove the same real vllm bench serve: a sweep to its limit, plots filled, an SVG
+    assert tui["concurrencies"] == [1, 2] and tui["plotted"] == [1, 2]
+    assert tui["svg"].startswith("<svg") and "Output throughput" in html.unescape(tui["svg"]).replace("\xa0", " ")
     print(f"\nE2E figures: bench sweep (1, 2) {bench_s:.1f} s; output tok/s "
-          f"{', '.join('%.1f' % s['output_throughput'] for s in steps)}")
+          f"{', '.join('%.1f' % s['output_throughput'] for s in steps)}; TUI sweep (1, 2) {tui_s:.1f} s")
+
+
+async def _bench_screen(run_dir: Path) -> dict:
+    """Open the benchmark screen on the live run (as ``b`` in the monitor does), sweep to concurrency 2."""
+    from textual.app import App
+    from textual.widgets import Input
+
+    from vllm_deploy_wizard.launcher.bench import target_from_run
+    from vllm_deploy_wizard.tui.screen_bench import BenchScreen
+
+    target = target_from_run(run_dir)
+    screen = BenchScreen(run_dir.name, run_dir, target)
+
+    class Host(App):
+        def on_mount(self) -> None:
+            self.push_screen(screen)
+
+    app = Host()
+    async with app.run_test(size=(120, 45)) as pilot:
+        await pilot.pause()
+        for wid, value in (("bench-max-conc", "2"), ("bench-input-len", "16"), ("bench-output-len", "8"),
+                           ("bench-budget", "150")):
+            screen.query_one(f"#{wid}", Input).value = value
+        await pilot.press("g")
+        deadline = time.monotonic() + 180
+        while screen.sweep is None and not screen.error and time.monotonic() < deadline:
+            await pilot.pause(0.2)
+        assert screen.sweep is not None, screen.error
+        await pilot.press("e")
+        await pilot.pause(0.2)
+        return {"concurrencies": [s.concurrency for s in screen.sweep.steps],
+                "plotted": screen.series()["plot-output"][0][1],
+                "svg": (screen.sweep.path / "bench.svg").read_text()}

@@ -97,12 +97,16 @@ def handle(args: argparse.Namespace) -> int:
     print(f"benchmarking {target.model} at {target.base_url} with {target.vllm} bench serve "
           f"(budget {config.budget_s:g} s)", file=sys.stderr)
 
+    live = sys.stderr.isatty()  # a terminal gets the request count of the running step, rewritten in place
+
     def progress(ev) -> None:
         if ev.kind == "step":
             print(f"  concurrency {ev.concurrency}: {ev.total} requests …", file=sys.stderr)
+        elif ev.kind == "progress" and live:
+            print(f"\r    {ev.done}/{ev.total} requests · {ev.elapsed_s:.0f} s", end="", file=sys.stderr, flush=True)
         elif ev.kind == "result" and ev.step is not None:
-            print(f"  concurrency {ev.concurrency}: {ev.step.output_throughput:.1f} output tok/s, "
-                  f"{ev.step.request_throughput:.2f} req/s ({ev.elapsed_s:.0f} s)", file=sys.stderr)
+            print(("\r" if live else "") + f"  concurrency {ev.concurrency}: {ev.step.output_throughput:.1f} output "
+                  f"tok/s, {ev.step.request_throughput:.2f} req/s ({ev.elapsed_s:.0f} s)", file=sys.stderr)
 
     sweep = run_sweep(target, config, info.run_dir, on_event=progress)
     if args.json:
