@@ -141,8 +141,9 @@ def find_config(model_id: str, *, cache_dir: str | Path | None = None) -> Path:
         raise SelectionError(f"{model_id!r} is neither a local directory nor an 'org/name' Hugging Face id")
     raise SelectionError(
         f"no config.json for custom model {model_id!r}; tried: " + "; ".join(tried)
-        + ". Download it first (`hf download " + model_id
-        + " config.json`) or pass a local model directory."
+        + f". Download it first (`hf download {model_id} config.json` for what planning reads, or the whole "
+        f"model: `vllm-wizard plan --model {model_id} --download`, ctrl+d in the wizard's model step) "
+        "or pass a local model directory."
     )
 
 

@@ -114,8 +114,10 @@ class WizardApp(App):
         attach: str | None = None,
         clock: Callable[[], float] = time.time,
         stats_sampler: Callable[[], dict] | None = None,
+        opened: Any = None,
     ) -> None:
         super().__init__()
+        self.opened = opened  # --open: a saved selection (workflows.saved_selections) to land on review with
         self.clock = clock
         self.stats_sampler = stats_sampler
         self._services = services
@@ -137,6 +139,7 @@ class WizardApp(App):
         self.plan_json: dict | None = None
         self.plan: Any = None
         self.launched_plans: dict[str, dict] = {}  # run id → plan JSON this wizard launched it from
+        self.port_edits: dict[str, int] = {}  # review's port edits, {"process|flag": port} (tui/port_edits.py)
         self.live_runs: list[str] = []
         self.stopped_stale: tuple[str, list[int]] | None = None  # (run id, pids) of the last stale stop
         self._gpus_typed = False  # devices per node typed by the person (kept across hardware picks)
@@ -305,6 +308,38 @@ class WizardApp(App):
             # configure checks the choices against the profile the bottom bar names (not the default)
             self.recompute()
         self.broadcast(DataChanged())
+        if self.opened is not None and self.catalog is not None and (self.inventory is not None or "detect" in self.errors):
+            opened, self.opened = self.opened, None
+            self.open_saved(opened)
+
+    def open_saved(self, entry: Any) -> None:
+        """Make ``entry``'s selection (and port edits) the wizard's and land on the review, with the model
+        and configure steps beneath it (escape goes back through them). A custom model is derived again
+        from its config.json; a selection that cannot be planned shows its error on the review."""
+        if self.catalog is None:
+            self.opened = entry  # opened once the catalog is loaded (_settle)
+            return
+        selection = dict(entry.selection)
+        model = selection.get("model")
+        if model and self.services.custom_recipe is not None:
+            try:
+                self.catalog.recipe(model)
+            except Exception:  # noqa: BLE001 — not a recipe: a custom model
+                try:
+                    self.catalog, selection["model"] = self.services.custom_recipe(self.catalog, model)
+                except Exception as exc:  # noqa: BLE001
+                    self.errors["model"] = f"{model}: {exc}"
+        self._gpus_typed = "gpus" in selection
+        self.selection = selection
+        self.port_edits = dict(getattr(entry, "port_edits", None) or {})
+        self.recompute()
+        self.broadcast(SelectionChanged())
+        from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
+        from vllm_deploy_wizard.tui.screen_model import ModelScreen
+        from vllm_deploy_wizard.tui.screen_review import ReviewScreen
+
+        for screen in (ModelScreen(), ConfigureScreen(), ReviewScreen()):
+            self.push_screen(screen)
 
     @property
     def detected_profile(self) -> str | None:
@@ -352,8 +387,12 @@ class WizardApp(App):
         """Set selection keys (``None`` removes one), recompute the constraints answer, notify.
 
         Changing ``hardware`` or ``model`` drops the dependent axes so defaults apply again
-        (docs/synthesis.md §2.14).
+        (docs/synthesis.md §2.14); picking the same one again (back, then forward) keeps every choice.
         """
+        changes = {k: v for k, v in changes.items()
+                   if not (k in ("model", "hardware") and v is not None and self.selection.get(k) == v)}
+        if not changes:
+            return
         for key, value in changes.items():
             if value is None:
                 self.selection.pop(key, None)
@@ -425,8 +464,10 @@ class WizardApp(App):
 
     def build_plan(self) -> dict:
         """Synthesize :meth:`planned_selection`; returns docs/plan-file.md §3 dict. Raises WizardError."""
+        from vllm_deploy_wizard.tui.port_edits import apply_port_edits
+
         sel = self.services.make_selection(self.planned_selection())
-        self.plan = self._plan(sel)
+        self.plan = apply_port_edits(self._plan(sel), self.port_edits)
         self.plan_json = self.services.plan_to_json(self.plan)
         return self.plan_json
 
@@ -544,6 +585,7 @@ def make_app(
     attach: str | None = None,
     clock: Callable[[], float] = time.time,
     stats_sampler: Callable[[], dict] | None | str = "host",
+    opened: Any = None,
 ) -> WizardApp:
     """Build the wizard.
 
@@ -554,7 +596,9 @@ def make_app(
     ``model``: preselect a recipe HF id or custom model. ``attach``: open the monitor on that run.
     ``clock``: wall-clock seconds for uptimes (tests pass a fixed one). ``stats_sampler``: the
     monitor's CPU/RAM/GPU sampler (default ``"host"`` = :func:`vllm_deploy_wizard.tui.host_stats.sample`;
-    tests pass a fixed one; None = no host panel).
+    tests pass a fixed one; None = no host panel). ``opened``: a saved selection
+    (:class:`~vllm_deploy_wizard.workflows.saved_selections.SavedSelection`, ``wizard --open``) to land
+    on the review with.
     """
     if stats_sampler == "host":
         from vllm_deploy_wizard.tui.host_stats import sample as stats_sampler
@@ -565,4 +609,4 @@ def make_app(
             services = real_services()
         services.launcher = launcher
     return WizardApp(services=services, catalog=catalog, inventory=inventory, recipes=recipes, model=model, attach=attach, clock=clock,
-                     stats_sampler=stats_sampler)
+                     stats_sampler=stats_sampler, opened=opened)

@@ -112,7 +112,7 @@ class ConfigureScreen(WizardScreen):
                   "applies; the Constraints panel warns when a preset and a typed flag collide.")
 
     BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back"),
+        Binding("escape", "back", "Back"),
         Binding("ctrl+n", "next", "Review"),
         Binding("ctrl+u", "toggle_unverified", "Unverified"),
         Binding("ctrl+g", "fit_fix", "Fit fix"),
@@ -278,15 +278,26 @@ class ConfigureScreen(WizardScreen):
         self.notify("Unverified choices allowed: the plan marks them unverified" if allow
                     else "Unverified choices off", severity="warning" if allow else "information")
 
-    def action_next(self) -> None:
-        """Go to review (refused with the reason while planning is impossible); text typed into the
-        advanced-args box is applied first."""
+    def _apply_typed(self) -> bool:
+        """Apply text typed into the advanced / companion boxes and not yet applied; False when it is not valid."""
         box = self.query("#advanced-args")
         if box and self._edited(box.first(Input).value) and not self._apply_advanced(box.first(Input).value):
-            return
+            return False
         comp = self.query("#companion-args")
         if comp and comp.first(Input).value != getattr(self, "_companion_shown", "") \
                 and not self._apply_companion(comp.first(Input).value):
+            return False
+        return True
+
+    def action_back(self) -> None:
+        """Back to the model step, keeping what was typed into the advanced / companion boxes."""
+        self._apply_typed()
+        self.app.pop_screen()
+
+    def action_next(self) -> None:
+        """Go to review (refused with the reason while planning is impossible); text typed into the
+        advanced-args box is applied first."""
+        if not self._apply_typed():
             return
         if self.app.errors.get("options") or self.app.catalog is None:
             self.notify(self.app.errors.get("options", "Catalog not loaded yet"), severity="error")

@@ -39,6 +39,10 @@ class HardwareScreen(WizardScreen):
                   "accelerator count when it differs (as `vllm-wizard plan --detect`); Nodes is 1..16. "
                   "escape asks whether to quit; ctrl+q quits at once.")
 
+    DEFAULT_CSS = """
+    HardwareScreen #saved { height: auto; max-height: 8; border-top: solid $primary; }
+    """
+
     BINDINGS = [Binding("ctrl+n", "next", "Next"), Binding("escape", "app.confirm_quit", "Quit (asks y/n)", show=False)]
 
     def compose(self) -> ComposeResult:
@@ -47,6 +51,7 @@ class HardwareScreen(WizardScreen):
             yield Static("Detecting accelerators and host facts…", id="detected", classes="panel")
             with Vertical(id="hw-right", classes="panel"):
                 yield OptionList(Option("Loading catalog…", disabled=True), id="profiles")
+                yield OptionList(id="saved", classes="hidden")
         with Horizontal(id="hw-counts"):
             yield Label("Devices per node")
             yield Input(placeholder="profile", id="gpus", type="integer")
@@ -58,7 +63,24 @@ class HardwareScreen(WizardScreen):
     def on_mount(self) -> None:
         self.query_one("#detected").border_title = "Detected"
         self.query_one("#hw-right").border_title = "Hardware profile"
+        self.refresh_saved()
         self.refresh_data()
+
+    def refresh_saved(self) -> None:
+        """The saved selections (``plan --save NAME``) and the recent ones the wizard reviewed; enter on
+        one lands on its review (docs/benchmark.md §2). Hidden when there are none."""
+        from vllm_deploy_wizard.workflows.saved_selections import recent, saved
+
+        self.entries = [*saved(), *recent()]
+        box = self.query_one("#saved", OptionList)
+        box.clear_options()
+        box.add_options([Option(("★ " if e.name else "↺ ") + e.label, id=f"saved-{i}")
+                         for i, e in enumerate(self.entries)])
+        box.border_title = "Saved ★ and recent ↺ selections (enter opens the review)"
+        box.set_class(not self.entries, "hidden")
+
+    def on_screen_resume(self) -> None:
+        self.refresh_saved()
 
     def on_data_changed(self, _: DataChanged) -> None:
         self.refresh_data()
@@ -118,6 +140,9 @@ class HardwareScreen(WizardScreen):
             gpus_input.placeholder = f"{getattr(profiles[chosen], 'gpu_count', '')} (profile)"
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option_list.id == "saved":
+            self.app.open_saved(self.entries[int(str(event.option.id).removeprefix("saved-"))])
+            return
         if event.option.id:
             self.app.update_selection(hardware=event.option.id)
             self.action_next()

@@ -69,12 +69,14 @@ class ModelScreen(WizardScreen):
                   "row). Fit is measured against the detected machine on the detected profile (see the line under "
                   "the table). Status: ✓ verified on this hardware (listed first), ⚠ unlisted (a restricted "
                   "profile the recipe does not list, offered because it was detected), ✗ unsupported (listed "
-                  "last). Custom model: HF id or local path in the bottom box, enter.")
+                  "last). Custom model: HF id or local path in the bottom box, enter. ctrl+d downloads the custom model typed "
+                  "there (else the highlighted recipe's) into the Hugging Face cache (resumable; HF_TOKEN honoured).")
 
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("ctrl+n", "next", "Next"),
         Binding("ctrl+f", "focus_search", "Search"),
+        Binding("ctrl+d", "download", "Download", priority=True),  # also from the custom box (Input: delete-right)
     ]
 
     def compose(self) -> ComposeResult:
@@ -96,6 +98,7 @@ class ModelScreen(WizardScreen):
         for label, key in (("Model", "title"), ("Fit", "fit"), ("Status", "verified"), ("Arch", "arch"),
                            ("Tasks", "tasks"), ("Provider", "provider"), ("HF id", "hf_id")):
             table.add_column(label, key=key)
+        self.query_one("#model-status").styles.max_height = 8  # a cause and its fix are shown whole, never cut
         self.refresh_rows()
         self.query_one("#search", Input).focus()
 
@@ -142,6 +145,12 @@ class ModelScreen(WizardScreen):
                 ",".join(r.tasks), r.provider, r.hf_id, key=r.hf_id,
             )
         self.rows = rows
+        chosen = app.selection.get("model")
+        if chosen and table.row_count:  # back from a later step: the cursor stays on the chosen model
+            try:
+                table.move_cursor(row=table.get_row_index(chosen))
+            except Exception:  # noqa: BLE001 — filtered out of the table
+                pass
         status.update(model_status(rows, len(app.catalog.recipes), profile, memory))
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -190,6 +199,46 @@ class ModelScreen(WizardScreen):
     def _custom_ready(self, catalog, hf_id: str) -> None:
         self.app.catalog = catalog
         self.pick(hf_id)
+
+    def download_target(self) -> str | None:
+        """What ctrl+d downloads: the custom box's HF id, else the highlighted recipe's."""
+        typed = self.query_one("#custom", Input).value.strip()
+        if typed:
+            return typed
+        table = self.query_one("#recipes", DataTable)
+        if table.row_count:
+            return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        return None
+
+    def action_download(self) -> None:
+        """Download :meth:`download_target` into the HF cache in a worker; a custom model is then used."""
+        from vllm_deploy_wizard.workflows.model_download import hf_id_of
+
+        target = self.download_target()
+        if target is None or hf_id_of(target) is None:
+            self.notify(f"{target or 'Nothing'}: ctrl+d downloads a Hugging Face 'org/name' id (type it in the "
+                        "custom box, or highlight a recipe)", severity="warning")
+            return
+        self.query_one("#model-status", Static).update(f"Downloading {target} into the Hugging Face cache …")
+        self._download(target, bool(self.query_one("#custom", Input).value.strip()))
+
+    @work(thread=True, exclusive=True, group="download", exit_on_error=False)
+    def _download(self, model: str, custom: bool) -> None:
+        download = getattr(self.app.services, "download_model", None)
+        if download is None:
+            from vllm_deploy_wizard.workflows.model_download import download_model as download
+        try:
+            path = download(model)
+        except Exception as exc:  # noqa: BLE001 — DownloadError names the cause and the fix
+            self.app.call_from_thread(self.query_one("#model-status", Static).update, f"✗ {exc}")
+            return
+        self.app.call_from_thread(self._downloaded, model, path, custom)
+
+    def _downloaded(self, model: str, path, custom: bool) -> None:
+        self.downloaded = (model, path)
+        self.query_one("#model-status", Static).update(f"✓ Downloaded {model} to {path}")
+        if custom:
+            self._custom(model)
 
     def action_focus_search(self) -> None:
         self.query_one("#search", Input).focus()

@@ -77,6 +77,7 @@ def keeps_running_text(run_id: str) -> str:
 #: (F1 says so), also those whose key the footer has no room for at 80 columns.
 MONITOR_ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("smoke", "Smoke test (m)", "Send one short completion to the served endpoint; the answer lands in the log"),
+    ("bench", "Benchmark (b)", "Sweep `vllm bench serve` over concurrency 1, 2, 4 … against the endpoint; plots"),
     ("restart", "Restart process (r)", "Restart the selected process (asks first)"),
     ("stop", "Stop run (s)", "Stop every process of the run (asks first)"),
     ("detach", "Detach (d)", "Leave the run running and go back"),
@@ -96,6 +97,7 @@ class MonitorScreen(WizardScreen):
         Binding("r", "restart", "Restart"),
         Binding("d", "detach", "Detach"),
         Binding("m", "smoke", "Smoke"),
+        Binding("b", "bench", "Benchmark", show=False),  # F1 and the palette list it; the 80-column footer is full
         Binding("x", "relaunch_fix", "Fix+run"),
         Binding("f", "follow", "Follow", show=False),
         Binding("slash", "search", "Search", show=False),
@@ -451,6 +453,20 @@ class MonitorScreen(WizardScreen):
         self.model.changed = True
         self.notify(f"{'✓' if result.ok else '✗'} {result.latency_s * 1000:.0f} ms: {result.text[:80]}",
                     severity="information" if result.ok else "error")
+
+    def action_bench(self) -> None:
+        """Open the benchmark screen (tui/screen_bench.py) against this run's live endpoint."""
+        from vllm_deploy_wizard.tui.screen_bench import BenchScreen, bench_api
+
+        run_dir = getattr(getattr(self.client, "info", None), "run_dir", None)
+        try:
+            if run_dir is None:
+                raise ValueError(f"run {self.run_id} has no run directory to benchmark")
+            target = bench_api(self.app).target_from_run(run_dir, {n: r.pid for n, r in self.model.procs.items()})
+        except Exception as exc:  # noqa: BLE001 — LaunchError: no serve process / no vllm executable
+            self.notify(f"Cannot benchmark: {exc}", severity="error", timeout=10)
+            return
+        self.app.push_screen(BenchScreen(self.run_id, run_dir, target))
 
     async def action_relaunch_fix(self) -> None:
         """Stop the run, apply the failure's fix to the advanced args (tui/fixes.py) and launch again."""

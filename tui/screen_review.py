@@ -79,6 +79,12 @@ class ReviewScreen(WizardScreen):
     ctrl+r preflight, ctrl+o export, ctrl+t scripts, ctrl+y copy — anywhere, also from a placeholder
     Input; l/p/e/s/c while a command block has focus; every action is in the command palette too."""
 
+    DEFAULT_CSS = """
+    ReviewScreen .ph-row .port-name { width: 38; padding: 1 1 0 0; }
+    ReviewScreen .ph-row Input.port-input { width: 12; }
+    ReviewScreen .ph-row .port-why { width: 1fr; padding: 1 0 0 1; }
+    """
+
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         *(Binding(ctrl, action, title, priority=True, show=action in FOOTER_ACTIONS)
@@ -96,7 +102,15 @@ class ReviewScreen(WizardScreen):
         self.values: dict[str, str] = {}
         self.node: str | None = None
         self.machines: list[tuple[str, str | None]] = []
+        self.port_problems: dict[str, str] = {}
+        self._paint_review()
+
+    def _paint_review(self, focus: str | None = None) -> None:
+        """(Re)build the screen from a fresh plan; typed placeholder values are kept; ``focus``: the
+        id of the widget to focus afterwards (a port Input after its edit applied)."""
         container = self.query_one("#review", VerticalScroll)
+        container.remove_children()
+        typed = dict(self.values)
         try:
             plan = self.app.build_plan()
         except Exception as exc:  # noqa: BLE001 — SelectionError: show it, stay on the screen
@@ -104,6 +118,10 @@ class ReviewScreen(WizardScreen):
             self.plan_json = None
             return
         self.plan_json = plan
+        if focus is None:  # the first paint of a plannable selection: it goes to the recent list
+            from vllm_deploy_wizard.workflows.saved_selections import record_recent
+
+            record_recent(dict(self.app.selection), dict(getattr(self.app, "port_edits", {}) or {}))
         widgets = [
             Static(
                 Text.assemble(("Plan: ", "bold"), plan_header(self.app.plan)),
@@ -137,15 +155,17 @@ class ReviewScreen(WizardScreen):
         if placeholders:
             widgets.append(Label("Placeholders (filled at launch; detected defaults shown)", classes="section"))
             self.values = offered_defaults(placeholders, self.app.inventory, plan.get("placeholder_defaults"))
+            self.values.update({k: v for k, v in typed.items() if k in self.values})
             for name in placeholders:
                 widgets.append(
                     Horizontal(Label(f"${name}", classes="ph-name"), Input(self.values[name], id=dom_id("ph", name), name=name), classes="ph-row")
                 )
+        widgets += self._port_rows()
         widgets.append(Label("Commands (launch order)", classes="section"))
         for i, block in enumerate(process_blocks(self.app.plan)):
             widgets.append(CommandBlockView(block, id=f"cmd-{i}", classes="command"))
         container.mount_all(widgets)
-        self.call_after_refresh(self._focus_first_command)
+        self.call_after_refresh(self._focus_first_command if focus is None else lambda: self._focus_id(focus))
         launcher = self.app.launcher
         self.query_one("#review-status", Static).update(
             "Preflight (ports, executables, vLLM version, serve flags, placeholders): ctrl+r (p) checks now, "
@@ -153,6 +173,90 @@ class ReviewScreen(WizardScreen):
             if launcher is not None
             else "Launching is unavailable here (no launcher); export the plan or scripts instead."
         )
+
+    def _port_rows(self) -> list:
+        """The Ports section: one row per port the plan binds (tui/port_edits.py), an Input to edit it
+        and the conflict it has (another process of the node on the same port), updated as one types."""
+        from vllm_deploy_wizard.tui.port_edits import conflicts, port_slots
+
+        self.slots = port_slots(self.app.plan.processes) if self.app.plan is not None else []
+        if not self.slots:
+            return []
+        self.port_problems = conflicts(self.slots)
+        rows: list = [Label("Ports (edit a value, enter applies; conflicts shown as you type)", classes="section")]
+        for slot in self.slots:
+            where = "" if slot.node == 0 else f"node {slot.node} · "
+            rows.append(Horizontal(
+                Label(f"{where}{slot.label}", classes="port-name"),
+                Input(slot.value, id=dom_id("port", slot.key), name=slot.key, classes="port-input"),
+                Static(self._port_note(slot.key), id=dom_id("portwhy", slot.key), classes="port-why"),
+                classes="ph-row"))
+        return rows
+
+    def _port_note(self, key: str) -> Text:
+        why = self.port_problems.get(key)
+        return Text(f"✗ {why}", style="bold red") if why else Text("")
+
+    def _port_edits_typed(self) -> tuple[dict[str, int], dict[str, str]]:
+        """The ports as typed now: ``(edits, problems)`` — problems are values that are no port."""
+        from vllm_deploy_wizard.tui.port_edits import check_port
+
+        edits, bad = dict(self.app.port_edits), {}
+        for slot in getattr(self, "slots", []):
+            box = self.query(f"#{dom_id('port', slot.key)}")
+            if not box:
+                continue
+            text = box.first(Input).value
+            if text == slot.value:
+                continue
+            try:
+                edits[slot.key] = check_port(text)
+            except ValueError as exc:
+                bad[slot.key] = str(exc)
+        return edits, bad
+
+    def _show_port_conflicts(self) -> None:
+        from vllm_deploy_wizard.launcher.ports import port_free, port_holder
+        from vllm_deploy_wizard.tui.port_edits import conflicts
+
+        edits, bad = self._port_edits_typed()
+        changed = {k for k, v in edits.items() if self.app.port_edits.get(k) != v}
+
+        def busy(port: int) -> str | None:  # asked for typed ports only: the plan's own are preflight's
+            if not any(edits.get(k) == port for k in changed):
+                return None
+            return None if port_free(port) else (port_holder(port) or "another program")
+
+        self.port_problems = {**conflicts(self.slots, edits, busy), **bad}
+        for slot in self.slots:
+            note = self.query(f"#{dom_id('portwhy', slot.key)}")
+            if note:
+                note.first(Static).update(self._port_note(slot.key))
+
+    async def _apply_port(self, key: str) -> None:
+        """Keep the typed port of slot ``key`` (app.port_edits) and re-plan with it."""
+        from vllm_deploy_wizard.tui.port_edits import check_port
+
+        box = self.query_one(f"#{dom_id('port', key)}", Input)
+        slot = next((s for s in self.slots if s.key == key), None)
+        if slot is None or box.value == slot.value:
+            return
+        try:
+            port = check_port(box.value)
+        except ValueError as exc:
+            self.notify(f"{slot.label}: {exc}", severity="error")
+            return
+        self.app.port_edits[key] = port
+        await self.query_one("#review", VerticalScroll).remove_children()  # the ids are reused
+        self._paint_review(focus=box.id)
+        self.notify(f"{slot.label} → {port}")
+
+    def _focus_id(self, wid: str) -> None:
+        found = self.query(f"#{wid}")
+        if found:
+            found.first().focus()
+        else:
+            self._focus_first_command()
 
     def _focus_first_command(self) -> None:
         """Start on a command block, so the single-letter keys act (an Input would take them)."""
@@ -206,6 +310,12 @@ class ReviewScreen(WizardScreen):
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id and event.input.id.startswith("ph-") and event.input.name:
             self.values[event.input.name] = event.value.strip()
+        elif event.input.id and event.input.id.startswith("port-"):
+            self._show_port_conflicts()
+
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id and event.input.id.startswith("port-") and event.input.name:
+            await self._apply_port(event.input.name)
 
     def commands(self) -> list[tuple[str, str]]:
         """``(process name, command text)`` as displayed, in order."""

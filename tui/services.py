@@ -86,6 +86,12 @@ class Services:
     falls back to ``synthesize`` (test fakes)."""
     custom_recipe: Callable[[Any, str], tuple[Any, str]] | None = None
     launcher: LauncherPort | None = None
+    download_model: Callable[[str], Any] | None = None
+    """``download_model(hf_id) -> Path`` into the HF cache (raises DownloadError with the cause);
+    None = :func:`vllm_deploy_wizard.workflows.model_download.download_model` (the model step's ctrl+d)."""
+    bench: Any = None
+    """The benchmark functions (``target_from_run``, ``run_sweep``, ``list_sweeps``, ``runs_root``);
+    None = :mod:`vllm_deploy_wizard.launcher.bench` (tui/screen_bench.py)."""
     extras: dict[str, Any] = field(default_factory=dict)
 
 

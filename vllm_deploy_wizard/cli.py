@@ -23,8 +23,8 @@ from vllm_deploy_wizard.common.errors import WizardError
 TOP_LEVEL_FLAGS = ("-h", "--help", "--version")
 
 #: Command modules under ``vllm_deploy_wizard.commands``, in ``--help`` order.
-COMMAND_MODULES = ("wizard", "detect", "plan", "launch", "status", "attach", "logs", "restart", "stop", "catalog",
-                   "recipes")
+COMMAND_MODULES = ("wizard", "detect", "plan", "launch", "status", "attach", "logs", "bench", "restart", "stop",
+                   "catalog", "recipes")
 
 
 def build_parser(only: tuple[str, ...] | None = None) -> argparse.ArgumentParser:

@@ -19,9 +19,11 @@ def catalog():
 
 
 @pytest.fixture
-def build_app(catalog):
+def build_app(catalog, tmp_path, monkeypatch):
     """``build_app(launcher=None, inventory=FakeInventory(), hardware='h200', **kw)`` → WizardApp
-    on the real catalog core, detection replaced by a fixed inventory matching ``hardware``."""
+    on the real catalog core, detection replaced by a fixed inventory matching ``hardware``. Each test
+    gets its own ``XDG_CONFIG_HOME`` (the saved/recent selections the first screen lists start empty)."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 
     def build(launcher=None, inventory=None, hardware="h200", **kw):
         if inventory is None:  # a node that is exactly the profile (no device-count override)

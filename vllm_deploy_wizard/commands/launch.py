@@ -75,6 +75,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--skip-host-check", action="store_true",
                    help="skip the host readiness check of backends that need host setup (IAXL KVShrink: "
                    "IOMMU kernel options, QAT devices and service, the intel-accel-for-llm checkout)")
+    p.add_argument("--download", action="store_true",
+                   help="first download every model the plan serves that is not in the Hugging Face cache "
+                   "(huggingface_hub snapshot_download: resumable, HF_TOKEN honoured)")
     add_all_lines_flag(p)
     from vllm_deploy_wizard.commands.nodes import add_launch_flags
 
@@ -189,6 +192,11 @@ def handle(args: argparse.Namespace) -> int:
     rank = args.node_rank if node is None else label_rank(node)
     values = resolve_values(data, args.values, rank)
     spec = parse_plan(data, source=str(args.plan), node_rank=args.node_rank, values=values, node=node)
+    if getattr(args, "download", False):  # before preflight: a missing model would be its problem
+        from vllm_deploy_wizard.commands.plan import download_missing
+        from vllm_deploy_wizard.workflows.model_download import served_models
+
+        download_missing(served_models({"processes": [{"argv": list(p.argv)} for p in spec.processes]}))
     if not getattr(args, "skip_host_check", False):
         host_ready_or_raise(spec)
     probe = None if args.skip_flag_check else vllm_probe_needed(spec)

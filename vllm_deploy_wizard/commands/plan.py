@@ -99,6 +99,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--script", type=Path, metavar="DIR",
                    help="write one executable bash script per node into DIR (created when missing); each "
                    "written atomically, for you only (mode 0700: it may hold API keys)")
+    p.add_argument("--download", action="store_true",
+                   help="download the model (and every model the plan serves) into the Hugging Face cache "
+                   "when it is not there yet (huggingface_hub snapshot_download: resumable, HF_TOKEN honoured)")
+    p.add_argument("--skip-flag-check", action="store_true",
+                   help="do not check the --arg flags against the installed vLLM (`vllm serve --help=all`, "
+                   "read once and cached; ~30 s the first time)")
+    p.add_argument("--save", metavar="NAME",
+                   help="also save the selection as NAME (under the XDG config dir) for `vllm-wizard wizard "
+                   "--open NAME` and the wizard's first screen")
     from vllm_deploy_wizard.commands.plan_engines import add_flags
 
     add_flags(p)
@@ -241,6 +250,39 @@ def _write(flag: str, path: Path, text: str, mode: int) -> None:
         raise SelectionError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
 
 
+def download_missing(models: list[str], done: set[str] | None = None) -> None:
+    """Download each Hugging Face id of ``models`` not yet in the local cache nor in ``done`` (the ids
+    this command already fetched; updated), saying so on stderr (workflows/model_download.py).
+    Raises DownloadError with the cause and its fix."""
+    from vllm_deploy_wizard.workflows.model_download import download_model, hf_id_of, is_cached
+
+    done = set() if done is None else done
+    for model in models:
+        hf = hf_id_of(model)
+        if hf is None or hf in done or is_cached(hf):
+            continue
+        done.add(hf)
+        print(f"downloading {hf} into the Hugging Face cache …", file=sys.stderr)
+        path = download_model(hf)
+        print(f"downloaded {hf} to {path}", file=sys.stderr)
+
+
+def check_typed_input(typed: list[str], plan_json: dict, flags: bool = True) -> None:
+    """Refuse typed ``--arg`` flags the installed vLLM lacks and a ``--max-model-len`` above the model's
+    limit (workflows/plan_checks.py): SelectionError listing each with its did-you-mean / limit.
+    Warnings (an abbreviated flag) go to stderr."""
+    from vllm_deploy_wizard.common.errors import SelectionError
+    from vllm_deploy_wizard.workflows.plan_checks import flag_problems, max_model_len_problems
+
+    problems, warnings = flag_problems(typed, notice=lambda text: print(text + " …", file=sys.stderr)) \
+        if flags and typed else ([], [])
+    problems += max_model_len_problems(plan_json.get("processes") or [])
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if problems:
+        raise SelectionError(f"{len(problems)} problem(s) in the typed input:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
 def handle(args: argparse.Namespace) -> int:
     """Plan and print/write; returns 0. Raises WizardError subclasses for bad input."""
     import json
@@ -254,10 +296,15 @@ def handle(args: argparse.Namespace) -> int:
     from vllm_deploy_wizard.catalog.selection import selection_from_data
     from vllm_deploy_wizard.catalog.sources import resolve_source
     from vllm_deploy_wizard.common.errors import SelectionError
+    from vllm_deploy_wizard.workflows.model_download import served_models
 
     if getattr(args, "scenario", None) and args.replay is None:
         raise SelectionError("--scenario needs --replay FILE (a scenario file such as failure_modes.yaml)")
     _check_outputs(args)
+    if getattr(args, "save", None) is not None:
+        from vllm_deploy_wizard.workflows.saved_selections import check_name
+
+        check_name(args.save)
     source = resolve_source(args.recipes)
     cat = load_for_source(source)
     warnings: list[str] = []
@@ -265,6 +312,9 @@ def handle(args: argparse.Namespace) -> int:
     snapshot = detect_defaults(cat, data, args.replay, getattr(args, "scenario", None)) if (args.detect or args.replay) else None
     if "model" not in data:
         raise SelectionError("no model: pass --model ID or a --selection file with a `model` key")
+    fetched: set[str] = set()
+    if getattr(args, "download", False):
+        download_missing([str(data["model"])], fetched)
     where = str(args.selection) if args.selection else "flags"
     selection = selection_from_data(data, where, flags=flags_given(args))
     detected = snapshot.get("matched_profile") if snapshot is not None else None
@@ -275,6 +325,9 @@ def handle(args: argparse.Namespace) -> int:
     plan.notes += ["warning: " + w for w in warnings]
     plan.notes += node_plan_warnings(cat, plan, snapshot)
 
+    if getattr(args, "download", False):
+        download_missing(served_models(plan_to_json(plan)), fetched)
+    check_typed_input(list(selection.advanced_args or []), plan_to_json(plan), flags=not getattr(args, "skip_flag_check", False))
     engines = getattr(args, "k8s", None) is not None or getattr(args, "slurm", None) is not None
     if args.out is not None or engines:
         doc = plan_document(plan, selection, cat, source, snapshot)
@@ -300,4 +353,10 @@ def handle(args: argparse.Namespace) -> int:
     if args.out is not None or args.script is not None:
         written = [str(p) for p in (args.out, args.script) if p is not None]
         print(f"wrote {', '.join(written)}", file=sys.stderr)
+    if getattr(args, "save", None) is not None:
+        from vllm_deploy_wizard.workflows.saved_selections import save
+
+        path = save(args.save, selection.model_dump(exclude_none=True, exclude_defaults=True))
+        print(f"saved selection {args.save} to {path} (`vllm-wizard wizard --open {args.save}` opens it)",
+              file=sys.stderr)
     return 0

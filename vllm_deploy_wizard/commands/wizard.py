@@ -1,4 +1,7 @@
-"""``vllm-wizard [wizard] [--recipes DIR] [--model ID|PATH] [--attach RUN]``: the Textual wizard.
+"""``vllm-wizard [wizard] [--recipes DIR] [--model ID|PATH] [--attach RUN] [--open PLAN|NAME]``: the Textual wizard.
+
+``--open`` takes a plan file (``plan --out``), a selection file or a selection saved with
+``plan --save NAME`` and lands on the review with that selection (docs/benchmark.md §2).
 
 The default command (cli.py runs it when no command is given). Textual and the TUI package are
 imported inside the handler only, so ``vllm-wizard --help`` and the headless commands never load
@@ -39,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_recipes_flag(parser)
     parser.add_argument("--model", metavar="ID|PATH", help="preselect a recipe HF id, or a custom model (HF id or local dir)")
     parser.add_argument("--attach", metavar="RUN", help="open the monitor on this live run")
+    parser.add_argument("--open", metavar="PLAN|NAME", dest="open_ref",
+                        help="land on the review with a plan file's selection (plan --out), a selection file, "
+                        "or a selection saved with `plan --save NAME`")
     parser.set_defaults(handler=handle)
 
 
@@ -67,12 +73,17 @@ def handle(args: argparse.Namespace) -> int:
     (:func:`require_terminal`) or for a ``--recipes`` that is not a directory."""
     from vllm_deploy_wizard.common.errors import WizardError
 
+    opened = None
+    if getattr(args, "open_ref", None):  # a bad name or file is refused before the screen opens
+        from vllm_deploy_wizard.workflows.saved_selections import open_selection
+
+        opened = open_selection(args.open_ref)
     require_terminal()
     from vllm_deploy_wizard.tui.app import make_app
 
     if args.recipes is not None and not args.recipes.is_dir():
         raise WizardError(f"--recipes {args.recipes}: not a directory (expected a recipes checkout with taxonomy.yaml)")
-    app = make_app(recipes=args.recipes, model=args.model, attach=args.attach)
+    app = make_app(recipes=args.recipes, model=args.model, attach=args.attach, opened=opened)
     result = app.run()
     if isinstance(result, str):
         print(result)
