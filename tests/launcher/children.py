@@ -5,11 +5,10 @@ Shared by the launcher tests; no fixed sleeps — everything is polled to a dead
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
-import time
-from typing import Callable
+
+from polling import wait_until, wait_until_async
 
 PY = sys.executable
 
@@ -62,23 +61,8 @@ time.sleep(600)
 """
 
 
-async def until(cond: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
-    """Poll ``cond`` every 20 ms until true; ``AssertionError`` naming ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
-def until_sync(cond: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
-    """Blocking version of :func:`until`."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
-
+#: The launcher tests' waits (tests/polling.py): ``until`` in coroutines, ``until_sync`` elsewhere.
+until, until_sync = wait_until_async, wait_until
 
 
 def run_cli(env: dict, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

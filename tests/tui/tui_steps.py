@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from textual.widgets import DataTable, Input, OptionList
 
 from vllm_deploy_wizard.tui.dom_ids import dom_id
@@ -52,3 +54,18 @@ async def walk(pilot, hardware: str, model: str, picks: list[tuple[str, str]]) -
         await pick(pilot, axis_key, choice_id)
     await pilot.press("ctrl+n")
     await settle(pilot)
+
+
+async def until(pilot, condition, timeout: float, what: str, interval: float = 0.05) -> float:
+    """Let the app run (``pilot.pause(interval)``) until ``condition()`` is truthy; the seconds it took.
+
+    The one wait of the TUI tests instead of fixed pauses: workers, posted messages and timers run
+    between checks. Raises :class:`AssertionError` ``timed out after {timeout} s waiting for {what}``.
+    """
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        await pilot.pause(interval)
+    return time.monotonic() - t0
