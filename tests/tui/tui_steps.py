@@ -69,3 +69,13 @@ async def until(pilot, condition, timeout: float, what: str, interval: float = 0
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         await pilot.pause(interval)
     return time.monotonic() - t0
+
+
+def monitor_caught_up(screen) -> bool:
+    """True when a monitor screen has every event of its (canned, ``fakes.FakeClient``) run folded in
+    and painted: the client replayed them all (or the stream ended) and no UI batch is pending."""
+    model = getattr(screen, "model", None)
+    if model is None:
+        return False
+    done = getattr(screen, "ended", False) or getattr(getattr(screen, "client", None), "replayed", False)
+    return bool(done) and not model.changed and not model.pending
