@@ -8,6 +8,7 @@ the app run between checks). Both raise :class:`AssertionError` naming what was 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from typing import Callable
 
@@ -42,10 +43,16 @@ def wait_until(condition: Callable[[], object], timeout: float, what: str, inter
 
 async def wait_until_async(condition: Callable[[], object], timeout: float, what: str, interval: float = 0.02,
                            detail: Callable[[], str] | None = None) -> float:
-    """:func:`wait_until` for a coroutine: the event loop runs between checks (``asyncio.sleep``)."""
+    """:func:`wait_until` for a coroutine: the event loop runs between checks (``asyncio.sleep``).
+    ``condition`` may be a coroutine function (``async def``, e.g. asking a run's control socket):
+    its result is awaited."""
+    async def check() -> object:
+        value = condition()
+        return (await value) if inspect.isawaitable(value) else value
+
     t0 = time.monotonic()
     deadline = t0 + timeout
-    while not condition():
+    while not await check():
         if time.monotonic() >= deadline:
             raise _timed_out(timeout, what, detail)
         await asyncio.sleep(min(interval, max(0.0, deadline - time.monotonic())))
