@@ -14,7 +14,7 @@ import psutil
 import pytest
 import yaml
 
-from children import FAIL, HEALTH_SERVER, PY, run_cli, until_sync
+from children import FAIL, HEALTH_SERVER, PY, read_pty_until, run_cli, until_sync
 from vllm_deploy_wizard.launcher.ports import free_port
 
 
@@ -345,7 +345,6 @@ def test_foreground_on_a_terminal_that_closes_stops_every_child(tmp_path, env):
     import fcntl
     import pty
     import termios
-    import time
     from pathlib import Path
 
     from vllm_deploy_wizard.launcher.runs import read_run
@@ -358,12 +357,9 @@ def test_foreground_on_a_terminal_that_closes_stops_every_child(tmp_path, env):
     p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--foreground", "--skip-flag-check"],
                          env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, preexec_fn=own_the_terminal)
     os.close(slave)
-    out = b""
-    deadline = time.monotonic() + 60
     try:
-        while not any(x.startswith(b"web ") and b"READY" in x for x in out.splitlines()):
-            assert time.monotonic() < deadline and p.poll() is None, out
-            out += os.read(master, 4096)
+        out = read_pty_until(master, lambda out: any(x.startswith(b"web ") and b"READY" in x for x in out.splitlines()),
+                             60, "web READY on the terminal", alive=lambda: p.poll() is None)
     except BaseException:
         p.kill()
         raise
