@@ -198,13 +198,12 @@ class RunShm:
         if self.record is None:
             return
         with self._lock:
-            data = self.recorded()
-            if data == self._saved:
-                return
             try:
-                write_state_json(self.record, data)
-                self._saved = data
-            except OSError:
+                data = self.recorded()
+                if data != self._saved:
+                    write_state_json(self.record, data)
+                    self._saved = data
+            except Exception:  # noqa: BLE001 - bookkeeping must never stop supervision; the next sample retries
                 pass
 
     def begin(self) -> ShmLedger:
