@@ -38,9 +38,10 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import psutil
 
@@ -274,7 +275,9 @@ def stop_stale(info: RunInfo, timeout: float = STALE_STOP_TIMEOUT_S,
     except (OSError, ValueError):
         state = {"processes": info.processes}
     state["outcome"] = "stopped"
-    state["note"] = f"supervisor was gone; stopped {len(procs)} leftover processes" + (f"; {shm_note}" if shm_note else "")
+    state["note"] = f"supervisor was gone; stopped {len(procs)} leftover processes"
+    if shm_note:
+        state["note"] += f"; {shm_note}"
     for proc in state.get("processes") or []:
         proc["state"] = "STOPPED"
         proc["pid"] = None

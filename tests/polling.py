@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def _timed_out(timeout: float, what: str, detail: Callable[[], str] | None) -> AssertionError:

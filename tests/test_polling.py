@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from polling import wait_until, wait_until_async
 
 

@@ -90,7 +90,8 @@ def causes(run_dir: Path) -> dict[str, dict]:
 
 
 def wait_for(cond: Callable[[], bool], timeout: float, what: str, runs: list[Path] = ()) -> float:
-    """Poll ``cond`` every 0.5 s (tests/polling.py); seconds it took, or AssertionError naming ``what`` with the runs' states."""
+    """Poll ``cond`` every 0.5 s (tests/polling.py); seconds it took, or AssertionError naming ``what``
+    with the runs' states."""
     def states() -> str:
         return "runs: " + str({str(r.name): {n: (p["state"], (p.get("cause") or {}).get("summary"))
                                              for n, p in processes(r).items()} for r in runs})

@@ -125,11 +125,13 @@ def slurm_cluster(hosts: list[Host], bridge_ip: str, root: Path, cpus: int = 2) 
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
         cluster = Cluster(env=env, nodes=nodes, root=root)
         states: dict[str, str] = {}
-        logs = lambda: f"states {states}; logs: {({f.name: f.read_text(errors='replace')[-600:] for f in root.glob('*.log')})}"  # noqa: E731
+        def logs() -> str:
+            tails = {f.name: f.read_text(errors="replace")[-600:] for f in root.glob("*.log")}
+            return f"states {states}; logs: {tails}"
 
         def nodes_idle() -> bool:
             out = cluster.run("sinfo", "-h", "-N", "-o", "%N %t").stdout.split()
-            states.update(zip(out[::2], out[1::2]))
+            states.update(zip(out[::2], out[1::2], strict=False))
             if not all(states.get(n) == "idle" for n in nodes) and any(p.poll() is not None for p in procs):
                 raise RuntimeError(f"a slurm daemon exited: {logs()}")
             return all(states.get(n) == "idle" for n in nodes)

@@ -62,11 +62,12 @@ def sshd_hosts(hosts: list[Host], root: Path) -> Iterator[Path]:
             "  StrictHostKeyChecking accept-new", f"  UserKnownHostsFile {known}", "  ConnectTimeout 10",
             "  LogLevel ERROR", ""]))
         for h, p in zip(hosts, procs):  # ready when a login works
-            sshd_log = lambda h=h: f"sshd.log: {(root / h.name / 'sshd.log').read_text(errors='replace')[-500:]}"  # noqa: E731
+            def sshd_log(h=h) -> str:
+                return f"sshd.log: {(root / h.name / 'sshd.log').read_text(errors='replace')[-500:]}"
 
             def login_works(h=h, p=p) -> bool:
                 if p.poll() is not None:
-                    raise RuntimeError(f"sshd on {h.name} exited: {sshd_log()}")
+                    raise RuntimeError(f"sshd on {h.name} exited: {sshd_log(h)}")
                 return subprocess.run(["ssh", "-F", str(config), "-o", "BatchMode=yes", h.ip, "true"],
                                       capture_output=True, timeout=30).returncode == 0
 

@@ -99,7 +99,8 @@ def test_detached_launch_status_attach_stop(tmp_path, env):
     r = _cli(env, "stop")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "run finished: stopped" in r.stdout
-    until_sync(lambda: not psutil.pid_exists(web_pid) or psutil.Process(web_pid).status() == psutil.STATUS_ZOMBIE, 10, "the web process gone")
+    until_sync(lambda: not psutil.pid_exists(web_pid) or psutil.Process(web_pid).status() == psutil.STATUS_ZOMBIE, 10,
+               "the web process gone")
     assert "finished (stopped)" in _cli(env, "status", "--all").stdout
     assert _cli(env, "status").stdout.startswith("no runs")
 
@@ -137,7 +138,8 @@ def test_stale_run_status_and_stop_after_supervisor_sigkill(tmp_path, env):
     assert r.returncode == 2 and "stale" in r.stderr and "vllm-wizard stop" in r.stderr
     r = _cli(env, "stop")
     assert r.returncode == 0 and f"stopped 1 leftover processes [{web_pid}]" in r.stdout
-    until_sync(lambda: not psutil.pid_exists(web_pid) or psutil.Process(web_pid).status() == psutil.STATUS_ZOMBIE, 10, "the web process gone")
+    until_sync(lambda: not psutil.pid_exists(web_pid) or psutil.Process(web_pid).status() == psutil.STATUS_ZOMBIE, 10,
+               "the web process gone")
     assert _cli(env, "status").returncode == 0
 
 

@@ -14,15 +14,16 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from children import PY, run_cli, until_sync
 from engine_children import ENGINE_SERVER
-from vllm_deploy_wizard.launcher import ProcessSpec, Probe, RunSpec, find_run, start_run
+
+from vllm_deploy_wizard.launcher import Probe, ProcessSpec, RunSpec, find_run, start_run
 from vllm_deploy_wizard.launcher.ports import free_port
 from vllm_deploy_wizard.launcher.shm import SHM_RECORD, RunShm, remove_recorded
 
 #: Creates (O_CREAT) and holds open the file argv[1], prints "ok", then waits to be killed.
-HOLDER = "import os, sys, time; fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR); print('ok', flush=True); time.sleep(600)"
+HOLDER = ("import os, sys, time; fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR); print('ok', flush=True); "
+          "time.sleep(600)")
 
 
 def _holder(path: Path) -> subprocess.Popen:
@@ -56,7 +57,8 @@ def test_sampled_files_are_recorded_and_the_record_follows_the_cleanup(tmp_path)
         run_shm.started("vllm", ledger)
         run_shm.observe("vllm", _Tree(child))
         ino = (shm_dir / "vllm_offload_e1.mmap").stat().st_ino
-        assert json.loads(record.read_text()) == {"shm_dir": str(shm_dir), "processes": {"vllm": {"vllm_offload_e1.mmap": ino}}}
+        assert json.loads(record.read_text()) == {"shm_dir": str(shm_dir),
+                                                  "processes": {"vllm": {"vllm_offload_e1.mmap": ino}}}
     finally:
         child.kill()
         child.wait()
@@ -81,7 +83,8 @@ def test_remove_recorded_takes_only_the_same_unheld_files(tmp_path):
         assert remove_recorded(record) == [str(left)]
         assert not left.exists() and held.exists() and replaced.exists() and unlisted.exists()
         # the record keeps what could not go, for a later try
-        assert json.loads(record.read_text())["processes"] == {"vllm": {"held.mmap": listed["held.mmap"], "replaced.mmap": old_ino}}
+        kept = {"held.mmap": listed["held.mmap"], "replaced.mmap": old_ino}
+        assert json.loads(record.read_text())["processes"] == {"vllm": kept}
     finally:
         holder.kill()
         holder.wait()

@@ -48,6 +48,14 @@ def no_leftover_run(tmp_path):
     cleanup_runs(tmp_path / "state")
 
 
+def _review_status(app) -> str:
+    """What the review screen's status line says (a refused launch lists its problems there)."""
+    from textual.widgets import Static
+
+    found = app.screen.query("#review-status")
+    return str(found.first(Static).render()) if found else f"(on {type(app.screen).__name__})"
+
+
 async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_run):
     from vllm_deploy_wizard.launcher import list_runs, run_survivors
     from vllm_deploy_wizard.launcher.ports import free_port
@@ -59,8 +67,8 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_
     port = free_port()
     app = make_app()  # real detection, bundled catalog, real launcher
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: app.catalog is not None and app.inventory is not None and app.selection.get("hardware"),
-                    60, "detection and the catalog")
+        await until(pilot, lambda: app.catalog is not None and app.inventory is not None
+                    and app.selection.get("hardware"), 60, "detection and the catalog")
         profile = app.catalog.taxonomy.hardware_profiles[app.selection["hardware"]]
         assert profile.brand == "Intel" and app.selection["hardware"].startswith("xeon"), app.selection  # the CPU profile
         await pilot.press("ctrl+n")
@@ -81,7 +89,8 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_
         assert isinstance(app.screen, ReviewScreen)
         await pilot.press("ctrl+l")  # works whatever has focus
         # preflight runs `vllm serve --help=all` on a cold flag cache (~13 s idle, minutes on a loaded 2-core box)
-        await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 300, "the monitor (preflight + start)")
+        await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 300, "the monitor (preflight + start)",
+                    detail=lambda: f"review status: {_review_status(app)}")
         monitor = app.screen
         run_id = monitor.run_id
         await until(pilot, lambda: "vllm" in monitor.model.procs and monitor.model.procs["vllm"].ready,

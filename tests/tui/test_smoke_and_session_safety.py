@@ -202,7 +202,8 @@ async def test_smoke_without_an_endpoint_says_why_in_the_log_pane(build_app):
         assert monitor.last_smoke_error.startswith("No served endpoint found")
         assert "this wizard did not launch the run" in monitor.last_smoke_error
         assert "the run has no readable spec.json" in monitor.last_smoke_error
-        await until(pilot, lambda: in_log(monitor, "SMOKE ERROR No served endpoint found"), 10, "the refusal in the log")
+        await until(pilot, lambda: in_log(monitor, "SMOKE ERROR No served endpoint found"), 10,
+                    "the refusal in the log")
 
 
 def test_find_target_reads_spec_json_shape_and_live_argv():
@@ -236,7 +237,8 @@ async def test_stale_run_with_leftovers_is_offered_a_stop(build_app, state_home,
 
     app = build_app(launcher=RealLauncher())  # ignore: nothing is stopped, the wizard goes on
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, ConfirmPrompt) and len(app.screen.query("#confirm-question")) > 0,
+        await until(pilot, lambda: isinstance(app.screen, ConfirmPrompt)
+                    and len(app.screen.query("#confirm-question")) > 0,
                     10, "the stale-run question")  # pushed and composed
         assert str(app.screen.query_one("#confirm-question").render()) == question
         await pilot.press("n")
@@ -246,7 +248,8 @@ async def test_stale_run_with_leftovers_is_offered_a_stop(build_app, state_home,
 
     app = build_app(launcher=RealLauncher())  # stop: the leftovers go, the run is recorded stopped
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, ConfirmPrompt) and len(app.screen.query("#confirm-question")) > 0,
+        await until(pilot, lambda: isinstance(app.screen, ConfirmPrompt)
+                    and len(app.screen.query("#confirm-question")) > 0,
                     10, "the stale-run question")  # pushed and composed
         await pilot.press("y")
         await until(pilot, lambda: app.stopped_stale is not None, 20, "the leftovers stopped")

@@ -56,17 +56,20 @@ async def walk(pilot, hardware: str, model: str, picks: list[tuple[str, str]]) -
     await settle(pilot)
 
 
-async def until(pilot, condition, timeout: float, what: str, interval: float = 0.05) -> float:
+async def until(pilot, condition, timeout: float, what: str, interval: float = 0.05, detail=None) -> float:
     """Let the app run (``pilot.pause(interval)``) until ``condition()`` is truthy; the seconds it took.
 
     The one wait of the TUI tests instead of fixed pauses: workers, posted messages and timers run
-    between checks. Raises :class:`AssertionError` ``timed out after {timeout} s waiting for {what}``.
+    between checks. Raises :class:`AssertionError` ``timed out after {timeout} s waiting for {what}``
+    (plus ``detail()`` when given, e.g. what the screen shows instead). The default detail names the
+    screen the app is on.
     """
     t0 = time.monotonic()
     deadline = t0 + timeout
     while not condition():
         if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+            extra = detail() if detail is not None else f"the app shows {type(pilot.app.screen).__name__}"
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}; {extra}")
         await pilot.pause(interval)
     return time.monotonic() - t0
 
