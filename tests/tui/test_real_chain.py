@@ -89,8 +89,9 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_
         assert isinstance(app.screen, ReviewScreen)
         await pilot.press("ctrl+l")  # works whatever has focus
         # preflight runs `vllm serve --help=all` on a cold flag cache (~13 s idle, minutes on a loaded 2-core box)
-        await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 300, "the monitor (preflight + start)",
-                    detail=lambda: f"review status: {_review_status(app)}")
+        await until(pilot, lambda: isinstance(app.screen, MonitorScreen) or "Launch refused" in _review_status(app),
+                    300, "the monitor (preflight + start)", detail=lambda: f"review status: {_review_status(app)}")
+        assert isinstance(app.screen, MonitorScreen), _review_status(app)  # a refused launch fails at once
         monitor = app.screen
         run_id = monitor.run_id
         await until(pilot, lambda: "vllm" in monitor.model.procs and monitor.model.procs["vllm"].ready,
