@@ -44,6 +44,7 @@ import psutil
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.runs import RunInfo, new_run_dir, read_run, record_supervisor, write_state_json
+from vllm_deploy_wizard.launcher.shm import SHM_RECORD, RunShm
 from vllm_deploy_wizard.launcher.spec import RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent
 from vllm_deploy_wizard.launcher.supervisor import Message, Supervisor
@@ -97,7 +98,7 @@ class RunServer:
         self.run_dir = run_dir
         self.spec = spec
         self.sup = Supervisor(spec, log_dir=run_dir / "logs", listeners=[self._on_message, *(extra_listeners or [])],
-                              on_spawned=self._on_spawned)
+                              on_spawned=self._on_spawned, shm=RunShm(record=run_dir / SHM_RECORD))
         self.clients: set[asyncio.Queue] = set()
         self.started = time.time()
         self._events = open(run_dir / "events.jsonl", "a")

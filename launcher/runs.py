@@ -11,6 +11,8 @@ Layout of ``<user_state_dir("vllm-wizard")>/runs/<run_id>/`` (mode 0700; the sta
     logs/<name>.log  full output of each process (rotated: .1 .2 …)
     supervisor.log   the supervisor's own stderr
     supervisor.json  supervisor pid + create_time, written as soon as it is started (before state.json)
+    shm.json         the /dev/shm files each process's current start holds (name → inode), rewritten
+                     atomically as the supervisor samples them (launcher/shm.py, docs/supervision.md §11)
     control.sock     the supervisor's control socket (JSON lines; see daemon.py) while it runs
 
 :func:`process_logs` and :func:`log_tail` read the log files of any run, live or finished
@@ -25,7 +27,8 @@ supervisor yet — is *starting*, never stale.
 A run whose supervisor died (SIGKILL, OOM) without recording an outcome is *stale*: its children
 may still run unseen. :func:`run_survivors` finds them from the recorded pids *and* create times
 (a recycled pid is never touched) plus the recorded process groups (vLLM's orphaned
-EngineCore/Worker stay in the group of the API server), and :func:`stop_stale` stops them.
+EngineCore/Worker stay in the group of the API server), and :func:`stop_stale` stops them and
+removes the /dev/shm files shm.json lists (same inode, owned by this user, held by no live process).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import os
 import secrets
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -237,12 +241,17 @@ def process_survivors(proc: dict[str, Any]) -> list[psutil.Process]:
     return list(found.values())
 
 
-def stop_stale(info: RunInfo, timeout: float = STALE_STOP_TIMEOUT_S) -> list[int]:
-    """Stop what a dead supervisor left running: SIGTERM, wait ``timeout`` s, SIGKILL the rest.
+def stop_stale(info: RunInfo, timeout: float = STALE_STOP_TIMEOUT_S,
+               note: Callable[[str], None] | None = None) -> list[int]:
+    """Stop what a dead supervisor left running: SIGTERM, wait ``timeout`` s, SIGKILL the rest;
+    then remove the /dev/shm files the run's shm.json lists (:func:`~vllm_deploy_wizard.launcher.shm.remove_recorded`:
+    same inode, owned by this user, held by no live process; ``note(text)`` is told which).
 
-    Returns the pids that were found alive. Records ``outcome: "stopped"`` (with a note) in
-    state.json so the run no longer shows as stale.
+    Returns the pids that were found alive. Records ``outcome: "stopped"`` (with a note naming the
+    processes and the files removed) in state.json so the run no longer shows as stale.
     """
+    from vllm_deploy_wizard.launcher.shm import SHM_RECORD, remove_recorded
+
     procs = run_survivors(info)
     for p in procs:
         try:
@@ -256,6 +265,10 @@ def stop_stale(info: RunInfo, timeout: float = STALE_STOP_TIMEOUT_S) -> list[int
         except psutil.Error:
             pass
     psutil.wait_procs(alive, timeout=STALE_KILL_WAIT_S)
+    removed = remove_recorded(info.run_dir / SHM_RECORD)
+    shm_note = f"removed /dev/shm files its processes left: {', '.join(removed)}" if removed else ""
+    if shm_note and note is not None:
+        note(shm_note)
     path = info.run_dir / "state.json"
     try:
         state = json.loads(path.read_text())
@@ -263,6 +276,8 @@ def stop_stale(info: RunInfo, timeout: float = STALE_STOP_TIMEOUT_S) -> list[int
         state = {"processes": info.processes}
     state["outcome"] = "stopped"
     state["note"] = f"supervisor was gone; stopped {len(procs)} leftover processes"
+    if shm_note:
+        state["note"] += f"; {shm_note}"
     for proc in state.get("processes") or []:
         proc["state"] = "STOPPED"
         proc["pid"] = None

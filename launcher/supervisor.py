@@ -122,9 +122,6 @@ def metrics_url(probe_url: str) -> str:
     return urlunsplit((u.scheme, u.netloc, "/metrics", "", ""))
 
 
-
-
-
 def with_port_holder(cause: Cause) -> Cause:
     """``cause`` with ``facts["holder"]`` (``"name (pid N)"``) when it is a port clash whose port's
     listener the OS shows now; unchanged otherwise."""
@@ -147,7 +144,8 @@ class Supervisor:
     called with the process name right after each (re)start's OS process exists, before anything
     else happens — the run server records the pid/pgid/create_time in state.json there, so a
     supervisor SIGKILLed while a process is still STARTING leaves children that `stop` can find.
-    It must not block; an exception in it is ignored.
+    It must not block; an exception in it is ignored. ``shm``: the /dev/shm bookkeeping (default: in
+    memory; the run server's records to the run directory).
     """
 
     def __init__(
@@ -164,6 +162,7 @@ class Supervisor:
         port_wait_s: float = 30.0,
         metrics: bool = True,
         on_spawned: Callable[[str], None] | None = None,
+        shm: RunShm | None = None,
     ):
         self.spec = spec
         self.clock, self.wall = clock, wall
@@ -197,7 +196,7 @@ class Supervisor:
         self._spawning: set[str] = set()
         self._pending_signal: dict[str, int] = {}
         self._since_wall: dict[str, float] = {}
-        self.shm = RunShm()  #: /dev/shm files of each process's current start (docs/supervision.md §11)
+        self.shm = shm or RunShm()  #: /dev/shm files of each process's current start (docs/supervision.md §11)
         for p in spec.processes:
             self.logs[p.name] = ProcessLog(
                 p.name, (log_dir / f"{p.name.replace('/', '_')}.log") if log_dir else None,

@@ -5,11 +5,12 @@ Shared by the launcher tests; no fixed sleeps — everything is polled to a dead
 
 from __future__ import annotations
 
-import asyncio
+import os
 import subprocess
 import sys
-import time
 from typing import Callable
+
+from polling import wait_until, wait_until_async
 
 PY = sys.executable
 
@@ -62,23 +63,35 @@ time.sleep(600)
 """
 
 
-async def until(cond: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
-    """Poll ``cond`` every 20 ms until true; ``AssertionError`` naming ``what`` after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.02)
+#: The launcher tests' waits (tests/polling.py): ``until`` in coroutines, ``until_sync`` elsewhere.
+until, until_sync = wait_until_async, wait_until
 
 
-def until_sync(cond: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
-    """Blocking version of :func:`until`."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
+def read_pty_until(master: int, done: Callable[[bytes], bool], timeout: float, what: str,
+                   alive: Callable[[], bool] = lambda: True) -> bytes:
+    """Read the pseudo-terminal ``master`` fd (made non-blocking) until ``done(output so far)``;
+    returns the output. ``AssertionError`` naming ``what`` and the output's tail after ``timeout``
+    s, or as soon as the terminal closed (EIO) or ``alive()`` is false before ``done``."""
+    os.set_blocking(master, False)
+    out = bytearray()
 
+    def check() -> bool:
+        closed = False
+        try:
+            while chunk := os.read(master, 4096):
+                out.extend(chunk)
+        except BlockingIOError:
+            pass
+        except OSError:  # EIO: every writer of the terminal is gone
+            closed = True
+        if done(bytes(out)):
+            return True
+        if closed or not alive():
+            raise AssertionError(f"the terminal closed before {what}: {bytes(out)[-2000:]!r}")
+        return False
+
+    wait_until(check, timeout, what, interval=0.05, detail=lambda: f"output: {bytes(out)[-2000:]!r}")
+    return bytes(out)
 
 
 def run_cli(env: dict, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -19,6 +18,7 @@ import pytest
 
 from e2e_env import E2EUnavailable, tiny_model, vllm_env
 from netns_hosts import Host
+from polling import wait_until
 
 #: Seconds the two nodes get to become READY: two vLLM nodes take ~100 s on a loaded 2-core box.
 READY_S = 420.0
@@ -90,15 +90,13 @@ def causes(run_dir: Path) -> dict[str, dict]:
 
 
 def wait_for(cond: Callable[[], bool], timeout: float, what: str, runs: list[Path] = ()) -> float:
-    """Poll ``cond`` every 0.5 s; seconds it took, or AssertionError naming ``what`` with the runs' states."""
-    t0 = time.monotonic()
-    while not cond():
-        if time.monotonic() - t0 > timeout:
-            states = {str(r.name): {n: (p["state"], (p.get("cause") or {}).get("summary"))
-                                    for n, p in processes(r).items()} for r in runs}
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; runs: {states}")
-        time.sleep(0.5)
-    return time.monotonic() - t0
+    """Poll ``cond`` every 0.5 s (tests/polling.py); seconds it took, or AssertionError naming ``what``
+    with the runs' states."""
+    def states() -> str:
+        return "runs: " + str({str(r.name): {n: (p["state"], (p.get("cause") or {}).get("summary"))
+                                             for n, p in processes(r).items()} for r in runs})
+
+    return wait_until(cond, timeout, what, interval=0.5, detail=states)
 
 
 def all_ready(runs: list[Path]) -> Callable[[], bool]:

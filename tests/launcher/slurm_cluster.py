@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from netns_hosts import Host
+from polling import wait_until
 
 TOOLS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo")
 
@@ -82,11 +83,14 @@ def slurm_cluster(hosts: list[Host], bridge_ip: str, root: Path, cpus: int = 2) 
             ["munged", "--foreground", "--force", f"--key-file={key}", f"--socket={sock}",
              f"--pid-file={munge_dir / 'munged.pid'}", f"--log-file={munge_dir / 'munged.log'}",
              f"--seed-file={munge_dir / 'munged.seed'}"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
-        deadline = time.monotonic() + 10
-        while not sock.exists():
-            if time.monotonic() > deadline or procs[0].poll() is not None:
-                raise RuntimeError(f"munged did not start: {(munge_dir / 'munged.log').read_text(errors='replace')[-800:]}")
-            time.sleep(0.1)
+        munged_log = lambda: f"munged.log: {(munge_dir / 'munged.log').read_text(errors='replace')[-800:]}"  # noqa: E731
+
+        def munged_up() -> bool:
+            if procs[0].poll() is not None:
+                raise RuntimeError(f"munged exited: {munged_log()}")
+            return sock.exists()
+
+        wait_until(munged_up, 10, "munged's socket", interval=0.1, detail=munged_log)
         nodes = [f"n{k}" for k in range(len(hosts))]
         for n in nodes:
             (root / "spool" / n).mkdir(parents=True)
@@ -120,16 +124,19 @@ def slurm_cluster(hosts: list[Host], bridge_ip: str, root: Path, cpus: int = 2) 
                 h.argv("unshare", "--uts", "sh", "-c", f'hostname {n}; exec slurmd -D -N {n} -f "$0"', str(conf)),
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
         cluster = Cluster(env=env, nodes=nodes, root=root)
-        deadline = time.monotonic() + 60
-        while True:
+        states: dict[str, str] = {}
+        def logs() -> str:
+            tails = {f.name: f.read_text(errors="replace")[-600:] for f in root.glob("*.log")}
+            return f"states {states}; logs: {tails}"
+
+        def nodes_idle() -> bool:
             out = cluster.run("sinfo", "-h", "-N", "-o", "%N %t").stdout.split()
-            states = dict(zip(out[::2], out[1::2]))
-            if all(states.get(n) == "idle" for n in nodes):
-                break
-            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                logs = {f.name: f.read_text(errors="replace")[-600:] for f in root.glob("*.log")}
-                raise RuntimeError(f"slurm nodes not idle: {states}; logs: {logs}")
-            time.sleep(0.5)
+            states.update(zip(out[::2], out[1::2], strict=False))
+            if not all(states.get(n) == "idle" for n in nodes) and any(p.poll() is not None for p in procs):
+                raise RuntimeError(f"a slurm daemon exited: {logs()}")
+            return all(states.get(n) == "idle" for n in nodes)
+
+        wait_until(nodes_idle, 60, "every slurm node idle", interval=0.5, detail=logs)
         yield cluster
     finally:
         _stop(list(reversed(procs)))

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from netns_hosts import Host
+from polling import wait_until
 
 SSHD = "/usr/sbin/sshd"
 
@@ -62,13 +62,16 @@ def sshd_hosts(hosts: list[Host], root: Path) -> Iterator[Path]:
             "  StrictHostKeyChecking accept-new", f"  UserKnownHostsFile {known}", "  ConnectTimeout 10",
             "  LogLevel ERROR", ""]))
         for h, p in zip(hosts, procs):  # ready when a login works
-            deadline = time.monotonic() + 20
-            while subprocess.run(["ssh", "-F", str(config), "-o", "BatchMode=yes", h.ip, "true"],
-                                 capture_output=True, timeout=30).returncode != 0:
-                if time.monotonic() > deadline or p.poll() is not None:
-                    raise RuntimeError(f"sshd on {h.name} not answering: "
-                                       f"{(root / h.name / 'sshd.log').read_text(errors='replace')[-500:]}")
-                time.sleep(0.2)
+            def sshd_log(h=h) -> str:
+                return f"sshd.log: {(root / h.name / 'sshd.log').read_text(errors='replace')[-500:]}"
+
+            def login_works(h=h, p=p) -> bool:
+                if p.poll() is not None:
+                    raise RuntimeError(f"sshd on {h.name} exited: {sshd_log(h)}")
+                return subprocess.run(["ssh", "-F", str(config), "-o", "BatchMode=yes", h.ip, "true"],
+                                      capture_output=True, timeout=30).returncode == 0
+
+            wait_until(login_works, 20, f"a login on {h.name} over ssh", interval=0.2, detail=sshd_log)
         yield config
     finally:
         for p in procs:

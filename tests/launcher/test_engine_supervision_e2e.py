@@ -9,6 +9,7 @@ import time
 import pytest
 
 from e2e_env import E2EUnavailable, tiny_model, vllm_env
+from polling import wait_until_async
 from vllm_deploy_wizard.launcher.health import HttpProber
 from vllm_deploy_wizard.launcher.plan_file import parse_plan
 from vllm_deploy_wizard.launcher.ports import free_port
@@ -56,14 +57,13 @@ async def test_real_vllm_is_ready_once_it_lists_its_model_and_answers_the_engine
     task = asyncio.create_task(sup.run())
     t0 = time.monotonic()
     try:
-        deadline = t0 + 400
-        while not any(e.state is State.READY for _, e in events) and time.monotonic() < deadline and not task.done():
-            await asyncio.sleep(0.5)
+        await wait_until_async(lambda: any(e.state is State.READY for _, e in events) or task.done(), 400,
+                               "vllm READY (or the supervisor ending)", interval=0.5)
         ready_at = next(t for t, e in events if e.state is State.READY)
         listed = [c for c in calls if c[1] == "models" and c[2] and model in c[3] and c[0] <= ready_at]
         assert listed, "READY without a /v1/models answer listing the model"
-        while not [c for c in calls if c[1] == "completions" and c[0] > ready_at] and time.monotonic() < ready_at + 60:
-            await asyncio.sleep(0.5)
+        await wait_until_async(lambda: [c for c in calls if c[1] == "completions" and c[0] > ready_at],
+                               max(0.0, ready_at + 60 - time.monotonic()), "an engine check after READY", interval=0.5)
         checks = [c for c in calls if c[1] == "completions"]
         assert checks and all(c[2] for c in checks), checks
         assert sup.policy.states["vllm"].state is State.READY

@@ -14,7 +14,7 @@ import psutil
 import pytest
 import yaml
 
-from children import FAIL, HEALTH_SERVER, PY, run_cli, until_sync
+from children import FAIL, HEALTH_SERVER, PY, read_pty_until, run_cli, until_sync
 from vllm_deploy_wizard.launcher.ports import free_port
 
 
@@ -99,7 +99,8 @@ def test_detached_launch_status_attach_stop(tmp_path, env):
     r = _cli(env, "stop")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "run finished: stopped" in r.stdout
-    until_sync(lambda: not psutil.pid_exists(web_pid) or psutil.Process(web_pid).status() == psutil.STATUS_ZOMBIE, 10)
+    until_sync(lambda: not psutil.pid_exists(web_pid) or psutil.Process(web_pid).status() == psutil.STATUS_ZOMBIE, 10,
+               "the web process gone")
     assert "finished (stopped)" in _cli(env, "status", "--all").stdout
     assert _cli(env, "status").stdout.startswith("no runs")
 
@@ -137,7 +138,8 @@ def test_stale_run_status_and_stop_after_supervisor_sigkill(tmp_path, env):
     assert r.returncode == 2 and "stale" in r.stderr and "vllm-wizard stop" in r.stderr
     r = _cli(env, "stop")
     assert r.returncode == 0 and f"stopped 1 leftover processes [{web_pid}]" in r.stdout
-    until_sync(lambda: not psutil.pid_exists(web_pid) or psutil.Process(web_pid).status() == psutil.STATUS_ZOMBIE, 10)
+    until_sync(lambda: not psutil.pid_exists(web_pid) or psutil.Process(web_pid).status() == psutil.STATUS_ZOMBIE, 10,
+               "the web process gone")
     assert _cli(env, "status").returncode == 0
 
 
@@ -345,7 +347,6 @@ def test_foreground_on_a_terminal_that_closes_stops_every_child(tmp_path, env):
     import fcntl
     import pty
     import termios
-    import time
     from pathlib import Path
 
     from vllm_deploy_wizard.launcher.runs import read_run
@@ -358,12 +359,9 @@ def test_foreground_on_a_terminal_that_closes_stops_every_child(tmp_path, env):
     p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--foreground", "--skip-flag-check"],
                          env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, preexec_fn=own_the_terminal)
     os.close(slave)
-    out = b""
-    deadline = time.monotonic() + 60
     try:
-        while not any(x.startswith(b"web ") and b"READY" in x for x in out.splitlines()):
-            assert time.monotonic() < deadline and p.poll() is None, out
-            out += os.read(master, 4096)
+        out = read_pty_until(master, lambda out: any(x.startswith(b"web ") and b"READY" in x for x in out.splitlines()),
+                             60, "web READY on the terminal", alive=lambda: p.poll() is None)
     except BaseException:
         p.kill()
         raise

@@ -101,7 +101,8 @@ def test_restart_a_process_of_a_running_run(tmp_path, env):
     assert "web ▸ STARTING" in r.stdout and "web ▸ READY" in r.stdout
     new = json.loads(_cli(env, "status", "--json").stdout)[0]["processes"][0]
     assert new["state"] == "READY" and new["pid"] != old and new["restarts"] == 1
-    until_sync(lambda: not psutil.pid_exists(old) or psutil.Process(old).status() == psutil.STATUS_ZOMBIE, 10)
+    until_sync(lambda: not psutil.pid_exists(old) or psutil.Process(old).status() == psutil.STATUS_ZOMBIE, 10,
+               "the old process gone")
     assert _cli(env, "restart", "web", "--no-wait").returncode == 0
     assert _cli(env, "stop").returncode == 0
 

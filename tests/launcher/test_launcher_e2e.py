@@ -17,6 +17,7 @@ given to ``plan`` (a free port, a short context, eager mode for a quick start).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -28,6 +29,7 @@ import pytest
 import yaml
 
 from children import run_cli
+from polling import wait_until_async
 from e2e_env import E2EUnavailable, cache_root, lmcache_env, router_env, tiny_model, vllm_env
 from vllm_deploy_wizard.launcher import (
     ProcessEvent, ProcessSpec, Probe, RestartPolicy, RunClient, RunFinished, RunSpec, Snapshot, State,
@@ -134,16 +136,14 @@ async def test_real_chain_lmcache_vllm_router(real):
             assert r.status_code == 200, r.text
             assert r.json()["choices"][0]["text"] is not None
         # 3. /metrics parsed into a snapshot that saw the request (detach = leave the iterator; re-attach)
-        deadline = time.monotonic() + 60
-        metrics = None
-        while time.monotonic() < deadline:
+        metrics: dict = {}
+
+        async def prompt_counted() -> bool:
             snap = await RunClient(info.run_id).status()
-            m = next(p for p in snap.processes if p["name"] == "vllm")["metrics"]
-            if m and (m["snapshot"]["prompt_tokens_total"] or 0) > 0:
-                metrics = m
-                break
-            await asyncio.sleep(0.5)
-        assert metrics is not None, "no /metrics snapshot counting the prompt"
+            metrics.update(next(p for p in snap.processes if p["name"] == "vllm")["metrics"] or {})
+            return (metrics.get("snapshot", {}).get("prompt_tokens_total") or 0) > 0
+
+        await wait_until_async(prompt_counted, 60, "a /metrics snapshot counting the prompt", interval=0.5)
         assert metrics["snapshot"]["requests_running"] is not None and metrics["snapshot"]["kv_cache_usage"] is not None
         # 4. SIGKILL the API server: the supervisor notices, reaps EngineCore/Worker, restarts
         snap = await RunClient(info.run_id).status()
@@ -157,10 +157,8 @@ async def test_real_chain_lmcache_vllm_router(real):
         os.kill(api.pid, signal.SIGKILL)
         await _until_states(events, {"vllm": "BACKOFF"}, 30, seen2)
         noticed_s = time.monotonic() - killed_at
-        deadline = time.monotonic() + 60
-        while any(_alive(p) for p in orphans) and time.monotonic() < deadline:
-            await asyncio.sleep(0.2)
-        assert not any(_alive(p) for p in orphans), "EngineCore/Worker were not reaped"
+        await wait_until_async(lambda: not any(_alive(p) for p in orphans), 60, "EngineCore/Worker reaped",
+                               interval=0.2)
         t0 = time.monotonic()
         await _until_states(events, {"vllm": "READY"}, 600, seen2)
         restart_s = time.monotonic() - t0
@@ -190,9 +188,9 @@ async def test_real_chain_lmcache_vllm_router(real):
                 await RunClient(info.run_id).stop()
             except Exception:  # noqa: BLE001
                 pass
-            deadline = time.monotonic() + 60
-            while find_run(info.run_id).status == "running" and time.monotonic() < deadline:
-                await asyncio.sleep(0.5)
+            with contextlib.suppress(AssertionError):  # cleanup goes on: stale leftovers are stopped below
+                await wait_until_async(lambda: find_run(info.run_id).status != "running", 60, "the run stopped",
+                                       interval=0.5)
         info2 = find_run(info.run_id)
         if run_survivors(info2):
             stop_stale(info2, timeout=5)

@@ -6,12 +6,11 @@ import asyncio
 import os
 import signal
 import stat
-import time
 
 import psutil
 import pytest
 
-from children import HEALTH_SERVER, PY, cleanup_runs, until, until_sync
+from children import HEALTH_SERVER, PY, cleanup_runs, read_pty_until, until, until_sync
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher import (
     ProcessEvent, ProcessSpec, Probe, RunClient, RunFinished, RunSpec, Snapshot, State,
@@ -163,13 +162,7 @@ def test_closing_the_terminal_does_not_stop_the_run(tmp_path):
     term = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--wait"],
                             stdin=slave, stdout=slave, stderr=slave, preexec_fn=controlling_terminal)
     os.close(slave)
-    out = b""
-    deadline = time.monotonic() + 60
-    while b"READY" not in out and time.monotonic() < deadline:
-        try:
-            out += os.read(master, 4096)
-        except OSError:
-            break
+    out = read_pty_until(master, lambda out: b"READY" in out, 60, "READY on the terminal")
     term.wait(30)
     os.close(master)  # the terminal is gone
     os.killpg(term.pid, signal.SIGHUP) if term.poll() is None else None

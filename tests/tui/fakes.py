@@ -37,17 +37,20 @@ class FakeInventory:
 
 
 class FakeClient:
-    """A RunClient replaying ``events`` then waiting until ``stop()``; records commands."""
+    """A RunClient replaying ``events`` then waiting until ``stop()``; records commands.
+    ``replayed``: every canned event was taken by the consumer (what the tests wait for)."""
 
     def __init__(self, events: list) -> None:
         self._events = events
         self.commands: list[str] = []
+        self.replayed = False
         self._stopped = asyncio.Event()
 
     async def events(self):
         for ev in self._events:
             yield ev
             await asyncio.sleep(0)
+        self.replayed = True
         await self._stopped.wait()
 
     async def stop(self) -> None:

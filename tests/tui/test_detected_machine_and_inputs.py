@@ -4,7 +4,6 @@ provider, the review after detach, and the machine picker of multi-machine plans
 
 from __future__ import annotations
 
-import asyncio
 import json
 from types import SimpleNamespace
 
@@ -12,7 +11,7 @@ import pytest
 from fakes import FakeCandidate, FakeInventory, FakeLauncher
 from textual.widgets import DataTable, Input, Select, Static
 from textual.widgets.data_table import ColumnKey
-from tui_steps import pick_hardware, pick_model, settle, walk
+from tui_steps import pick_hardware, pick_model, settle, until, walk
 
 from vllm_deploy_wizard.catalog import load_catalog
 from vllm_deploy_wizard.tui.app import make_app
@@ -46,7 +45,7 @@ def cpu_app(catalog, inventory=None, detect_delay: float = 0.0, **kw):
     def detect():
         import time
 
-        time.sleep(detect_delay)
+        time.sleep(detect_delay)  # a slow detection is what the callers test: it stays
         return inventory
 
     services.detect = detect
@@ -129,10 +128,8 @@ async def test_model_flag_checks_choices_against_the_detected_profile(tmp_path, 
     app = cpu_app(None, detect_delay=0.5, model=str(model))
     app.services.load_catalog = lambda recipes: snapshot
     async with app.run_test(size=(120, 40)) as pilot:
-        for _ in range(40):  # the catalog lands first, detection half a second later
-            await asyncio.sleep(0.05)
-            if app.selection.get("hardware"):
-                break
+        # the catalog lands first, detection half a second later
+        await until(pilot, lambda: app.selection.get("hardware"), 10, "the detected hardware chosen")
         await settle(pilot, 5)
         assert app.options is not None
         assert app.options.resolved["hardware"] == "xeon6" and app.options.resolved["gpus"] == 1  # NUMA nodes, like plan --detect
@@ -212,11 +209,7 @@ async def test_review_after_detach_says_the_run_goes_on(build_app):
     async with app.run_test(size=(120, 40)) as pilot:
         await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
         await pilot.press("ctrl+l")
-        for _ in range(20):
-            await settle(pilot)
-            if isinstance(app.screen, MonitorScreen):
-                break
-        assert isinstance(app.screen, MonitorScreen)
+        await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 5, "the monitor")
         await pilot.press("d")
         await settle(pilot)
         assert isinstance(app.screen, ReviewScreen)
@@ -260,10 +253,7 @@ async def test_review_machine_picker_passes_the_node_label_to_the_launcher(build
         for name in list(app.screen.values):
             app.screen.values[name] = app.screen.values[name] or "10.0.0.9"
         await pilot.press("ctrl+l")
-        for _ in range(20):
-            await settle(pilot)
-            if launcher.started:
-                break
+        await until(pilot, lambda: launcher.started, 5, "the launch")
         assert launcher.nodes[-1] == "decode-node-0"
         app.switch_screen(ReviewScreen())  # what the monitor's fix+relaunch does
         await settle(pilot, 5)

@@ -9,7 +9,7 @@ import sys
 from canned import ready_run
 from fakes import FakeLauncher
 from textual.widgets import Input, Static
-from tui_steps import pick_hardware, settle
+from tui_steps import monitor_caught_up, pick_hardware, settle, until
 
 from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
 from vllm_deploy_wizard.tui.screen_model import ModelScreen
@@ -45,11 +45,7 @@ async def test_custom_model_from_a_local_config(build_app, tmp_path):
         box.focus()
         box.value = str(model)
         await pilot.press("enter")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if isinstance(app.screen, ConfigureScreen):
-                break
-        assert isinstance(app.screen, ConfigureScreen)
+        await until(pilot, lambda: isinstance(app.screen, ConfigureScreen), 5, "the configure screen")
         strategies = {c.id: c.state for c in app.options.strategy}
         assert strategies.get("single_node_dep") == "available"  # MoE derived from the routed experts
 
@@ -63,10 +59,7 @@ async def test_custom_model_error_names_what_was_tried(build_app, tmp_path):
         box.value = str(tmp_path / "nothing-here")
         await pilot.press("enter")
         status = app.screen.query_one("#model-status", Static)
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if "Custom model:" in str(status.render()):
-                break
+        await until(pilot, lambda: "Custom model:" in str(status.render()), 5, "the custom-model error")
         text = str(status.render())
         assert "Custom model:" in text and "nothing-here" in text
         assert isinstance(app.screen, ModelScreen)
@@ -75,11 +68,8 @@ async def test_custom_model_error_names_what_was_tried(build_app, tmp_path):
 async def test_attach_flag_opens_the_monitor(build_app):
     app = build_app(launcher=FakeLauncher(events=ready_run()), attach="run-7")
     async with app.run_test(size=(120, 40)) as pilot:
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if isinstance(app.screen, MonitorScreen):
-                break
-        assert isinstance(app.screen, MonitorScreen) and app.screen.run_id == "run-7"
+        await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 5, "the monitor")
+        assert app.screen.run_id == "run-7"
         # let the monitor's Header finish mounting: leaving within the same frame makes Textual's
         # Header run its title watcher after its children are gone (NoMatches at shutdown)
         await settle(pilot)
@@ -137,17 +127,10 @@ async def test_attach_prompt_lists_real_looking_run_ids(build_app):
     launcher.live = ["20261130-101129-5f82"]
     app = build_app(launcher=launcher)
     async with app.run_test(size=(120, 40)) as pilot:
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if isinstance(app.screen, AttachPrompt):
-                break
-        assert isinstance(app.screen, AttachPrompt)
+        await until(pilot, lambda: isinstance(app.screen, AttachPrompt), 5, "the attach prompt")
         await pilot.press("enter")
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if isinstance(app.screen, MonitorScreen):
-                break
-        assert isinstance(app.screen, MonitorScreen) and app.screen.run_id == "20261130-101129-5f82"
+        await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 5, "the monitor")
+        assert app.screen.run_id == "20261130-101129-5f82"
         await settle(pilot)
 
 
@@ -197,11 +180,8 @@ async def test_attach_to_a_run_that_is_gone_says_so_and_goes_back(build_app):
 
     app = build_app(launcher=NoRuns(), attach="20261130-101129-5f82")
     async with app.run_test(size=(120, 40)) as pilot:
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if isinstance(app.screen, MonitorScreen):
-                break
-        await pilot.pause(0.3)  # a few UI batches and an uptime tick
+        await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 5, "the monitor")
+        await until(pilot, lambda: monitor_caught_up(app.screen), 5, "the attach failure painted")
         text = str(app.screen.query_one("#failure", Static).render())
         assert "Cannot attach to run 20261130-101129-5f82" in text and "matches no run" in text
         await pilot.press("escape")

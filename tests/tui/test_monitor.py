@@ -6,7 +6,7 @@ import pytest
 from canned import kv_oom_run, ready_run
 from fakes import FakeLauncher
 from textual.widgets import DataTable, RichLog, Sparkline
-from tui_steps import settle, walk
+from tui_steps import monitor_caught_up, settle, until, walk
 
 from vllm_deploy_wizard.tui.monitor_model import MonitorModel
 from vllm_deploy_wizard.tui.prompts import ConfirmPrompt
@@ -18,12 +18,8 @@ async def _launch(pilot, app) -> MonitorScreen:
     await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
     assert isinstance(app.screen, ReviewScreen)
     await pilot.press("l")
-    for _ in range(50):
-        await pilot.pause(0.02)
-        if isinstance(app.screen, MonitorScreen):
-            break
-    assert isinstance(app.screen, MonitorScreen)
-    await pilot.pause(0.3)  # a few 80 ms UI batches
+    await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 5, "the monitor")
+    await until(pilot, lambda: monitor_caught_up(app.screen), 5, "the canned events painted")
     return app.screen
 
 
@@ -91,8 +87,8 @@ async def test_live_run_offers_attach(build_app):
         await settle(pilot, 5)
         assert isinstance(app.screen, AttachPrompt)
         await pilot.press("enter")
-        await pilot.pause(0.3)
-        assert isinstance(app.screen, MonitorScreen) and app.screen.run_id == "20261130-100000-abcd"
+        await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 5, "the monitor")
+        assert app.screen.run_id == "20261130-100000-abcd"
 
 
 def test_model_bounds_log_tail_and_counts_restarts():
@@ -125,10 +121,7 @@ async def test_preflight_key_shows_every_problem(build_app):
     async with app.run_test(size=(120, 40)) as pilot:
         await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
         await pilot.press("p")
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if getattr(app.screen, "preflight_problems", None) is not None:
-                break
+        await until(pilot, lambda: getattr(app.screen, "preflight_problems", None) is not None, 5, "the preflight")
         await settle(pilot)
         assert app.screen.preflight_problems == ["port 8000 is in use by pid 1 (fake)"]
         assert "port 8000 is in use" in str(app.screen.query_one("#review-status").render())
@@ -311,10 +304,7 @@ async def test_launch_with_an_unusable_state_dir_says_why(build_app, tmp_path, m
         assert isinstance(app.screen, ReviewScreen)
         await pilot.press("l")
         status = app.screen.query_one("#review-status", Static)
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if "Launch refused" in str(status.render()):
-                break
+        await until(pilot, lambda: "Launch refused" in str(status.render()), 5, "the launch refusal")
         text = str(status.render())
         assert "Launch refused" in text and "statefile" in text, text
         assert launcher.started == []

@@ -14,7 +14,7 @@ from fakes import FakeLauncher
 from rich.console import Console
 from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.widgets import DataTable, RichLog
-from tui_steps import settle
+from tui_steps import monitor_caught_up, settle, until
 
 from vllm_deploy_wizard.launcher import LogLines, Metrics, Progress, ProcessEvent, Snapshot, State
 from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot
@@ -140,8 +140,7 @@ async def _monitor(app, pilot, events) -> MonitorScreen:
     app.launcher.events = events
     screen = MonitorScreen("run-1")
     await app.push_screen(screen)
-    await settle(pilot)
-    await pilot.pause(0.3)
+    await until(pilot, lambda: monitor_caught_up(screen), 5, "the replayed events painted")
     return screen
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from textual.widgets import Input
-from tui_steps import settle
+from polling import wait_until
+from tui_steps import settle, until
 
 from vllm_deploy_wizard.tui.app import make_app
 from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
@@ -48,13 +48,12 @@ def no_leftover_run(tmp_path):
     cleanup_runs(tmp_path / "state")
 
 
-async def _until(pilot, predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        await pilot.pause(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+def _review_status(app) -> str:
+    """What the review screen's status line says (a refused launch lists its problems there)."""
+    from textual.widgets import Static
+
+    found = app.screen.query("#review-status")
+    return str(found.first(Static).render()) if found else f"(on {type(app.screen).__name__})"
 
 
 async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_run):
@@ -68,8 +67,8 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_
     port = free_port()
     app = make_app()  # real detection, bundled catalog, real launcher
     async with app.run_test(size=(120, 40)) as pilot:
-        await _until(pilot, lambda: app.catalog is not None and app.inventory is not None and app.selection.get("hardware"),
-                     60, "detection and the catalog")
+        await until(pilot, lambda: app.catalog is not None and app.inventory is not None
+                    and app.selection.get("hardware"), 60, "detection and the catalog")
         profile = app.catalog.taxonomy.hardware_profiles[app.selection["hardware"]]
         assert profile.brand == "Intel" and app.selection["hardware"].startswith("xeon"), app.selection  # the CPU profile
         await pilot.press("ctrl+n")
@@ -78,7 +77,7 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_
         custom.focus()
         custom.value = str(real["model"])
         await pilot.press("enter")
-        await _until(pilot, lambda: isinstance(app.screen, ConfigureScreen), 60, "the custom model's configure screen")
+        await until(pilot, lambda: isinstance(app.screen, ConfigureScreen), 60, "the custom model's configure screen")
         assert app.selection["model"] == str(real["model"])
         args = app.screen.query_one("#advanced-args", Input)
         args.focus()
@@ -90,13 +89,15 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_
         assert isinstance(app.screen, ReviewScreen)
         await pilot.press("ctrl+l")  # works whatever has focus
         # preflight runs `vllm serve --help=all` on a cold flag cache (~13 s idle, minutes on a loaded 2-core box)
-        await _until(pilot, lambda: isinstance(app.screen, MonitorScreen), 300, "the monitor (preflight + start)")
+        await until(pilot, lambda: isinstance(app.screen, MonitorScreen) or "Launch refused" in _review_status(app),
+                    300, "the monitor (preflight + start)", detail=lambda: f"review status: {_review_status(app)}")
+        assert isinstance(app.screen, MonitorScreen), _review_status(app)  # a refused launch fails at once
         monitor = app.screen
         run_id = monitor.run_id
-        await _until(pilot, lambda: "vllm" in monitor.model.procs and monitor.model.procs["vllm"].ready,
-                     READY_TIMEOUT, "vllm READY in the monitor")
+        await until(pilot, lambda: "vllm" in monitor.model.procs and monitor.model.procs["vllm"].ready,
+                    READY_TIMEOUT, "vllm READY in the monitor")
         await pilot.press("m")
-        await _until(pilot, lambda: getattr(monitor, "last_smoke", None) is not None, 120, "the smoke answer")
+        await until(pilot, lambda: getattr(monitor, "last_smoke", None) is not None, 120, "the smoke answer")
         assert monitor.last_smoke.ok, monitor.last_smoke
         assert monitor.last_smoke.text.strip(), "the tiny model answered with text"
         await pilot.press("d")  # detach: the run lives on
@@ -108,21 +109,19 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_
 
     app2 = make_app()
     async with app2.run_test(size=(120, 40)) as pilot:
-        await _until(pilot, lambda: isinstance(app2.screen, AttachPrompt), 60, "the attach offer")
+        await until(pilot, lambda: isinstance(app2.screen, AttachPrompt), 60, "the attach offer")
         await pilot.press("enter")
-        await _until(pilot, lambda: isinstance(app2.screen, MonitorScreen), 30, "the re-attached monitor")
+        await until(pilot, lambda: isinstance(app2.screen, MonitorScreen), 30, "the re-attached monitor")
         monitor = app2.screen
         assert monitor.run_id == run_id
-        await _until(pilot, lambda: "vllm" in monitor.model.procs and monitor.model.procs["vllm"].state == "READY",
-                     30, "the snapshot showing vllm READY")
+        await until(pilot, lambda: "vllm" in monitor.model.procs and monitor.model.procs["vllm"].state == "READY",
+                    30, "the snapshot showing vllm READY")
         await pilot.press("s")  # asks first: one stray key must not stop a live server
-        await _until(pilot, lambda: isinstance(app2.screen, ConfirmPrompt), 10, "the stop confirmation")
+        await until(pilot, lambda: isinstance(app2.screen, ConfirmPrompt), 10, "the stop confirmation")
         await pilot.press("y")
-        await _until(pilot, lambda: monitor.model.outcome is not None, 120, "the run to finish")
+        await until(pilot, lambda: monitor.model.outcome is not None, 120, "the run to finish")
         assert monitor.model.outcome == "stopped"
 
     info = next(r for r in list_runs() if r.run_id == run_id)
-    deadline = time.monotonic() + 30
-    while run_survivors(info) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert run_survivors(info) == []
+    wait_until(lambda: not run_survivors(info), 30, "the run's processes gone", interval=0.5,
+               detail=lambda: f"survivors: {[p.pid for p in run_survivors(info)]}")

@@ -5,21 +5,20 @@ the real launcher (``sys.executable`` children), a supervisor killed with SIGKIL
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 from fakes import FakeCandidate, FakeLauncher
 from textual.widgets import RichLog, Static
-from tui_steps import pick_model, settle, walk
+from polling import wait_until, wait_until_async
+from tui_steps import pick_model, settle, until, walk
 
 from vllm_deploy_wizard.catalog import load_catalog
 from vllm_deploy_wizard.tui.app import make_app
@@ -82,29 +81,17 @@ def free_port() -> int:
     return launcher_free_port()
 
 
-async def until(cond, timeout: float, what: str, pilot=None) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        if pilot is not None:
-            await pilot.pause(0.05)
-        else:
-            await asyncio.sleep(0.05)
+def _answers_health(port: int) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def wait_health(port: int, timeout: float = 15.0) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"fake vllm on {port} did not come up")
+    wait_until(lambda: _answers_health(port), timeout, f"fake vllm on {port} to answer /health", interval=0.05)
 
 
 def in_log(monitor, *texts: str) -> bool:
@@ -189,33 +176,34 @@ async def test_smoke_on_an_attached_run_finds_endpoint_and_masked_key(build_app,
     assert "sk-Attach444" not in (info.run_dir / "spec.json").read_text()  # masked: not where the key comes from
     app = build_app(launcher=RealLauncher(), attach=info.run_id)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor", pilot)
+        await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor")
         monitor = app.screen
-        await until(lambda: monitor.model.procs.get("vllm") is not None and monitor.model.procs["vllm"].ready,
-                    20, "vllm READY", pilot)
+        await until(pilot, lambda: monitor.model.procs.get("vllm") is not None and monitor.model.procs["vllm"].ready,
+                    20, "vllm READY")
         assert not app.launched_plans  # attached: the wizard has no plan for this run
         assert monitor.smoke_target().source == "the run's spec.json"
         await pilot.press("m")
-        await until(lambda: getattr(monitor, "last_smoke", None) is not None, 20, "the smoke answer", pilot)
+        await until(pilot, lambda: getattr(monitor, "last_smoke", None) is not None, 20, "the smoke answer")
         assert monitor.last_smoke.ok, monitor.last_smoke
         assert monitor.last_smoke.url == f"http://127.0.0.1:{port}/v1/completions"
-        await until(lambda: in_log(monitor, "SMOKE OK", "Paris (key ok)"), 10, "the answer in the log pane", pilot)
+        await until(pilot, lambda: in_log(monitor, "SMOKE OK", "Paris (key ok)"), 10, "the answer in the log pane")
         await monitor.client.stop()
 
 
 async def test_smoke_without_an_endpoint_says_why_in_the_log_pane(build_app):
     app = build_app(launcher=FakeLauncher(events=[]), attach="run-gone")
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor", pilot)
+        await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor")
         monitor = app.screen
         titles = {c.title: c for c in app.get_system_commands(monitor)}
         assert "Monitor: Smoke test (m)" in titles  # the palette lists the monitor's actions
         app.call_later(titles["Monitor: Smoke test (m)"].callback)  # as the palette runs it
-        await until(lambda: getattr(monitor, "last_smoke_error", None), 5, "the smoke refusal", pilot)
+        await until(pilot, lambda: getattr(monitor, "last_smoke_error", None), 5, "the smoke refusal")
         assert monitor.last_smoke_error.startswith("No served endpoint found")
         assert "this wizard did not launch the run" in monitor.last_smoke_error
         assert "the run has no readable spec.json" in monitor.last_smoke_error
-        await until(lambda: in_log(monitor, "SMOKE ERROR No served endpoint found"), 10, "the refusal in the log", pilot)
+        await until(pilot, lambda: in_log(monitor, "SMOKE ERROR No served endpoint found"), 10,
+                    "the refusal in the log")
 
 
 def test_find_target_reads_spec_json_shape_and_live_argv():
@@ -240,22 +228,18 @@ async def test_stale_run_with_leftovers_is_offered_a_stop(build_app, state_home,
 
     port = free_port()
     info = start_run(serve_spec(fake_vllm, port))
-    snap = None
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        snap = await RunClient(info.run_id).status()
-        if snap.processes[0]["state"] == "READY":
-            break
-        await asyncio.sleep(0.1)
-    child = snap.processes[0]["pid"]
+    await wait_until_async(lambda: [p.get("state") for p in find_run(info.run_id).processes] == ["READY"], 20,
+                           "the run READY", interval=0.1)
+    child = (await RunClient(info.run_id).status()).processes[0]["pid"]
     os.kill(info.pid, signal.SIGKILL)
-    await until(lambda: find_run(info.run_id).status == "stale", 10, "the run reported stale")
+    await wait_until_async(lambda: find_run(info.run_id).status == "stale", 10, "the run reported stale")
     question = f"A previous run {info.run_id} lost its supervisor; 1 process still runs (ports {port}). Stop them?"
 
     app = build_app(launcher=RealLauncher())  # ignore: nothing is stopped, the wizard goes on
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(lambda: isinstance(app.screen, ConfirmPrompt) and len(app.screen.query("#confirm-question")) > 0,
-                    10, "the stale-run question", pilot)  # pushed and composed
+        await until(pilot, lambda: isinstance(app.screen, ConfirmPrompt)
+                    and len(app.screen.query("#confirm-question")) > 0,
+                    10, "the stale-run question")  # pushed and composed
         assert str(app.screen.query_one("#confirm-question").render()) == question
         await pilot.press("n")
         await settle(pilot)
@@ -264,10 +248,11 @@ async def test_stale_run_with_leftovers_is_offered_a_stop(build_app, state_home,
 
     app = build_app(launcher=RealLauncher())  # stop: the leftovers go, the run is recorded stopped
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(lambda: isinstance(app.screen, ConfirmPrompt) and len(app.screen.query("#confirm-question")) > 0,
-                    10, "the stale-run question", pilot)  # pushed and composed
+        await until(pilot, lambda: isinstance(app.screen, ConfirmPrompt)
+                    and len(app.screen.query("#confirm-question")) > 0,
+                    10, "the stale-run question")  # pushed and composed
         await pilot.press("y")
-        await until(lambda: app.stopped_stale is not None, 20, "the leftovers stopped", pilot)
+        await until(pilot, lambda: app.stopped_stale is not None, 20, "the leftovers stopped")
         assert app.stopped_stale == (info.run_id, [child])
         assert isinstance(app.screen, HardwareScreen)
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
@@ -332,7 +317,7 @@ async def test_launched_plan_file_is_owner_only(build_app, tmp_path, monkeypatch
         await pilot.press("ctrl+n")
         await settle(pilot)
         await pilot.press("ctrl+l")
-        await until(lambda: launcher.started, 10, "the launch", pilot)
+        await until(pilot, lambda: launcher.started, 10, "the launch")
     (plan_file, _), = launcher.started
     assert "sk-Plan555" in plan_file.read_text()  # the launcher needs it …
     assert stat.S_IMODE(plan_file.stat().st_mode) == 0o600  # … so only its owner may read it
@@ -402,11 +387,12 @@ async def test_monitor_table_fits_80_columns_without_a_scrollbar(build_app):
     assert detail_width(80) == 14 and detail_width(200) == 40 and detail_width(40) == 10
     app = build_app(launcher=FakeLauncher(events=ready_run()), attach="run-1")
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor", pilot)
-        await pilot.pause(0.3)
+        await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor")
         from textual.widgets import DataTable
 
         table = app.screen.query_one("#procs", DataTable)
+        await until(pilot, lambda: table.row_count == len(app.screen.model.procs) > 0, 5, "the process rows")
+        await settle(pilot)  # painted
         assert table.virtual_size.width <= table.size.width and not table.show_horizontal_scrollbar
 
 
@@ -429,13 +415,13 @@ async def test_smoke_after_a_wizard_launch_uses_the_typed_api_key(build_app, tmp
             await pilot.press("ctrl+n")
             await settle(pilot)
             await pilot.press("ctrl+l")
-            await until(lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor", pilot)
+            await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor")
             monitor = app.screen
             target = monitor.smoke_target()
             assert (target.source, target.api_key) == ("the launched plan", "sk-Wiz666")
             assert target.base_url == f"http://127.0.0.1:{port}"
             await pilot.press("m")
-            await until(lambda: getattr(monitor, "last_smoke", None) is not None, 20, "the smoke answer", pilot)
+            await until(pilot, lambda: getattr(monitor, "last_smoke", None) is not None, 20, "the smoke answer")
             assert monitor.last_smoke.ok and monitor.last_smoke.text == " Paris (key ok)", monitor.last_smoke
     finally:
         server.terminate()

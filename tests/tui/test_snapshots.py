@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from canned import ready_run
 from fakes import FakeLauncher
-from tui_steps import pick, pick_hardware, pick_model, settle, walk
+from tui_steps import monitor_caught_up, pick, pick_hardware, pick_model, settle, until, walk
 
 SIZES = [pytest.param((120, 40), id="120x40"), pytest.param((80, 24), id="80x24")]
 
@@ -102,13 +102,10 @@ def test_monitor_screen(snap_compare, build_app, size):
     async def before(pilot):
         await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
         await pilot.press("l")
-        for _ in range(100):  # until the canned history is folded in and painted
-            await pilot.pause(0.05)
-            model = getattr(pilot.app.screen, "model", None)
-            if model is not None and not model.pending and "vllm" in model.procs and model.procs["vllm"].ready \
-                    and len(model.metrics["generation_tokens_per_s"]) == 2:
-                break
-        await pilot.pause(0.3)
+        screen = lambda: pilot.app.screen  # noqa: E731
+        await until(pilot, lambda: monitor_caught_up(screen()) and screen().model.procs["vllm"].ready
+                    and len(screen().model.metrics["generation_tokens_per_s"]) == 2, 5,
+                    "the canned history folded in and painted")
         await steady(pilot)
 
     assert snap_compare(build_app(launcher=FakeLauncher(events=ready_run())), terminal_size=size, run_before=before)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from textual.widgets import DataTable, Input, OptionList
 
 from vllm_deploy_wizard.tui.dom_ids import dom_id
@@ -52,3 +54,31 @@ async def walk(pilot, hardware: str, model: str, picks: list[tuple[str, str]]) -
         await pick(pilot, axis_key, choice_id)
     await pilot.press("ctrl+n")
     await settle(pilot)
+
+
+async def until(pilot, condition, timeout: float, what: str, interval: float = 0.05, detail=None) -> float:
+    """Let the app run (``pilot.pause(interval)``) until ``condition()`` is truthy; the seconds it took.
+
+    The one wait of the TUI tests instead of fixed pauses: workers, posted messages and timers run
+    between checks. Raises :class:`AssertionError` ``timed out after {timeout} s waiting for {what}``
+    (plus ``detail()`` when given, e.g. what the screen shows instead). The default detail names the
+    screen the app is on.
+    """
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            extra = detail() if detail is not None else f"the app shows {type(pilot.app.screen).__name__}"
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}; {extra}")
+        await pilot.pause(interval)
+    return time.monotonic() - t0
+
+
+def monitor_caught_up(screen) -> bool:
+    """True when a monitor screen has every event of its (canned, ``fakes.FakeClient``) run folded in
+    and painted: the client replayed them all (or the stream ended) and no UI batch is pending."""
+    model = getattr(screen, "model", None)
+    if model is None:
+        return False
+    done = getattr(screen, "ended", False) or getattr(getattr(screen, "client", None), "replayed", False)
+    return bool(done) and not model.changed and not model.pending

@@ -51,7 +51,8 @@ def handle(args: argparse.Namespace) -> int:
             print(f"run {info.run_id} already finished ({info.outcome})")
             continue
         if info.status == "stale":
-            pids = stop_stale(info, timeout=args.timeout)
+            pids = stop_stale(info, timeout=args.timeout,
+                              note=lambda text, run=info.run_id: print(f"run {run}: {text}"))
             print(f"run {info.run_id}: supervisor was gone; stopped {len(pids)} leftover processes {pids}")
             continue
         client = RunClient(info)  # a starting run is waited for (its supervisor opens the socket)
