@@ -3,10 +3,15 @@ host/GPU stats, classified failure with a one-key relaunch, and stop / restart /
 
 Event flow (docs/architecture.md §3 style 2, log panes): an async worker iterates the launcher client's
 ``events()`` and folds each into a :class:`~vllm_deploy_wizard.tui.monitor_model.MonitorModel` (no widget
-touched); a 80 ms timer drains the model's pending lines into the log pane in one batch and repaints
-the table/side panel only when something changed. The log pane keeps :data:`LOG_TAIL` lines and wraps
-long lines to its width (at 80×24 a vLLM line is cut mid-word otherwise); its ``min_width`` is
-lowered so it wraps to the pane, not to RichLog's default 78 columns.
+touched); a :data:`BATCH_S` timer drains the model's pending lines into the log pane in one batch and
+repaints the table/side panel only when something changed. The log pane
+(:class:`~vllm_deploy_wizard.tui.log_pane.LogPane`) keeps :data:`LOG_TAIL` lines, wraps them at its
+width and renders only the rows on screen, so a flood of lines or one 2 MB line costs a frame what a
+quiet log does (``python bench/bench_monitor_flood.py``); lines arrive cut for display, ``\r``
+progress updates replace their line, ANSI colours are rendered (tui/monitor_model.py).
+
+The header names the run, the endpoint clients talk to (the smoke request's target) and whether it
+wants an API key (the last 4 characters of the key as a hint, never the key).
 
 A STARTING event comes before the spawn (no pid); while a process is STARTING without a pid the
 screen asks the client's ``status()`` at most every :data:`PID_REFRESH_S` for it
@@ -19,7 +24,6 @@ new ``vllm-wizard`` re-opens it (:class:`AttachPrompt`).
 
 from __future__ import annotations
 
-import re
 import time
 
 from rich.text import Text
@@ -28,16 +32,19 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Header, Input, Label, OptionList, ProgressBar, RichLog, Sparkline, Static
+from textual.widgets import DataTable, Footer, Header, Input, Label, OptionList, ProgressBar, Sparkline, Static
 from textual.widgets.option_list import Option
 
 from vllm_deploy_wizard.tui.host_stats import PERIOD_S
+from vllm_deploy_wizard.tui.log_pane import LogPane
 from vllm_deploy_wizard.tui.monitor_model import (
     LOG_TAIL,
     SPARK_METRICS,
     MonitorModel,
     detail_text,
     level_of,
+    metric_text,
+    plain_text,
     spark_series,
     uptime_text,
 )
@@ -46,8 +53,8 @@ from vllm_deploy_wizard.tui.monitor_model import (
 LEVEL_STYLE = {"ERROR": "bold red", "WARNING": "yellow", "INFO": "", "DEBUG": "dim"}
 #: State colours of the process table.
 STATE_STYLE = {"READY": "green", "STARTING": "cyan", "BACKOFF": "yellow", "FATAL": "bold red", "EXITED": "red", "STOPPING": "magenta", "STOPPED": "dim"}
-#: UI batch period, seconds (50–100 ms).
-BATCH_S = 0.08
+#: UI batch period, seconds (about two frames at Textual's 60 fps).
+BATCH_S = 0.04
 #: Least seconds between ``status()`` calls that look for the pid of a STARTING process.
 PID_REFRESH_S = 1.0
 
@@ -64,6 +71,19 @@ def detail_width(screen_width: int) -> int:
     ``▌``); the full detail is also in the failure box."""
     used = sum(w for _, _, w in FIXED_COLUMNS) + 2 * (len(FIXED_COLUMNS) + 1)
     return max(10, min(40, screen_width - used))
+
+
+def level_style(plain: str) -> str:
+    """The log pane's base style of a line (its level colour, :data:`LEVEL_STYLE`)."""
+    return LEVEL_STYLE.get(level_of(plain), "")
+
+
+def api_key_hint(key: str | None) -> str:
+    """``API key …abcd`` (its last 4 characters; the whole key for none shorter than 12), or
+    ``no API key`` — for the monitor header."""
+    if not key:
+        return "no API key"
+    return f"API key …{key[-4:]}" if len(key) >= 12 else "API key set"
 
 
 def keeps_running_text(run_id: str) -> str:
@@ -113,12 +133,14 @@ class MonitorScreen(Screen):
         self.search = ""
         self.ended = False
         self._pid_asked = 0.0
+        self._prev_shown = False  # the pane's last line is the selected process's last line
+        self._endpoint_shown = False
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield DataTable(id="procs", cursor_type="row")
         with Horizontal(id="mon-body"):
-            yield RichLog(id="log", max_lines=LOG_TAIL, wrap=True, min_width=20, highlight=False, markup=False)
+            yield LogPane(LOG_TAIL, level_style, id="log")
             with Vertical(id="mon-side"):
                 yield Static("", id="phase")
                 yield ProgressBar(total=100, show_eta=False, id="weights")
@@ -174,12 +196,19 @@ class MonitorScreen(Screen):
         if not self.model.changed:
             return
         self.model.changed = False
-        log = self.query_one("#log", RichLog)
-        for name, line in self.model.drain():
+        batch = []
+        for name, line, replace in self.model.drain():
             if self.selected is None:
                 self.selected = name
-            if name == self.selected and (not self.search or self.search in line):
-                log.write(self._styled(line), scroll_end=self.follow)
+            if name != self.selected:
+                continue
+            match = not self.search or self.search in plain_text(line)
+            if match:
+                batch.append((line, replace and self._prev_shown))
+            self._prev_shown = match
+        if batch:
+            self.query_one("#log", LogPane).write_lines(batch)
+        self._paint_header()
         self._paint_table()
         self._paint_side()
         self._ask_pids()
@@ -201,11 +230,19 @@ class MonitorScreen(Screen):
             return
         self.model.refresh(snap)
 
-    def _styled(self, line: str) -> Text:
-        text = Text(line, style=LEVEL_STYLE.get(level_of(line), ""))
-        if self.search:
-            text.highlight_regex(re.escape(self.search), style="reverse")
-        return text
+    def _paint_header(self) -> None:
+        """Once the served process is known: the endpoint URL and the API-key hint in the header."""
+        if self._endpoint_shown or not self.model.procs or self.client is None:
+            return
+        from vllm_deploy_wizard.tui.smoke import SmokeTarget
+
+        self._endpoint_shown = True
+        try:
+            target = self.smoke_target()
+        except Exception:  # noqa: BLE001 — the header is a hint; the smoke key reports problems
+            return
+        if isinstance(target, SmokeTarget):
+            self.sub_title = f"{self.run_id} · {target.base_url}/v1 · {api_key_hint(target.api_key)}"
 
     def _paint_table(self) -> None:
         table = self.query_one("#procs", DataTable)
@@ -254,7 +291,7 @@ class MonitorScreen(Screen):
             self.query_one(f"#spark-{key}", Sparkline).data = data
             latest = self.model.latest_metrics.get(key)
             self.query_one(f"#lbl-{key}", Label).update(
-                f"{SPARK_METRICS[key]}: {latest:.1f}" if latest is not None else SPARK_METRICS[key]
+                f"{SPARK_METRICS[key]}: {metric_text(key, latest)}" if latest is not None else SPARK_METRICS[key]
             )
         self.query_one("#stats", Static).update(self._stats_text())
         failure = self.model.failure()
@@ -307,21 +344,22 @@ class MonitorScreen(Screen):
             self.model.changed = True
 
     def _repaint_log(self) -> None:
-        log = self.query_one("#log", RichLog)
+        log = self.query_one("#log", LogPane)
         log.clear()
         log.border_title = f"log · {self.selected}" + (f" · /{self.search}" if self.search else "")
-        shown = 0
-        for line in self.model.logs.get(self.selected, []):
-            if not self.search or self.search in line:
-                log.write(self._styled(line), scroll_end=self.follow)
-                shown += 1
-        if self.search and not shown:
-            log.write(Text(f"no line of {self.selected}'s log contains {self.search!r} yet; new lines that do will "
-                           "show here (/ then enter on an empty box clears the search)", style="dim italic"))
+        log.set_highlight(self.search)
+        lines = [(line, False) for line in self.model.logs.get(self.selected, [])
+                 if not self.search or self.search in plain_text(line)]
+        self._prev_shown = bool(lines) or not self.search
+        if self.search and not lines:
+            lines = [(f"\x1b[2;3mno line of {self.selected}'s log contains {self.search!r} yet; new lines that do "
+                      "will show here (/ then enter on an empty box clears the search)\x1b[0m", False)]
+        log.write_lines(lines)
 
     def action_follow(self) -> None:
         """Toggle following the log's end."""
         self.follow = not self.follow
+        self.query_one("#log", LogPane).follow = self.follow
         self.notify("Following log" if self.follow else "Log follow paused")
 
     def action_search(self) -> None:
