@@ -218,7 +218,9 @@ class ProcRow:
 class MonitorModel:
     """Everything the monitor shows, updated by :meth:`feed`. ``pending`` holds (process, line,
     replace) entries not yet written to the log pane (``replace``: the line takes the place of that
-    process's last line, a progress update); the screen takes them with :meth:`drain`. ``logs``
+    process's last line, a progress update); the screen takes them with :meth:`drain`. ``changed``
+    says the table or side panel need a repaint (any event but log lines, or a start-up phase read
+    from a line); log lines alone only fill ``pending``. ``logs``
     holds each process's last :data:`LOG_TAIL` lines as shown (:func:`display_line`)."""
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
@@ -249,7 +251,8 @@ class MonitorModel:
     def feed(self, event: Any) -> None:
         """Fold one launcher event into the model."""
         kind = kind_of(event)
-        self.changed = True
+        if kind != "log":  # log lines go to ``pending``; they change the table only via the phase
+            self.changed = True
         if kind == "snapshot":
             self._snapshot(event)
         elif kind == "progress":
@@ -408,6 +411,7 @@ class MonitorModel:
         if len(row.since_start) > 2 * CLASSIFY_LINES:
             del row.since_start[:-CLASSIFY_LINES]
         if not row.ready and row.startup.feed(shown):
+            self.changed = True
             row.phase = phase_label(row.startup.phase)
             if row.startup.percent is not None and row.startup.phase == "loading_weights":
                 row.progress = row.startup.percent / 100

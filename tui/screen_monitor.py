@@ -135,6 +135,8 @@ class MonitorScreen(Screen):
         self._pid_asked = 0.0
         self._prev_shown = False  # the pane's last line is the selected process's last line
         self._endpoint_shown = False
+        self._cells: dict[str, dict] = {}  # process → the table cells last painted
+        self._painted: dict[str, object] = {}  # side-panel widget id → the value last painted
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -192,10 +194,19 @@ class MonitorScreen(Screen):
 
     # ------------------------------------------------------------------ painting (timer handlers)
     def flush(self) -> None:
-        """One UI batch: pending log lines, then table and side panel if anything changed."""
+        """One UI batch: pending log lines into the pane, then the header, table and side panel if
+        the model's state changed (a flood of lines repaints only the pane)."""
+        if self.model.pending:
+            self._flush_lines()
         if not self.model.changed:
             return
         self.model.changed = False
+        self._paint_header()
+        self._paint_table()
+        self._paint_side()
+        self._ask_pids()
+
+    def _flush_lines(self) -> None:
         batch = []
         for name, line, replace in self.model.drain():
             if self.selected is None:
@@ -208,10 +219,6 @@ class MonitorScreen(Screen):
             self._prev_shown = match
         if batch:
             self.query_one("#log", LogPane).write_lines(batch)
-        self._paint_header()
-        self._paint_table()
-        self._paint_side()
-        self._ask_pids()
 
     def _ask_pids(self) -> None:
         """Start a ``status()`` look-up when a STARTING process has no pid yet (rate-limited)."""
@@ -260,8 +267,11 @@ class MonitorScreen(Screen):
             if name not in table.rows:
                 table.add_row(*cells.values(), key=name)
             else:
+                shown = self._cells.setdefault(name, {})
                 for key, value in cells.items():
-                    table.update_cell(name, key, value)
+                    if shown.get(key) != value:  # an unchanged cell costs the table no re-render
+                        table.update_cell(name, key, value)
+            self._cells[name] = cells
         if self.selected is None and self.model.procs:
             self.selected = next(iter(self.model.procs))
 
@@ -284,17 +294,26 @@ class MonitorScreen(Screen):
             if row.polls and live:
                 htxt += f" · {row.polls} polls ok"
             shown = row.phase if live and row.phase else row.state.lower()
-            phase.update(f"{row.name}: {shown}{htxt}")
-            bar.update(progress=100 * (row.progress if row.progress is not None else (1.0 if row.ready else 0.0)))
+            if self._changed("phase", text := f"{row.name}: {shown}{htxt}"):
+                phase.update(text)
+            progress = 100 * (row.progress if row.progress is not None else (1.0 if row.ready else 0.0))
+            if self._changed("weights", progress):
+                bar.update(progress=progress)
         for key in SPARK_METRICS:
             data = spark_series(list(self.model.metrics[key]))
-            self.query_one(f"#spark-{key}", Sparkline).data = data
+            if self._changed(f"spark-{key}", data):
+                self.query_one(f"#spark-{key}", Sparkline).data = data
             latest = self.model.latest_metrics.get(key)
-            self.query_one(f"#lbl-{key}", Label).update(
-                f"{SPARK_METRICS[key]}: {metric_text(key, latest)}" if latest is not None else SPARK_METRICS[key]
-            )
-        self.query_one("#stats", Static).update(self._stats_text())
+            label = f"{SPARK_METRICS[key]}: {metric_text(key, latest)}" if latest is not None else SPARK_METRICS[key]
+            if self._changed(f"lbl-{key}", label):
+                self.query_one(f"#lbl-{key}", Label).update(label)
+        stats = self._stats_text()
+        if self._changed("stats", stats):
+            self.query_one("#stats", Static).update(stats)
         failure = self.model.failure()
+        if not self._changed("failure", (failure and (failure.name, failure.state, repr(failure.cause), failure.detail),
+                                         self.model.finish_text, self.ended)):
+            return
         box = self.query_one("#failure", Static)
         if failure is not None:
             cause = failure.cause or {}
@@ -315,6 +334,13 @@ class MonitorScreen(Screen):
             box.update("Run ended (event stream closed).")
         else:
             box.update("")
+
+    def _changed(self, key: str, value: object) -> bool:
+        """Whether ``value`` differs from what widget ``key`` last showed (and remember it)."""
+        if self._painted.get(key, self) == value:
+            return False
+        self._painted[key] = value
+        return True
 
     def fix_args(self) -> list[str] | None:
         """The flags the current failure's fix appends (computed by the launcher), or None."""
