@@ -12,7 +12,7 @@ the machine and of tmux. Phases:
 1. quiet: the children print nothing;
 2. flood: each child prints 2,000 vLLM-like lines/s (10,000 lines/s in all, paced every 10 ms);
    the TUI's CPU (user + system time of the wizard process, all threads) is measured over the
-   flood's sampling window, as % of one core;
+   first half of the flood, with no key pressed, as % of one core; keys are sampled in the second half;
 3. after the flood: the children are quiet again (a backlog would show here);
 4. after one 2 MB line (one child prints it, then nothing).
 
@@ -215,13 +215,15 @@ def main() -> None:
         results: dict[str, dict[str, list[float]]] = {"quiet": all_keys(pane, args.samples)}
         (work / "flood").touch()
         time.sleep(1.0)  # the flood is under way
+        window = max(2.0, (args.flood_seconds - 1.0) / 2)  # first half: CPU with no key pressed
         c0, t0 = cpu_s(wizard), time.perf_counter()
+        time.sleep(window)
+        cpu = (cpu_s(wizard) - c0) / (time.perf_counter() - t0) * 100
         flood: dict[str, list[float]] = {name: [] for name in KEYS}
-        deadline = time.monotonic() + args.flood_seconds - 1.0
+        deadline = time.monotonic() + args.flood_seconds - 1.0 - window
         while time.monotonic() < deadline:
             for name, samples in all_keys(pane, 2).items():
                 flood[name] += samples
-        cpu = (cpu_s(wizard) - c0) / (time.perf_counter() - t0) * 100
         results[f"flood (5 × {args.rate} lines/s)"] = flood
         (work / "quiet").touch()
         time.sleep(0.5)
@@ -243,7 +245,7 @@ def main() -> None:
                 judged = phase.startswith("flood") or phase.startswith("after a 2 MB")
                 print(f"  {phase:<24} {name:<26} p50 {p50:6.1f}  p95 {p95:6.1f}  max {max(samples):6.1f}  "
                       f"(n={len(samples)})" + (f"   {mark} (p50 <= 50, p95 <= 100)" if judged else ""))
-        print(f"  TUI CPU during the flood: {cpu:.1f} % of a core   {'PASS' if cpu <= 15 else 'FAIL'} (target <= 15 %)")
+        print(f"  TUI CPU during the flood ({window:.0f} s, no keys): {cpu:.1f} % of a core   {'PASS' if cpu <= 15 else 'FAIL'} (target <= 15 %)")
     finally:
         if pane is not None:
             pane.close()

@@ -94,6 +94,7 @@ class LogPane(ScrollView, can_focus=True):
         self._ends: list[int] | None = []
         self._wrap = DEFAULT_WIDTH
         self._cache: OrderedDict[int, list[Strip]] = OrderedDict()
+        self._style: Style | None = None
 
     # ------------------------------------------------------------------ content
     @property
@@ -184,6 +185,7 @@ class LogPane(ScrollView, can_focus=True):
         """Styles changed (theme, focus): rendered rows carry the old background."""
         super().notify_style_update()
         self._cache.clear()
+        self._style = None
 
     # ------------------------------------------------------------------ rendering (visible rows only)
     def _strips(self, index: int, base: Style) -> list[Strip]:
@@ -208,14 +210,21 @@ class LogPane(ScrollView, can_focus=True):
     def rendered_rows(self) -> list[Strip]:
         """Every row of the kept lines as the pane draws it at its width (oldest first); renders
         them all, so it is for tests and snapshots, never for painting."""
-        base = self.rich_style
-        width = self.scrollable_content_region.width
+        base = self._base_style()
+        width = self._wrap
         return [strip.crop_extend(0, width, base) for i in range(len(self._lines)) for strip in self._strips(i, base)]
+
+    def _base_style(self) -> Style:
+        """The pane's own Rich style (background, colour), computed once per style change:
+        ``rich_style`` walks the ancestors, too slow to ask once per row."""
+        if self._style is None:
+            self._style = self.rich_style
+        return self._style
 
     def render_line(self, y: int) -> Strip:
         """Row ``y`` of the visible region (Textual's Line API)."""
-        width = self.scrollable_content_region.width
-        base = self.rich_style
+        width = self._wrap
+        base = self._base_style()
         row = int(self.scroll_offset.y) + y
         ends = self._row_ends()
         if not ends or row >= ends[-1]:

@@ -114,11 +114,11 @@ def display_line(line: str, limit: int = DISPLAY_CHARS) -> tuple[str, bool]:
     if len(line) > limit:
         more = len(line) - limit
         line = _PARTIAL_ESCAPE.sub("", line[:limit]) + f"\x1b[0m … [+{more:,} chars: full line in `vllm-wizard logs`]"
-    if "\t" in line:
-        line = line.expandtabs()
-    if "\r" in line:
-        line = overwrite(line)
-    if _CONTROL.search(line):
+    if not line.isprintable():  # one C-speed scan; tabs, \r, ANSI and other controls are rare
+        if "\t" in line:
+            line = line.expandtabs()
+        if "\r" in line:
+            line = overwrite(line)
         line = _CONTROL.sub("\ufffd", line)
     return line, update
 
@@ -228,6 +228,7 @@ class MonitorModel:
         self.procs: dict[str, ProcRow] = {}
         self.logs: dict[str, deque[str]] = {}
         self.pending: deque[tuple[str, str, bool]] = deque(maxlen=LOG_TAIL)
+        self.pending_dropped = 0  # pending entries pushed out unseen (the pane re-fills from ``logs``)
         self._updating: set[str] = set()  # processes whose last line a progress update replaces
         self.metrics: dict[str, deque[float]] = {k: deque(maxlen=HISTORY) for k in SPARK_METRICS}
         self.latest_metrics: dict[str, float] = {}
@@ -390,11 +391,11 @@ class MonitorModel:
         ``[wizard] A → B:`` transition notes are counted in ``transitions_hidden`` and not kept."""
         row = self.row(name)
         shown, update = display_line(line)
-        if POLL_NOISE.search(shown):
+        if '"GET /' in shown and POLL_NOISE.search(shown):  # the substring gates the regex (floods)
             self.polls += 1
             row.polls += 1
             return
-        if TRANSITION_NOTE_RE.match(shown):  # the state change is shown by the table already
+        if shown.startswith("[wizard] ") and TRANSITION_NOTE_RE.match(shown):  # the table shows the change
             self.transitions_hidden += 1
             return
         replace = name in self._updating and bool(self.logs[name])
@@ -406,6 +407,8 @@ class MonitorModel:
             self._updating.add(name)
         else:
             self._updating.discard(name)
+        if len(self.pending) == LOG_TAIL:
+            self.pending_dropped += 1
         self.pending.append((name, shown, replace))
         row.since_start.append(line)
         if len(row.since_start) > 2 * CLASSIFY_LINES:
@@ -420,6 +423,7 @@ class MonitorModel:
         """Take every pending (process, line, replace) entry (the next UI batch)."""
         out = list(self.pending)
         self.pending.clear()
+        self.pending_dropped = 0
         return out
 
     def failure(self) -> ProcRow | None:

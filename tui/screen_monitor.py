@@ -53,8 +53,15 @@ from vllm_deploy_wizard.tui.monitor_model import (
 LEVEL_STYLE = {"ERROR": "bold red", "WARNING": "yellow", "INFO": "", "DEBUG": "dim"}
 #: State colours of the process table.
 STATE_STYLE = {"READY": "green", "STARTING": "cyan", "BACKOFF": "yellow", "FATAL": "bold red", "EXITED": "red", "STOPPING": "magenta", "STOPPED": "dim"}
-#: UI batch period, seconds (about two frames at Textual's 60 fps).
-BATCH_S = 0.04
+#: UI batch period, seconds: new log lines and state changes are painted at most this often (a
+#: flood repaints the pane's visible rows once per batch; keys are handled in between).
+BATCH_S = 0.1
+#: A batch of at least this many pending lines is a flood: the log pane then takes new lines at most
+#: every :data:`FLOOD_REPAINT_S` (its visible rows all change each time; nobody reads 10,000
+#: lines/s, and the CPU a repaint costs is what a flood would otherwise multiply).
+FLOOD_LINES = 500
+#: Least seconds between log pane repaints during a flood.
+FLOOD_REPAINT_S = 0.25
 #: Least seconds between ``status()`` calls that look for the pid of a STARTING process.
 PID_REFRESH_S = 1.0
 
@@ -135,6 +142,7 @@ class MonitorScreen(Screen):
         self._pid_asked = 0.0
         self._prev_shown = False  # the pane's last line is the selected process's last line
         self._endpoint_shown = False
+        self._lines_at = 0.0  # monotonic time the log pane last took new lines
         self._cells: dict[str, dict] = {}  # process → the table cells last painted
         self._painted: dict[str, object] = {}  # side-panel widget id → the value last painted
 
@@ -196,8 +204,16 @@ class MonitorScreen(Screen):
     def flush(self) -> None:
         """One UI batch: pending log lines into the pane, then the header, table and side panel if
         the model's state changed (a flood of lines repaints only the pane)."""
-        if self.model.pending:
-            self._flush_lines()
+        pending = len(self.model.pending)
+        if pending and (pending < FLOOD_LINES or time.monotonic() - self._lines_at >= FLOOD_REPAINT_S):
+            self._lines_at = time.monotonic()
+            if self.model.pending_dropped:  # some never reached the pane: re-fill it from the tail
+                dropped = self.model.drain()
+                if self.selected is None:
+                    self.selected = dropped[0][0]
+                self._repaint_log()
+            else:
+                self._flush_lines()
         if not self.model.changed:
             return
         self.model.changed = False

@@ -110,3 +110,11 @@ async def test_monitor_shows_a_progress_bar_as_one_line(build_app):
             if "INFO done" in pane.plain_lines:
                 break
         assert pane.plain_lines == ["INFO up", BAR.format(100, 4), "INFO done"]
+
+
+def test_lines_pushed_out_of_the_batch_are_counted_so_the_pane_refills():
+    model = MonitorModel()
+    model.feed(LogLines("a", [f"line {i}" for i in range(2500)]))
+    assert model.pending_dropped == 500 and list(model.logs["a"])[-1] == "line 2499"
+    model.drain()
+    assert model.pending_dropped == 0 and not model.pending
