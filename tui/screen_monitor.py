@@ -62,6 +62,8 @@ BATCH_S = 0.1
 FLOOD_LINES = 500
 #: Least seconds between log pane repaints during a flood.
 FLOOD_REPAINT_S = 0.25
+#: Longest the event worker folds events without yielding to the event loop (s).
+CONSUME_SLICE_S = 0.004
 #: Least seconds between ``status()`` calls that look for the pid of a STARTING process.
 PID_REFRESH_S = 1.0
 
@@ -191,10 +193,20 @@ class MonitorScreen(Screen):
 
     @work(exclusive=True, group="monitor-events", exit_on_error=False)
     async def consume(self) -> None:
-        """Fold the client's events into the model until the stream ends (run stopped)."""
+        """Fold the client's events into the model until the stream ends (run stopped).
+
+        Under a flood the socket always has the next event buffered, so ``readline`` returns without
+        suspending and the loop would run on while keys wait; it yields to the event loop every
+        :data:`CONSUME_SLICE_S` of folding instead."""
+        import asyncio
+
+        sliced = time.perf_counter()
         try:
             async for event in self.client.events():
                 self.model.feed(event)
+                if time.perf_counter() - sliced >= CONSUME_SLICE_S:
+                    await asyncio.sleep(0)  # keys and repaints get their turn
+                    sliced = time.perf_counter()
         except Exception as exc:  # noqa: BLE001 — supervisor gone: say so, keep what we have
             self.model.add_line("monitor", f"ERROR event stream ended: {type(exc).__name__}: {exc}")
         self.ended = True
