@@ -1,12 +1,16 @@
 """Benchmark: catalog loading and plan synthesis against the speed targets (prints figures, asserts nothing).
 
-1. Load + validate the recipes snapshot and the bundled catalog (seeds + every recipe in facts-only
+1. Load the recipes snapshot and the bundled catalog (seeds + every recipe in facts-only
    form + kv_store) with :func:`load_catalog`, against a bare parse of the same files
    (``yaml.load(..., CSafeLoader)`` for YAML, ``json.loads`` for JSON), measured in the same run
    (best of N, alternating, process CPU time — the box is shared, so wall time mostly measures the
    neighbours). Target: ratio ≤ 1.5, for the two together and for the bundled catalog alone.
    The loader pauses cyclic GC during a load (see ``catalog/loader.py``); the bench also prints the
-   bare parse with GC paused, so the validation overhead alone is visible.
+   bare parse with GC paused, so the validation overhead alone is visible. What is validated is
+   said on each line: a ``--recipes`` snapshot is validated whole when loaded; the bundled
+   catalog's recipes are validated on first read (``catalog/loader.py`` ``LazyRecipes``), so the
+   bundled figures are printed twice — the load alone, and the load plus reading (validating)
+   every recipe, each against the same bare parse.
 2. Per-plan synthesis: ``synthesize`` (and ``synthesize`` + ``plan_to_json``) over every golden
    selection. Target: < 2 ms per plan.
 
@@ -66,6 +70,19 @@ def ours_bundled() -> float:
     return clock() - t
 
 
+def ours_bundled_validated() -> float:
+    """The bundled load plus reading every recipe (each one validated on that first read)."""
+    t = clock()
+    cat = load_catalog()
+    for hf_id in list(cat.recipes):
+        cat.recipes[hf_id]
+    return clock() - t
+
+
+def verdict(ratio: float, target: float) -> str:
+    return f"{'PASS' if ratio <= target else 'FAIL'} (target <= {target}x)"
+
+
 def ours(snapshot: Path) -> float:
     t = clock()
     load_catalog(snapshot)
@@ -90,21 +107,25 @@ def main() -> None:
     print(f"files: {len(files)} ({sum(f.stat().st_size for f in files) / 1e6:.2f} MB)")
     print("CPU time (time.process_time), best of", args.repeat)
     print(f"bare yaml.load(CSafeLoader): best {b * 1e3:.1f} ms  median {statistics.median(bare_t) * 1e3:.1f} ms")
-    print(f"load_catalog (load+validate): best {o * 1e3:.1f} ms  median {statistics.median(ours_t) * 1e3:.1f} ms")
+    print(f"load_catalog(snapshot) + load_catalog() (snapshot validated whole; bundled recipes validated on "
+          f"first read, not here): best {o * 1e3:.1f} ms  median {statistics.median(ours_t) * 1e3:.1f} ms")
     print(f"bare yaml.load, GC paused like the loader: best {bn * 1e3:.1f} ms")
-    print(f"ratio (best/best) vs bare yaml.load: {o / b:.2f}x   (target <= 1.5x)")
+    print(f"ratio (best/best) vs bare yaml.load: {o / b:.2f}x   {verdict(o / b, 1.5)}")
     print(f"ratio vs bare with GC paused too (validation overhead alone): {o / bn:.2f}x")
 
     bfiles = bundled_files()
-    bare_b, ours_b = [], []
+    bare_b, ours_b, ours_v = [], [], []
     for _ in range(args.repeat * 3):
         bare_b.append(bare_yaml(bfiles))
         ours_b.append(ours_bundled())
-    bb, ob = min(bare_b), min(ours_b)
+        ours_v.append(ours_bundled_validated())
+    bb, ob, ov = min(bare_b), min(ours_b), min(ours_v)
     n = len(load_catalog().recipes)
     print(f"bundled catalog ({len(bfiles)} files, {sum(f.stat().st_size for f in bfiles) / 1e6:.2f} MB, {n} recipes):")
-    print(f"  bare parse (json.loads / CSafeLoader): best {bb * 1e3:.1f} ms   load_catalog(): best {ob * 1e3:.1f} ms")
-    print(f"  ratio (best/best): {ob / bb:.2f}x   (target <= 1.5x)")
+    print(f"  bare parse (json.loads / CSafeLoader): best {bb * 1e3:.1f} ms")
+    print(f"  load_catalog(), recipes not yet validated: best {ob * 1e3:.1f} ms   ratio {ob / bb:.2f}x   {verdict(ob / bb, 1.5)}")
+    print(f"  load_catalog() + every recipe read (validated): best {ov * 1e3:.1f} ms   ratio {ov / bb:.2f}x   "
+          f"{verdict(ov / bb, 1.5)}")
 
     cat = load_catalog(snapshot)
     cases = [json.loads(line) for line in (args.shared / "golden" / "cases.jsonl").open()]
@@ -122,7 +143,7 @@ def main() -> None:
     per_json.sort()
     q = lambda xs, p: xs[min(len(xs) - 1, int(p * len(xs)))] * 1e3  # noqa: E731
     print(f"synthesize over {len(sels)} golden selections: mean {statistics.mean(per) * 1e3:.3f} ms  "
-          f"p50 {q(per, 0.5):.3f} ms  p95 {q(per, 0.95):.3f} ms  max {per[-1] * 1e3:.3f} ms   (target < 2 ms)")
+          f"p50 {q(per, 0.5):.3f} ms  p95 {q(per, 0.95):.3f} ms  max {per[-1] * 1e3:.3f} ms   {'PASS' if q(per, 0.95) < 2 else 'FAIL'} (target p95 < 2 ms)")
     print(f"synthesize + plan_to_json: mean {statistics.mean(per_json) * 1e3:.3f} ms  p95 {q(per_json, 0.95):.3f} ms")
 
 

@@ -26,6 +26,12 @@ Decisions (docs/supervision.md, observation):
   value. Text shaped like an unknown Hugging Face token (``hf_…``; a ``Bearer`` or ``--api-key``
   value next to it) is masked too, behind a single ``hf_`` scan per block: a ``Bearer``/``--api-key``
   value vLLM could print is the known API key.
+* Progress bars (tqdm's ``\r``-updated "Loading safetensors checkpoint shards:  25% …"): a bare
+  ``\r`` ends a line too, and that line keeps its ``\r`` as the mark "the next line replaces me"
+  (a child's ``\r\n`` is read as ``\n``). The file holds one line per update; readers show the
+  updates as one line changing in place (:func:`collapse_updates`: ``vllm-wizard logs``; the
+  monitor's log pane replaces its last line). One ``\r`` scan per block; a block without ``\r``
+  costs nothing more. An update shows when the next one starts (tqdm writes ``\r`` first).
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ FLOOD_BYTES = 16 * 1024
 FLOOD_PAUSE_S = 0.001
 #: Longest line kept as one line (bytes); longer ones are split.
 MAX_LINE = 1 << 20
+#: The end of a line that the next line replaces (a progress bar's update, see the module docstring).
+UPDATE_MARK = "\r"
 #: Lines kept in memory per process (at least; whole blocks are kept).
 TAIL_LINES = 2000
 #: Bytes of output kept in memory per process besides the newest block (the tail is split from them).
@@ -85,6 +93,67 @@ def secret_argv_values(argv: Iterable[str]) -> list[str]:
         elif taking:
             out.append(a)
     return out
+
+
+#: ANSI escape sequences: CSI (colours, cursor moves), OSC (titles, links) and two-byte escapes.
+ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+
+
+def strip_ansi(line: str) -> str:
+    """``line`` without ANSI escape sequences (children colour their logs when they think they may;
+    the log file keeps the codes, ``vllm-wizard logs`` strips them unless ``--color``)."""
+    return ANSI_RE.sub("", line) if "\x1b" in line else line
+
+
+def overwrite(line: str) -> str:
+    """What a terminal shows for ``line`` when it holds ``\r`` (cursor back to column 0): each
+    ``\r``-separated part overwrites the start of the text before it (``"50%\r75%"`` → ``"75%"``,
+    ``"abcdef\rXY"`` → ``"XYcdef"``). A line without ``\r`` is returned as it is; a trailing
+    :data:`UPDATE_MARK` is kept (it says the next line replaces this one)."""
+    if "\r" not in line:
+        return line
+    mark = line.endswith(UPDATE_MARK)
+    shown = ""
+    for part in (line[:-1] if mark else line).split("\r"):
+        shown = part + shown[len(part):]
+    return shown + (UPDATE_MARK if mark else "")
+
+
+def collapse_updates(lines: Iterable[str]) -> list[str]:
+    """``lines`` (oldest first) as a terminal would leave them: a line ending in
+    :data:`UPDATE_MARK` is replaced by the line after it (a progress bar's updates become its
+    newest one), ``\r`` inside a line is applied (:func:`overwrite`, logs written before the pump
+    split at ``\r``), and the mark is removed from a last line still waiting for its update."""
+    out: list[str] = []
+    replace = False
+    for line in lines:
+        shown = overwrite(line)
+        if replace and out:
+            out[-1] = shown
+        else:
+            out.append(shown)
+        replace = shown.endswith(UPDATE_MARK)
+    if out and replace:
+        out[-1] = out[-1][:-1]
+    return out
+
+
+def split_updates(data: bytes) -> tuple[bytes | None, bytes]:
+    """``(block, rest)`` of pump input ``data``: ``block`` holds its whole lines joined by ``\n``
+    (no trailing newline; a line cut at a bare ``\r`` keeps the ``\r``, see the module docstring)
+    or is None when ``data`` holds no line end yet; ``rest`` is the partial line after it. A
+    ``\r`` as the very last byte waits in ``rest`` (it may be the first half of ``\r\n``)."""
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")
+        cut = max(data.rfind(b"\n"), data.rfind(b"\r", 0, len(data) - 1))
+        if cut < 0:
+            return None, data
+        head, rest = data[: cut + 1], data[cut + 1 :]
+        return head.replace(b"\r", b"\r\n")[:-1], rest
+    cut = data.rfind(b"\n")
+    if cut < 0:
+        return None, data
+    return data[:cut], data[cut + 1 :]
 
 
 class LogLines:
@@ -270,15 +339,13 @@ async def pump(stream, sink: ProcessLog) -> None:
             if not chunk:
                 break
             data = pending + chunk if pending else chunk
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                pending = data
+            block, pending = split_updates(data)
+            if block is None:
                 while len(pending) >= MAX_LINE:
                     sink.write_block(pending[:MAX_LINE])
                     pending = pending[MAX_LINE:]
                 continue
-            pending = data[cut + 1 :]
-            sink.write_block(data[:cut])
+            sink.write_block(block)
             await asyncio.sleep(FLOOD_PAUSE_S if len(chunk) >= FLOOD_BYTES else BATCH_S)
         if pending:
             sink.write_block(pending)

@@ -329,7 +329,10 @@ def _file_tail(path: Path, n: int, block: int) -> list[str]:
                 data = fh.read(step) + data
     except OSError:
         return []
-    lines = data.decode("utf-8", errors="replace").splitlines()
+    # split at \n only: a line ending in \r is a progress update the next line replaces (logs.UPDATE_MARK)
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
     if pos > 0:
         lines = lines[1:]  # the first line read may be cut
     return lines[-n:]

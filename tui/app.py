@@ -162,21 +162,34 @@ class WizardApp(App):
         return HardwareScreen()
 
     def on_mount(self) -> None:
-        # Workers start after the first frame is on screen: their imports (pydantic models, vendor
-        # libraries) would otherwise hold the GIL while Textual paints (measured: bench/bench_tui.py).
+        # Start-up order (bench/bench_terminal_start.py: first text, then the first *usable* screen —
+        # the detected profile preselected): the workers start after the first frame is on screen
+        # (their imports — pydantic models, vendor libraries — would otherwise hold the GIL while
+        # Textual paints); detection first (the smaller job: the Detected panel fills while the
+        # catalog loads); the look for live and stale runs (launcher imports, a process scan) only
+        # once both are in, so it never competes with them for the GIL before the screen is usable.
         self.call_after_refresh(self._start_workers)
 
     def _start_workers(self) -> None:
-        if self.catalog is None:
-            self._load_catalog()
+        self._pending_loads = {k for k, v in (("catalog", self.catalog), ("detect", self.inventory)) if v is None}
         if self.inventory is None:
             self._detect()
+        if self.catalog is None:
+            self._load_catalog()
         if self.catalog is not None or self.inventory is not None:
             self._settle()
         if self.attach_run:  # --attach RUN: straight to its monitor (the client reports a dead run)
             self.call_after_refresh(self.open_monitor, self.attach_run)
-        else:
+        elif not self._pending_loads:
             self._find_live_runs()
+
+    def _load_done(self, key: str) -> None:
+        """One start-up load finished (or failed); the last one starts the look for runs left behind."""
+        pending = getattr(self, "_pending_loads", set())
+        if key in pending:
+            pending.discard(key)
+            if not pending and not self.attach_run:
+                self._find_live_runs()
 
     @work(thread=True, group="load", exit_on_error=False)
     def _load_catalog(self) -> None:
@@ -277,6 +290,7 @@ class WizardApp(App):
         else:
             self.catalog = message.catalog
         self._settle()
+        self._load_done("catalog")
 
     def on_inventory_detected(self, message: InventoryDetected) -> None:
         if message.error:
@@ -284,6 +298,7 @@ class WizardApp(App):
         else:
             self.inventory = message.inventory
         self._settle()
+        self._load_done("detect")
 
     def _settle(self) -> None:
         """Derive candidates and defaults once both inputs are known; notify every screen."""

@@ -23,6 +23,13 @@ Startup progress: one reading of vLLM's start-up lines, the launcher's
 fed per process and reset at each STARTING; :data:`PHASE_LABEL` words them. (A second set of
 patterns here once read the engine config dump's ``compilation_config`` as "compiling".)
 
+Log lines (docs/architecture.md §4): each line is made ready for display once, when it arrives
+(:func:`display_line`): cut at :data:`DISPLAY_CHARS` with a marker (the full line stays in the log
+file and ``vllm-wizard logs``), ``\r`` applied as a terminal would, tabs expanded, control
+characters other than ANSI colour codes replaced. A line ending in the launcher's
+:data:`~vllm_deploy_wizard.launcher.logs.UPDATE_MARK` (a progress bar's ``\r`` update) is replaced by
+the next line of the same process, in the kept tail and in the pane (``pending`` entries say so).
+
 Staleness rules (each one a bug seen live, tested with canned event sequences):
 
 - pid: a STARTING event is emitted *before* the new process is spawned, so it carries no pid or the
@@ -47,11 +54,16 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES
+from vllm_deploy_wizard.launcher.logs import UPDATE_MARK, overwrite, strip_ansi
 from vllm_deploy_wizard.launcher.supervisor import TRANSITION_NOTE_RE
 from vllm_deploy_wizard.launcher.vllm import StartupProgress
 
 #: Log lines kept in memory per process (the full log is in the run's log file).
 LOG_TAIL = 2000
+#: Characters of one log line shown in the monitor; the rest is cut with a marker (:func:`display_line`).
+DISPLAY_CHARS = 1000
+#: Metrics that count things (shown as integers).
+COUNT_METRICS = frozenset({"requests_running", "requests_waiting"})
 #: Samples kept per metric for the sparklines.
 HISTORY = 120
 
@@ -82,6 +94,38 @@ from vllm_deploy_wizard.launcher.noise import POLL_NOISE  # noqa: E402 - one def
 #: Snapshot counter → the per-second rate the launcher computes from it (``Metrics.rates``).
 RATE_OF_TOTAL = {"prompt_tokens_total": "prompt_tokens_per_s", "generation_tokens_total": "generation_tokens_per_s"}
 _LEVEL = re.compile(r"\b(ERROR|CRITICAL|WARNING|WARN|INFO|DEBUG)\b")
+#: An escape sequence cut short at the end of a cut line.
+_PARTIAL_ESCAPE = re.compile(r"\x1b[^a-zA-Z]*$")
+#: Control characters a pane cannot show (ESC kept for colours; \t and \r handled before).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f]")
+
+
+#: ``line`` without ANSI escape sequences (the launcher's reading, shared with ``vllm-wizard logs``).
+plain_text = strip_ansi
+
+
+def display_line(line: str, limit: int = DISPLAY_CHARS) -> tuple[str, bool]:
+    """``(text to show, replaced_by_next)`` for a raw log line (see the module docstring):
+    ``replaced_by_next`` is True for a progress update (the line ends in ``UPDATE_MARK``). A line
+    longer than ``limit`` characters is cut there and ends with ``… [+N chars: …]``."""
+    update = line.endswith(UPDATE_MARK)
+    if update:
+        line = line[:-1]
+    if len(line) > limit:
+        more = len(line) - limit
+        line = _PARTIAL_ESCAPE.sub("", line[:limit]) + f"\x1b[0m … [+{more:,} chars: full line in `vllm-wizard logs`]"
+    if not line.isprintable():  # one C-speed scan; tabs, \r, ANSI and other controls are rare
+        if "\t" in line:
+            line = line.expandtabs()
+        if "\r" in line:
+            line = overwrite(line)
+        line = _CONTROL.sub("\ufffd", line)
+    return line, update
+
+
+def metric_text(key: str, value: float) -> str:
+    """A metric's latest value as shown: counts (:data:`COUNT_METRICS`) as integers, others with one decimal."""
+    return f"{value:.0f}" if key in COUNT_METRICS else f"{value:.1f}"
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -172,14 +216,20 @@ class ProcRow:
 
 
 class MonitorModel:
-    """Everything the monitor shows, updated by :meth:`feed`. ``pending`` holds (process, line)
-    pairs not yet written to the log pane; the screen takes them with :meth:`drain`."""
+    """Everything the monitor shows, updated by :meth:`feed`. ``pending`` holds (process, line,
+    replace) entries not yet written to the log pane (``replace``: the line takes the place of that
+    process's last line, a progress update); the screen takes them with :meth:`drain`. ``changed``
+    says the table or side panel need a repaint (any event but log lines, or a start-up phase read
+    from a line); log lines alone only fill ``pending``. ``logs``
+    holds each process's last :data:`LOG_TAIL` lines as shown (:func:`display_line`)."""
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
         self.procs: dict[str, ProcRow] = {}
         self.logs: dict[str, deque[str]] = {}
-        self.pending: deque[tuple[str, str]] = deque(maxlen=LOG_TAIL)
+        self.pending: deque[tuple[str, str, bool]] = deque(maxlen=LOG_TAIL)
+        self.pending_dropped = 0  # pending entries pushed out unseen (the pane re-fills from ``logs``)
+        self._updating: set[str] = set()  # processes whose last line a progress update replaces
         self.metrics: dict[str, deque[float]] = {k: deque(maxlen=HISTORY) for k in SPARK_METRICS}
         self.latest_metrics: dict[str, float] = {}
         self.stats: dict[str, Any] = {}
@@ -202,7 +252,8 @@ class MonitorModel:
     def feed(self, event: Any) -> None:
         """Fold one launcher event into the model."""
         kind = kind_of(event)
-        self.changed = True
+        if kind != "log":  # log lines go to ``pending``; they change the table only via the phase
+            self.changed = True
         if kind == "snapshot":
             self._snapshot(event)
         elif kind == "progress":
@@ -306,6 +357,7 @@ class MonitorModel:
             row.pid = None
             row.launched, row.ready, row.cause, row.progress, row.phase = True, False, None, None, ""
             row.startup, row.since_start, row.polls = StartupProgress(), [], 0
+            self._updating.discard(row.name)
             self.health.pop(row.name, None)
         if new == "READY":
             row.ready, row.phase, row.progress = True, PHASE_LABEL["ready"], None
@@ -338,27 +390,40 @@ class MonitorModel:
         health/metrics poll access lines are counted in ``polls`` and not kept; the supervisor's
         ``[wizard] A → B:`` transition notes are counted in ``transitions_hidden`` and not kept."""
         row = self.row(name)
-        if POLL_NOISE.search(line):
+        shown, update = display_line(line)
+        if '"GET /' in shown and POLL_NOISE.search(shown):  # the substring gates the regex (floods)
             self.polls += 1
             row.polls += 1
             return
-        if TRANSITION_NOTE_RE.match(line):  # the state change is shown by the table already
+        if shown.startswith("[wizard] ") and TRANSITION_NOTE_RE.match(shown):  # the table shows the change
             self.transitions_hidden += 1
             return
-        self.logs[name].append(line)
-        self.pending.append((name, line))
+        replace = name in self._updating and bool(self.logs[name])
+        if replace:
+            self.logs[name][-1] = shown
+        else:
+            self.logs[name].append(shown)
+        if update:
+            self._updating.add(name)
+        else:
+            self._updating.discard(name)
+        if len(self.pending) == LOG_TAIL:
+            self.pending_dropped += 1
+        self.pending.append((name, shown, replace))
         row.since_start.append(line)
         if len(row.since_start) > 2 * CLASSIFY_LINES:
             del row.since_start[:-CLASSIFY_LINES]
-        if not row.ready and row.startup.feed(line):
+        if not row.ready and row.startup.feed(shown):
+            self.changed = True
             row.phase = phase_label(row.startup.phase)
             if row.startup.percent is not None and row.startup.phase == "loading_weights":
                 row.progress = row.startup.percent / 100
 
-    def drain(self) -> list[tuple[str, str]]:
-        """Take every pending (process, line) pair (the next UI batch)."""
+    def drain(self) -> list[tuple[str, str, bool]]:
+        """Take every pending (process, line, replace) entry (the next UI batch)."""
         out = list(self.pending)
         self.pending.clear()
+        self.pending_dropped = 0
         return out
 
     def failure(self) -> ProcRow | None:

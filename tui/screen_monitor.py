@@ -3,10 +3,15 @@ host/GPU stats, classified failure with a one-key relaunch, and stop / restart /
 
 Event flow (docs/architecture.md §3 style 2, log panes): an async worker iterates the launcher client's
 ``events()`` and folds each into a :class:`~vllm_deploy_wizard.tui.monitor_model.MonitorModel` (no widget
-touched); a 80 ms timer drains the model's pending lines into the log pane in one batch and repaints
-the table/side panel only when something changed. The log pane keeps :data:`LOG_TAIL` lines and wraps
-long lines to its width (at 80×24 a vLLM line is cut mid-word otherwise); its ``min_width`` is
-lowered so it wraps to the pane, not to RichLog's default 78 columns.
+touched); a :data:`BATCH_S` timer drains the model's pending lines into the log pane in one batch and
+repaints the table/side panel only when something changed. The log pane
+(:class:`~vllm_deploy_wizard.tui.log_pane.LogPane`) keeps :data:`LOG_TAIL` lines, wraps them at its
+width and renders only the rows on screen, so a flood of lines or one 2 MB line costs a frame what a
+quiet log does (``python bench/bench_monitor_flood.py``); lines arrive cut for display, ``\r``
+progress updates replace their line, ANSI colours are rendered (tui/monitor_model.py).
+
+The header names the run, the endpoint clients talk to (the smoke request's target) and whether it
+wants an API key (the last 4 characters of the key as a hint, never the key).
 
 A STARTING event comes before the spawn (no pid); while a process is STARTING without a pid the
 screen asks the client's ``status()`` at most every :data:`PID_REFRESH_S` for it
@@ -19,7 +24,6 @@ new ``vllm-wizard`` re-opens it (:class:`AttachPrompt`).
 
 from __future__ import annotations
 
-import re
 import time
 
 from rich.text import Text
@@ -28,17 +32,20 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Header, Input, Label, OptionList, ProgressBar, RichLog, Sparkline, Static
+from textual.widgets import DataTable, Footer, Header, Input, Label, OptionList, ProgressBar, Sparkline, Static
 from textual.widgets.option_list import Option
 
 from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 from vllm_deploy_wizard.tui.host_stats import PERIOD_S
+from vllm_deploy_wizard.tui.log_pane import LogPane
 from vllm_deploy_wizard.tui.monitor_model import (
     LOG_TAIL,
     SPARK_METRICS,
     MonitorModel,
     detail_text,
     level_of,
+    metric_text,
+    plain_text,
     spark_series,
     uptime_text,
 )
@@ -47,8 +54,17 @@ from vllm_deploy_wizard.tui.monitor_model import (
 LEVEL_STYLE = {"ERROR": "bold red", "WARNING": "yellow", "INFO": "", "DEBUG": "dim"}
 #: State colours of the process table.
 STATE_STYLE = {"READY": "green", "STARTING": "cyan", "BACKOFF": "yellow", "FATAL": "bold red", "EXITED": "red", "STOPPING": "magenta", "STOPPED": "dim"}
-#: UI batch period, seconds (50–100 ms).
-BATCH_S = 0.08
+#: UI batch period, seconds: new log lines and state changes are painted at most this often (a
+#: flood repaints the pane's visible rows once per batch; keys are handled in between).
+BATCH_S = 0.1
+#: A batch of at least this many pending lines is a flood: the log pane then takes new lines at most
+#: every :data:`FLOOD_REPAINT_S` (its visible rows all change each time; nobody reads 10,000
+#: lines/s, and the CPU a repaint costs is what a flood would otherwise multiply).
+FLOOD_LINES = 500
+#: Least seconds between log pane repaints during a flood.
+FLOOD_REPAINT_S = 0.25
+#: Longest the event worker folds events without yielding to the event loop (s).
+CONSUME_SLICE_S = 0.004
 #: Least seconds between ``status()`` calls that look for the pid of a STARTING process.
 PID_REFRESH_S = 1.0
 
@@ -65,6 +81,19 @@ def detail_width(screen_width: int) -> int:
     ``▌``); the full detail is also in the failure box."""
     used = sum(w for _, _, w in FIXED_COLUMNS) + 2 * (len(FIXED_COLUMNS) + 1)
     return max(10, min(40, screen_width - used))
+
+
+def level_style(plain: str) -> str:
+    """The log pane's base style of a line (its level colour, :data:`LEVEL_STYLE`)."""
+    return LEVEL_STYLE.get(level_of(plain), "")
+
+
+def api_key_hint(key: str | None) -> str:
+    """``API key …abcd`` (its last 4 characters; the whole key for none shorter than 12), or
+    ``no API key`` — for the monitor header."""
+    if not key:
+        return "no API key"
+    return f"API key …{key[-4:]}" if len(key) >= 12 else "API key set"
 
 
 def keeps_running_text(run_id: str) -> str:
@@ -116,12 +145,17 @@ class MonitorScreen(WizardScreen):
         self.search = ""
         self.ended = False
         self._pid_asked = 0.0
+        self._prev_shown = False  # the pane's last line is the selected process's last line
+        self._endpoint_shown = False
+        self._lines_at = 0.0  # monotonic time the log pane last took new lines
+        self._cells: dict[str, dict] = {}  # process → the table cells last painted
+        self._painted: dict[str, object] = {}  # side-panel widget id → the value last painted
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield DataTable(id="procs", cursor_type="row")
         with Horizontal(id="mon-body"):
-            yield RichLog(id="log", max_lines=LOG_TAIL, wrap=True, min_width=20, highlight=False, markup=False)
+            yield LogPane(LOG_TAIL, level_style, id="log")
             with Vertical(id="mon-side"):
                 yield Static("", id="phase")
                 yield ProgressBar(total=100, show_eta=False, id="weights")
@@ -162,10 +196,20 @@ class MonitorScreen(WizardScreen):
 
     @work(exclusive=True, group="monitor-events", exit_on_error=False)
     async def consume(self) -> None:
-        """Fold the client's events into the model until the stream ends (run stopped)."""
+        """Fold the client's events into the model until the stream ends (run stopped).
+
+        Under a flood the socket always has the next event buffered, so ``readline`` returns without
+        suspending and the loop would run on while keys wait; it yields to the event loop every
+        :data:`CONSUME_SLICE_S` of folding instead."""
+        import asyncio
+
+        sliced = time.perf_counter()
         try:
             async for event in self.client.events():
                 self.model.feed(event)
+                if time.perf_counter() - sliced >= CONSUME_SLICE_S:
+                    await asyncio.sleep(0)  # keys and repaints get their turn
+                    sliced = time.perf_counter()
         except Exception as exc:  # noqa: BLE001 — supervisor gone: say so, keep what we have
             self.model.add_line("monitor", f"ERROR event stream ended: {type(exc).__name__}: {exc}")
         self.ended = True
@@ -173,19 +217,39 @@ class MonitorScreen(WizardScreen):
 
     # ------------------------------------------------------------------ painting (timer handlers)
     def flush(self) -> None:
-        """One UI batch: pending log lines, then table and side panel if anything changed."""
+        """One UI batch: pending log lines into the pane, then the header, table and side panel if
+        the model's state changed (a flood of lines repaints only the pane)."""
+        pending = len(self.model.pending)
+        if pending and (pending < FLOOD_LINES or time.monotonic() - self._lines_at >= FLOOD_REPAINT_S):
+            self._lines_at = time.monotonic()
+            if self.model.pending_dropped:  # some never reached the pane: re-fill it from the tail
+                dropped = self.model.drain()
+                if self.selected is None:
+                    self.selected = dropped[0][0]
+                self._repaint_log()
+            else:
+                self._flush_lines()
         if not self.model.changed:
             return
         self.model.changed = False
-        log = self.query_one("#log", RichLog)
-        for name, line in self.model.drain():
-            if self.selected is None:
-                self.selected = name
-            if name == self.selected and (not self.search or self.search in line):
-                log.write(self._styled(line), scroll_end=self.follow)
+        self._paint_header()
         self._paint_table()
         self._paint_side()
         self._ask_pids()
+
+    def _flush_lines(self) -> None:
+        batch = []
+        for name, line, replace in self.model.drain():
+            if self.selected is None:
+                self.selected = name
+            if name != self.selected:
+                continue
+            match = not self.search or self.search in plain_text(line)
+            if match:
+                batch.append((line, replace and self._prev_shown))
+            self._prev_shown = match
+        if batch:
+            self.query_one("#log", LogPane).write_lines(batch)
 
     def _ask_pids(self) -> None:
         """Start a ``status()`` look-up when a STARTING process has no pid yet (rate-limited)."""
@@ -204,11 +268,19 @@ class MonitorScreen(WizardScreen):
             return
         self.model.refresh(snap)
 
-    def _styled(self, line: str) -> Text:
-        text = Text(line, style=LEVEL_STYLE.get(level_of(line), ""))
-        if self.search:
-            text.highlight_regex(re.escape(self.search), style="reverse")
-        return text
+    def _paint_header(self) -> None:
+        """Once the served process is known: the endpoint URL and the API-key hint in the header."""
+        if self._endpoint_shown or not self.model.procs or self.client is None:
+            return
+        from vllm_deploy_wizard.tui.smoke import SmokeTarget
+
+        self._endpoint_shown = True
+        try:
+            target = self.smoke_target()
+        except Exception:  # noqa: BLE001 — the header is a hint; the smoke key reports problems
+            return
+        if isinstance(target, SmokeTarget):
+            self.sub_title = f"{self.run_id} · {target.base_url}/v1 · {api_key_hint(target.api_key)}"
 
     def _paint_table(self) -> None:
         table = self.query_one("#procs", DataTable)
@@ -226,8 +298,11 @@ class MonitorScreen(WizardScreen):
             if name not in table.rows:
                 table.add_row(*cells.values(), key=name)
             else:
+                shown = self._cells.setdefault(name, {})
                 for key, value in cells.items():
-                    table.update_cell(name, key, value)
+                    if shown.get(key) != value:  # an unchanged cell costs the table no re-render
+                        table.update_cell(name, key, value)
+            self._cells[name] = cells
         if self.selected is None and self.model.procs:
             self.selected = next(iter(self.model.procs))
 
@@ -250,17 +325,26 @@ class MonitorScreen(WizardScreen):
             if row.polls and live:
                 htxt += f" · {row.polls} polls ok"
             shown = row.phase if live and row.phase else row.state.lower()
-            phase.update(f"{row.name}: {shown}{htxt}")
-            bar.update(progress=100 * (row.progress if row.progress is not None else (1.0 if row.ready else 0.0)))
+            if self._changed("phase", text := f"{row.name}: {shown}{htxt}"):
+                phase.update(text)
+            progress = 100 * (row.progress if row.progress is not None else (1.0 if row.ready else 0.0))
+            if self._changed("weights", progress):
+                bar.update(progress=progress)
         for key in SPARK_METRICS:
             data = spark_series(list(self.model.metrics[key]))
-            self.query_one(f"#spark-{key}", Sparkline).data = data
+            if self._changed(f"spark-{key}", data):
+                self.query_one(f"#spark-{key}", Sparkline).data = data
             latest = self.model.latest_metrics.get(key)
-            self.query_one(f"#lbl-{key}", Label).update(
-                f"{SPARK_METRICS[key]}: {latest:.1f}" if latest is not None else SPARK_METRICS[key]
-            )
-        self.query_one("#stats", Static).update(self._stats_text())
+            label = f"{SPARK_METRICS[key]}: {metric_text(key, latest)}" if latest is not None else SPARK_METRICS[key]
+            if self._changed(f"lbl-{key}", label):
+                self.query_one(f"#lbl-{key}", Label).update(label)
+        stats = self._stats_text()
+        if self._changed("stats", stats):
+            self.query_one("#stats", Static).update(stats)
         failure = self.model.failure()
+        if not self._changed("failure", (failure and (failure.name, failure.state, repr(failure.cause), failure.detail),
+                                         self.model.finish_text, self.ended)):
+            return
         box = self.query_one("#failure", Static)
         if failure is not None:
             cause = failure.cause or {}
@@ -281,6 +365,13 @@ class MonitorScreen(WizardScreen):
             box.update("Run ended (event stream closed).")
         else:
             box.update("")
+
+    def _changed(self, key: str, value: object) -> bool:
+        """Whether ``value`` differs from what widget ``key`` last showed (and remember it)."""
+        if self._painted.get(key, self) == value:
+            return False
+        self._painted[key] = value
+        return True
 
     def fix_args(self) -> list[str] | None:
         """The flags the current failure's fix appends (computed by the launcher), or None."""
@@ -310,21 +401,22 @@ class MonitorScreen(WizardScreen):
             self.model.changed = True
 
     def _repaint_log(self) -> None:
-        log = self.query_one("#log", RichLog)
+        log = self.query_one("#log", LogPane)
         log.clear()
         log.border_title = f"log · {self.selected}" + (f" · /{self.search}" if self.search else "")
-        shown = 0
-        for line in self.model.logs.get(self.selected, []):
-            if not self.search or self.search in line:
-                log.write(self._styled(line), scroll_end=self.follow)
-                shown += 1
-        if self.search and not shown:
-            log.write(Text(f"no line of {self.selected}'s log contains {self.search!r} yet; new lines that do will "
-                           "show here (/ then enter on an empty box clears the search)", style="dim italic"))
+        log.set_highlight(self.search)
+        lines = [(line, False) for line in self.model.logs.get(self.selected, [])
+                 if not self.search or self.search in plain_text(line)]
+        self._prev_shown = bool(lines) or not self.search
+        if self.search and not lines:
+            lines = [(f"\x1b[2;3mno line of {self.selected}'s log contains {self.search!r} yet; new lines that do "
+                      "will show here (/ then enter on an empty box clears the search)\x1b[0m", False)]
+        log.write_lines(lines)
 
     def action_follow(self) -> None:
         """Toggle following the log's end."""
         self.follow = not self.follow
+        self.query_one("#log", LogPane).follow = self.follow
         self.notify("Following log" if self.follow else "Log follow paused")
 
     def action_search(self) -> None:

@@ -32,7 +32,8 @@ def build_parser(only: tuple[str, ...] | None = None) -> argparse.ArgumentParser
 
     ``only`` limits it to those command modules: ``vllm-wizard`` with no command builds just the
     wizard's (importing and registering the ten headless commands costs tens of milliseconds
-    before the first screen, ``bench/bench_terminal_start.py``)."""
+    before the first screen, ``bench/bench_terminal_start.py``), ``vllm-wizard plan …`` just plan's
+    (``bench/bench_cli_start.py``)."""
     parser = argparse.ArgumentParser(
         prog="vllm-wizard",
         description="Detect this node's accelerators, plan the vLLM recipe commands for a model, "
@@ -56,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{', '.join(COMMAND_MODULES)} (`vllm-wizard --help` says what each does)", file=sys.stderr)
         return 2
     wizard_only = not argv or (argv[0] not in COMMAND_MODULES and argv[0] not in TOP_LEVEL_FLAGS)
-    parser = build_parser(("wizard",) if wizard_only else None)
+    # a named command registers only its own module (the others' imports are start-up cost, not help:
+    # `vllm-wizard --help` lists them all; `vllm-wizard plan --help` shows plan's own)
+    only = ("wizard",) if wizard_only else (argv[0],) if argv[0] in COMMAND_MODULES else None
+    parser = build_parser(only)
     commands = sub_commands(parser)
     if "wizard" in commands and (not argv or (argv[0] not in commands and argv[0] not in TOP_LEVEL_FLAGS)):
         # `vllm-wizard` and `vllm-wizard --model X`: the wizard is the default command.

@@ -338,3 +338,45 @@ def test_preflight_names_a_local_model_path_that_does_not_exist(tmp_path):
     spec = RunSpec((ProcessSpec("v", (sys.executable, "-m", "vllm.entrypoints.openai.api_server",
                                       "--model", str(tmp_path / "gone"))),))
     assert any("does not exist" in line for line in check(spec, check_flags=False))
+
+
+class _Chunks:
+    """A stream that returns ``chunks`` one per ``read`` (then EOF)."""
+
+    def __init__(self, chunks):
+        self.chunks = list(chunks)
+
+    async def read(self, n):
+        return self.chunks.pop(0) if self.chunks else b""
+
+
+def test_progress_updates_end_lines_and_readers_show_them_in_place(tmp_path):
+    import asyncio
+
+    from vllm_deploy_wizard.launcher.logs import ProcessLog, collapse_updates, pump
+
+    batches = []
+    sink = ProcessLog("vllm", tmp_path / "vllm.log", on_lines=batches.append)
+    bar = "Loading safetensors checkpoint shards: {:3d}% Completed | {}/4"
+    chunks = [b"INFO start\r\n", f"\r{bar.format(0, 0)}".encode(), f"\r{bar.format(25, 1)}".encode(),
+              f"\r{bar.format(50, 2)}".encode(), f"\r{bar.format(100, 4)}\nINFO done\n".encode()]
+    asyncio.run(pump(_Chunks(chunks), sink))
+    sink.close()
+    lines = [line for b in batches for line in b.lines]
+    # CRLF is a plain line end; each bare \r ends a line that keeps the \r (the next line replaces it)
+    assert lines[0] == "INFO start" and lines[1] == "\r" and lines[2] == bar.format(0, 0) + "\r"
+    assert bar.format(25, 1) + "\r" in lines and "INFO done" == lines[-1]
+    on_disk = (tmp_path / "vllm.log").read_bytes().decode().split("\n")[:-1]
+    assert on_disk == lines
+    assert collapse_updates(on_disk) == ["INFO start", bar.format(100, 4), "INFO done"]
+    from vllm_deploy_wizard.launcher.runs import log_tail
+
+    assert log_tail(tmp_path / "vllm.log", 100) == lines  # the marks survive reading the file back
+
+
+def test_collapse_updates_applies_carriage_returns_inside_old_lines():
+    from vllm_deploy_wizard.launcher.logs import collapse_updates, overwrite
+
+    assert overwrite("abcdef\rXY") == "XYcdef" and overwrite("50%\r75%\r") == "75%\r"
+    # a line still waiting for its update at the end loses the mark
+    assert collapse_updates(["a", "10%\r", "20%\r"]) == ["a", "20%"]

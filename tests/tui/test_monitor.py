@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from canned import kv_oom_run, ready_run
 from fakes import FakeLauncher
-from textual.widgets import DataTable, RichLog, Sparkline
+from textual.widgets import DataTable, Sparkline
 from tui_steps import monitor_caught_up, settle, until, walk
 
+from vllm_deploy_wizard.tui.log_pane import LogPane
 from vllm_deploy_wizard.tui.monitor_model import MonitorModel
 from vllm_deploy_wizard.tui.prompts import ConfirmPrompt
 from vllm_deploy_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
@@ -35,7 +36,7 @@ async def test_launch_opens_monitor_showing_ready_process(build_app, tmp_path, m
         assert str(table.get_cell("vllm", "state")) == "READY"
         assert table.get_cell("vllm", "pid") == "4242"
         assert table.get_cell("vllm", "ready") == "✓"
-        log_text = "\n".join(strip.text for strip in screen.query_one("#log", RichLog).lines)
+        log_text = "\n".join(strip.text for strip in screen.query_one("#log", LogPane).rendered_rows())
         assert "Application startup complete." in log_text
         assert list(screen.query_one("#spark-generation_tokens_per_s", Sparkline).data) == [42.0, 55.0]
         assert list(screen.query_one("#spark-kv_cache_usage", Sparkline).data) == [25.0, 50.0]
@@ -158,7 +159,7 @@ async def test_log_search_filters_and_highlights(build_app, tmp_path, monkeypatc
         box.value = "WARNING"
         await pilot.press("enter")
         await settle(pilot)
-        lines = [strip.text for strip in screen.query_one("#log", RichLog).lines]
+        lines = [strip.text for strip in screen.query_one("#log", LogPane).rendered_rows()]
         assert len(lines) == 1 and "Casting torch.bfloat16" in lines[0]
         assert box.has_class("hidden") and "/WARNING" in screen.query_one("#log").border_title
         await pilot.press("f")
@@ -192,7 +193,7 @@ async def test_a_log_search_matching_nothing_says_so(build_app, tmp_path, monkey
         screen.query_one("#log-search").value = "no-such-text"
         await pilot.press("enter")
         await settle(pilot)
-        text = " ".join(strip.text for strip in screen.query_one("#log", RichLog).lines)
+        text = " ".join(strip.text for strip in screen.query_one("#log", LogPane).rendered_rows())
         assert "contains 'no-such-text'" in text and "empty box clears" in text
 
 

@@ -13,13 +13,14 @@ import pytest
 from fakes import FakeLauncher
 from rich.console import Console
 from textual.renderables.sparkline import Sparkline as SparklineRenderable
-from textual.widgets import DataTable, RichLog
+from textual.widgets import DataTable
 from tui_steps import monitor_caught_up, settle, until
 
 from vllm_deploy_wizard.launcher import LogLines, Metrics, Progress, ProcessEvent, Snapshot, State
 from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot
 from vllm_deploy_wizard.launcher.causes import explain
 from vllm_deploy_wizard.tui.fixes import flag_fix
+from vllm_deploy_wizard.tui.log_pane import LogPane
 from vllm_deploy_wizard.tui.monitor_model import MonitorModel, detail_text, spark_series, uptime_text
 from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen, keeps_running_text
 
@@ -151,10 +152,11 @@ async def test_log_pane_wraps_long_lines_at_80x24(build_app):
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await _monitor(app, pilot, [ProcessEvent("vllm", State.STARTING, State.STOPPED, 0),
                                              LogLines("vllm", [long])])
-        log = screen.query_one("#log", RichLog)
+        log = screen.query_one("#log", LogPane)
         width = log.scrollable_content_region.width
-        assert log.lines and all(strip.cell_length <= width for strip in log.lines)
-        assert "END-OF-LINE" in "".join(strip.text for strip in log.lines)
+        rows = log.rendered_rows()
+        assert len(rows) > 1 and all(strip.cell_length <= width for strip in rows)
+        assert "END-OF-LINE" in "".join(strip.text for strip in rows)
 
 
 async def test_fatal_mem_util_shows_cause_in_detail_and_offers_the_fix(build_app):

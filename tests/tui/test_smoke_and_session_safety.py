@@ -16,13 +16,14 @@ from pathlib import Path
 import psutil
 import pytest
 from fakes import FakeCandidate, FakeLauncher
-from textual.widgets import RichLog, Static
+from textual.widgets import Static
 from polling import wait_until, wait_until_async
 from tui_steps import pick_model, settle, until, walk
 
 from vllm_deploy_wizard.catalog import load_catalog
 from vllm_deploy_wizard.tui.app import make_app
 from vllm_deploy_wizard.tui.constraint_panel import ConstraintPanel
+from vllm_deploy_wizard.tui.log_pane import LogPane
 from vllm_deploy_wizard.tui.prompts import ConfirmPrompt, HelpPrompt
 from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
 from vllm_deploy_wizard.tui.screen_hardware import HardwareScreen
@@ -97,7 +98,7 @@ def wait_health(port: int, timeout: float = 15.0) -> None:
 def in_log(monitor, *texts: str) -> bool:
     """Whether every one of ``texts`` is in the monitor's log pane (the pane wraps long lines, so
     whitespace is ignored on both sides)."""
-    shown = "".join("".join(strip.text.split()) for strip in monitor.query_one("#log", RichLog).lines)
+    shown = "".join("".join(strip.text.split()) for strip in monitor.query_one("#log", LogPane).rendered_rows())
     return all("".join(t.split()) in shown for t in texts)
 
 

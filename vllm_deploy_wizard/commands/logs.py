@@ -6,7 +6,10 @@ run instead. RUN defaults to the newest run of any status (a FATAL run's log is 
 person wants to read). A single argument that names no run but names a process of the newest run
 is taken as PROCESS (``vllm-wizard logs vllm``). Like ``attach``, the access-log lines of the wizard's
 own successful health/metrics polls are hidden (``-n`` counts the lines shown) unless
-``--all-lines``. Errors name the valid runs and processes.
+``--all-lines``. A progress bar's ``\r`` updates show as one line, its newest state
+(launcher/logs.py ``collapse_updates``); ANSI colour codes the children wrote are stripped unless
+``--color`` (the file keeps them). Lines are printed whole, however long (the monitor cuts them
+for display). Errors name the valid runs and processes.
 Exit status 0; 2 for an unknown run or process.
 """
 
@@ -26,27 +29,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from vllm_deploy_wizard.commands.launch import add_all_lines_flag
 
     add_all_lines_flag(p)
+    p.add_argument("--color", action="store_true",
+                   help="keep the ANSI colour codes the processes wrote (default: stripped)")
     from vllm_deploy_wizard.commands.nodes import add_node_flag
 
     add_node_flag(p)
     p.set_defaults(handler=handle)
 
 
-def shown_tail(path, n: int, all_lines: bool = False) -> tuple[list[str], int]:
-    """``(last n lines to show, poll lines hidden among what was read)`` of log file ``path``: with
-    ``all_lines`` False the access-log lines of successful polls are skipped and ``n`` counts the rest."""
+def shown_tail(path, n: int, all_lines: bool = False, color: bool = False) -> tuple[list[str], int]:
+    """``(last n lines to show, poll lines hidden among what was read)`` of log file ``path``:
+    progress updates collapsed to one line each; with ``all_lines`` False the access-log lines of
+    successful polls are skipped; ``n`` counts the lines shown; ANSI codes stripped unless ``color``."""
+    from vllm_deploy_wizard.launcher.logs import collapse_updates, strip_ansi
     from vllm_deploy_wizard.launcher.noise import is_poll_noise
     from vllm_deploy_wizard.launcher.runs import log_tail
 
-    if all_lines or n == 0:
-        return log_tail(path, n), 0
+    if n == 0:
+        return [], 0
     want = n * 2 + 50
     while True:
         raw = log_tail(path, want)
-        kept = [line for line in raw if not is_poll_noise(line)]
+        lines = collapse_updates(raw)
+        kept = lines if all_lines else [line for line in lines if not is_poll_noise(strip_ansi(line))]
         if len(kept) >= n or len(raw) < want:
-            return kept[-n:], len(raw) - len(kept)
+            break
         want *= 4
+    shown = kept[-n:] if color else [strip_ansi(line) for line in kept[-n:]]
+    return shown, len(lines) - len(kept)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -61,7 +71,8 @@ def handle(args: argparse.Namespace) -> int:
         from vllm_deploy_wizard.commands import nodes
 
         proc = args.process or args.run
-        return nodes.remote(args, ["logs", *([proc] if proc else []), "-n", str(args.lines)])
+        return nodes.remote(args, ["logs", *([proc] if proc else []), "-n", str(args.lines),
+                                   *(["--color"] if getattr(args, "color", False) else [])])
     runs = list_runs()
     if not runs:
         raise LaunchError("no runs yet; start one with `vllm-wizard launch PLAN`")
@@ -84,7 +95,7 @@ def handle(args: argparse.Namespace) -> int:
         cause = rec.get("cause") or {}
         head = f"==> {name} ({rec.get('state', '?')}) {path}"
         print(head + (f"  cause: {cause.get('summary')}" if cause.get("summary") else "") + " <==")
-        lines, hidden = shown_tail(path, args.lines, getattr(args, "all_lines", False))
+        lines, hidden = shown_tail(path, args.lines, getattr(args, "all_lines", False), getattr(args, "color", False))
         if not lines:
             print("(no output yet)" if not path.exists() else "(empty)")
         for line in lines:

@@ -13,7 +13,9 @@ import argparse
 
 from vllm_deploy_wizard.commands import ctrl_c_interrupts
 
-from vllm_deploy_wizard.launcher.timeouts import STALE_STOP_TIMEOUT_S
+#: ``--timeout``'s default as the help says it (``launcher.timeouts.STALE_STOP_TIMEOUT_S``, which
+#: the handler uses; not imported here: ``--help`` must not import the launcher — a test pins both).
+STALE_STOP_DEFAULT_TEXT = "15"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,8 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Stop a run (default: the newest running one) and verify no process survives.")
     p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix")
     p.add_argument("--all", action="store_true", help="stop every running, starting or stale run")
-    p.add_argument("--timeout", type=float, default=STALE_STOP_TIMEOUT_S, metavar="S",
-                   help="for stale runs: seconds between SIGTERM and SIGKILL (default 15)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help=f"for stale runs: seconds between SIGTERM and SIGKILL (default {STALE_STOP_DEFAULT_TEXT})")
     from vllm_deploy_wizard.commands.nodes import add_all_nodes_flag
 
     add_all_nodes_flag(p, "stop")
@@ -32,6 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Stop the run(s)."""
+    from vllm_deploy_wizard.launcher.timeouts import STALE_STOP_TIMEOUT_S
+
+    if args.timeout is None:
+        args.timeout = STALE_STOP_TIMEOUT_S
     if getattr(args, "all_nodes", False):
         from vllm_deploy_wizard.commands import nodes
 

@@ -1,0 +1,236 @@
+"""The monitor's log pane: a line-virtualised view of a process's log that stays responsive under
+any log volume.
+
+Why not ``RichLog``: it renders and wraps every line when it is written (a 2 MB line is wrapped
+whole, 10,000 lines/s are each turned into segments), so a flood kept the event loop busy and a key
+took ~0.5 s to show. This pane follows the Line API design of Textual's ``Log`` widget and of
+toolong (a ``ScrollView`` whose :meth:`LogPane.render_line` builds only the rows on screen, cached
+per line) and adds what a process log needs:
+
+* **Batched writes, O(1) per line.** :meth:`LogPane.write_lines` takes a whole UI batch; per line it
+  only stores the text and counts its rows at the pane's width (``len`` for ASCII). Nothing is
+  rendered until Textual paints, once per frame, and then only the visible rows (a few dozen).
+* **Wrapped at the pane's width, by cells**, so every row is known without rendering (a terminal
+  and ``less`` wrap the same way); the vertical scrollbar is always there, so the width never
+  changes when the log starts to overflow.
+* **Long lines are cut before they reach the pane** (:func:`~vllm_deploy_wizard.tui.monitor_model.display_line`,
+  with a marker naming what was cut; the full line is in the log file and ``vllm-wizard logs``).
+* **Progress bars update one line in place:** an entry written with ``replace=True`` replaces the
+  last line (a ``\\r`` update, launcher/logs.py).
+* **ANSI colours** in a line are rendered (Rich's ANSI decoder), only for visible lines; the level
+  style (``style_of``) is the base under them and a search term is highlighted.
+
+Bounded: the last ``max_lines`` lines are kept (older ones scroll out; the screen re-fills the pane
+from the model's tail on a process switch or search).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections import OrderedDict, deque
+from itertools import accumulate
+from typing import Callable, Iterable
+
+from rich.cells import cell_len, get_character_cell_size
+from rich.style import Style
+from rich.text import Text
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from vllm_deploy_wizard.tui.monitor_model import LOG_TAIL, plain_text
+
+#: Rendered lines kept (each as its wrapped rows); a screen shows far fewer.
+RENDER_CACHE = 512
+#: Wrap width used before the pane has a size.
+DEFAULT_WIDTH = 80
+
+
+def row_count(line: str, width: int) -> int:
+    """Rows ``line`` takes when wrapped at ``width`` cells (at least 1; ANSI codes take none)."""
+    plain = plain_text(line)
+    cells = len(plain) if plain.isascii() else cell_len(plain)
+    return max(1, -(-cells // max(1, width)))
+
+
+def _cut_offsets(plain: str, width: int) -> list[int]:
+    """Character offsets where ``plain`` is cut into rows of ``width`` cells."""
+    if plain.isascii():
+        return list(range(width, len(plain), width))
+    offsets, used = [], 0
+    for i, ch in enumerate(plain):
+        w = get_character_cell_size(ch)
+        if used + w > width:
+            offsets.append(i)
+            used = 0
+        used += w
+    return offsets
+
+
+class LogPane(ScrollView, can_focus=True):
+    """A bounded, line-virtualised log view (see the module docstring).
+
+    ``max_lines``: lines kept. ``style_of``: a line's plain text → its base Rich style (the level
+    colour; ``""`` for none). :attr:`highlight`: a substring shown reversed (the log search).
+    :attr:`follow`: keep the newest line in view after each write.
+    """
+
+    DEFAULT_CSS = """
+    LogPane { overflow-y: scroll; overflow-x: hidden; }
+    """
+
+    def __init__(self, max_lines: int = LOG_TAIL, style_of: Callable[[str], str] | None = None, *,
+                 id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.max_lines = max_lines
+        self.style_of = style_of or (lambda _plain: "")
+        self.highlight = ""
+        self.follow = True
+        self._lines: deque[str] = deque(maxlen=max_lines)
+        self._rows: deque[int] = deque(maxlen=max_lines)
+        self._ids: deque[int] = deque(maxlen=max_lines)
+        self._next_id = 0
+        self._ends: list[int] | None = []
+        self._wrap = DEFAULT_WIDTH
+        self._cache: OrderedDict[int, list[Strip]] = OrderedDict()
+        self._style: Style | None = None
+
+    # ------------------------------------------------------------------ content
+    @property
+    def line_count(self) -> int:
+        """Lines kept."""
+        return len(self._lines)
+
+    @property
+    def plain_lines(self) -> list[str]:
+        """The kept lines as text without ANSI codes, oldest first (what the pane shows, unwrapped)."""
+        return [plain_text(line) for line in self._lines]
+
+    def write_lines(self, entries: Iterable[tuple[str, bool]]) -> None:
+        """Add a batch of ``(line, replace)`` entries, oldest first; ``replace`` True puts the line in
+        place of the last one (a progress bar's update). One repaint for the batch."""
+        wrap = self._wrap
+        lines, rows, ids = self._lines, self._rows, self._ids
+        before = self._total_rows()
+        dropped = 0
+        for line, replace in entries:
+            n = row_count(line, wrap)
+            if replace and lines:
+                lines[-1], rows[-1], ids[-1] = line, n, self._next_id
+            else:
+                if len(lines) == self.max_lines:
+                    dropped += rows[0]
+                lines.append(line)
+                rows.append(n)
+                ids.append(self._next_id)
+            self._next_id += 1
+        self._ends = None
+        self._resize_virtual()
+        if self.follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        elif dropped:  # keep the rows in view where they are while older ones scroll out at the top
+            self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, immediate=True)
+        if self._total_rows() != before or self.follow:
+            self.refresh()
+
+    def write(self, line: str, replace: bool = False) -> None:
+        """Add one line (see :meth:`write_lines`)."""
+        self.write_lines([(line, replace)])
+
+    def clear(self) -> None:
+        """Remove every line."""
+        self._lines.clear()
+        self._rows.clear()
+        self._ids.clear()
+        self._cache.clear()
+        self._ends = []
+        self._resize_virtual()
+        self.scroll_to(y=0, animate=False, immediate=True)
+        self.refresh()
+
+    def set_highlight(self, term: str) -> None:
+        """Highlight ``term`` (empty: none) in the lines shown."""
+        if term != self.highlight:
+            self.highlight = term
+            self._cache.clear()
+            self.refresh()
+
+    # ------------------------------------------------------------------ geometry
+    def _row_ends(self) -> list[int]:
+        if self._ends is None:
+            self._ends = list(accumulate(self._rows))
+        return self._ends
+
+    def _total_rows(self) -> int:
+        ends = self._row_ends()
+        return ends[-1] if ends else 0
+
+    def _resize_virtual(self) -> None:
+        self.virtual_size = Size(self._wrap, self._total_rows())
+
+    def on_resize(self) -> None:
+        """Re-wrap at the new width (rows only; rendering stays lazy)."""
+        width = max(1, self.scrollable_content_region.width)
+        if width != self._wrap:
+            self._wrap = width
+            self._rows = deque((row_count(line, width) for line in self._lines), maxlen=self.max_lines)
+            self._ends = None
+            self._cache.clear()
+        self._resize_virtual()
+        if self.follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def notify_style_update(self) -> None:
+        """Styles changed (theme, focus): rendered rows carry the old background."""
+        super().notify_style_update()
+        self._cache.clear()
+        self._style = None
+
+    # ------------------------------------------------------------------ rendering (visible rows only)
+    def _strips(self, index: int, base: Style) -> list[Strip]:
+        key = self._ids[index]
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        line = self._lines[index]
+        style = self.style_of(plain_text(line))
+        text = Text.from_ansi(line, style=style) if "\x1b" in line else Text(line, style=style)
+        if self.highlight:
+            text.highlight_regex(re.escape(self.highlight), style="reverse")
+        text.stylize_before(base)
+        console = self.app.console
+        strips = [Strip(part.render(console), part.cell_len) for part in text.divide(_cut_offsets(text.plain, self._wrap))]
+        self._cache[key] = strips
+        if len(self._cache) > RENDER_CACHE:
+            self._cache.popitem(last=False)
+        return strips
+
+    def rendered_rows(self) -> list[Strip]:
+        """Every row of the kept lines as the pane draws it at its width (oldest first); renders
+        them all, so it is for tests and snapshots, never for painting."""
+        base = self._base_style()
+        width = self._wrap
+        return [strip.crop_extend(0, width, base) for i in range(len(self._lines)) for strip in self._strips(i, base)]
+
+    def _base_style(self) -> Style:
+        """The pane's own Rich style (background, colour), computed once per style change:
+        ``rich_style`` walks the ancestors, too slow to ask once per row."""
+        if self._style is None:
+            self._style = self.rich_style
+        return self._style
+
+    def render_line(self, y: int) -> Strip:
+        """Row ``y`` of the visible region (Textual's Line API)."""
+        width = self._wrap
+        base = self._base_style()
+        row = int(self.scroll_offset.y) + y
+        ends = self._row_ends()
+        if not ends or row >= ends[-1]:
+            return Strip.blank(width, base)
+        index = bisect_right(ends, row)
+        start = ends[index - 1] if index else 0
+        strips = self._strips(index, base)
+        strip = strips[row - start] if row - start < len(strips) else Strip.blank(width, base)
+        return strip.crop_extend(0, width, base)
