@@ -57,7 +57,7 @@ def test_local_paths_and_offline_mode_are_refused(tmp_path):
      r"the model 'acme/nope' could not be found; check the model"),
     (HfHubHTTPError("401 Client Error: Unauthorized for url: https://huggingface.co/api/models/acme/x",
                     response=_response(401, "https://huggingface.co/api/models/acme/x")),
-     r"token was refused.*huggingface.co/settings/tokens"),
+     r"rejected the token.*huggingface.co/settings/tokens"),
 ])
 def test_hub_errors_are_explained_with_the_launcher_causes(error, expect):
     model = {"GatedRepoError": "meta-llama/L", "RepositoryNotFoundError": "acme/nope"}.get(type(error).__name__, "acme/x")

@@ -16,8 +16,7 @@ from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.widgets import DataTable
 from tui_steps import monitor_caught_up, settle, until
 
-from vllm_deploy_wizard.launcher import LogLines, Metrics, Progress, ProcessEvent, Snapshot, State
-from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot
+from vllm_deploy_wizard.launcher import LogLines, Progress, ProcessEvent, Snapshot, State
 from vllm_deploy_wizard.launcher.causes import explain
 from vllm_deploy_wizard.tui.fixes import flag_fix
 from vllm_deploy_wizard.tui.log_pane import LogPane

@@ -5,7 +5,6 @@ the real launcher (``sys.executable`` children), a supervisor killed with SIGKIL
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import stat
