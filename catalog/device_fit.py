@@ -5,7 +5,7 @@ The reference builder renders some shapes that no vLLM can start, and the golden
 (MiniMax-M2 on MI300X: TP 2 × DP 8 = 16 devices on 8), multi-node DEP that keeps TP 8 beside
 ``--data-parallel-size-local`` = the node's devices, co-located PD pools that keep the full node's
 DP on half of it. The wizard keeps the reference text and does not *offer* those shapes
-(docs/constraints.md §3.1 S7, N6): :func:`engine_shortfall` says why one does not fit.
+(docs/constraints.md §3.2 S7, N6): :func:`engine_shortfall` says why one does not fit.
 
 The rule mirrors vLLM 0.32.0: an engine uses TP × PP devices per DP rank and
 ``--data-parallel-size-local`` DP ranks on its node (``vllm/config/parallel.py``,

@@ -1,5 +1,5 @@
-"""The Strategy row (docs/constraints.md §3.1 S1–S7 and the §3.2 ``hardware_match`` decisions) and the
-Nodes row (N1–N4, N6; :data:`MAX_NODES`).
+"""The Strategy row (docs/constraints.md §3.1 S1–S6, the §3.2 ``hardware_match`` decisions and S7) and the
+Nodes row (N1–N4, §3.2 N6; :data:`MAX_NODES`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _shortfall(ctx: _Ctx, sid: str, nodes: int) -> str | None:
 
 
 def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
-    """S1–S7 (§3.1) and the §3.2 ``hardware_match`` decisions, compatible strategies first."""
+    """S1–S6 (§3.1), the §3.2 ``hardware_match`` decisions and S7 (§3.2), compatible strategies first."""
     recipe, hw, p = ctx.recipe, ctx.hw_id, ctx.profile
     effective = gates.offered_strategies(recipe)
     order = list(dict.fromkeys([*effective, *recipe.strategy_hardware, *ctx.catalog.strategies]))
@@ -97,7 +97,7 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
 
 
 def _nodes_row(ctx: _Ctx) -> list[Choice]:
-    """N1–N4, N6 (§3.1); pills 1, 2 and the strategy floor when 2 < floor ≤ 16 (§2.14)."""
+    """N1–N4 (§3.1), N6 (§3.2); pills 1, 2 and the strategy floor when 2 < floor ≤ 16 (§2.14)."""
     recipe, p, hw = ctx.recipe, ctx.profile, ctx.hw_id
     floor = gates.nodes_for(recipe, ctx.strategy_id, hw, ctx.gpus) if scales_out(ctx.strategy) else 1
     counts = [1, 2]
