@@ -169,16 +169,13 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
     if strict:
         opts = options(catalog, selection, detected_profile=detected_profile)
         if selection.nodes is None and opts.strategy and opts.resolved.get("nodes"):
-            # plan (and check) the node count the rows resolve and show (docs/synthesis.md §2.14), the
-            # first count they offer when that one is disabled: synthesis alone takes 1
+            # plan (and check) the node count the rows resolve and show (docs/synthesis.md §2.14;
+            # the first one the nodes row offers when the landing count is disabled, constraints
+            # §3.2 N6): synthesis alone takes 1. The rows are redone at that count.
             nodes = int(opts.resolved["nodes"])
-            offered = [int(c.id) for c in opts.nodes if c.available and c.id.isdigit()]
-            if offered and nodes not in offered:
-                nodes = offered[0]
             selection = selection.model_copy(update={"nodes": nodes})
-            if nodes != opts.resolved["nodes"]:
-                opts = options(catalog, selection, detected_profile=detected_profile)
             if nodes != 1:
+                opts = options(catalog, selection, detected_profile=detected_profile)
                 plan = synthesize(catalog, selection)
         refusals = refusals_for(opts, selection)
         blocking = [r for r in refusals if not (r.unverified and selection.allow_unverified)]

@@ -83,6 +83,11 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
             if short_of is not None:
                 out.append(Choice(sid, label, DISABLED, f"{label} can't run on {hw_name}: {short_of}."))
                 continue
+        elif ctx.nodes <= 1 and (not p.scalable or p.gen == "xpu"):  # S7: co-located is PD's only shape (N2, N3)
+            short_of = _shortfall(ctx, sid, 1)
+            if short_of is not None:
+                out.append(Choice(sid, label, DISABLED, f"{label} can't run on {hw_name}: {short_of}."))
+                continue
         warning = None
         if hm is not None and hm.max_gpus and s.deploy_type == "single_node" and ctx.gpus > hm.max_gpus:
             warning = f"{short} is declared for at most {hm.max_gpus} GPUs per node; {hw_name} has {ctx.gpus}."
