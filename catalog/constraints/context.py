@@ -43,6 +43,8 @@ class _Ctx:
     pd: dict[str, Any]
     features: list[str]
     allow_unverified: bool = False
+    advanced_args: tuple[str, ...] = ()
+    """The person's own serve arguments (last wins in the plan; the device-fit rule reads them)."""
 
 
 def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx:
@@ -102,6 +104,7 @@ def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx
         detected=detected, pd=pd,
         features=_feature_list(_sel(selection, "features")),
         allow_unverified=bool(_sel(selection, "allow_unverified")),
+        advanced_args=tuple(str(a) for a in (_sel(selection, "advanced_args") or [])),
     )
 
 

@@ -27,7 +27,7 @@ def _fit_selection(ctx: _Ctx, sid: str, nodes: int) -> Selection | None:
     try:
         return Selection(model=ctx.recipe.hf_id, variant=ctx.variant_key, hardware=ctx.hw_id, gpus=ctx.gpus,
                          strategy=sid, nodes=nodes, install_mode=ctx.install_mode, pd=ctx.pd or None,
-                         router=ctx.router, connector=ctx.connector)
+                         router=ctx.router, connector=ctx.connector, advanced_args=list(ctx.advanced_args))
     except ValueError:
         return None
 

@@ -80,3 +80,12 @@ def test_cpu_backends_are_exempt():
     sel = Selection(model="meta-llama/Llama-3.3-70B-Instruct", hardware="xeon6", gpus=1, strategy="single_node_tp")
     assert devices_on_node(synthesize(CAT, sel).processes[-1].argv) > 1
     assert engine_shortfall(CAT, sel) is None
+
+
+def test_the_persons_own_parallel_size_counts():
+    """An advanced ``--tensor-parallel-size 1`` (last wins in the plan) makes MiniMax-M2's DEP fit
+    MI300X (DP 8 × TP 1): the strategy is offered and planned with that size."""
+    sel = Selection(model="MiniMaxAI/MiniMax-M2", hardware="mi300x", strategy="single_node_dep",
+                    advanced_args=["--tensor-parallel-size", "1"])
+    assert options(CAT, sel).choice("strategy", "single_node_dep").available
+    assert devices_on_node(_serve(plan_selection(CAT, sel).plan, "vllm").argv) == 8
