@@ -133,7 +133,9 @@ def _nodes_row(ctx: _Ctx) -> list[Choice]:
                               f"{_num(ctx.node_vram)}GB) — use multi-node"))
         elif ctx.strategy is not None and ctx.strategy.deploy_type == "pd_cluster" and \
                 (short_of := _shortfall(ctx, ctx.strategy_id, 1)) is not None:  # N6
-            out.append(Choice("1", "1", DISABLED, f"One node can't hold both PD pools: {short_of}."))
+            modes = [m.upper() for m in ("tp", "tep") if m in gates.pool_modes(recipe, hw, p, ctx.gpus)]
+            other = f" Or pick {' or '.join(modes)} pools." if modes and "DEP" in short_of else ""
+            out.append(Choice("1", "1", DISABLED, f"One node can't hold both PD pools: {short_of}.{other}"))
         else:
             out.append(Choice("1", "1"))
     return out

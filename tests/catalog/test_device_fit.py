@@ -45,6 +45,7 @@ def test_co_located_dep_pools_disable_one_node_and_tp_pools_keep_it():
     kimi = Selection(model="moonshotai/Kimi-K2.5", hardware="h200", strategy="pd_cluster", nodes=1)
     one = options(CAT, kimi).choice("nodes", "1")
     assert one.state == "disabled" and "4 for prefill" in one.reason and "needs 8" in one.reason
+    assert one.reason.endswith("Or pick TP or TEP pools.")
     assert options(CAT, kimi).choice("nodes", "2").available
     # TP pools on the halves (the golden's MiniMax-M2 h200 n1 shape) fit: one node stays offered
     tp = Selection(**kimi.model_dump(exclude_defaults=True), pd={"prefill": {"mode": "tp"}, "decode": {"mode": "tp"}})
@@ -89,3 +90,17 @@ def test_the_persons_own_parallel_size_counts():
                     advanced_args=["--tensor-parallel-size", "1"])
     assert options(CAT, sel).choice("strategy", "single_node_dep").available
     assert devices_on_node(_serve(plan_selection(CAT, sel).plan, "vllm").argv) == 8
+
+
+@pytest.mark.parametrize("install_mode, clash", [("pip", True), ("docker", False)])
+def test_co_located_pools_with_dp_above_one_clash_on_side_channels_outside_docker(install_mode, clash):
+    """TP 2 × DP 2 fits each half of an H200 node, but the pools' NIXL bases 5557/5558 are one
+    apart: DP 2 binds base and base + 1 (vLLM 0.32), so prefill's second listener is decode's first.
+    In docker each container has its own ports."""
+    sel = Selection(model="MiniMaxAI/MiniMax-M2", hardware="h200", strategy="pd_cluster", nodes=1,
+                    install_mode=install_mode, advanced_args=["--tensor-parallel-size", "2", "--data-parallel-size", "2"])
+    envs = [p.env for p in synthesize(CAT, sel).processes if p.role in ("prefill", "decode")]
+    assert [int(e["VLLM_NIXL_SIDE_CHANNEL_PORT"]) for e in envs] == [5557, 5558]
+    why = engine_shortfall(CAT, sel)
+    assert (why is not None and "side-channel" in why and "DP 2" in why) if clash else why is None
+    assert options(CAT, sel).choice("nodes", "1").available is not clash
