@@ -79,9 +79,9 @@ def engine_shortfall(catalog: Catalog, selection: Selection) -> str | None:
             continue
         share = n // 2 if role == "prefill" else n - n // 2
         if need > share:
+            how = " (DEP sizes it to the whole node)" if pool.mode == "dep" else ""
             return (f"co-located pools split the node's {n} devices ({share} for {role}), but the {role} "
-                    f"engine needs {need} ({pool.mode.upper()} sizes it to the whole node) — give each "
-                    "pool a node of its own (2 or more nodes)")
+                    f"engine needs {need}{how} — give each pool a node of its own (2 or more nodes)")
         value = last_flag_value(argv, *DATA_PARALLEL)
         dp = int(value) if value is not None and value.isdigit() else 1
         if dp > 1 and not docker:
