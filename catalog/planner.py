@@ -14,6 +14,11 @@ docs/constraints.md §3):
   (vLLM CPU runs one rank per NUMA node; a 1-NUMA box never gets the profile's 4), and the memory a
   device offers is one NUMA node's — the profile is adjusted for this plan only. Host-fit warnings
   (LMCache L1 size, CPU workers, CPU KV tier) are added.
+* **Node count** (``strict``): a selection without ``nodes`` is planned with the count the option
+  rows resolve (docs/synthesis.md §2.14: 2 when the variant does not fit one node or a multi-node
+  strategy is picked), or the first count they offer when that one is disabled (N6: co-located PD
+  pools that do not fit one node) — the count the wizard shows; ``strict=False`` keeps the
+  reference builder's 1.
 * **Ids**: an unknown ``kv_offload`` or feature is an error with did-you-mean (like every other id).
 * **Gates** (``strict``): a value the person gave that the wizard disables or hides — a dense model
   with DEP, a strategy the hardware can't run, a connector of another brand — is refused with the
@@ -165,6 +170,15 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
     opts = refusals = None
     if strict:
         opts = options(catalog, selection, detected_profile=detected_profile)
+        if selection.nodes is None and opts.strategy and opts.resolved.get("nodes"):
+            # plan (and check) the node count the rows resolve and show (docs/synthesis.md §2.14;
+            # the first one the nodes row offers when the landing count is disabled, constraints
+            # §3.2 N6): synthesis alone takes 1. The rows are redone at that count.
+            nodes = int(opts.resolved["nodes"])
+            selection = selection.model_copy(update={"nodes": nodes})
+            if nodes != 1:
+                opts = options(catalog, selection, detected_profile=detected_profile)
+                plan = synthesize(catalog, selection)
         refusals = refusals_for(opts, selection)
         blocking = [r for r in refusals if not (r.unverified and selection.allow_unverified)]
         if blocking:

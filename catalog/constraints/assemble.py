@@ -64,6 +64,9 @@ def options(catalog: Any, selection: Any, *, detected_profile: str | None = None
             opts.resolved["feature_modes"][key] = mode
     opts.strategy = _strategy_row(ctx, opts.warnings)
     opts.nodes = _nodes_row(ctx)
+    offered = [int(c.id) for c in opts.nodes if c.available and c.id.isdigit()]
+    if not _sel(selection, "nodes") and offered and ctx.nodes not in offered:
+        opts.resolved["nodes"] = offered[0]  # §3.2 N6: land on a count the row offers (synthesis §2.14)
     _pd_rows(ctx, opts)
     _kv_rows(ctx, opts)
     _feature_rows(ctx, opts)

@@ -10,7 +10,9 @@ from typing import Any
 
 from vllm_deploy_wizard.common.errors import SelectionError
 
-from .. import backends
+from vllm_deploy_wizard.common.contract import MAX_NODES
+
+from .. import backends, gates
 from ..models import HardwareProfile, Recipe, Strategy, Variant
 from ..defaults import (  # §2.14 defaults and the facts they rest on live with the planner
     variant_runs_on, pick_default_hardware, recommend_strategy, default_nodes, node_vram,
@@ -41,6 +43,8 @@ class _Ctx:
     pd: dict[str, Any]
     features: list[str]
     allow_unverified: bool = False
+    advanced_args: tuple[str, ...] = ()
+    """The person's own serve arguments (last wins in the plan; the device-fit rule reads them)."""
 
 
 def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx:
@@ -79,6 +83,11 @@ def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx
     gpus = int(_sel(selection, "gpus") or profile.gpu_count or 1)
     nodes = int(_sel(selection, "nodes") or default_nodes(catalog, recipe, variant_key, hw_id, gpus))
     sid = _sel(selection, "strategy") or recommend_strategy(catalog, recipe, hw_id, nodes, gpus)
+    picked = catalog.strategies.get(_sel(selection, "strategy") or "")
+    if not _sel(selection, "nodes") and picked is not None and picked.deploy_type == "multi_node":
+        # a multi-node strategy picked without a node count lands on its floor, at least 2 (§2.14)
+        floor = gates.nodes_for(recipe, str(_sel(selection, "strategy")), hw_id, gpus)
+        nodes = max(nodes, 2, floor if floor <= MAX_NODES else 2)
     kv = _sel(selection, "kv_offload") or KV_OFF
     pd = _sel(selection, "pd") or {}
     if not isinstance(pd, dict):
@@ -95,6 +104,7 @@ def _context(catalog: Any, selection: Any, detected_profile: str | None) -> _Ctx
         detected=detected, pd=pd,
         features=_feature_list(_sel(selection, "features")),
         allow_unverified=bool(_sel(selection, "allow_unverified")),
+        advanced_args=tuple(str(a) for a in (_sel(selection, "advanced_args") or [])),
     )
 
 

@@ -1,5 +1,5 @@
-"""The Strategy row (docs/constraints.md §3.1 S1–S6 and the §3.2 ``hardware_match`` decisions) and the
-Nodes row (N1–N4; :data:`MAX_NODES`).
+"""The Strategy row (docs/constraints.md §3.1 S1–S6, the §3.2 ``hardware_match`` decisions and S7) and the
+Nodes row (N1–N4, §3.2 N6; :data:`MAX_NODES`).
 """
 
 from __future__ import annotations
@@ -7,7 +7,9 @@ from __future__ import annotations
 from vllm_deploy_wizard.common.contract import MAX_NODES
 
 from .. import backends, gates
+from ..device_fit import engine_shortfall
 from ..models import Strategy
+from ..selection import Selection
 from ..defaults import (scales_out, hidden_by_nodes, has_multi_node, offered_by_hardware_match,
                         unlisted_strategy_text)
 from .choices import Choice, DISABLED, HIDDEN, _num
@@ -20,8 +22,25 @@ def _short(s: Strategy | None, sid: str) -> str:
     return s.short_label or s.display_name or sid
 
 
+def _fit_selection(ctx: _Ctx, sid: str, nodes: int) -> Selection | None:
+    """The selection ``ctx`` reads with ``sid`` at ``nodes`` nodes, for the device-fit rule (S7, N6);
+    None when it is not one (the rows that own the bad value say why)."""
+    try:
+        return Selection(model=ctx.recipe.hf_id, variant=ctx.variant_key, hardware=ctx.hw_id, gpus=ctx.gpus,
+                         strategy=sid, nodes=nodes, install_mode=ctx.install_mode, pd=ctx.pd or None,
+                         router=ctx.router, connector=ctx.connector, advanced_args=list(ctx.advanced_args))
+    except ValueError:
+        return None
+
+
+def _shortfall(ctx: _Ctx, sid: str, nodes: int) -> str | None:
+    """docs/synthesis.md §2.15: why ``sid`` at ``nodes`` plans engines the node can't hold, or None."""
+    sel = _fit_selection(ctx, sid, nodes)
+    return engine_shortfall(ctx.catalog, sel) if sel is not None else None
+
+
 def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
-    """S1–S6 (§3.1) and the §3.2 ``hardware_match`` decisions, compatible strategies first."""
+    """S1–S6 (§3.1), the §3.2 ``hardware_match`` decisions and S7 (§3.2), compatible strategies first."""
     recipe, hw, p = ctx.recipe, ctx.hw_id, ctx.profile
     effective = gates.offered_strategies(recipe)
     order = list(dict.fromkeys([*effective, *recipe.strategy_hardware, *ctx.catalog.strategies]))
@@ -62,6 +81,16 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
             out.append(Choice(sid, label, DISABLED,
                               f"{short} needs at least {hm.min_gpus} GPUs; {hw_name} has {total}"))
             continue
+        if s.deploy_type in ("single_node", "multi_node"):  # S7 (docs/synthesis.md §2.15)
+            short_of = _shortfall(ctx, sid, max(ctx.nodes, 2) if s.deploy_type == "multi_node" else 1)
+            if short_of is not None:
+                out.append(Choice(sid, label, DISABLED, f"{label} can't run on {hw_name}: {short_of}."))
+                continue
+        elif ctx.nodes <= 1 and (not p.scalable or p.gen == "xpu"):  # S7: co-located is PD's only shape (N2, N3)
+            short_of = _shortfall(ctx, sid, 1)
+            if short_of is not None:
+                out.append(Choice(sid, label, DISABLED, f"{label} can't run on {hw_name}: {short_of}."))
+                continue
         warning = None
         if hm is not None and hm.max_gpus and s.deploy_type == "single_node" and ctx.gpus > hm.max_gpus:
             warning = f"{short} is declared for at most {hm.max_gpus} GPUs per node; {hw_name} has {ctx.gpus}."
@@ -83,7 +112,7 @@ def _strategy_row(ctx: _Ctx, warnings: list[str]) -> list[Choice]:
 
 
 def _nodes_row(ctx: _Ctx) -> list[Choice]:
-    """N1–N4 (§3.1); pills 1, 2 and the strategy floor when 2 < floor ≤ 16 (§2.14)."""
+    """N1–N4 (§3.1), N6 (§3.2); pills 1, 2 and the strategy floor when 2 < floor ≤ 16 (§2.14)."""
     recipe, p, hw = ctx.recipe, ctx.profile, ctx.hw_id
     floor = gates.nodes_for(recipe, ctx.strategy_id, hw, ctx.gpus) if scales_out(ctx.strategy) else 1
     counts = [1, 2]
@@ -112,6 +141,11 @@ def _nodes_row(ctx: _Ctx) -> list[Choice]:
             out.append(Choice("1", "1", DISABLED,
                               f"Single-node can't fit this variant on {name} ({_num(need)}GB > "
                               f"{_num(ctx.node_vram)}GB) — use multi-node"))
+        elif ctx.strategy is not None and ctx.strategy.deploy_type == "pd_cluster" and \
+                (short_of := _shortfall(ctx, ctx.strategy_id, 1)) is not None:  # N6
+            modes = [m.upper() for m in ("tp", "tep") if m in gates.pool_modes(recipe, hw, p, ctx.gpus)]
+            other = f" Or pick {' or '.join(modes)} pools." if modes and "DEP" in short_of else ""
+            out.append(Choice("1", "1", DISABLED, f"One node can't hold both PD pools: {short_of}.{other}"))
         else:
             out.append(Choice("1", "1"))
     return out

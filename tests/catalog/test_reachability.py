@@ -39,6 +39,12 @@ def _plan_ok(**sel) -> None:
     assert planned.refusals == [] and planned.plan.processes, sel
 
 
+def _nodes_offered(model: str, hw: str | None, strategy: str, nodes: int) -> bool:
+    """The node count is offered under ``strategy`` too (N6: co-located PD pools that do not fit
+    one node disable 1)."""
+    return _opts(model, hw, strategy, nodes).choice("nodes", str(nodes)).available
+
+
 @lru_cache(maxsize=None)
 def _hardware_offers() -> tuple[dict, dict, dict]:
     verified, unverified, reasons = {}, {}, {}
@@ -85,7 +91,7 @@ def _strategy_offers() -> dict:
     found = {}
     for model, hw, nodes in _places():
         for c in _opts(model, hw, nodes=nodes).strategy:
-            if c.available:
+            if c.available and _nodes_offered(model, hw, c.id, nodes):
                 found.setdefault(c.id, (model, hw, nodes))
     return found
 
@@ -163,6 +169,8 @@ def _pd_offers() -> tuple[dict, dict]:
     connectors, routers = {}, {}
     for model, hw, nodes in _places():
         if not any(c.id == "pd_cluster" and c.available for c in _opts(model, hw, nodes=nodes).strategy):
+            continue
+        if not _nodes_offered(model, hw, "pd_cluster", nodes):
             continue
         for router in ("vllm", "dynamo", "smg"):
             o = _opts(model, hw, "pd_cluster", nodes, router=router)

@@ -41,10 +41,13 @@ if os.path.basename(sys.argv[0]) == "vllm" and "NixlConnector" in " ".join(argv)
         held.append(s)
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        self.send_response(200 if self.path == "/health" else 404)
-        self.send_header("Content-Length", "2")
+        body = b"ok"
+        if self.path == "/v1/models" and len(argv) > 1:  # the served model, as vLLM lists it
+            body = ('{"object":"list","data":[{"id":"%s","object":"model"}]}' % argv[1]).encode()
+        self.send_response(200 if self.path in ("/health", "/v1/models") else 404)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(b"ok")
+        self.wfile.write(body)
     def log_message(self, *a):
         pass
 print("listening", flush=True)
@@ -64,7 +67,7 @@ def _colocated_pd_plan() -> dict:
     from vllm_deploy_wizard.catalog.planner import plan_selection
     from vllm_deploy_wizard.catalog.render import plan_file
 
-    planned = plan_selection(load_catalog(), Selection(model="zai-org/GLM-5", hardware="h200", strategy="pd_cluster",
+    planned = plan_selection(load_catalog(), Selection(model="MiniMaxAI/MiniMax-M2", hardware="h200", strategy="pd_cluster",
                                                        install_mode="pip"))
     return plan_file(planned.plan, {"catalog_source": "bundled"}, "test")
 

@@ -1,0 +1,90 @@
+"""Whether a strategy's engines fit the devices of their node (``docs/synthesis.md`` §2.15).
+
+The reference builder renders some shapes that no vLLM can start, and the goldens pin that text
+(docs/synthesis.md §2.6): single-node DEP that keeps a recipe's TP beside ``--data-parallel-size``
+(MiniMax-M2 on MI300X: TP 2 × DP 8 = 16 devices on 8), multi-node DEP that keeps TP 8 beside
+``--data-parallel-size-local`` = the node's devices, co-located PD pools that keep the full node's
+DP on half of it. The wizard keeps the reference text and does not *offer* those shapes
+(docs/constraints.md §3.2 S7, N6): :func:`engine_shortfall` says why one does not fit.
+
+The rule mirrors vLLM 0.32.0: an engine uses TP × PP devices per DP rank and
+``--data-parallel-size-local`` DP ranks on its node (``vllm/config/parallel.py``,
+``world_size_across_dp``; the same count as :func:`~vllm_deploy_wizard.common.parallelism.devices_on_node`
+and the launcher's preflight), and a NIXL connector binds one handshake listener per DP rank at
+``VLLM_NIXL_SIDE_CHANNEL_PORT`` + DP rank (``vllm/distributed/kv_transfer/kv_connector/v1/nixl/
+base_scheduler.py``): two co-located pools whose bases are one apart overlap once a pool runs DP > 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vllm_deploy_wizard.common.errors import SelectionError
+from vllm_deploy_wizard.common.flags import last_flag_value
+from vllm_deploy_wizard.common.parallelism import DATA_PARALLEL, devices_on_node
+
+from .backends import backend_for
+from .loader import Catalog
+from .selection import Selection
+
+
+def _engine_argv(ctx: Any, node_role: str, role: str | None = None) -> list[str]:
+    """The argv of the rank-0 engine of ``role`` (or of the single/multi-node shape), deduped as
+    synthesis emits it."""
+    from .processes import serve_process
+
+    toks = ctx.build_args(node_role, 0, role=role) if role else ctx.build_args(node_role, 0)
+    return serve_process(ctx, "fit", node_role, 0, toks, {}).argv
+
+
+def engine_shortfall(catalog: Catalog, selection: Selection) -> str | None:
+    """Why the engines ``selection`` plans do not fit their node, or None when they do.
+
+    Single-/multi-node shapes: the head engine's TP × PP × DP-local must be at most the node's
+    devices (``selection.gpus`` or the profile's count). A PD pool placed on its own node(s) the
+    same; a co-located pool (0 pool nodes: half the node each, CUDA_VISIBLE_DEVICES split) must fit
+    its half and, outside docker (each container has its own ports), run DP 1 so the NIXL
+    side-channel bases 5557/5558 of the two pools do not overlap. A selection that does not resolve
+    (an id the catalog lacks, a custom model) returns None: the rows that own those ids say why.
+    Omni recipes and CPU backends (a rank is a set of cores, not a device; the launcher's preflight
+    does not count devices there either): None.
+    """
+    from .resolution import resolve
+
+    try:
+        ctx = resolve(catalog, selection)
+    except (SelectionError, KeyError, ValueError):
+        return None
+    if ctx.recipe.is_omni or ctx.strategy is None or ctx.deploy == "kv_store_lb":
+        return None
+    if backend_for(ctx.profile).key == "cpu":  # ranks are NUMA-bound threads, not devices (docs/backends.md §7)
+        return None
+    n = ctx.gpu_count
+    if not ctx.is_pd:
+        multi = ctx.deploy == "multi_node" and ctx.nodes > 1
+        argv = _engine_argv(ctx, "head" if multi else "serve")
+        need = devices_on_node(argv)
+        if need is not None and need > n:
+            return (f"its engine needs {need} devices per node (tensor × pipeline × data-parallel-local"
+                    f" of the recipe's command) and a node has {n}")
+        return None
+    docker = ctx.install_mode == "docker"
+    for role in ("prefill", "decode"):
+        pool = ctx.pools[role]
+        argv = _engine_argv(ctx, role, role=role)
+        need = devices_on_node(argv) or 1
+        if pool.nodes >= 1:
+            if need > n:
+                return f"the {role} pool's engine needs {need} devices per node and a node has {n}"
+            continue
+        share = n // 2 if role == "prefill" else n - n // 2
+        if need > share:
+            how = " (DEP sizes it to the whole node)" if pool.mode == "dep" else ""
+            return (f"co-located pools split the node's {n} devices ({share} for {role}), but the {role} "
+                    f"engine needs {need}{how} — give each pool a node of its own (2 or more nodes)")
+        value = last_flag_value(argv, *DATA_PARALLEL)
+        dp = int(value) if value is not None and value.isdigit() else 1
+        if dp > 1 and not docker:
+            return (f"co-located pools' NIXL side-channel bases are one port apart and the {role} pool "
+                    f"runs DP {dp} (one listener per DP rank) — give each pool a node of its own")
+    return None
