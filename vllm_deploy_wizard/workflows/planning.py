@@ -59,17 +59,19 @@ def hardware_snapshot(inventory: Any, best: Any) -> dict[str, Any]:
     Keys: ``source``, ``device_count``, ``accelerator``, ``brand``, ``matched_profile``,
     ``match_quality``, ``notes``, ``host_capacity`` (the node's RAM and CPUs, which
     :func:`catalog.hostfit.host_fit_warnings` checks a plan against, docs/detection.md §5.1) and
-    ``vllm_view`` (the devices vLLM sees: partitions, tiles; None for a CPU node)."""
+    ``vllm_view`` (the devices vLLM sees: partitions, tiles; None for a CPU node). An inventory
+    without accelerator groups (a CPU node; the wizard's tests give partial ones) records none.
+    Raises AttributeError when the inventory has no host facts at all."""
     from dataclasses import asdict
 
     from vllm_deploy_wizard.catalog.hostfit import HostCapacity
     from vllm_deploy_wizard.detect.partitions import vllm_view
 
-    primary = inventory.primary
+    primary = getattr(inventory, "primary", None)
     view = vllm_view(primary) if primary is not None and not primary.pci_only else None
     return {
-        "source": inventory.source,
-        "device_count": inventory.device_count,
+        "source": getattr(inventory, "source", "live"),
+        "device_count": getattr(inventory, "device_count", 0),
         "accelerator": primary.name if primary else None,
         "brand": primary.brand if primary else None,
         "matched_profile": getattr(best, "profile_id", None),
