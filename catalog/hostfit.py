@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_deploy_wizard.common.flags import last_flag_value
+from vllm_deploy_wizard.common.numa import rank_numa_node
 from vllm_deploy_wizard.common.parallelism import devices_on_node
 
 from .loader import Catalog
@@ -99,7 +100,7 @@ class HostCapacity:
         numa_cpus = tuple(tuple(parse_cpu_list(getattr(n, "cpulist", "") or "")) for n in nodes)
         free = [getattr(n, "free_bytes", None) for n in nodes]
         libs = getattr(host, "preload_libraries", None)
-        sizes = [n.mem_bytes for n in nodes if getattr(n, "mem_bytes", None)]
+        rank_node = rank_numa_node(nodes)
         return cls(
             ram_bytes=getattr(host, "ram_bytes", None) or getattr(host, "mem_total_bytes", None),
             available_bytes=getattr(host, "mem_available_bytes", None),
@@ -109,7 +110,7 @@ class HostCapacity:
             numa_free_bytes=tuple(int(f) for f in free) if free and all(f for f in free) else None,
             preload_libraries=tuple(libs) if libs else None,
             numa_nodes=len(nodes) or getattr(host, "numa_nodes_with_cpus", None) or None,
-            numa_node_bytes=min(sizes) if sizes else None,
+            numa_node_bytes=getattr(rank_node, "mem_bytes", None) or None,
             amx=getattr(cpu, "amx", None),
         )
 

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Mapping
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.flags import last_flag_value
+from vllm_deploy_wizard.common.numa import rank_numa_node
 from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.launcher.causes import UTIL_MARGIN
 from vllm_deploy_wizard.launcher.containers import (DOCKER_DEFAULT_SHM_BYTES, container_shm_bytes, expand_home,
@@ -94,8 +95,9 @@ def node_facts(host: Any = None, inventory: Any = None) -> NodeFacts:
     ``host``: detection's ``HostFacts`` — ``primary_ip``, ``default_iface``, ``numa_nodes`` (each
     ``id``, ``cpus``, ``mem_bytes``, ``available_bytes``), ``cgroup_limit_bytes`` and
     ``cgroup_usage_bytes`` (bytes). ``inventory``: detection's ``Inventory``, whose ``primary``
-    accelerator gives the kind and per-device memory. The NUMA memory is the first node with CPUs
-    (node 0 when none has), its ``available_bytes`` being the free memory vLLM's CPU worker checks at
+    accelerator gives the kind and per-device memory. The NUMA memory is the node a CPU rank is
+    sized against (:func:`~vllm_deploy_wizard.common.numa.rank_numa_node`: the smallest with CPUs),
+    its ``available_bytes`` being the free memory vLLM's CPU worker checks at
     start; under a cgroup limit below the node's size the limit is the total and the free memory is
     at most the limit less the cgroup's usage. ``host``'s ``shm_total_bytes`` / ``shm_free_bytes``
     give ``/dev/shm``. ``host`` None gives unknown address, interface and memory (a launch then
@@ -114,9 +116,7 @@ def node_facts(host: Any = None, inventory: Any = None) -> NodeFacts:
 
 
 def _numa_memory(host: Any) -> tuple[int | None, int | None]:
-    nodes = list(getattr(host, "numa_nodes", None) or [])
-    node = (next((n for n in nodes if getattr(n, "cpus", 0)), None)
-            or next((n for n in nodes if getattr(n, "id", None) == 0), None))
+    node = rank_numa_node(getattr(host, "numa_nodes", None) or [])
     total = getattr(node, "mem_bytes", None)
     free = getattr(node, "available_bytes", None)
     if not total or free is None:
