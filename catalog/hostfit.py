@@ -7,7 +7,9 @@ CPU tier for ``cpu_bytes_to_use`` 512 GiB in total. The golden corpus pins those
 synthesis keeps them; when the caller knows the host (``plan --detect`` / ``--replay``, the TUI's
 detected inventory) :func:`host_fit_warnings` adds plan warnings that say, with a concrete number,
 what to lower. docs/detection.md §5.1 asks for exactly this: "report min(host RAM, cgroup limit) as
-usable for offload and warn when the limit is below the option's default".
+usable for offload and warn when the limit is below the option's default". The planner first lowers
+the builder's own sizes to the node (:mod:`.host_sizing`, docs/fit.md §9), so on a detected node these
+warnings are left for the values the person gave.
 
 Decisions:
 

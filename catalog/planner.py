@@ -12,8 +12,10 @@ docs/constraints.md §3):
 * **Node facts** (:class:`.hostfit.HostCapacity`, only when the plan is for the node they were read
   on): on a CPU backend (``generation: cpu``) the device count is the detected NUMA node count
   (vLLM CPU runs one rank per NUMA node; a 1-NUMA box never gets the profile's 4), and the memory a
-  device offers is one NUMA node's — the profile is adjusted for this plan only. Host-fit warnings
-  (LMCache L1 size, CPU workers, CPU KV tier) are added.
+  device offers is one NUMA node's — the profile is adjusted for this plan only. The builder's
+  offload sizes above what the node can pin are lowered to it (:func:`.host_sizing.size_to_host`,
+  docs/fit.md §9); host-fit warnings (LMCache L1 size, CPU workers, CPU KV tier) are added for
+  what is still beyond it (the person's own values).
 * **Ids**: an unknown ``kv_offload`` or feature is an error with did-you-mean (like every other id).
 * **Gates** (``strict``): a value the person gave that the wizard disables or hides — a dense model
   with DEP, a strategy the hardware can't run, a connector of another brand — is refused with the
@@ -175,7 +177,10 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
         from .backends import apply_host_settings
         from .hostfit import companion_fixes, host_fit_warnings
 
+        from .host_sizing import size_to_host
+
         warnings += apply_host_settings(catalog.taxonomy.hardware_profiles, plan, host)
+        plan.notes += size_to_host(catalog, plan, host, selection.companion_args)  # docs/fit.md §9
         warnings += host_fit_warnings(catalog, plan, host)
         fixes = companion_fixes(catalog, plan, host)
     plan.notes += [w for w in warnings if w not in plan.notes]
