@@ -83,6 +83,12 @@ class HostCapacity:
     """Total memory of the smallest such NUMA node, bytes."""
     amx: bool | None = None
     """CPU has AMX tiles (``amx_tile``): vLLM's CPU MLA backend then keeps block size 128 (docs/fit.md §3)."""
+    devices: tuple[dict[str, Any], ...] | None = None
+    """The primary accelerator group's devices in vLLM's order (docs/fit.md §10), each
+    ``{"index", "name", "memory_bytes", "visible_id", "dev_node"}``: ``visible_id`` is what the
+    backend's visibility variable takes (Ascend: the npu-smi logic id), ``dev_node`` the device file
+    docker passes (Ascend: ``/dev/davinci<phy-id>`` when it exists, detect/ascend.py); None for a CPU node, a partitioned or MIG group
+    (:func:`.detect.partitions.vllm_view` describes those) or one seen on PCI only."""
 
     @property
     def usable_bytes(self) -> int | None:
@@ -113,7 +119,24 @@ class HostCapacity:
             numa_nodes=len(nodes) or getattr(host, "numa_nodes_with_cpus", None) or None,
             numa_node_bytes=min(sizes) if sizes else None,
             amx=getattr(cpu, "amx", None),
+            devices=_devices_of(getattr(inventory, "primary", None)),
         )
+
+
+def _devices_of(group: Any) -> tuple[dict[str, Any], ...] | None:
+    """:attr:`HostCapacity.devices` of a detect AcceleratorGroup (read by attribute), or None."""
+    if group is None or getattr(group, "pci_only", False):
+        return None
+    flags = getattr(group, "flags", None) or {}
+    if flags.get("mig") or flags.get("partitioned") or getattr(group, "unit", "") == "TensorCore" or any(
+            int((getattr(d, "details", None) or {}).get("tiles") or 1) > 1 for d in group.devices):
+        return None
+    out = []
+    for d in getattr(group, "devices", None) or []:
+        details = getattr(d, "details", None) or {}
+        out.append({"index": d.index, "name": d.name, "memory_bytes": d.memory_bytes,
+                    "visible_id": details.get("logic_id", d.index), "dev_node": details.get("dev_node")})
+    return tuple(out) or None
 
 
 def parse_cpu_list(text: str) -> list[int]:

@@ -163,6 +163,13 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
     selection = _canonical_ids(catalog, selection)
     check_ids(catalog, selection)
     catalog, selection = apply_node_facts(catalog, selection, host)
+    devices = _picked_devices(selection, host)
+    device_notes = []
+    if devices and selection.gpus != len(devices):  # the picked devices are the devices per node
+        if selection.gpus is not None:
+            device_notes.append(f"warning: {selection.gpus} devices per node asked, {len(devices)} picked with "
+                                f"--devices: planning for the {len(devices)} picked")
+        selection = selection.model_copy(update={"gpus": len(devices)})
     plan = synthesize(catalog, selection)  # first: it names unknown ids with did-you-mean
     opts = refusals = None
     if strict:
@@ -183,14 +190,34 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
         plan.notes += size_to_host(catalog, plan, host, selection.companion_args)  # docs/fit.md §9
         warnings += host_fit_warnings(catalog, plan, host)
         fixes = companion_fixes(catalog, plan, host)
+    profile = catalog.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware")))
+    if profile is not None:  # docs/fit.md §10: the devices of this node the plan runs on
+        from .device_pick import ascend_device_nodes, pin_devices
+
+        plan.notes += device_notes + (pin_devices(profile, plan, devices, host) if devices else [])
+        plan.notes += ascend_device_nodes(plan, host) if host is not None or devices else []
     plan.notes += [w for w in warnings if w not in plan.notes]
     plan.notes += [f"warning: unverified: {line}" for line in plan.unverified]
+    from .device_pick import device_bytes
     from .plan_fit import plan_fit  # docs/fit.md §6
 
-    plan.fit, fit_notes = plan_fit(plan, catalog.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware"))),
-                                   host)
+    plan.fit, fit_notes = plan_fit(plan, profile, host,
+                                   device_bytes=device_bytes(host, devices, selection.gpus) if host else None)
     plan.notes += fit_notes
     return Planned(catalog, selection, opts, plan, refusals, warnings, detected_profile, fixes)
+
+
+def _picked_devices(selection: Selection, host: HostCapacity | None) -> list[int] | None:
+    """``selection.devices`` checked (docs/fit.md §10): no index twice, each one this node has.
+
+    Raises:
+        SelectionError: names ``--devices`` and the node's devices."""
+    from .device_pick import check_devices, parse_devices
+
+    devices = parse_devices(selection.devices)
+    if devices and host is not None:
+        check_devices(devices, host)
+    return devices
 
 
 def options_for(catalog: Any, selection: Any, *, detected_profile: str | None = None,
