@@ -92,10 +92,26 @@ def pin_devices(profile: Any, plan: Any, devices: list[int], host: Any = None) -
         if backend in _CUDA_ORDER:
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         set_process_env(proc, env, (plan.docker or {}).get("image"))
-    names = ", ".join(f"{i} {by_index[i].get('name')}" if i in by_index and by_index[i].get("name") else str(i)
-                      for i in devices)
+    from vllm_deploy_wizard.common.memory_labels import device_total
+
+    names = ", ".join(f"{i} {by_index[i].get('name')} {device_total(by_index[i].get('memory_bytes'))}"
+                      if i in by_index and by_index[i].get("name") else str(i) for i in devices)
     return [f"devices picked: {names} (pinned with {', '.join(sorted(variables))}"
             + (", CUDA_DEVICE_ORDER=PCI_BUS_ID" if backend in _CUDA_ORDER else "") + ")"]
+
+
+def mixed_devices_note(host: Any, devices: list[int] | None, count: int | None) -> list[str]:
+    """A ``warning:`` when this node's devices differ (name or total memory) and the plan uses them
+    without ``--devices``: it names each and the memory the fit takes (the smallest used)."""
+    from vllm_deploy_wizard.common.memory_labels import device_list, device_total, devices_differ
+
+    known = list(getattr(host, "devices", None) or [])
+    if devices or not devices_differ(known):
+        return []
+    used = known[: count or len(known)]
+    return [f"warning: this node's devices differ ({'; '.join(device_list(known))}); the plan uses devices "
+            f"{', '.join(str(d['index']) for d in used)} and sizes the KV cache for the smallest, "
+            f"{device_total(device_bytes(host, None, count))}: pick others with --devices (the wizard's Devices field)"]
 
 
 def set_process_env(proc: Any, env: dict[str, str], image: str | None) -> None:

@@ -58,16 +58,26 @@ def size_to_host(cat: Any, plan: Any, host: HostCapacity, given: Mapping[str, An
     if not n or n < 1:
         return []
     given = given or {}
+    basis = sizing_basis(host, node_share(cat, plan))
     notes: list[str] = []
     builder_configs = _builder_transfer_configs(cat)
     for proc in plan.processes:
         if proc.name.startswith(LMCACHE_PROCESS):
-            notes += [] if "l1_size_gb" in given else _size_lmcache(proc, n)
+            notes += [] if "l1_size_gb" in given else _size_lmcache(proc, n, basis)
             notes += [] if "max_cpu_workers" in given else _size_lmcache_workers(proc, host.cpus)
         elif proc.role in _SERVE_ROLES:
-            notes += _size_transfer_config(proc, n, builder_configs)
-    notes += _size_mooncake(plan, n)
+            notes += _size_transfer_config(proc, n, builder_configs, basis)
+    notes += _size_mooncake(plan, n, basis)
     return list(dict.fromkeys(notes))
+
+
+def sizing_basis(host: HostCapacity, share: float) -> str:
+    """What a sized value was taken from, in the words of :mod:`vllm_deploy_wizard.common.memory_labels`:
+    ``75% of 23.5 GiB usable for offload, at most 20.0 GiB available``."""
+    from vllm_deploy_wizard.common.memory_labels import gib
+
+    text = f"{share:.0%} of {gib(host.usable_bytes)} usable for offload"
+    return text + (f", at most {gib(host.available_bytes)} available" if host.available_bytes else "")
 
 
 def _number(text: str | None) -> float | None:
@@ -77,7 +87,7 @@ def _number(text: str | None) -> float | None:
         return None
 
 
-def _size_lmcache(proc: Any, n: int) -> list[str]:
+def _size_lmcache(proc: Any, n: int, basis: str) -> list[str]:
     """``--l1-size-gb`` (and ``--l1-init-size-gb`` above it) of the LMCache server down to ``n`` GiB."""
     l1 = _number(last_flag_value(proc.argv, "--l1-size-gb"))
     if l1 is None or l1 <= n:
@@ -88,8 +98,8 @@ def _size_lmcache(proc: Any, n: int) -> list[str]:
     if init is not None and init > n:
         proc.argv = set_flag(proc.argv, "--l1-init-size-gb", str(n))
         also = f" and --l1-init-size-gb {n}"
-    return [f"sized for this node: LMCache --l1-size-gb {n}{also} ({proc.name}; the recipe's {l1:g} GiB is "
-            f"more than this node can pin; `plan --l1-size-gb N` sets another)"]
+    return [f"sized for this node: LMCache --l1-size-gb {n}{also} ({proc.name}; {basis}; the recipe's "
+            f"{l1:g} GiB; `plan --l1-size-gb N` sets another)"]
 
 
 def _size_lmcache_workers(proc: Any, cpus: int | None) -> list[str]:
@@ -113,7 +123,7 @@ def _builder_transfer_configs(cat: Any) -> set[str]:
     return out
 
 
-def _size_transfer_config(proc: Any, n: int, builder: set[str]) -> list[str]:
+def _size_transfer_config(proc: Any, n: int, builder: set[str], basis: str) -> list[str]:
     """OffloadingConnector ``cpu_bytes_to_use`` / Simple ``cpu_bytes_to_use_per_rank`` of the
     builder's ``--kv-transfer-config`` down to ``n`` GiB on this node (pip and docker forms alike)."""
     text = last_flag_value(proc.argv, "--kv-transfer-config")
@@ -139,11 +149,11 @@ def _size_transfer_config(proc: Any, n: int, builder: set[str]) -> list[str]:
     extra[key] = new
     sized = json.dumps(config, separators=(",", ":"))
     proc.argv = set_flag(proc.argv, "--kv-transfer-config", sized)
-    return [f"sized for this node: {connector} {key} {new} ({new / GIB:.0f} GiB; the recipe's {old / GIB:.0f} GiB "
-            "is more than this node can pin)"]
+    return [f"sized for this node: {connector} {key} {new} ({new / GIB:.0f} GiB; {basis}; the recipe's "
+            f"{old / GIB:.0f} GiB)"]
 
 
-def _size_mooncake(plan: Any, n: int) -> list[str]:
+def _size_mooncake(plan: Any, n: int, basis: str) -> list[str]:
     """``global_segment_size`` of the plan's Mooncake config files down to this node's share: the
     standalone store's whole segment, the embedded (per vLLM worker) segment × ranks on the node."""
     notes: list[str] = []
@@ -164,6 +174,6 @@ def _size_mooncake(plan: Any, n: int) -> list[str]:
         files[env] = {**body, "global_segment_size": f"{new}GB"}  # a copy: the catalog's template stays
         where = (f"per vLLM worker × {ranks} on this node" if per_rank else
                  "the store's pool; size it to the store node's RAM when the store runs on another machine")
-        notes.append(f"sized for this node: Mooncake global_segment_size {new}GB in {env} ({where}; the recipe's "
-                     f"{body.get('global_segment_size')})")
+        notes.append(f"sized for this node: Mooncake global_segment_size {new}GB in {env} ({where}; {basis}; "
+                     f"the recipe's {body.get('global_segment_size')})")
     return notes

@@ -200,16 +200,20 @@ def suggested_gib(host: HostCapacity, share: float) -> int | None:
 
 
 def _gib(n_bytes: float) -> str:
-    return f"{n_bytes / GIB:.1f} GiB"
+    """GiB in the words of every screen (:mod:`vllm_deploy_wizard.common.memory_labels`)."""
+    from vllm_deploy_wizard.common.memory_labels import gib
+
+    return gib(n_bytes)
 
 
 def _why(asked: float, host: HostCapacity, usable: int, share: float, cpu_node: bool) -> str | None:
     """Why ``asked`` bytes of pinned RAM don't fit (None = they do): above the RAM, above the RAM
     free now, or above the share of it the tier may take."""
     if asked > usable:
-        return f"exceeds this node's RAM ({_gib(usable)})"
+        return f"exceeds this node's RAM ({_gib(usable)} usable for offload)"
     if host.available_bytes and asked > host.available_bytes:
-        return f"exceeds this node's free RAM ({_gib(host.available_bytes)} free of {_gib(usable)})"
+        return (f"exceeds the RAM available on this node now ({_gib(host.available_bytes)} available of "
+                f"{_gib(usable)} usable for offload)")
     if asked > share * usable:
         where = "a CPU node, where vLLM's KV cache shares the RAM" if cpu_node else "pinned memory can't be swapped"
         return f"is more than {share:.0%} of this node's RAM ({_gib(usable)}; {where})"
@@ -234,9 +238,9 @@ def _lmcache_warnings(proc: PlanProcess, host: HostCapacity, usable: int | None,
         if n >= 1:
             init = _number(last_flag_value(proc.argv, "--l1-init-size-gb"))
             also = f" and --l1-init-size-gb at most {n}" if init is not None and init > n else ""
-            how = "below free RAM, e.g." if why.startswith("exceeds") else "to at most"
+            how = "below the available RAM, e.g." if why.startswith("exceeds") else "to at most"
             fix = (f"set --l1-size-gb {how} {n}{also} (`plan --l1-size-gb {n}`, or the {proc.name} process "
-                   "of the plan file; launch refuses an L1 above free RAM)")
+                   "of the plan file; launch refuses an L1 above the available RAM)")
         else:
             fix = "this node has no RAM to spare for an LMCache L1 pool; plan without --kv-offload lmcache"
         out.append(f"LMCache L1 size {l1:g} GiB (--l1-size-gb) {why}: {fix}")

@@ -192,9 +192,10 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
         fixes = companion_fixes(catalog, plan, host)
     profile = catalog.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware")))
     if profile is not None:  # docs/fit.md §10: the devices of this node the plan runs on
-        from .device_pick import ascend_device_nodes, pin_devices
+        from .device_pick import ascend_device_nodes, mixed_devices_note, pin_devices
 
         plan.notes += device_notes + (pin_devices(profile, plan, devices, host) if devices else [])
+        plan.notes += mixed_devices_note(host, devices, selection.gpus or profile.gpu_count) if host else []
         plan.notes += ascend_device_nodes(plan, host) if host is not None or devices else []
     plan.notes += [w for w in warnings if w not in plan.notes]
     plan.notes += [f"warning: unverified: {line}" for line in plan.unverified]

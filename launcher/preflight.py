@@ -130,7 +130,7 @@ def ram_problems(spec: RunSpec, free_bytes: int) -> list[str]:
                     continue
                 if gib > free_gib:
                     problems.append(f"{p.name!r}: {flag} {value} asks for {gib:g} GiB of RAM but only "
-                                    f"{free_gib:.1f} GiB is free; lower {flag} below {free_gib:.0f}")
+                                    f"{free_gib:.1f} GiB is available; lower {flag} below {free_gib:.0f}")
     return problems
 
 
@@ -158,7 +158,7 @@ def kv_tier_problems(spec: RunSpec, free_bytes: int) -> list[str]:
             continue
         if asked > free_bytes:
             problems.append(f"{p.name!r}: --kv-transfer-config {key} pins {asked / 2**30:.1f} GiB of RAM on this "
-                            f"node but only {free_bytes / 2**30:.1f} GiB is free; lower {key}")
+                            f"node but only {free_bytes / 2**30:.1f} GiB is available; lower {key}")
     return problems
 
 
@@ -183,7 +183,7 @@ def segment_problems(spec: RunSpec, free_bytes: int) -> list[str]:
                 each = f" × {ranks} ranks" if ranks > 1 else ""
                 problems.append(f"{p.name!r}: {path} global_segment_size {config['global_segment_size']}{each} pins "
                                 f"{size * ranks / 2**30:.1f} GiB of RAM but only {free_bytes / 2**30:.1f} GiB is "
-                                "free; lower global_segment_size in that file")
+                                "available; lower global_segment_size in that file")
     return problems
 
 

@@ -81,6 +81,17 @@ def test_plan_devices_pins_the_picked_gpus_in_pci_order(capsys, tiny_model: str)
     assert code == 0 and argv[argv.index("--tensor-parallel-size") + 1] == "2"  # TP over the two picked
 
 
+def test_plan_on_mixed_gpus_without_devices_says_which_memory_it_sizes_for(capsys) -> None:
+    code, out, _ = _run(capsys, "plan", "--model", "Qwen/Qwen3-32B", "--replay", str(MIXED), "--allow-unverified")
+    line = next(n for n in out.splitlines() if "devices differ" in n)
+    assert code == 0 and "1: NVIDIA GeForce RTX 3060, 12.0 GiB total" in line
+    assert "sizes the KV cache for the smallest, 12.0 GiB total" in line and "--devices" in line
+    code, out, _ = _run(capsys, "plan", "--model", "Qwen/Qwen3-32B", "--replay", str(MIXED), "--allow-unverified",
+                        "--devices", "0,2")
+    assert code == 0 and "devices differ" not in out
+    assert "devices picked: 0 NVIDIA GeForce RTX 4090 24.0 GiB total, 2 NVIDIA GeForce RTX 4090 24.0 GiB total" in out
+
+
 @pytest.mark.parametrize("devices, message", [
     ("0,5", "--devices 0,5: this node has devices 0 NVIDIA GeForce RTX 4090, 1 NVIDIA GeForce RTX 3060, "
             "2 NVIDIA GeForce RTX 4090"),

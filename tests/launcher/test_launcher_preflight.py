@@ -118,7 +118,7 @@ def test_preflight_refuses_a_cpu_kv_tier_above_the_free_ram():
     serve = ProcessSpec(name="serve", argv=("vllm", "serve", "m", "--kv-transfer-config", _json.dumps(cfg)))
     problems = kv_tier_problems(RunSpec((serve,)), 23 * 2**30)
     assert problems == ["'serve': --kv-transfer-config cpu_bytes_to_use pins 512.0 GiB of RAM on this node but "
-                        "only 23.0 GiB is free; lower cpu_bytes_to_use"]
+                        "only 23.0 GiB is available; lower cpu_bytes_to_use"]
     assert kv_tier_problems(RunSpec((serve,)), 600 * 2**30) == []
     per_rank = {"kv_connector": "SimpleCPUOffloadConnector",
                 "kv_connector_extra_config": {"cpu_bytes_to_use_per_rank": 8 * 2**30}}
@@ -140,7 +140,7 @@ def test_preflight_refuses_mooncake_segments_above_the_free_ram(tmp_path):
     assert segment_problems(RunSpec((serve,)), 20 * 2**30) == []  # 2 × 10 GiB = exactly the free RAM
     problems = segment_problems(RunSpec((serve,)), 19 * 2**30)
     assert problems == [f"'serve': {worker_cfg} global_segment_size 10GB × 2 ranks pins 20.0 GiB of RAM but only "
-                        "19.0 GiB is free; lower global_segment_size in that file"]
+                        "19.0 GiB is available; lower global_segment_size in that file"]
     store_cfg = tmp_path / "store.json"
     store_cfg.write_text(_json.dumps({"mode": "standalone-store", "global_segment_size": "500GB"}))
     store = ProcessSpec(name="mooncake-store", argv=("python3", "-m", "mooncake.mooncake_store_service",

@@ -71,7 +71,7 @@ def render(inv: Any, candidates: list[Any], profiles: Any, colour: bool = False)
             lines += [f"  note: {n}" for n in group.notes]
             view = vllm_view(group)
             if view.reason:
-                each = f", {_gib(view.memory_bytes_each)} each" if view.memory_bytes_each else ""
+                each = f", {_gib(view.memory_bytes_each)} total each" if view.memory_bytes_each else ""
                 lines.append(f"  vLLM sees: {view.devices} devices{each} - {view.reason}")
     else:
         lines.append("Accelerators: none - CPU-only node")
