@@ -10,9 +10,10 @@ the wizard's device field); :func:`pin_devices` then pins every serve process to
   Ascend ``ASCEND_RT_VISIBLE_DEVICES`` with npu-smi's logic ids, XPU ``ZE_AFFINITY_MASK``, TPU
   ``TPU_VISIBLE_CHIPS``), a process the shape already pins to its own share (``0,1`` of a
   DP-per-device plan) being mapped onto the picked devices in order;
-* NVIDIA and AMD also get ``CUDA_DEVICE_ORDER=PCI_BUS_ID``: CUDA numbers devices fastest first by
-  default, so without it index 0 may not be the GPU ``nvidia-smi`` lists as 0 (vLLM 0.32 warns on
-  mixed devices without it, ``vllm/platforms/cuda.py`` ``CudaPlatform.log_warnings``);
+* NVIDIA also gets ``CUDA_DEVICE_ORDER=PCI_BUS_ID``: CUDA numbers devices fastest first by default,
+  so without it index 0 may not be the GPU ``nvidia-smi`` lists as 0 (vLLM 0.32 warns on mixed
+  devices without it, ``vllm/platforms/cuda.py`` ``CudaPlatform.log_warnings``); the variable is
+  CUDA's own, so other backends do not get it;
 * a docker process gets the same ``-e`` flags, and on Ascend one ``--device /dev/davinciN`` per
   picked die, N its physical id (:func:`ascend_device_nodes`).
 
@@ -30,8 +31,8 @@ from vllm_deploy_wizard.common.errors import SelectionError
 from .backends import backend_for, pin_env
 
 _SERVE_ROLES = ("serve", "head", "worker", "prefill", "decode")
-#: Backends whose runtime orders devices by CUDA's rule (``CUDA_DEVICE_ORDER``).
-_CUDA_ORDER = ("cuda", "rocm")
+#: Backends whose runtime orders devices by ``CUDA_DEVICE_ORDER`` (a CUDA runtime variable; HIP has no such switch).
+_CUDA_ORDER = ("cuda",)
 
 
 def parse_devices(text: str | list[int] | None, flag: str = "--devices") -> list[int] | None:
@@ -81,14 +82,16 @@ def pin_devices(profile: Any, plan: Any, devices: list[int], host: Any = None) -
         return ["--devices: a CPU plan has no devices to pick (vLLM CPU binds NUMA nodes)"]
     by_index = {d["index"]: d for d in (getattr(host, "devices", None) or [])}
     visible = [int(by_index.get(i, {}).get("visible_id", i)) for i in devices]
-    variables = set(pin_env(profile, [0]))
+    variables = set(backend_for(profile).visibility_vars)
     for proc in plan.processes:
         if proc.role not in _SERVE_ROLES:
             continue
         own = next((proc.env[v] for v in variables if v in proc.env), None)
         share = [visible[int(i)] for i in own.split(",") if i.strip().isdigit() and int(i) < len(visible)] \
             if own else visible
-        env = {k: v for k, v in pin_env(profile, share or visible).items() if k in variables}
+        # the visibility variables are set; other pins of the shape (TPU process port, bounds) are kept
+        env = {k: v for k, v in pin_env(profile, share or visible).items()
+               if k in backend_for(profile).visibility_vars or k not in proc.env}
         if backend in _CUDA_ORDER:
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         set_process_env(proc, env, (plan.docker or {}).get("image"))

@@ -120,6 +120,11 @@ class HardwareScreen(WizardScreen):
             gpus_input.value = str(gpus)
         if chosen and chosen in profiles:
             gpus_input.placeholder = f"{getattr(profiles[chosen], 'gpu_count', '')} (profile)"
+        devices = app.selection.get("devices")  # a pick made elsewhere (--selection file) is shown
+        shown = ",".join(str(i) for i in devices) if devices else ""
+        box = self.query_one("#devices", Input)
+        if devices and box.value.replace(" ", "") != shown:
+            box.value = shown
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:

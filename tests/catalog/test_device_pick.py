@@ -48,7 +48,15 @@ def test_rocm_pins_one_variable_vllm_keeps_consistent(profiles) -> None:
     """vLLM 0.32's ROCm platform refuses HIP_VISIBLE_DEVICES ≠ CUDA_VISIBLE_DEVICES: one variable pins."""
     proc = PlanProcess(name="serve", role="serve", argv=["vllm", "serve", "m"])
     pin_devices(profiles["mi300x"], _plan(proc), [4, 5])
-    assert proc.env == {"CUDA_VISIBLE_DEVICES": "4,5", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    assert proc.env == {"CUDA_VISIBLE_DEVICES": "4,5"}  # CUDA_DEVICE_ORDER is CUDA's; HIP does not read it
+
+
+def test_tpu_keeps_the_shapes_process_port(profiles) -> None:
+    proc = PlanProcess(name="serve", role="serve", argv=["vllm", "serve", "m"],
+                       env={"TPU_VISIBLE_CHIPS": "0,1", "TPU_PROCESS_PORT": "8477"})
+    pin_devices(profiles["trillium"], _plan(proc), [4, 5, 6, 7])
+    assert proc.env["TPU_VISIBLE_CHIPS"] == "4,5" and proc.env["TPU_PROCESS_PORT"] == "8477"
+    assert "CUDA_DEVICE_ORDER" not in proc.env
 
 
 def test_ascend_pins_logic_ids_and_passes_the_physical_files(profiles) -> None:
