@@ -26,8 +26,13 @@ docs/constraints.md §3):
   reference does.
 * **Warnings**: synthesis's gate warnings, TP that does not divide the attention heads (custom
   models, from their ``config.json``), host-fit warnings.
+* **Devices** (docs/fit.md §10): ``selection.devices`` (``plan --devices``) is checked against the
+  node's devices, sets ``gpus`` to its count and pins the serve processes
+  (:func:`.device_pick.pin_devices`); on Ascend docker processes pass the device files the node has;
+  a node whose devices differ gets a warning naming each when none are picked.
 * **Fit** (docs/fit.md §6): the serve process's KV capacity from the model's own config, as
-  ``plan.fit`` and notes (:func:`.plan_fit.plan_fit`).
+  ``plan.fit`` and notes (:func:`.plan_fit.plan_fit`); on the detected node the device memory is
+  the smallest detected device the plan uses (:func:`.device_pick.device_bytes`).
 """
 
 from __future__ import annotations
@@ -182,9 +187,8 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
     fixes: dict[str, int] = {}
     if host is not None:
         from .backends import apply_host_settings
-        from .hostfit import companion_fixes, host_fit_warnings
-
         from .host_sizing import size_to_host
+        from .hostfit import companion_fixes, host_fit_warnings
 
         warnings += apply_host_settings(catalog.taxonomy.hardware_profiles, plan, host)
         plan.notes += size_to_host(catalog, plan, host, selection.companion_args)  # docs/fit.md §9
@@ -194,16 +198,18 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
     if profile is not None:  # docs/fit.md §10: the devices of this node the plan runs on
         from .device_pick import ascend_device_nodes, mixed_devices_note, pin_devices
 
-        plan.notes += device_notes + (pin_devices(profile, plan, devices, host) if devices else [])
-        plan.notes += mixed_devices_note(host, devices, selection.gpus or profile.gpu_count) if host else []
+        used = selection.gpus or profile.gpu_count
+        warnings += device_notes + (mixed_devices_note(host, devices, used) if host is not None else [])
+        plan.notes += pin_devices(profile, plan, devices, host) if devices else []
         plan.notes += ascend_device_nodes(plan, host) if host is not None or devices else []
     plan.notes += [w for w in warnings if w not in plan.notes]
     plan.notes += [f"warning: unverified: {line}" for line in plan.unverified]
     from .device_pick import device_bytes
     from .plan_fit import plan_fit  # docs/fit.md §6
 
+    count = selection.gpus or (profile.gpu_count if profile is not None else None)
     plan.fit, fit_notes = plan_fit(plan, profile, host,
-                                   device_bytes=device_bytes(host, devices, selection.gpus) if host else None)
+                                   device_bytes=device_bytes(host, devices, count) if host is not None else None)
     plan.notes += fit_notes
     return Planned(catalog, selection, opts, plan, refusals, warnings, detected_profile, fixes)
 
