@@ -7,7 +7,9 @@ CPU tier for ``cpu_bytes_to_use`` 512 GiB in total. The golden corpus pins those
 synthesis keeps them; when the caller knows the host (``plan --detect`` / ``--replay``, the TUI's
 detected inventory) :func:`host_fit_warnings` adds plan warnings that say, with a concrete number,
 what to lower. docs/detection.md §5.1 asks for exactly this: "report min(host RAM, cgroup limit) as
-usable for offload and warn when the limit is below the option's default".
+usable for offload and warn when the limit is below the option's default". The planner first lowers
+the builder's own sizes to the node (:mod:`.host_sizing`, docs/fit.md §9), so on a detected node these
+warnings are left for the values the person gave.
 
 Decisions:
 
@@ -82,6 +84,12 @@ class HostCapacity:
     """Total memory of the smallest such NUMA node, bytes."""
     amx: bool | None = None
     """CPU has AMX tiles (``amx_tile``): vLLM's CPU MLA backend then keeps block size 128 (docs/fit.md §3)."""
+    devices: tuple[dict[str, Any], ...] | None = None
+    """The primary accelerator group's devices in vLLM's order (docs/fit.md §10), each
+    ``{"index", "name", "memory_bytes", "visible_id", "dev_node"}``: ``visible_id`` is what the
+    backend's visibility variable takes (Ascend: the npu-smi logic id), ``dev_node`` the device file
+    docker passes (Ascend: ``/dev/davinci<phy-id>`` when it exists, detect/ascend.py); None for a CPU node, a partitioned or MIG group
+    (:func:`.detect.partitions.vllm_view` describes those) or one seen on PCI only."""
 
     @property
     def usable_bytes(self) -> int | None:
@@ -112,7 +120,24 @@ class HostCapacity:
             numa_nodes=len(nodes) or getattr(host, "numa_nodes_with_cpus", None) or None,
             numa_node_bytes=getattr(rank_node, "mem_bytes", None) or None,
             amx=getattr(cpu, "amx", None),
+            devices=_devices_of(getattr(inventory, "primary", None)),
         )
+
+
+def _devices_of(group: Any) -> tuple[dict[str, Any], ...] | None:
+    """:attr:`HostCapacity.devices` of a detect AcceleratorGroup (read by attribute), or None."""
+    if group is None or getattr(group, "pci_only", False):
+        return None
+    flags = getattr(group, "flags", None) or {}
+    if flags.get("mig") or flags.get("partitioned") or getattr(group, "unit", "") == "TensorCore" or any(
+            int((getattr(d, "details", None) or {}).get("tiles") or 1) > 1 for d in group.devices):
+        return None
+    out = []
+    for d in getattr(group, "devices", None) or []:
+        details = getattr(d, "details", None) or {}
+        out.append({"index": d.index, "name": d.name, "memory_bytes": d.memory_bytes,
+                    "visible_id": details.get("logic_id", d.index), "dev_node": details.get("dev_node")})
+    return tuple(out) or None
 
 
 def parse_cpu_list(text: str) -> list[int]:
@@ -176,16 +201,20 @@ def suggested_gib(host: HostCapacity, share: float) -> int | None:
 
 
 def _gib(n_bytes: float) -> str:
-    return f"{n_bytes / GIB:.1f} GiB"
+    """GiB in the words of every screen (:mod:`vllm_deploy_wizard.common.memory_labels`)."""
+    from vllm_deploy_wizard.common.memory_labels import gib
+
+    return gib(n_bytes)
 
 
 def _why(asked: float, host: HostCapacity, usable: int, share: float, cpu_node: bool) -> str | None:
     """Why ``asked`` bytes of pinned RAM don't fit (None = they do): above the RAM, above the RAM
     free now, or above the share of it the tier may take."""
     if asked > usable:
-        return f"exceeds this node's RAM ({_gib(usable)})"
+        return f"exceeds this node's RAM ({_gib(usable)} usable for offload)"
     if host.available_bytes and asked > host.available_bytes:
-        return f"exceeds this node's free RAM ({_gib(host.available_bytes)} free of {_gib(usable)})"
+        return (f"exceeds the RAM available on this node now ({_gib(host.available_bytes)} available of "
+                f"{_gib(usable)} usable for offload)")
     if asked > share * usable:
         where = "a CPU node, where vLLM's KV cache shares the RAM" if cpu_node else "pinned memory can't be swapped"
         return f"is more than {share:.0%} of this node's RAM ({_gib(usable)}; {where})"
@@ -210,9 +239,9 @@ def _lmcache_warnings(proc: PlanProcess, host: HostCapacity, usable: int | None,
         if n >= 1:
             init = _number(last_flag_value(proc.argv, "--l1-init-size-gb"))
             also = f" and --l1-init-size-gb at most {n}" if init is not None and init > n else ""
-            how = "below free RAM, e.g." if why.startswith("exceeds") else "to at most"
+            how = "below the available RAM, e.g." if why.startswith("exceeds") else "to at most"
             fix = (f"set --l1-size-gb {how} {n}{also} (`plan --l1-size-gb {n}`, or the {proc.name} process "
-                   "of the plan file; launch refuses an L1 above free RAM)")
+                   "of the plan file; launch refuses an L1 above the available RAM)")
         else:
             fix = "this node has no RAM to spare for an LMCache L1 pool; plan without --kv-offload lmcache"
         out.append(f"LMCache L1 size {l1:g} GiB (--l1-size-gb) {why}: {fix}")

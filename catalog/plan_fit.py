@@ -65,9 +65,12 @@ def serve_shape(argv: list[str], env: dict[str, str], *, backend: str, device_by
     )
 
 
-def plan_fit(plan: Any, profile: Any, host: Any = None, *, cache_dir: str | None = None) -> tuple[dict | None, list[str]]:
+def plan_fit(plan: Any, profile: Any, host: Any = None, *, cache_dir: str | None = None,
+             device_bytes: int | None = None) -> tuple[dict | None, list[str]]:
     """``(fit block or None, notes)`` for ``plan`` (module docstring). Never raises: a plan is made
-    whether or not its fit can be computed; what could not be read is said in the notes."""
+    whether or not its fit can be computed; what could not be read is said in the notes.
+    ``device_bytes``: the detected total memory of the smallest device the plan uses (docs/fit.md
+    §10; mixed GPUs), used instead of the profile's per-device GB."""
     proc = next((p for p in plan.processes if p.role in _SERVE_ROLES and "serve" in p.argv), None)
     if proc is None:
         return None, []
@@ -84,6 +87,8 @@ def plan_fit(plan: Any, profile: Any, host: Any = None, *, cache_dir: str | None
     device = None
     if backend == "cpu" and host is not None and getattr(host, "numa_node_bytes", None):
         device = int(host.numa_node_bytes)
+    elif backend != "cpu" and device_bytes:
+        device = int(device_bytes)
     elif profile is not None and getattr(profile, "vram_per_device_gb", None):
         device = int(profile.vram_per_device_gb * GIB * PROFILE_GIB_SHARE)
     try:

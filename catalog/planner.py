@@ -12,8 +12,10 @@ docs/constraints.md §3):
 * **Node facts** (:class:`.hostfit.HostCapacity`, only when the plan is for the node they were read
   on): on a CPU backend (``generation: cpu``) the device count is the detected NUMA node count
   (vLLM CPU runs one rank per NUMA node; a 1-NUMA box never gets the profile's 4), and the memory a
-  device offers is one NUMA node's — the profile is adjusted for this plan only. Host-fit warnings
-  (LMCache L1 size, CPU workers, CPU KV tier) are added.
+  device offers is one NUMA node's — the profile is adjusted for this plan only. The builder's
+  offload sizes above what the node can pin are lowered to it (:func:`.host_sizing.size_to_host`,
+  docs/fit.md §9); host-fit warnings (LMCache L1 size, CPU workers, CPU KV tier) are added for
+  what is still beyond it (the person's own values).
 * **Node count** (``strict``): a selection without ``nodes`` is planned with the count the option
   rows resolve (docs/synthesis.md §2.14: 2 when the variant does not fit one node or a multi-node
   strategy is picked), or the first count they offer when that one is disabled (N6: co-located PD
@@ -29,8 +31,13 @@ docs/constraints.md §3):
   reference does.
 * **Warnings**: synthesis's gate warnings, TP that does not divide the attention heads (custom
   models, from their ``config.json``), host-fit warnings.
+* **Devices** (docs/fit.md §10): ``selection.devices`` (``plan --devices``) is checked against the
+  node's devices, sets ``gpus`` to its count and pins the serve processes
+  (:func:`.device_pick.pin_devices`); on Ascend docker processes pass the device files the node has;
+  a node whose devices differ gets a warning naming each when none are picked.
 * **Fit** (docs/fit.md §6): the serve process's KV capacity from the model's own config, as
-  ``plan.fit`` and notes (:func:`.plan_fit.plan_fit`).
+  ``plan.fit`` and notes (:func:`.plan_fit.plan_fit`); on the detected node the device memory is
+  the smallest detected device the plan uses (:func:`.device_pick.device_bytes`).
 """
 
 from __future__ import annotations
@@ -166,6 +173,13 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
     selection = _canonical_ids(catalog, selection)
     check_ids(catalog, selection)
     catalog, selection = apply_node_facts(catalog, selection, host)
+    devices = _picked_devices(selection, host)
+    device_notes = []
+    if devices and selection.gpus != len(devices):  # the picked devices are the devices per node
+        if selection.gpus is not None:
+            device_notes.append(f"warning: {selection.gpus} devices per node asked, {len(devices)} picked with "
+                                f"--devices: planning for the {len(devices)} picked")
+        selection = selection.model_copy(update={"gpus": len(devices)})
     plan = synthesize(catalog, selection)  # first: it names unknown ids with did-you-mean
     opts = refusals = None
     if strict:
@@ -187,19 +201,44 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
     fixes: dict[str, int] = {}
     if host is not None:
         from .backends import apply_host_settings
+        from .host_sizing import size_to_host
         from .hostfit import companion_fixes, host_fit_warnings
 
         warnings += apply_host_settings(catalog.taxonomy.hardware_profiles, plan, host)
+        plan.notes += size_to_host(catalog, plan, host, selection.companion_args)  # docs/fit.md §9
         warnings += host_fit_warnings(catalog, plan, host)
         fixes = companion_fixes(catalog, plan, host)
+    profile = catalog.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware")))
+    if profile is not None:  # docs/fit.md §10: the devices of this node the plan runs on
+        from .device_pick import ascend_device_nodes, mixed_devices_note, pin_devices
+
+        used = selection.gpus or profile.gpu_count
+        warnings += device_notes + (mixed_devices_note(host, devices, used) if host is not None else [])
+        plan.notes += pin_devices(profile, plan, devices, host) if devices else []
+        plan.notes += ascend_device_nodes(plan, host) if host is not None or devices else []
     plan.notes += [w for w in warnings if w not in plan.notes]
     plan.notes += [f"warning: unverified: {line}" for line in plan.unverified]
+    from .device_pick import device_bytes
     from .plan_fit import plan_fit  # docs/fit.md §6
 
-    plan.fit, fit_notes = plan_fit(plan, catalog.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware"))),
-                                   host)
+    count = selection.gpus or (profile.gpu_count if profile is not None else None)
+    plan.fit, fit_notes = plan_fit(plan, profile, host,
+                                   device_bytes=device_bytes(host, devices, count) if host is not None else None)
     plan.notes += fit_notes
     return Planned(catalog, selection, opts, plan, refusals, warnings, detected_profile, fixes)
+
+
+def _picked_devices(selection: Selection, host: HostCapacity | None) -> list[int] | None:
+    """``selection.devices`` checked (docs/fit.md §10): no index twice, each one this node has.
+
+    Raises:
+        SelectionError: names ``--devices`` and the node's devices."""
+    from .device_pick import check_devices, parse_devices
+
+    devices = parse_devices(selection.devices)
+    if devices and host is not None:
+        check_devices(devices, host)
+    return devices
 
 
 def options_for(catalog: Any, selection: Any, *, detected_profile: str | None = None,

@@ -82,6 +82,10 @@ class Selection(BaseModel):
     # product extensions
     gpus: int | None = Field(default=None, ge=1, le=1024)
     """Devices per node; None = the hardware profile's ``gpu_count``."""
+    devices: list[int] | None = None
+    """Device indexes of this node to run on, as ``vllm-wizard detect`` lists them (``plan --devices
+    0,2``); the serve processes are pinned to them and ``gpus`` defaults to their count
+    (docs/fit.md §10). None = the first ``gpus`` devices, unpinned."""
     connector: str | None = None
     """PD KV connector id (seed ``pd_cluster.connectors``); None = the connector marked default."""
     router: str | None = None

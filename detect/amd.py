@@ -160,8 +160,8 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
                      f"switch to SPX/NPS1 to use the {family} profile as intended")
         # Per-partition memory is unreliable (ROCm #4750): keep one device per physical card.
         seen: dict[str, Device] = {}
-        for dev in devices:
-            seen.setdefault(dev.bdf or str(dev.index), dev)
+        for dev in devices:  # a partition may sit on another function of its card's bus (dddd:bb:dd.1)
+            seen.setdefault((dev.bdf or "").rsplit(".", 1)[0] or str(dev.index), dev)
         group.devices = list(seen.values())[:cards] if len(seen) >= cards else devices[:cards]
     if isinstance(link, dict) and link.get("type") == 2 and link.get("hops") == 1:
         group.interconnect = "xgmi"

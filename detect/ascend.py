@@ -161,6 +161,16 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
         group.pci_only, group.access_reason = True, why
         group.notes.append(why)
         return ProbeResult("unavailable", why), group
+    for dev in devices:  # the device file docker passes for this die (named by its physical id)
+        phy = dev.details.get("phy_id")
+        if phy is not None and ctx.has_dev(f"/dev/davinci{phy}"):
+            dev.details["dev_node"] = f"/dev/davinci{phy}"
+    gaps = [d for d in devices if d.details.get("dev_node") and d.details["dev_node"] != f"/dev/davinci{d.index}"]
+    if gaps:
+        nodes = ", ".join(d.details["dev_node"] for d in devices if d.details.get("dev_node"))
+        group.notes.append(f"NPU physical ids skip a slot: the device files are {nodes}; the plan passes those to "
+                           "docker and pins ASCEND_RT_VISIBLE_DEVICES with the logic ids 0.."
+                           f"{len(devices) - 1}")
     odd = [d for d in devices if d.details.get("logic_id") is not None and d.details["logic_id"] != d.index]
     if odd:
         pairs = ", ".join(f"die {d.index} = logic id {d.details['logic_id']}" for d in odd)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from vllm_deploy_wizard.common import suggest, versions
+from vllm_deploy_wizard.common.byte_sizes import mooncake_size_bytes
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.ports import port_free, port_holder
 from vllm_deploy_wizard.launcher.process import child_env
@@ -129,7 +130,7 @@ def ram_problems(spec: RunSpec, free_bytes: int) -> list[str]:
                     continue
                 if gib > free_gib:
                     problems.append(f"{p.name!r}: {flag} {value} asks for {gib:g} GiB of RAM but only "
-                                    f"{free_gib:.1f} GiB is free; lower {flag} below {free_gib:.0f}")
+                                    f"{free_gib:.1f} GiB is available; lower {flag} below {free_gib:.0f}")
     return problems
 
 
@@ -157,7 +158,32 @@ def kv_tier_problems(spec: RunSpec, free_bytes: int) -> list[str]:
             continue
         if asked > free_bytes:
             problems.append(f"{p.name!r}: --kv-transfer-config {key} pins {asked / 2**30:.1f} GiB of RAM on this "
-                            f"node but only {free_bytes / 2**30:.1f} GiB is free; lower {key}")
+                            f"node but only {free_bytes / 2**30:.1f} GiB is available; lower {key}")
+    return problems
+
+
+def segment_problems(spec: RunSpec, free_bytes: int) -> list[str]:
+    """Processes whose Mooncake config file (``MOONCAKE_CONFIG_PATH`` in the env, the store service's
+    ``--config FILE``) registers a ``global_segment_size`` above ``free_bytes`` of free RAM
+    (docs/fit.md §9): a vLLM worker's segment × ranks on the node (embedded mode: one per worker),
+    the standalone store's segment once. Sizes read as vLLM 0.32 ``_parse_size`` (GB = 1024³);
+    an unreadable file is left to the process (it names it)."""
+    problems = []
+    for p in spec.processes:
+        paths = [(p.env.get("MOONCAKE_CONFIG_PATH"), devices_on_node(p.argv) or 1)]
+        if any("mooncake_store_service" in t for t in p.argv):
+            paths.append((last_flag_value(p.argv, "--config"), 1))
+        for path, ranks in paths:
+            try:
+                config = json.loads(Path(path).read_text(encoding="utf-8")) if path else None
+            except (OSError, ValueError):
+                continue
+            size = mooncake_size_bytes(config.get("global_segment_size")) if isinstance(config, dict) else None
+            if size and size * ranks > free_bytes:
+                each = f" × {ranks} ranks" if ranks > 1 else ""
+                problems.append(f"{p.name!r}: {path} global_segment_size {config['global_segment_size']}{each} pins "
+                                f"{size * ranks / 2**30:.1f} GiB of RAM but only {free_bytes / 2**30:.1f} GiB is "
+                                "available; lower global_segment_size in that file")
     return problems
 
 
@@ -417,7 +443,7 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
     version of each ``vllm serve`` process by name (None: unknown), for the node checks.
     """
     free = free_ram()
-    problems: list[str] = ram_problems(spec, free) + kv_tier_problems(spec, free)
+    problems: list[str] = ram_problems(spec, free) + kv_tier_problems(spec, free) + segment_problems(spec, free)
     found_versions: dict[str, str | None] = {}
     version_errors: dict[str, str] = {}
     for p in spec.processes:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vllm_deploy_wizard.common.memory_labels import WHICH_DECIDES, device_list, devices_differ, host_memory
 from vllm_deploy_wizard.tui.catalog_view import field
 
 
@@ -38,11 +39,19 @@ def inventory_lines(inventory: Any) -> list[str]:
         count = field(group, "count", default=0)
         unit = field(group, "unit", default="GPU")
         mem = field(group, "mem_gib_each")
-        line = f"{name}: {count} {unit}" + (f", {_fmt_gib(mem)} each" if mem else "")
+        devices = field(group, "devices", default=[]) or []
+        mixed = devices_differ(devices)
+        if mixed:  # docs/fit.md §10: per device, never the first device's memory × N
+            line = f"mixed {field(group, 'brand', default='')}: {count} {unit}".replace(" :", ":")
+        else:
+            line = f"{name}: {count} {unit}" + (f", {_fmt_gib(mem)} total each" if mem else "")
         inter = field(group, "interconnect")
         if inter and inter != "none":
             line += f", {inter}"
         lines.append(line)
+        if mixed:
+            lines.extend(f"  device {d}" for d in device_list(devices))
+            lines.append("  pick the devices to run on in the Devices field below")
         lines.extend(f"  {n}" for n in field(group, "notes", default=[]) or [])
     if not groups:
         lines.append("No accelerator found — CPU-only node")
@@ -53,9 +62,11 @@ def inventory_lines(inventory: Any) -> list[str]:
         cores = field(cpu, "logical_cpus")
         ram = field(host, "ram_bytes", default=field(host, "mem_total_bytes"))
         text = f"Host: {model}" + (f", {cores} CPUs" if cores else "")
-        if ram:
-            text += f", RAM {_fmt_gib(ram / 2**30)}"
         lines.append(text)
+        if ram:  # the same words as `vllm-wizard detect` (common.memory_labels)
+            lines.append("Memory: " + host_memory(ram, field(host, "mem_available_bytes"),
+                                                  field(host, "cgroup_limit_bytes")))
+            lines.append(f"  ({WHICH_DECIDES})")
         ip, iface = field(host, "primary_ip"), field(host, "default_iface")
         if ip:
             lines.append(f"Network: {ip}" + (f" on {iface}" if iface else "") + f", fabric {field(host, 'fabric', default='none')}")
@@ -96,7 +107,8 @@ def match_lines(candidates: list, profiles: Any) -> list[str]:
 def detected_memory_gb(inventory: Any) -> tuple[float, str] | None:
     """The memory a model must fit into on this machine, in GB (10^9 bytes, the recipes' unit), and
     what it is in words: for GPUs the primary group's per-device memory × devices ("8×141 GiB
-    detected GPU memory"); for a CPU-only node the host RAM ("24 GiB detected host RAM"). None when
+    detected GPU memory"; mixed GPUs each device's total, "24+12+24 GiB …"); for a CPU-only node
+    the host RAM ("24 GiB detected host RAM"). None when
     detection did not report it. On a CPU-only node with NUMA facts it is one NUMA node's memory ×
     the NUMA nodes with CPUs ("1×11 GiB detected NUMA node memory"), what the plan's fit rules use."""
     if inventory is None:
@@ -104,6 +116,10 @@ def detected_memory_gb(inventory: Any) -> tuple[float, str] | None:
     groups = field(inventory, "accelerators", default=[]) or []
     if groups:
         each, count = field(groups[0], "mem_gib_each"), field(groups[0], "count", default=0)
+        devices = field(groups[0], "devices", default=[]) or []
+        if devices_differ(devices):  # mixed GPUs: the sum of each device's total, each named
+            sizes = [field(d, "memory_bytes") or 0 for d in devices]
+            return sum(sizes) / 1e9, "+".join(f"{b / 2**30:.0f}" for b in sizes) + " GiB detected GPU memory"
         if not each or not count:
             return None
         return float(each) * int(count) * 2**30 / 1e9, f"{count}×{float(each):.0f} GiB detected GPU memory"

@@ -8,7 +8,8 @@ switch the variant (H4) says so.
 Paints immediately with "Detecting…"/"Loading catalog…" placeholders; fills in on
 :class:`~vllm_deploy_wizard.tui.app.DataChanged`. Picking a profile (enter) sets ``hardware`` and moves on
 to the model step; the device count per node (``gpus``, defaulting to the detected count when it
-differs from the profile) and node count are editable here.
+differs from the profile), the devices to run on (``devices``: indexes as detected, e.g. ``0,2`` on
+a node with mixed GPUs; the plan pins them, docs/fit.md §10) and node count are editable here.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ class HardwareScreen(WizardScreen):
     HELP_TITLE = "Hardware"
     HELP_INTRO = ("enter on a profile picks it and goes on to the model step. ★ marks the detected profile. "
                   "Devices per node defaults to the profile's count, or on the detected profile to the detected "
-                  "accelerator count when it differs (as `vllm-wizard plan --detect`); Nodes is 1..16. "
+                  "accelerator count when it differs (as `vllm-wizard plan --detect`); Devices picks which of "
+                  "this node's devices run it (indexes as listed, e.g. 0,2; as `plan --devices`); Nodes is 1..16. "
                   "escape asks whether to quit; ctrl+q quits at once.")
 
     DEFAULT_CSS = """
@@ -55,6 +57,8 @@ class HardwareScreen(WizardScreen):
         with Horizontal(id="hw-counts"):
             yield Label("Devices per node")
             yield Input(placeholder="profile", id="gpus", type="integer")
+            yield Label("Devices")
+            yield Input(placeholder="all (e.g. 0,2)", id="devices")
             yield Label("Nodes")
             yield Input(value="1", id="nodes", type="integer")
             yield Static("", id="hw-count-status")
@@ -138,6 +142,11 @@ class HardwareScreen(WizardScreen):
             gpus_input.value = str(gpus)
         if chosen and chosen in profiles:
             gpus_input.placeholder = f"{getattr(profiles[chosen], 'gpu_count', '')} (profile)"
+        devices = app.selection.get("devices")  # a pick made elsewhere (--selection file) is shown
+        shown = ",".join(str(i) for i in devices) if devices else ""
+        box = self.query_one("#devices", Input)
+        if devices and box.value.replace(" ", "") != shown:
+            box.value = shown
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "saved":
@@ -153,6 +162,8 @@ class HardwareScreen(WizardScreen):
             gpus = int(value) if value.isdigit() and int(value) > 0 else None
             if gpus != self.app.selection.get("gpus"):  # not the echo of the default shown here
                 self.app.update_selection(gpus=gpus)
+        elif event.input.id == "devices":
+            self._set_devices(value)
         elif event.input.id == "nodes":
             status = self.query_one("#hw-count-status", Static)
             if not value:
@@ -165,6 +176,22 @@ class HardwareScreen(WizardScreen):
             status.update("")
             if self.app.selection.get("nodes", 1) != int(value):
                 self.app.update_selection(nodes=int(value))
+
+    def _set_devices(self, value: str) -> None:
+        """``devices`` from the Devices field (catalog.device_pick.parse_devices); a bad value is
+        named in the status line and the previous pick kept."""
+        from vllm_deploy_wizard.catalog.device_pick import parse_devices
+        from vllm_deploy_wizard.common.errors import SelectionError
+
+        status = self.query_one("#hw-count-status", Static)
+        try:
+            devices = parse_devices(value, "Devices")
+        except SelectionError as exc:
+            status.update(f"✗ {exc}; still using {self.app.selection.get('devices') or 'all'}.")
+            return
+        status.update("")
+        if devices != self.app.selection.get("devices"):
+            self.app.update_selection(devices=devices)
 
     def action_next(self) -> None:
         """Go to the model step (needs a hardware pick)."""

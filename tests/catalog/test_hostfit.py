@@ -49,10 +49,10 @@ def test_lmcache_l1_above_a_small_cpu_nodes_ram_is_warned_with_half_the_ram(tiny
     assert argv[argv.index("--l1-size-gb") + 1] == "512"  # the pinned companion command is kept
     warnings = host_fit_warnings(cat, plan, SMALL_CPU_NODE)
     l1 = [w for w in warnings if "--l1-size-gb" in w]
-    assert l1 == ["warning: LMCache L1 size 512 GiB (--l1-size-gb) exceeds this node's RAM (23.5 GiB): "
-                  "set --l1-size-gb below free RAM, e.g. 11 and --l1-init-size-gb at most 11 (`plan "
+    assert l1 == ["warning: LMCache L1 size 512 GiB (--l1-size-gb) exceeds this node's RAM (23.5 GiB usable for "
+                  "offload): set --l1-size-gb below the available RAM, e.g. 11 and --l1-init-size-gb at most 11 (`plan "
                   "--l1-size-gb 11`, or the kv_offload:lmcache process of the plan file; launch refuses an L1 "
-                  "above free RAM)"]
+                  "above the available RAM)"]
     workers = [w for w in warnings if "--max-cpu-workers" in w]
     assert workers == ["warning: LMCache --max-cpu-workers 8 is more than this node's 2 CPUs: set it to at "
                        "most 2 (`plan --max-cpu-workers 2`, or the kv_offload:lmcache process of the plan file)"]
@@ -77,11 +77,11 @@ def test_suggestion_never_exceeds_free_ram_and_cgroup_limit_caps_usable_ram(cat)
     plan = synthesize(cat, Selection(model="Qwen/Qwen3-32B", hardware="h200", kv_offload="lmcache"))
     busy = HostCapacity(ram_bytes=1024 * GIB, available_bytes=100 * GIB)
     [w] = host_fit_warnings(cat, plan, busy)
-    assert "exceeds this node's free RAM (100.0 GiB free of 1024.0 GiB)" in w and "e.g. 100 " in w
+    assert "exceeds the RAM available on this node now (100.0 GiB available of 1024.0 GiB usable for offload)" in w and "e.g. 100 " in w
     capped = HostCapacity(ram_bytes=2048 * GIB, cgroup_limit_bytes=64 * GIB)
     assert capped.usable_bytes == 64 * GIB
     [w] = host_fit_warnings(cat, plan, capped)
-    assert "exceeds this node's RAM (64.0 GiB)" in w and "e.g. 48 " in w
+    assert "exceeds this node's RAM (64.0 GiB usable for offload)" in w and "e.g. 48 " in w
     assert suggested_gib(HostCapacity(ram_bytes=GIB // 2), 0.5) == 0
     [w] = host_fit_warnings(cat, plan, HostCapacity(ram_bytes=GIB // 2))
     assert "no RAM to spare for an LMCache L1 pool" in w
@@ -94,7 +94,7 @@ def test_simple_offload_counts_ranks_on_the_node(cat) -> None:
     assert host_fit_warnings(cat, plan, HostCapacity(ram_bytes=(300 * ranks) * GIB)) == []
     [w] = host_fit_warnings(cat, plan, HostCapacity(ram_bytes=(200 * ranks) * GIB))
     assert w.startswith(f"warning: KV offload CPU tier SimpleCPUOffloadConnector 220.0 GiB per rank × {ranks} rank")
-    assert f"exceeds this node's RAM ({200 * ranks:.1f} GiB)" in w
+    assert f"exceeds this node's RAM ({200 * ranks:.1f} GiB usable for offload)" in w
     per = 150  # floor(0.75 × 200·ranks GiB) over the ranks
     assert f"lower cpu_bytes_to_use_per_rank in --kv-transfer-config, e.g. {per * GIB} ({per} GiB)" in w
 

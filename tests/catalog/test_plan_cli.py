@@ -493,18 +493,23 @@ def test_cpu_pip_plan_carries_the_cpu_install_pitfalls():
     assert CPU_PIP_NOTE not in gpu.notes
 
 
-def test_replayed_small_node_gets_host_fit_warnings_and_the_profile_node_none(capsys, snapshot: Path,
-                                                                            shared: Path) -> None:
-    """docs/detection.md §5.1 via catalog.hostfit: with host facts (--replay) the LMCache L1 the recipe
-    pins (512 GB) is checked against the node's RAM; without them (no --detect) nothing is claimed."""
+def test_replayed_small_node_gets_node_sized_companions_and_the_profile_node_none(capsys, snapshot: Path,
+                                                                                shared: Path) -> None:
+    """docs/fit.md §9 via catalog.host_sizing: with host facts (--replay) the LMCache L1 the recipe pins
+    (512 GB) is sized to the node's RAM in the command itself; without them (no --detect) the command
+    text stays the builder's and nothing is claimed about a node."""
     fixture = shared / "fixtures" / "detect" / "nvidia_rtx5090_1x.yaml"
     base = ("--recipes", str(snapshot), "--model", "Qwen/Qwen3-32B", "--kv-offload", "lmcache")
     code, out, _ = _plan(capsys, *base, "--replay", str(fixture))
-    assert code == 0 and "--l1-size-gb 512" in out  # the command text stays the builder's
-    warning = next(line for line in out.splitlines() if "LMCache L1 size 512" in line)
-    assert "e.g. 93" in warning, warning
+    assert code == 0 and "--l1-size-gb 93" in out and "--l1-size-gb 512" not in out
+    note = next(line for line in out.splitlines() if "sized for this node: LMCache" in line)
+    assert "the recipe's 512 GiB" in note, note
+    assert "warning: LMCache L1 size" not in out  # the sized value fits: nothing left to warn about
+    code, out, _ = _plan(capsys, *base, "--replay", str(fixture), "--l1-size-gb", "512")
+    warning = next(line for line in out.splitlines() if "LMCache L1 size 512" in line)  # the person's value
+    assert code == 0 and "e.g. 93" in warning, warning
     code, out, _ = _plan(capsys, *base, "--hardware", "rtx_5090")
-    assert code == 0 and "LMCache L1 size" not in out
+    assert code == 0 and "--l1-size-gb 512" in out and "LMCache L1 size" not in out and "sized for" not in out
     assert "· rtx_5090 (1 device/node) ·" in out.splitlines()[0]
 
 

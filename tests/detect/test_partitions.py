@@ -67,7 +67,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_detect_shows_and_plan_uses_what_vllm_sees(fixture_dir) -> None:
     modes = str(fixture_dir / "failure_modes.yaml")
     shown = _cli("detect", "--replay", modes, "--scenario", "amd_cpx_nps4_partitioned")
-    assert "vLLM sees: 64 devices, 24.0 GiB each" in shown.stdout, shown.stdout
+    assert "vLLM sees: 64 devices, 24.0 GiB total each" in shown.stdout, shown.stdout
     as_json = json.loads(_cli("detect", "--replay", modes, "--scenario", "amd_cpx_nps4_partitioned", "--json").stdout)
     assert as_json["vllm_view"]["devices"] == 64
     planned = _cli("plan", "--model", "Qwen/Qwen3-32B", "--replay", modes, "--scenario", "amd_cpx_nps4_partitioned",

@@ -118,9 +118,33 @@ def test_preflight_refuses_a_cpu_kv_tier_above_the_free_ram():
     serve = ProcessSpec(name="serve", argv=("vllm", "serve", "m", "--kv-transfer-config", _json.dumps(cfg)))
     problems = kv_tier_problems(RunSpec((serve,)), 23 * 2**30)
     assert problems == ["'serve': --kv-transfer-config cpu_bytes_to_use pins 512.0 GiB of RAM on this node but "
-                        "only 23.0 GiB is free; lower cpu_bytes_to_use"]
+                        "only 23.0 GiB is available; lower cpu_bytes_to_use"]
     assert kv_tier_problems(RunSpec((serve,)), 600 * 2**30) == []
     per_rank = {"kv_connector": "SimpleCPUOffloadConnector",
                 "kv_connector_extra_config": {"cpu_bytes_to_use_per_rank": 8 * 2**30}}
     tp2 = ProcessSpec(name="s", argv=("vllm", "serve", "m", "-tp", "2", "--kv-transfer-config", _json.dumps(per_rank)))
     assert kv_tier_problems(RunSpec((tp2,)), 15 * 2**30) and not kv_tier_problems(RunSpec((tp2,)), 17 * 2**30)
+
+
+def test_preflight_refuses_mooncake_segments_above_the_free_ram(tmp_path):
+    """docs/fit.md §9: an embedded Mooncake segment × ranks on the node, and the store service's own
+    segment, above the free RAM are refused; the GB unit is 1024³ (vLLM 0.32 ``_parse_size``)."""
+    import json as _json
+
+    from vllm_deploy_wizard.launcher.preflight import segment_problems
+
+    worker_cfg = tmp_path / "mooncake.json"
+    worker_cfg.write_text(_json.dumps({"mode": "embedded", "global_segment_size": "10GB"}))
+    serve = ProcessSpec(name="serve", argv=("vllm", "serve", "m", "-tp", "2"),
+                        env={"MOONCAKE_CONFIG_PATH": str(worker_cfg)})
+    assert segment_problems(RunSpec((serve,)), 20 * 2**30) == []  # 2 × 10 GiB = exactly the free RAM
+    problems = segment_problems(RunSpec((serve,)), 19 * 2**30)
+    assert problems == [f"'serve': {worker_cfg} global_segment_size 10GB × 2 ranks pins 20.0 GiB of RAM but only "
+                        "19.0 GiB is available; lower global_segment_size in that file"]
+    store_cfg = tmp_path / "store.json"
+    store_cfg.write_text(_json.dumps({"mode": "standalone-store", "global_segment_size": "500GB"}))
+    store = ProcessSpec(name="mooncake-store", argv=("python3", "-m", "mooncake.mooncake_store_service",
+                                                     "--config", str(store_cfg)))
+    assert "500GB pins 500.0 GiB" in segment_problems(RunSpec((store,)), 23 * 2**30)[0]
+    missing = ProcessSpec(name="s", argv=("vllm", "serve", "m"), env={"MOONCAKE_CONFIG_PATH": str(tmp_path / "no")})
+    assert segment_problems(RunSpec((missing,)), 1) == []  # unreadable: the process names it itself

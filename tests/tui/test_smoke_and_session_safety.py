@@ -335,7 +335,7 @@ def snapshot_catalog(shared):
 def cpu_app(catalog):
     from types import SimpleNamespace
 
-    inventory = SimpleNamespace(accelerators=[], device_count=0, probes={}, source="fixture",
+    inventory = SimpleNamespace(accelerators=[], device_count=0, probes={}, source="fixture", primary=None,
                                 host=SimpleNamespace(numa_nodes_with_cpus=1, ram_bytes=24 * 2**30,
                                                      mem_total_bytes=24 * 2**30))
     services = real_services()
@@ -429,17 +429,19 @@ async def test_smoke_after_a_wizard_launch_uses_the_typed_api_key(build_app, tmp
 
 
 async def test_review_warns_when_the_plan_asks_more_of_this_node_than_it_has(snapshot_catalog):
-    """catalog.hostfit in the wizard: LMCache's pinned --l1-size-gb 512 on this 24 GiB CPU node gets
-    the same warning `plan --detect` prints, with a size to use; planning for another profile doesn't."""
+    """catalog.host_sizing in the wizard: LMCache's pinned --l1-size-gb 512 on this 24 GiB CPU node is
+    sized to the node, with the same note `plan --detect` prints; planning for another profile claims
+    nothing."""
     app = cpu_app(snapshot_catalog)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, 5)
         app.update_selection(model="Qwen/Qwen3-32B", kv_offload="lmcache")
         await settle(pilot)
         app.build_plan()
-        fit = [n for n in app.plan.notes if "LMCache L1 size 512" in n]
-        assert len(fit) == 1 and "e.g. 12" in fit[0], app.plan.notes
+        sized = [n for n in app.plan.notes if "sized for this node: LMCache --l1-size-gb 12" in n]
+        assert len(sized) == 1 and "the recipe's 512 GiB" in sized[0], app.plan.notes
+        assert not any("LMCache L1 size 512" in n for n in app.plan.notes)
         app.update_selection(hardware="h200")
         await settle(pilot)
         app.build_plan()
-        assert not any("LMCache L1 size" in n for n in app.plan.notes)
+        assert not any("LMCache L1 size" in n or "sized for this node" in n for n in app.plan.notes)

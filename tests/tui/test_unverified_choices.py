@@ -83,8 +83,9 @@ def test_hard_incompatibilities_are_refused_even_with_allow_unverified(capsys):
 
 
 async def test_host_fit_warning_offers_its_value_as_a_one_key_fix():
-    """On a small CPU node LMCache's default L1 (512 GiB) does not fit; ctrl+g takes the size the
-    warning suggests into companion_args and the plan (and `plan --l1-size-gb`) use it."""
+    """On a small CPU node the planner sizes LMCache's L1 and CPU workers to the node itself (docs/fit.md
+    §9: nothing for the fix key to do); sizes the person typed that do not fit are warned, and ctrl+g
+    takes the size the warning suggests into companion_args and the plan (and `plan --l1-size-gb`) use it."""
     from types import SimpleNamespace
 
     catalog = load_catalog()
@@ -94,6 +95,7 @@ async def test_host_fit_warning_offers_its_value_as_a_one_key_fix():
                                      cgroup_limit_bytes=None, numa_nodes=[SimpleNamespace(cpus=2, mem_bytes=24 * gib)],
                                      numa_nodes_with_cpus=1)
     inventory.cpu = SimpleNamespace(usable_cpus=2, logical_cpus=2)
+    inventory.primary = None  # a CPU node: no accelerator group (the hardware snapshot reads it)
     services = real_services()
     services.detect = lambda: inventory
     services.match_profiles = lambda inv, profiles: [FakeCandidate("xeon6", "exact")]
@@ -103,6 +105,12 @@ async def test_host_fit_warning_offers_its_value_as_a_one_key_fix():
         await settle(pilot)
         app.update_selection(model="Qwen/Qwen3-8B", hardware="xeon6", kv_offload="lmcache")
         app.push_screen(ConfigureScreen())
+        await settle(pilot, 5)
+        app.build_plan()
+        sized = next(p for p in app.plan.processes if p.name.startswith("kv_offload:lmcache")).argv
+        assert sized[sized.index("--l1-size-gb") + 1] == "12"  # half of the 24 GiB (a CPU node)
+        assert sized[sized.index("--max-cpu-workers") + 1] == "2" and app.fit_fixes == {}
+        app.update_selection(companion_args={"l1_size_gb": 512, "max_cpu_workers": 8})  # the person's own
         await settle(pilot, 5)
         assert app.fit_fixes and app.fit_fixes["max_cpu_workers"] == 2
         assert any("--l1-size-gb" in w for w in app.plan_warnings)

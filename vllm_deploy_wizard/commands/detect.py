@@ -41,6 +41,7 @@ def _gib(value: int | None) -> str:
 def render(inv: Any, candidates: list[Any], profiles: Any, colour: bool = False) -> str:
     """The human summary of ``detect`` (one fact per line; probe statuses coloured with ``colour``)."""
     from vllm_deploy_wizard.common import tables
+    from vllm_deploy_wizard.common.memory_labels import WHICH_DECIDES, device_list, devices_differ, host_memory
     from vllm_deploy_wizard.detect.partitions import vllm_view
 
     lines = []
@@ -57,15 +58,20 @@ def render(inv: Any, candidates: list[Any], profiles: Any, colour: bool = False)
     if inv.accelerators:
         for group in inv.accelerators:
             vis = f", this shell sees {group.visible}" if group.visible is not None else ""
-            mem = f", {group.mem_gib_each:.1f} GiB each" if group.mem_gib_each else ""
-            arch = next((d.compute_arch for d in group.devices if d.compute_arch), None)
-            lines.append(f"Accelerators: {group.count} x {group.name or group.brand}{mem}"
+            mixed = devices_differ(group.devices)
+            mem = f", {group.mem_gib_each:.1f} GiB total each" if group.mem_gib_each and not mixed else ""
+            arch = "/".join(sorted({d.compute_arch for d in group.devices if d.compute_arch}))
+            what = f"mixed {group.brand} {group.units()}" if mixed else (group.name or group.brand)
+            lines.append(f"Accelerators: {group.count} x {what}{mem}"
                          f"{f', {arch}' if arch else ''}, {group.interconnect}{vis}"
                          f"{' [PCI only]' if group.pci_only else ''}")
+            if mixed:  # per device: the first device's memory × N would be wrong (docs/fit.md §10)
+                lines += [f"  device {line}" for line in device_list(group.devices)]
+                lines.append("  pick devices with `plan --devices I,J` (pinned with CUDA_DEVICE_ORDER=PCI_BUS_ID)")
             lines += [f"  note: {n}" for n in group.notes]
             view = vllm_view(group)
             if view.reason:
-                each = f", {_gib(view.memory_bytes_each)} each" if view.memory_bytes_each else ""
+                each = f", {_gib(view.memory_bytes_each)} total each" if view.memory_bytes_each else ""
                 lines.append(f"  vLLM sees: {view.devices} devices{each} - {view.reason}")
     else:
         lines.append("Accelerators: none - CPU-only node")
@@ -81,8 +87,8 @@ def render(inv: Any, candidates: list[Any], profiles: Any, colour: bool = False)
     lines += [f"  note: {n}" for n in cpu.notes]
     host = inv.host
     numa = ", ".join(f"node{n.id}: {n.cpus} CPUs {_gib(n.mem_bytes)}" for n in host.numa_nodes) or "unknown"
-    lines.append(f"Memory: {_gib(host.ram_bytes)} RAM for KV offload, {_gib(host.mem_available_bytes)} available"
-                 + (f", container limit {_gib(host.cgroup_limit_bytes)}" if host.cgroup_limit_bytes else ""))
+    lines.append(f"Memory: {host_memory(host.ram_bytes, host.mem_available_bytes, host.cgroup_limit_bytes)}")
+    lines.append(f"  ({WHICH_DECIDES})")
     lines.append(f"NUMA: {host.numa_nodes_with_cpus} node(s) with CPUs ({numa})")
     if host.shm_total_bytes:
         lines.append(f"Shared memory: /dev/shm {_gib(host.shm_free_bytes) if host.shm_free_bytes != 0 else '0 GiB'} free of {_gib(host.shm_total_bytes)}")

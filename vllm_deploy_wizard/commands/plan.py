@@ -56,6 +56,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--strategy", help="serving strategy id (default: the recommended one)")
     p.add_argument("--nodes", type=int, help="node count (for Mooncake: nodes per instance)")
     p.add_argument("--gpus", type=int, help="devices per node (default: the profile's gpu_count)")
+    p.add_argument("--devices", metavar="I,J", help="device indexes of this node to run on, as `vllm-wizard detect` "
+                   "lists them (e.g. 0,2): the plan pins them (CUDA_DEVICE_ORDER=PCI_BUS_ID + the backend's "
+                   "visibility variable) and --gpus defaults to their count")
     p.add_argument("--kv-offload", metavar="KEY", help="KV offload option or kv_store id; 'none' = off")
     p.add_argument("--kv-instances", type=int, metavar="N", help="Mooncake instance count")
     p.add_argument("--feature", action="append", metavar="NAME[=MODE]",
@@ -131,7 +134,7 @@ def _pool(value: str, flag: str) -> dict[str, Any]:
 
 #: Selection key → the flag that sets it (error messages name the flag, not the field).
 FLAG_OF = {"model": "--model", "variant": "--variant", "hardware": "--hardware", "strategy": "--strategy",
-           "nodes": "--nodes", "gpus": "--gpus", "kv_offload": "--kv-offload", "frontend": "--frontend",
+           "nodes": "--nodes", "gpus": "--gpus", "devices": "--devices", "kv_offload": "--kv-offload", "frontend": "--frontend",
            "install_mode": "--install-mode", "connector": "--connector", "router": "--router", "task": "--task",
            "kv_instances": "--kv-instances", "features": "--feature", "feature_modes": "--feature",
            "pd.prefill": "--pd-prefill", "pd.decode": "--pd-decode", "advanced_args": "--arg",
@@ -159,6 +162,10 @@ def selection_data(args: argparse.Namespace, warnings: list[str] | None = None) 
             data[key] = value
     if args.kv_instances is not None:
         data["kv_instances"] = {"count": args.kv_instances}
+    if getattr(args, "devices", None) is not None:
+        from vllm_deploy_wizard.catalog.device_pick import parse_devices
+
+        data["devices"] = parse_devices(args.devices)
     companion = {key: getattr(args, key) for key in ("l1_size_gb", "max_cpu_workers", "router_host",
                                                       "router_port", "prometheus_port")
                  if getattr(args, key, None) is not None}

@@ -42,9 +42,11 @@ def apply_detected_defaults(catalog: Any, data: dict[str, Any], best: Any, inven
     ``gpus`` is set only when planning for the detected profile and the count vLLM sees here
     (:func:`detected_device_count`) differs from the profile's ``gpu_count`` (a node with 4 of an
     8-GPU profile's devices; 64 CPX partitions of an 8-GPU MI300X node), so a matching node plans
-    exactly like the profile."""
+    exactly like the profile. With ``devices`` picked, ``gpus`` is their count (the planner sets it)."""
     if "hardware" not in data and getattr(best, "profile_id", None):
         data["hardware"] = best.profile_id
+    if data.get("devices"):  # the devices picked are the count (docs/fit.md §10)
+        return
     if "gpus" in data or data.get("hardware") != getattr(best, "profile_id", None):
         return
     profile = catalog.taxonomy.hardware_profiles.get(data.get("hardware", ""))
