@@ -283,18 +283,22 @@ def test_multi_node_pods_request_their_nodes_share(tmp_path) -> None:
 
 
 def test_tpu7x_pods_request_chips_on_the_tpu_node_pool(tmp_path) -> None:
-    """TPU7x: vLLM counts 8 TensorCores on a 4-chip node; the pod requests google.com/tpu: 4 and
-    selects the tpu7x 2x2x1 node pool (without the selectors a TPU pod never schedules)."""
+    """TPU7x: vLLM counts 8 TensorCores on a 4-chip node; each pod requests google.com/tpu: 4 and
+    selects the tpu7x node pool of the plan's slice, 2x2x<nodes> (without the selectors a TPU pod
+    never schedules). The 480B model does not fit one node, so the planner plans two: one
+    LeaderWorkerSet whose leader and worker both select the 2x2x2 slice."""
     out = tmp_path / "k8s"  # the bundled TPU7x profile: 8 TensorCores, 4 chips, slice 2x2x{n}
     assert main(["plan", "--model", "Qwen/Qwen3-Coder-480B-A35B-Instruct", "--hardware", "ironwood",
                  "--k8s", str(out)]) == 0
     files = {p.name: list(yaml.safe_load_all(p.read_text())) for p in sorted(out.iterdir())}
-    engine = next(d for ds in files.values() for d in ds if d["kind"] == "Deployment"
-                  and "resources" in d["spec"]["template"]["spec"]["containers"][0])
-    spec = engine["spec"]["template"]["spec"]
-    assert spec["containers"][0]["resources"]["limits"] == {"google.com/tpu": 4}
-    assert spec["nodeSelector"] == {"cloud.google.com/gke-tpu-accelerator": "tpu7x",
-                                    "cloud.google.com/gke-tpu-topology": "2x2x1"}
+    lws = next(d for ds in files.values() for d in ds if d["kind"] == "LeaderWorkerSet")
+    template = lws["spec"]["leaderWorkerTemplate"]
+    assert template["size"] == 2
+    for role in ("leaderTemplate", "workerTemplate"):
+        spec = template[role]["spec"]
+        assert spec["containers"][0]["resources"]["limits"] == {"google.com/tpu": 4}, role
+        assert spec["nodeSelector"] == {"cloud.google.com/gke-tpu-accelerator": "tpu7x",
+                                        "cloud.google.com/gke-tpu-topology": "2x2x2"}, role
 
 
 def _docs(files: dict[str, list[dict]]) -> list[dict]:

@@ -68,7 +68,8 @@ async def test_review_is_the_plan_of_what_configure_shows(snapshot, model, hardw
         await pilot.press("ctrl+n")
         await settle(pilot, 5)
         assert isinstance(app.screen, ReviewScreen), app.errors
-        plan = synthesize(snapshot, Selection(**expected_sel))
+        # the one planner the review uses (node facts, fit, warnings) on exactly what configure shows
+        plan = app._plan(app.services.make_selection(expected_sel))
         assert app.plan_json == plan_to_json(plan)
         header = str(app.screen.query_one("#plan-summary").render())
         assert header == "Plan: " + plan_text(plan).split("\n", 1)[0].removeprefix("# ")

@@ -1,7 +1,7 @@
 """Walking the wizard from start to review produces exactly the plan the CLI core produces.
 
 Each case drives the app with key presses (Pilot) and then compares the commands on the review
-screen with ``plan_to_json(synthesize(catalog, Selection(...)))`` for the selection a person would
+screen with ``plan_to_json(plan_selection(catalog, Selection(...)).plan)`` for the selection a person would
 type on the command line.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 from tui_steps import walk
 
-from vllm_deploy_wizard.catalog import Selection, plan_to_json, synthesize
+from vllm_deploy_wizard.catalog import Selection, plan_to_json
+from vllm_deploy_wizard.catalog.planner import plan_selection
 from vllm_deploy_wizard.catalog.render import command_lines, group_by_node, plan_text
 from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 
@@ -40,7 +41,8 @@ async def test_review_shows_the_cli_plan(build_app, catalog, hardware, model, pi
     async with app.run_test(size=(120, 40)) as pilot:
         await walk(pilot, hardware, model, picks)
         assert isinstance(app.screen, ReviewScreen), app.errors
-        plan = synthesize(catalog, Selection(**cli_selection))
+        # what `vllm-wizard plan` makes of the same selection: the one planner (fit, notes included)
+        plan = plan_selection(catalog, Selection(**cli_selection), detected_profile=app.detected_profile).plan
         shown = app.screen.commands()
         assert shown == [(p.name, command_lines(p.argv)) for procs in group_by_node(plan).values() for p in procs]
         printed = plan_text(plan)  # what `vllm-wizard plan` prints for the same selection
