@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -305,7 +306,8 @@ class WizardApp(App):
         changed = False
         if self.catalog is not None and self.inventory is not None and not self.candidates:
             try:
-                self.candidates = list(self.services.match_profiles(self.inventory, self.catalog.taxonomy.hardware_profiles))
+                profiles = self.catalog.taxonomy.hardware_profiles
+                self.candidates = list(self.services.match_profiles(self.inventory, profiles))
             except Exception as exc:  # noqa: BLE001
                 self.errors["match"] = f"{type(exc).__name__}: {exc}"
             if "hardware" not in self.selection:
@@ -323,7 +325,8 @@ class WizardApp(App):
             # configure checks the choices against the profile the bottom bar names (not the default)
             self.recompute()
         self.broadcast(DataChanged())
-        if self.opened is not None and self.catalog is not None and (self.inventory is not None or "detect" in self.errors):
+        detected = self.inventory is not None or "detect" in self.errors
+        if self.opened is not None and self.catalog is not None and detected:
             opened, self.opened = self.opened, None
             self.open_saved(opened)
 
@@ -547,7 +550,13 @@ class WizardApp(App):
     # ------------------------------------------------------------------ palette, help
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        from vllm_deploy_wizard.tui import screen_configure, screen_hardware, screen_model, screen_monitor, screen_review
+        from vllm_deploy_wizard.tui import (
+            screen_configure,
+            screen_hardware,
+            screen_model,
+            screen_monitor,
+            screen_review,
+        )
 
         steps = [
             ("Step: hardware", "Pick the hardware profile", screen_hardware.HardwareScreen),
@@ -563,7 +572,8 @@ class WizardApp(App):
                                     lambda action=action: self.run_action(action, screen))
         if isinstance(screen, screen_monitor.MonitorScreen):
             for action, title, helptext in screen_monitor.MONITOR_ACTIONS:
-                yield SystemCommand(f"Monitor: {title}", helptext, lambda action=action: self.run_action(action, screen))
+                yield SystemCommand(f"Monitor: {title}", helptext,
+                                    lambda action=action: self.run_action(action, screen))
 
     def action_help(self) -> None:
         """F1: the keys of the screen in front (:func:`~vllm_deploy_wizard.tui.help_text.help_text`) in a
@@ -623,5 +633,5 @@ def make_app(
 
             services = real_services()
         services.launcher = launcher
-    return WizardApp(services=services, catalog=catalog, inventory=inventory, recipes=recipes, model=model, attach=attach, clock=clock,
-                     stats_sampler=stats_sampler, opened=opened)
+    return WizardApp(services=services, catalog=catalog, inventory=inventory, recipes=recipes, model=model,
+                     attach=attach, clock=clock, stats_sampler=stats_sampler, opened=opened)

@@ -24,8 +24,9 @@ Pure functions only; no Textual import.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 #: Known axes in screen order: attribute of Options → (title, kind). Kinds: ``set:<key>`` writes the
 #: selection key, ``int:<key>`` writes it as int, ``multi`` toggles ids in a list, ``special`` is

@@ -11,20 +11,19 @@ disk). Errors name what was tried and are shown, not raised.
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
-from rich.text import Text
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 from textual.widgets.data_table import ColumnKey
 
-from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
-from vllm_deploy_wizard.tui.app import DataChanged
 from vllm_deploy_wizard.catalog.listing import TASKS
+from vllm_deploy_wizard.tui.app import DataChanged
 from vllm_deploy_wizard.tui.catalog_view import recipe_rows
 from vllm_deploy_wizard.tui.inventory_view import detected_memory_gb
+from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 FIT_MARK = {"yes": "✓ fits", "multi": "multi-node", "no": "✗ too big", "?": ""}
 
@@ -69,8 +68,9 @@ class ModelScreen(WizardScreen):
                   "row). Fit is measured against the detected machine on the detected profile (see the line under "
                   "the table). Status: ✓ verified on this hardware (listed first), ⚠ unlisted (a restricted "
                   "profile the recipe does not list, offered because it was detected), ✗ unsupported (listed "
-                  "last). Custom model: HF id or local path in the bottom box, enter. ctrl+d downloads the custom model typed "
-                  "there (else the highlighted recipe's) into the Hugging Face cache (resumable; HF_TOKEN honoured).")
+                  "last). Custom model: HF id or local path in the bottom box, enter. ctrl+d downloads the custom "
+                  "model typed there (else the highlighted recipe's) into the Hugging Face cache (resumable; "
+                  "HF_TOKEN honoured).")
 
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),

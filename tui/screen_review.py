@@ -2,11 +2,12 @@
 detected defaults, preflight; export (plan file, scripts), copy (OSC 52), one key launches.
 
 The plan is synthesized on mount from the app's selection (pure, < 2 ms) and laid out by
-:func:`~vllm_deploy_wizard.tui.plan_view.process_blocks`; each command is a focusable :class:`CommandBlockView`
-so ``c`` / ctrl+y copies the focused one. Keys are in :data:`REVIEW_ACTIONS` (ctrl keys work even
-from a placeholder Input, and each action is in the command palette). Launch writes the plan file into the state dir and hands it to the
-launcher seam in a worker (the preflight may take seconds: port checks, ``vllm serve --help``), then
-opens the monitor; preflight problems come back as the launcher's error text, all at once.
+:func:`~vllm_deploy_wizard.tui.plan_view.process_blocks`; each command is a focusable
+:class:`CommandBlockView` so ``c`` / ctrl+y copies the focused one. Keys are in :data:`REVIEW_ACTIONS`
+(ctrl keys work even from a placeholder Input, and each action is in the command palette). Launch
+writes the plan file into the state dir and hands it to the launcher seam in a worker (the preflight
+may take seconds: port checks, ``vllm serve --help``), then opens the monitor; preflight problems come
+back as the launcher's error text, all at once.
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 
-from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 from vllm_deploy_wizard.tui.dom_ids import dom_id
 from vllm_deploy_wizard.tui.placeholders import offered_defaults
 from vllm_deploy_wizard.tui.plan_export import default_export_dir, write_plan_file, write_scripts
 from vllm_deploy_wizard.tui.plan_view import ProcessBlock, machine_choices, process_blocks
+from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 
 def plan_header(plan) -> str:
@@ -158,7 +158,8 @@ class ReviewScreen(WizardScreen):
             self.values.update({k: v for k, v in typed.items() if k in self.values})
             for name in placeholders:
                 widgets.append(
-                    Horizontal(Label(f"${name}", classes="ph-name"), Input(self.values[name], id=dom_id("ph", name), name=name), classes="ph-row")
+                    Horizontal(Label(f"${name}", classes="ph-name"),
+                               Input(self.values[name], id=dom_id("ph", name), name=name), classes="ph-row")
                 )
         widgets += self._port_rows()
         widgets.append(Label("Commands (launch order)", classes="section"))
@@ -323,7 +324,8 @@ class ReviewScreen(WizardScreen):
 
     def action_copy(self) -> None:
         """Copy the focused command (else the first) with placeholders filled, via OSC 52."""
-        focused = self.focused if isinstance(self.focused, CommandBlockView) else next(iter(self.query(CommandBlockView)), None)
+        focused = (self.focused if isinstance(self.focused, CommandBlockView)
+                   else next(iter(self.query(CommandBlockView)), None))
         if focused is None:
             return
         index = list(self.query(CommandBlockView)).index(focused)
@@ -353,10 +355,12 @@ class ReviewScreen(WizardScreen):
         self.notify("Scripts" + hint + ": " + ", ".join(str(p) for p in paths))
 
     def action_preflight(self) -> None:
-        """Run the launcher's preflight for this machine (``self.node``; None = node rank 0) now and show every problem (or that all passed)."""
+        """Run the launcher's preflight for this machine (``self.node``; None = node rank 0) now and show
+        every problem (or that all passed)."""
         if not self.plan_json or self.app.launcher is None:
             return
-        self.query_one("#review-status", Static).update("Preflight running (vLLM flag check may take ~12 s the first time)…")
+        self.query_one("#review-status", Static).update(
+            "Preflight running (vLLM flag check may take ~12 s the first time)…")
         self._preflight(dict(self.values))
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)

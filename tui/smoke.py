@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from vllm_deploy_wizard.common.contract import VLLM_DEFAULT_PORT
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
@@ -182,7 +183,8 @@ def find_target(
     empty: list[str] = []  # sources read that serve nothing
     sources = (("the launched plan", "this wizard did not launch the run (no plan in memory)", plan_json),
                ("the run's spec.json", "the run has no readable spec.json", spec_as_plan(spec) if spec else None),
-               ("the live processes", "no live process list", {"processes": list(live_procs or [])} if live_procs else None))
+               ("the live processes", "no live process list",
+                {"processes": list(live_procs or [])} if live_procs else None))
     for label, why_absent, plan in sources:
         if not plan:
             absent.append(why_absent)
