@@ -140,6 +140,8 @@ class WizardApp(App):
         self.plan_json: dict | None = None
         self.plan: Any = None
         self.launched_plans: dict[str, dict] = {}  # run id → plan JSON this wizard launched it from
+        self.launch_values: dict[str, str] = {}  # the last launch's placeholder values (monitor's smoke test)
+        self.launch_node: str | None = None  # the machine label the last launch ran (a relaunch reuses it)
         self.port_edits: dict[str, int] = {}  # review's port edits, {"process|flag": port} (tui/port_edits.py)
         self.live_runs: list[str] = []
         self.stopped_stale: tuple[str, list[int]] | None = None  # (run id, pids) of the last stale stop
@@ -186,7 +188,7 @@ class WizardApp(App):
 
     def _load_done(self, key: str) -> None:
         """One start-up load finished (or failed); the last one starts the look for runs left behind."""
-        pending = getattr(self, "_pending_loads", set())
+        pending: set[str] = getattr(self, "_pending_loads", set())
         if key in pending:
             pending.discard(key)
             if not pending and not self.attach_run:
@@ -266,8 +268,13 @@ class WizardApp(App):
 
     @work(thread=True, group="stale", exit_on_error=False)
     def _stop_stale(self, run_id: str) -> None:
+        stop_stale = getattr(self.launcher, "stop_stale", None)  # optional on the port (LauncherPort)
+        if stop_stale is None:  # stale runs are offered only by a port with stale_runs / stop_stale
+            self.call_from_thread(self.notify, f"Could not stop run {run_id}: this launcher cannot stop stale runs",
+                                  severity="error", timeout=15)
+            return
         try:
-            pids = self.launcher.stop_stale(run_id)
+            pids = stop_stale(run_id)
         except Exception as exc:  # noqa: BLE001 — LaunchError: the run vanished meanwhile
             self.call_from_thread(self.notify, f"Could not stop run {run_id}: {exc}", severity="error", timeout=15)
             return
@@ -625,8 +632,12 @@ def make_app(
     (:class:`~vllm_deploy_wizard.workflows.saved_selections.SavedSelection`, ``wizard --open``) to land
     on the review with.
     """
-    if stats_sampler == "host":
-        from vllm_deploy_wizard.tui.host_stats import sample as stats_sampler
+    if isinstance(stats_sampler, str):
+        if stats_sampler != "host":
+            raise ValueError(f"stats_sampler: {stats_sampler!r} is not valid; use 'host', a callable or None")
+        from vllm_deploy_wizard.tui.host_stats import sample as host_sample
+
+        stats_sampler = host_sample
     if launcher is not None:
         if services is None:
             from vllm_deploy_wizard.tui.services import real_services

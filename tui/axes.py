@@ -110,7 +110,7 @@ def _raw_axes(opts: Any) -> list[tuple[str, str | None, list]]:
     order = {k: i for i, k in enumerate(AXES)}
     position = {n: i for i, n in enumerate(names)}
     names = sorted(names, key=lambda n: (order.get(n, len(order)), position[n]))
-    out = []
+    out: list[tuple[str, str | None, list]] = []
     for name in names:
         value = _get(opts, name)
         if isinstance(value, (list, tuple)) and value and all(_is_choice(c) for c in value):

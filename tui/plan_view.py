@@ -77,11 +77,12 @@ def machine_choices(plan_json: dict) -> list[tuple[str, str | None]]:
         rank = p.get("node_rank")
         return str(node) if node else (f"node-{rank}" if isinstance(rank, int) else None)
 
-    labels = list(dict.fromkeys(name for name in map(label, procs) if name))
+    ranked = [(p.get("node_rank"), name) for p in procs if (name := label(p))]  # (node rank, label)
+    labels = list(dict.fromkeys(name for _, name in ranked))
     if len(labels) <= 1:
         return []
-    rank0 = list(dict.fromkeys(label(p) for p in procs if p.get("node_rank") == 0 and label(p)))
-    unbound = list(dict.fromkeys(label(p) for p in procs if p.get("node_rank") is None and label(p)))
+    rank0 = list(dict.fromkeys(name for rank, name in ranked if rank == 0))
+    unbound = list(dict.fromkeys(name for rank, name in ranked if rank is None))
     out: list[tuple[str, str | None]] = []
     if len(rank0) == 1:
         parts = rank0 + [u for u in unbound if u not in rank0]

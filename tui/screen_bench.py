@@ -231,7 +231,7 @@ class BenchScreen(Screen):
             plt.title(title)
             plt.xlabel("concurrency")
             plt.ylabel(unit)
-            ticks = sorted({x for _legend, xs, _ys in data[wid] for x in xs})
+            ticks: list[float] = sorted({x for _legend, xs, _ys in data[wid] for x in xs})
             if ticks:
                 plt.xticks(ticks)  # the concurrencies measured, not 1.0 2.8 4.5
             for legend, xs, ys in data[wid]:

@@ -16,6 +16,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -145,7 +146,7 @@ class ConfigureScreen(WizardScreen):
         focused = self.focused.id if self.focused is not None else None
         await container.remove_children()
         views = self._views()
-        widgets = []
+        widgets: list[Widget] = []
         for view in views:
             widgets.append(Label(view.title, classes="axis-title"))
             widgets.append(AxisList(view, id=dom_id("axis", view.key)))

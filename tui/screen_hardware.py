@@ -114,7 +114,7 @@ class HardwareScreen(WizardScreen):
                 if row.detected:
                     text.append(f"  ★ detected ({row.quality})", style="bold")
                 disabled = gate is not None and gate.state == "disabled"
-                if disabled:
+                if disabled and gate is not None:
                     text.append(" — " + " ".join((gate.reason or "unavailable").split()), style="italic")
                 elif gate is not None and gate.warning:
                     text.append("  ⚠ " + " ".join(gate.warning.split()), style="italic yellow")

@@ -11,6 +11,9 @@ disk). Errors name what was tried and are shown, not raised.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -85,7 +88,7 @@ class ModelScreen(WizardScreen):
             yield Input(placeholder="search name, HF id, provider", id="search")
             yield Select([(t, t) for t in TASKS], prompt="any task", id="task")
             yield Select([("dense", "dense"), ("MoE", "moe")], prompt="any arch", id="arch")
-        table = DataTable(id="recipes", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str] = DataTable(id="recipes", cursor_type="row", zebra_stripes=True)
         yield table
         yield Static("", id="model-status")
         with Horizontal(id="custom-row"):
@@ -119,7 +122,7 @@ class ModelScreen(WizardScreen):
         arch = self.query_one("#arch", Select).value
         memory = detected_memory_gb(app.inventory) if hw and hw == app.detected_profile else None
         listing = None
-        if profile is not None:
+        if hw and profile is not None:  # a profile is only looked up for a picked hardware id
             from vllm_deploy_wizard.catalog.listing import listing_for
 
             listing = listing_for(app.catalog, hw, app.detected_profile)
@@ -224,9 +227,11 @@ class ModelScreen(WizardScreen):
 
     @work(thread=True, exclusive=True, group="download", exit_on_error=False)
     def _download(self, model: str, custom: bool) -> None:
-        download = getattr(self.app.services, "download_model", None)
+        download: Callable[[str], Any] | None = getattr(self.app.services, "download_model", None)
         if download is None:
-            from vllm_deploy_wizard.workflows.model_download import download_model as download
+            from vllm_deploy_wizard.workflows.model_download import download_model
+
+            download = download_model
         try:
             path = download(model)
         except Exception as exc:  # noqa: BLE001 — DownloadError names the cause and the fix

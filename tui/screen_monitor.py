@@ -26,6 +26,8 @@ alive (its supervisor is a daemon) and say so with the commands to come back or 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
+from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -141,7 +143,7 @@ class MonitorScreen(WizardScreen):
         self.run_id = run_id
         self.sub_title = f"run {run_id}"  # before mount: the Header reads it when it composes
         self.model = MonitorModel()  # clock set on mount (app.clock)
-        self.client = None
+        self.client: Any = None  # LauncherPort.client(run_id): events(), status(), stop(), restart(name)
         self.selected: str | None = None
         self.follow = True
         self.search = ""
@@ -311,7 +313,9 @@ class MonitorScreen(WizardScreen):
     @work(thread=True, exclusive=True, group="host-stats", exit_on_error=False)
     def _sample_host(self) -> None:
         """CPU/RAM (and per-GPU where NVML answers) into the model; painted by the next batch."""
-        self.model.feed(self.app.stats_sampler())
+        sampler = self.app.stats_sampler
+        if sampler is not None:  # on_mount schedules this only with a sampler
+            self.model.feed(sampler())
 
     def _tick_uptime(self) -> None:
         self.model.changed = True
@@ -410,7 +414,8 @@ class MonitorScreen(WizardScreen):
         log.clear()
         log.border_title = f"log · {self.selected}" + (f" · /{self.search}" if self.search else "")
         log.set_highlight(self.search)
-        lines = [(line, False) for line in self.model.logs.get(self.selected, [])
+        shown: Iterable[str] = self.model.logs.get(self.selected, []) if self.selected is not None else []
+        lines = [(line, False) for line in shown
                  if not self.search or self.search in plain_text(line)]
         self._prev_shown = bool(lines) or not self.search
         if self.search and not lines:

@@ -20,6 +20,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 
 from vllm_deploy_wizard.tui.dom_ids import dom_id
@@ -122,7 +123,7 @@ class ReviewScreen(WizardScreen):
             from vllm_deploy_wizard.workflows.saved_selections import record_recent
 
             record_recent(dict(self.app.selection), dict(getattr(self.app, "port_edits", {}) or {}))
-        widgets = [
+        widgets: list[Widget] = [
             Static(
                 Text.assemble(("Plan: ", "bold"), plan_header(self.app.plan)),
                 id="plan-summary",
@@ -367,18 +368,21 @@ class ReviewScreen(WizardScreen):
     def _preflight(self, values: dict[str, str]) -> None:
         import tempfile
 
+        launcher = self.app.launcher
+        if launcher is None:  # action_preflight starts this worker only with a launcher
+            return
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "plan.yaml"
             try:
                 self._set_node_facts()
                 write_plan_file(self.app, path)
-                problems = self.app.launcher.preflight(path, values, node=self.node)
+                problems = launcher.preflight(path, values, node=self.node)
             except Exception as exc:  # noqa: BLE001 — LaunchError: unfilled placeholders etc.
                 problems = [str(exc)]
-        self.app.preflight_refusals = list(getattr(self.app.launcher, "last_refusals", None) or [])
+        self.app.preflight_refusals = list(getattr(launcher, "last_refusals", None) or [])
         text = Text("✓ Preflight passed: ports free, executables found, vLLM version and flags OK.", style="green") \
             if not problems else Text("✗ Preflight:\n" + "\n".join(f"  - {p}" for p in problems), style="red")
-        for warning in getattr(self.app.launcher, "last_warnings", None) or []:  # e.g. an abbreviated vLLM flag
+        for warning in getattr(launcher, "last_warnings", None) or []:  # e.g. an abbreviated vLLM flag
             text.append(f"\n  ⚠ {warning}", style="yellow")
         self.app.call_from_thread(self.query_one("#review-status", Static).update, text)
         self.preflight_problems = problems
@@ -405,27 +409,31 @@ class ReviewScreen(WizardScreen):
     def _launch(self, values: dict[str, str]) -> None:
         from vllm_deploy_wizard.tui.plan_export import runs_plan_path
 
+        launcher, plan_json = self.app.launcher, self.plan_json
+        if launcher is None or plan_json is None:  # action_launch starts this worker only with both
+            return
         try:  # the state dir itself may be unusable (XDG_STATE_HOME a file): say so, never hang
             self._set_node_facts()
             path = runs_plan_path(time.strftime("%Y%m%d-%H%M%S"))
             write_plan_file(self.app, path)
-            run_id = self.app.launcher.start(path, values, node=self.node)
+            run_id = launcher.start(path, values, node=self.node)
         except Exception as exc:  # noqa: BLE001 — LaunchError lists every preflight problem
             self.app.preflight_refusals = list(getattr(exc, "refusals", None) or [])  # Fit fix applies them
             self.app.call_from_thread(self._launch_failed, str(exc))
             return
         self.run_id = run_id
         # the monitor's smoke test reads the launched plan (secrets unmasked) for this run
-        self.app.launched_plans[run_id] = self.plan_json
+        self.app.launched_plans[run_id] = plan_json
         self.app.call_from_thread(self.app.open_monitor, run_id)
 
     def _set_node_facts(self) -> None:
         """Give the launcher seam this node's facts for the node checks (memory, devices, /dev/shm)."""
         inventory = getattr(self.app, "inventory", None)
-        if hasattr(self.app.launcher, "facts") and inventory is not None:
+        launcher = self.app.launcher
+        if launcher is not None and hasattr(launcher, "facts") and inventory is not None:
             from vllm_deploy_wizard.launcher.launch import node_facts
 
-            self.app.launcher.facts = node_facts(inventory.host, inventory)
+            launcher.facts = node_facts(inventory.host, inventory)
 
     def _launch_failed(self, text: str) -> None:
         self.query_one("#review-status", Static).update(Text(f"✗ Launch refused:\n{text}", style="red"))

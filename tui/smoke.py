@@ -119,8 +119,8 @@ def api_key_of(argv: Iterable[str], env: Mapping[str, str] | None = None) -> str
     for key in flag_values(list(argv), "--api-key"):
         if key and not key.startswith("-") and MASKED not in key:
             return key
-    key = (env or {}).get("VLLM_API_KEY")
-    return key if key and MASKED not in key else None
+    env_key = (env or {}).get("VLLM_API_KEY")
+    return env_key if env_key and MASKED not in env_key else None
 
 
 def wants_api_key(argv: Iterable[str], env: Mapping[str, str] | None = None) -> bool:
@@ -194,12 +194,14 @@ def find_target(
             empty.append(label)
             continue
         served, _ = _served(plan.get("processes", []))
+        assert served is not None  # endpoint_of found a model, which only a served process gives
         argv, env = list(served.get("argv") or []), dict(served.get("env") or {})
         key, note = api_key_of(argv, env), ""
         if key is None:
-            pid = (pids or {}).get(served.get("name")) or served.get("pid")
+            name = served.get("name")
+            pid = ((pids or {}).get(name) if name is not None else None) or served.get("pid")
             if pid is None:
-                pid = next((p.get("pid") for p in live_procs or [] if p.get("name") == served.get("name")), None)
+                pid = next((p.get("pid") for p in live_procs or [] if p.get("name") == name), None)
             live_argv, live_env = live_argv_env(pid)
             key = api_key_of(live_argv, live_env)
             if key is None and wants_api_key(argv, env):
