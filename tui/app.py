@@ -628,7 +628,7 @@ def make_app(
     ``model``: preselect a recipe HF id or custom model. ``attach``: open the monitor on that run.
     ``clock``: wall-clock seconds for uptimes (tests pass a fixed one). ``stats_sampler``: the
     monitor's CPU/RAM/GPU sampler (default ``"host"`` = :func:`vllm_deploy_wizard.tui.host_stats.sample`;
-    tests pass a fixed one; None = no host panel). ``opened``: a saved selection
+    tests pass a fixed one; None = no host panel; another string raises ValueError). ``opened``: a saved selection
     (:class:`~vllm_deploy_wizard.workflows.saved_selections.SavedSelection`, ``wizard --open``) to land
     on the review with.
     """
