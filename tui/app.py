@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -139,6 +140,8 @@ class WizardApp(App):
         self.plan_json: dict | None = None
         self.plan: Any = None
         self.launched_plans: dict[str, dict] = {}  # run id → plan JSON this wizard launched it from
+        self.launch_values: dict[str, str] = {}  # the last launch's placeholder values (monitor's smoke test)
+        self.launch_node: str | None = None  # the machine label the last launch ran (a relaunch reuses it)
         self.port_edits: dict[str, int] = {}  # review's port edits, {"process|flag": port} (tui/port_edits.py)
         self.live_runs: list[str] = []
         self.stopped_stale: tuple[str, list[int]] | None = None  # (run id, pids) of the last stale stop
@@ -185,7 +188,7 @@ class WizardApp(App):
 
     def _load_done(self, key: str) -> None:
         """One start-up load finished (or failed); the last one starts the look for runs left behind."""
-        pending = getattr(self, "_pending_loads", set())
+        pending: set[str] = getattr(self, "_pending_loads", set())
         if key in pending:
             pending.discard(key)
             if not pending and not self.attach_run:
@@ -265,8 +268,13 @@ class WizardApp(App):
 
     @work(thread=True, group="stale", exit_on_error=False)
     def _stop_stale(self, run_id: str) -> None:
+        stop_stale = getattr(self.launcher, "stop_stale", None)  # optional on the port (LauncherPort)
+        if stop_stale is None:  # stale runs are offered only by a port with stale_runs / stop_stale
+            self.call_from_thread(self.notify, f"Could not stop run {run_id}: this launcher cannot stop stale runs",
+                                  severity="error", timeout=15)
+            return
         try:
-            pids = self.launcher.stop_stale(run_id)
+            pids = stop_stale(run_id)
         except Exception as exc:  # noqa: BLE001 — LaunchError: the run vanished meanwhile
             self.call_from_thread(self.notify, f"Could not stop run {run_id}: {exc}", severity="error", timeout=15)
             return
@@ -305,7 +313,8 @@ class WizardApp(App):
         changed = False
         if self.catalog is not None and self.inventory is not None and not self.candidates:
             try:
-                self.candidates = list(self.services.match_profiles(self.inventory, self.catalog.taxonomy.hardware_profiles))
+                profiles = self.catalog.taxonomy.hardware_profiles
+                self.candidates = list(self.services.match_profiles(self.inventory, profiles))
             except Exception as exc:  # noqa: BLE001
                 self.errors["match"] = f"{type(exc).__name__}: {exc}"
             if "hardware" not in self.selection:
@@ -323,7 +332,8 @@ class WizardApp(App):
             # configure checks the choices against the profile the bottom bar names (not the default)
             self.recompute()
         self.broadcast(DataChanged())
-        if self.opened is not None and self.catalog is not None and (self.inventory is not None or "detect" in self.errors):
+        detected = self.inventory is not None or "detect" in self.errors
+        if self.opened is not None and self.catalog is not None and detected:
             opened, self.opened = self.opened, None
             self.open_saved(opened)
 
@@ -547,7 +557,13 @@ class WizardApp(App):
     # ------------------------------------------------------------------ palette, help
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        from vllm_deploy_wizard.tui import screen_configure, screen_hardware, screen_model, screen_monitor, screen_review
+        from vllm_deploy_wizard.tui import (
+            screen_configure,
+            screen_hardware,
+            screen_model,
+            screen_monitor,
+            screen_review,
+        )
 
         steps = [
             ("Step: hardware", "Pick the hardware profile", screen_hardware.HardwareScreen),
@@ -563,7 +579,8 @@ class WizardApp(App):
                                     lambda action=action: self.run_action(action, screen))
         if isinstance(screen, screen_monitor.MonitorScreen):
             for action, title, helptext in screen_monitor.MONITOR_ACTIONS:
-                yield SystemCommand(f"Monitor: {title}", helptext, lambda action=action: self.run_action(action, screen))
+                yield SystemCommand(f"Monitor: {title}", helptext,
+                                    lambda action=action: self.run_action(action, screen))
 
     def action_help(self) -> None:
         """F1: the keys of the screen in front (:func:`~vllm_deploy_wizard.tui.help_text.help_text`) in a
@@ -611,17 +628,21 @@ def make_app(
     ``model``: preselect a recipe HF id or custom model. ``attach``: open the monitor on that run.
     ``clock``: wall-clock seconds for uptimes (tests pass a fixed one). ``stats_sampler``: the
     monitor's CPU/RAM/GPU sampler (default ``"host"`` = :func:`vllm_deploy_wizard.tui.host_stats.sample`;
-    tests pass a fixed one; None = no host panel). ``opened``: a saved selection
+    tests pass a fixed one; None = no host panel; another string raises ValueError). ``opened``: a saved selection
     (:class:`~vllm_deploy_wizard.workflows.saved_selections.SavedSelection`, ``wizard --open``) to land
     on the review with.
     """
-    if stats_sampler == "host":
-        from vllm_deploy_wizard.tui.host_stats import sample as stats_sampler
+    if isinstance(stats_sampler, str):
+        if stats_sampler != "host":
+            raise ValueError(f"stats_sampler: {stats_sampler!r} is not valid; use 'host', a callable or None")
+        from vllm_deploy_wizard.tui.host_stats import sample as host_sample
+
+        stats_sampler = host_sample
     if launcher is not None:
         if services is None:
             from vllm_deploy_wizard.tui.services import real_services
 
             services = real_services()
         services.launcher = launcher
-    return WizardApp(services=services, catalog=catalog, inventory=inventory, recipes=recipes, model=model, attach=attach, clock=clock,
-                     stats_sampler=stats_sampler, opened=opened)
+    return WizardApp(services=services, catalog=catalog, inventory=inventory, recipes=recipes, model=model,
+                     attach=attach, clock=clock, stats_sampler=stats_sampler, opened=opened)

@@ -24,8 +24,9 @@ Pure functions only; no Textual import.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 #: Known axes in screen order: attribute of Options → (title, kind). Kinds: ``set:<key>`` writes the
 #: selection key, ``int:<key>`` writes it as int, ``multi`` toggles ids in a list, ``special`` is
@@ -109,7 +110,7 @@ def _raw_axes(opts: Any) -> list[tuple[str, str | None, list]]:
     order = {k: i for i, k in enumerate(AXES)}
     position = {n: i for i, n in enumerate(names)}
     names = sorted(names, key=lambda n: (order.get(n, len(order)), position[n]))
-    out = []
+    out: list[tuple[str, str | None, list]] = []
     for name in names:
         value = _get(opts, name)
         if isinstance(value, (list, tuple)) and value and all(_is_choice(c) for c in value):

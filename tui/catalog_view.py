@@ -23,8 +23,9 @@ screen imports this module before its first frame, and the catalog package bring
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 #: Brand order of the hardware list (docs/synthesis.md §2.14: NVIDIA first, then AMD, then others alphabetical).
 BRAND_ORDER = ("NVIDIA", "AMD")
@@ -70,7 +71,8 @@ def profile_groups(profiles: Mapping[str, Any], candidates: Iterable[Any] = ()) 
         name = str(field(prof, "display_name", default=pid))
         count, vram = field(prof, "gpu_count"), field(prof, "vram_gb")
         size = f" · {count} dev, {vram:g} GB/node" if count and vram else ""
-        groups.setdefault(brand, []).append(ProfileRow(pid, f"{name}{size}", brand, pid == best, quality if pid == best else ""))
+        row = ProfileRow(pid, f"{name}{size}", brand, pid == best, quality if pid == best else "")
+        groups.setdefault(brand, []).append(row)
     order = sorted(groups, key=lambda b: (BRAND_ORDER.index(b) if b in BRAND_ORDER else len(BRAND_ORDER), b))
     return [(b, sorted(groups[b], key=lambda r: r.label.lower())) for b in order]
 
@@ -136,8 +138,9 @@ def recipe_rows(
 ) -> list[RecipeRow]:
     """The rows of :func:`vllm_deploy_wizard.catalog.listing.model_rows` (filters: ``query`` —
     every blank-separated word a substring of title, HF id or provider —, ``task`` one of
-    :data:`~vllm_deploy_wizard.catalog.listing.TASKS` or "", ``architecture`` ``dense``/``moe``/""; order: verified on ``hardware_id``
-    first, then available, unlisted, disabled, each group by provider then title), with the Fit mark.
+    :data:`~vllm_deploy_wizard.catalog.listing.TASKS` or "", ``architecture`` ``dense``/``moe``/""; order:
+    verified on ``hardware_id`` first, then available, unlisted, disabled, each group by provider then title),
+    with the Fit mark.
 
     ``have_gb``: the memory (GB) fit is measured against instead of the profile's nominal
     ``vram_gb`` — the detected machine's (see ``inventory_view.detected_memory_gb``).

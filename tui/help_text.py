@@ -9,7 +9,8 @@ monitor) get their keys listed without any change there.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from textual.binding import Binding
 

@@ -69,7 +69,8 @@ def inventory_lines(inventory: Any) -> list[str]:
             lines.append(f"  ({WHICH_DECIDES})")
         ip, iface = field(host, "primary_ip"), field(host, "default_iface")
         if ip:
-            lines.append(f"Network: {ip}" + (f" on {iface}" if iface else "") + f", fabric {field(host, 'fabric', default='none')}")
+            fabric = field(host, "fabric", default="none")
+            lines.append(f"Network: {ip}" + (f" on {iface}" if iface else "") + f", fabric {fabric}")
     software = field(inventory, "software")
     if software is not None:
         parts = []
@@ -77,7 +78,8 @@ def inventory_lines(inventory: Any) -> list[str]:
             tool = field(software, key)
             if tool is not None:
                 installed = field(tool, "installed", default=False)
-                parts.append(f"{label} {field(tool, 'version', default='') or ''}".strip() if installed else f"{label} –")
+                version = field(tool, "version", default="") or ""
+                parts.append(f"{label} {version}".strip() if installed else f"{label} –")
         if parts:
             lines.append("Software: " + ", ".join(parts))
     probes = field(inventory, "probes", default={}) or {}

@@ -11,9 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from vllm_deploy_wizard.launcher.timeouts import STALE_STOP_TIMEOUT_S
 from vllm_deploy_wizard.launcher import RunClient, find_run, list_runs, run_survivors, start_run, stop_stale
-
+from vllm_deploy_wizard.launcher.timeouts import STALE_STOP_TIMEOUT_S
 
 
 @dataclass(frozen=True)
@@ -65,8 +64,8 @@ class RealLauncher:
 
         prepared, problems = self._prepare(plan_file, values, node)
         if problems:
-            raise LaunchRefused(f"preflight found {len(problems)} problem(s):\n" + "\n".join(f"  - {x}" for x in problems),
-                                prepared.refusals)
+            listed = "\n".join(f"  - {x}" for x in problems)
+            raise LaunchRefused(f"preflight found {len(problems)} problem(s):\n" + listed, prepared.refusals)
         return start_run(prepared.spec, detach=True).run_id
 
     def live_runs(self) -> list[str]:

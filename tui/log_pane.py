@@ -29,8 +29,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable
 from itertools import accumulate
-from typing import Callable, Iterable
 
 from rich.cells import cell_len, get_character_cell_size
 from rich.style import Style
@@ -201,7 +201,8 @@ class LogPane(ScrollView, can_focus=True):
             text.highlight_regex(re.escape(self.highlight), style="reverse")
         text.stylize_before(base)
         console = self.app.console
-        strips = [Strip(part.render(console), part.cell_len) for part in text.divide(_cut_offsets(text.plain, self._wrap))]
+        parts = text.divide(_cut_offsets(text.plain, self._wrap))
+        strips = [Strip(part.render(console), part.cell_len) for part in parts]
         self._cache[key] = strips
         if len(self._cache) > RENDER_CACHE:
             self._cache.popitem(last=False)

@@ -50,8 +50,9 @@ from __future__ import annotations
 import re
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES
 from vllm_deploy_wizard.launcher.logs import UPDATE_MARK, overwrite, strip_ansi
@@ -91,6 +92,7 @@ FAILED_STATES = ("FATAL", "BACKOFF", "EXITED")
 #: uvicorn access lines produced by the launcher's own health/metrics polling (hidden in the pane;
 #: still in the run's log file).
 from vllm_deploy_wizard.launcher.noise import POLL_NOISE  # noqa: E402 - one definition for the TUI and the CLI
+
 #: Snapshot counter → the per-second rate the launcher computes from it (``Metrics.rates``).
 RATE_OF_TOTAL = {"prompt_tokens_total": "prompt_tokens_per_s", "generation_tokens_total": "generation_tokens_per_s"}
 _LEVEL = re.compile(r"\b(ERROR|CRITICAL|WARNING|WARN|INFO|DEBUG)\b")
@@ -182,7 +184,7 @@ def spark_series(values: list[float]) -> list[float]:
     return [values[0], values[0]] if len(values) == 1 else list(values)
 
 
-def detail_text(row: "ProcRow") -> str:
+def detail_text(row: ProcRow) -> str:
     """The Detail cell: in a failed state the classified cause's summary first, then the event detail."""
     summary = (row.cause or {}).get("summary") if row.state in FAILED_STATES else None
     return f"{summary} · {row.detail}" if summary and row.detail else (summary or row.detail)

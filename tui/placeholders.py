@@ -10,9 +10,11 @@ silently — they are editable inputs.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from vllm_deploy_wizard.launcher.launch import NodeFacts, node_facts as launcher_node_facts, placeholder_values
+from vllm_deploy_wizard.launcher.launch import NodeFacts, placeholder_values
+from vllm_deploy_wizard.launcher.launch import node_facts as launcher_node_facts
 
 
 def node_facts(inventory: Any = None) -> NodeFacts | None:

@@ -15,7 +15,6 @@ from typing import Any
 import yaml
 
 
-
 def default_export_dir() -> Path:
     """``./vllm-wizard-<YYYYmmdd-HHMMSS>`` in the current directory (created)."""
     path = Path.cwd() / f"vllm-wizard-{time.strftime('%Y%m%d-%H%M%S')}"

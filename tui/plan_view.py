@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_deploy_wizard.common import placeholders
 from vllm_deploy_wizard.catalog.render import command_lines, group_by_node, shell_word
+from vllm_deploy_wizard.common import placeholders
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,8 @@ def process_blocks(plan: Any, values: Mapping[str, str] | None = None) -> list[P
             exports = () if argv[:1] == ["docker"] else tuple(
                 f"export {k}={shell_word(filled(v))}" for k, v in p.env.items())
             title = f"[{p.phase}] {p.name} ({p.role})" + (f" — {p.label}" if p.label else "")
-            blocks.append(ProcessBlock(label, title, filled(p.setup or "").rstrip(), exports, command_lines(argv), p.name))
+            setup = filled(p.setup or "").rstrip()
+            blocks.append(ProcessBlock(label, title, setup, exports, command_lines(argv), p.name))
     return blocks
 
 
@@ -76,13 +77,14 @@ def machine_choices(plan_json: dict) -> list[tuple[str, str | None]]:
         rank = p.get("node_rank")
         return str(node) if node else (f"node-{rank}" if isinstance(rank, int) else None)
 
-    labels = list(dict.fromkeys(l for l in map(label, procs) if l))
+    ranked = [(p.get("node_rank"), name) for p in procs if (name := label(p))]  # (node rank, label)
+    labels = list(dict.fromkeys(name for _, name in ranked))
     if len(labels) <= 1:
         return []
-    rank0 = list(dict.fromkeys(label(p) for p in procs if p.get("node_rank") == 0 and label(p)))
-    unbound = list(dict.fromkeys(label(p) for p in procs if p.get("node_rank") is None and label(p)))
+    rank0 = list(dict.fromkeys(name for rank, name in ranked if rank == 0))
+    unbound = list(dict.fromkeys(name for rank, name in ranked if rank is None))
     out: list[tuple[str, str | None]] = []
     if len(rank0) == 1:
         parts = rank0 + [u for u in unbound if u not in rank0]
         out.append((" + ".join(parts) + " (launch's default: node rank 0)", None))
-    return out + [(l, l) for l in labels]
+    return out + [(name, name) for name in labels]

@@ -17,8 +17,9 @@ holds on this host.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from vllm_deploy_wizard.common.flags import last_flag_value, set_flag
 
@@ -54,7 +55,8 @@ def port_slots(processes: Iterable[Any]) -> list[PortSlot]:
     """The slots of plan ``processes`` (catalog PlanProcess objects or docs/plan-file.md §3 dicts)."""
     out: list[PortSlot] = []
     for p in processes:
-        name, argv, env, node = _get(p, "name"), list(_get(p, "argv") or []), dict(_get(p, "env") or {}), _get(p, "node_rank") or 0
+        name, argv = _get(p, "name"), list(_get(p, "argv") or [])
+        env, node = dict(_get(p, "env") or {}), _get(p, "node_rank") or 0
         seen = set()
         for flag in PORT_FLAGS:
             value = last_flag_value(argv, flag)

@@ -125,7 +125,8 @@ class BenchScreen(Screen):
             try:
                 values[fld] = float(text) if fld == "budget_s" else int(text)
             except ValueError:
-                raise ValueError(f"{label}: {text!r} is not a {'number' if fld == 'budget_s' else 'whole number'}") from None
+                wanted = "number" if fld == "budget_s" else "whole number"
+                raise ValueError(f"{label}: {text!r} is not a {wanted}") from None
         try:
             return SweepConfig(**values)
         except LaunchError as exc:
@@ -153,7 +154,8 @@ class BenchScreen(Screen):
         api = bench_api(self.app)
         try:
             sweep = api.run_sweep(self.target, config, self.run_dir,
-                                  on_event=lambda ev: self.app.call_from_thread(self.on_sweep_event, ev), cancel=self._cancel)
+                                  on_event=lambda ev: self.app.call_from_thread(self.on_sweep_event, ev),
+                                  cancel=self._cancel)
         except Exception as exc:  # noqa: BLE001 — LaunchError with vLLM's output; shown, never a crash
             self.app.call_from_thread(self._failed, str(exc))
             return
@@ -229,7 +231,7 @@ class BenchScreen(Screen):
             plt.title(title)
             plt.xlabel("concurrency")
             plt.ylabel(unit)
-            ticks = sorted({x for _legend, xs, _ys in data[wid] for x in xs})
+            ticks: list[float] = sorted({x for _legend, xs, _ys in data[wid] for x in xs})
             if ticks:
                 plt.xticks(ticks)  # the concurrencies measured, not 1.0 2.8 4.5
             for legend, xs, ys in data[wid]:

@@ -16,15 +16,15 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 from vllm_deploy_wizard.tui.app import DataChanged, SelectionChanged
 from vllm_deploy_wizard.tui.axes import AxisView, apply_choice, axis_views, warnings_of
 from vllm_deploy_wizard.tui.constraint_panel import ConstraintPanel
 from vllm_deploy_wizard.tui.dom_ids import dom_id
+from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 
 def devices_text(selection: dict, catalog) -> str:
@@ -107,8 +107,8 @@ class ConfigureScreen(WizardScreen):
     HELP_TITLE = "Configure"
     HELP_INTRO = ("tab / shift+tab moves between rows, up/down between choices, enter picks (● / [x] mark what the "
                   "plan uses, also defaults). Disabled choices say why; ctrl+u allows the ones that only lack a "
-                  "verified run (marked unverified in the rows and in the plan); ctrl+g takes the value a host-fit warning "
-                  "suggests (LMCache L1 size, CPU workers). Advanced args: raw vLLM flags, enter "
+                  "verified run (marked unverified in the rows and in the plan); ctrl+g takes the value a host-fit "
+                  "warning suggests (LMCache L1 size, CPU workers). Advanced args: raw vLLM flags, enter "
                   "applies; the Constraints panel warns when a preset and a typed flag collide.")
 
     BINDINGS = [
@@ -146,14 +146,15 @@ class ConfigureScreen(WizardScreen):
         focused = self.focused.id if self.focused is not None else None
         await container.remove_children()
         views = self._views()
-        widgets = []
+        widgets: list[Widget] = []
         for view in views:
             widgets.append(Label(view.title, classes="axis-title"))
             widgets.append(AxisList(view, id=dom_id("axis", view.key)))
         widgets.append(Label("Advanced args (raw vLLM flags, enter to apply)", classes="axis-title"))
         self._advanced_shown = " ".join(shlex.quote(a) for a in self.app.selection.get("advanced_args", []))
         widgets.append(Input(self._advanced_shown, placeholder="--max-model-len 8192", id="advanced-args"))
-        self._companion_shown = " ".join(f"{k}={v}" for k, v in (self.app.selection.get("companion_args") or {}).items())
+        companion = self.app.selection.get("companion_args") or {}
+        self._companion_shown = " ".join(f"{k}={v}" for k, v in companion.items())
         widgets.append(Label("Companion args (key=value: " + ", ".join(_companion_keys()) + ")",
                              classes="axis-title"))
         widgets.append(Input(self._companion_shown, placeholder="l1_size_gb=16 router_port=30000", id="companion-args"))

@@ -18,15 +18,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from vllm_deploy_wizard.common.contract import MAX_NODES
-from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 from vllm_deploy_wizard.tui.app import DataChanged, SelectionChanged
 from vllm_deploy_wizard.tui.catalog_view import profile_groups
 from vllm_deploy_wizard.tui.inventory_view import inventory_lines, match_lines
+from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 #: Nodes range of the Nodes input (docs/synthesis.md §2.3 ``MAX_NODES`` = 16; Selection ``nodes`` 1..16).
 
@@ -119,7 +118,7 @@ class HardwareScreen(WizardScreen):
                 if row.detected:
                     text.append(f"  ★ detected ({row.quality})", style="bold")
                 disabled = gate is not None and gate.state == "disabled"
-                if disabled:
+                if disabled and gate is not None:
                     text.append(" — " + " ".join((gate.reason or "unavailable").split()), style="italic")
                 elif gate is not None and gate.warning:
                     text.append("  ⚠ " + " ".join(gate.warning.split()), style="italic yellow")

@@ -11,20 +11,22 @@ disk). Errors name what was tried and are shown, not raised.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
-from rich.text import Text
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 from textual.widgets.data_table import ColumnKey
 
-from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
-from vllm_deploy_wizard.tui.app import DataChanged
 from vllm_deploy_wizard.catalog.listing import TASKS
+from vllm_deploy_wizard.tui.app import DataChanged
 from vllm_deploy_wizard.tui.catalog_view import recipe_rows
 from vllm_deploy_wizard.tui.inventory_view import detected_memory_gb
+from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 FIT_MARK = {"yes": "✓ fits", "multi": "multi-node", "no": "✗ too big", "?": ""}
 
@@ -69,8 +71,9 @@ class ModelScreen(WizardScreen):
                   "row). Fit is measured against the detected machine on the detected profile (see the line under "
                   "the table). Status: ✓ verified on this hardware (listed first), ⚠ unlisted (a restricted "
                   "profile the recipe does not list, offered because it was detected), ✗ unsupported (listed "
-                  "last). Custom model: HF id or local path in the bottom box, enter. ctrl+d downloads the custom model typed "
-                  "there (else the highlighted recipe's) into the Hugging Face cache (resumable; HF_TOKEN honoured).")
+                  "last). Custom model: HF id or local path in the bottom box, enter. ctrl+d downloads the custom "
+                  "model typed there (else the highlighted recipe's) into the Hugging Face cache (resumable; "
+                  "HF_TOKEN honoured).")
 
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
@@ -85,7 +88,7 @@ class ModelScreen(WizardScreen):
             yield Input(placeholder="search name, HF id, provider", id="search")
             yield Select([(t, t) for t in TASKS], prompt="any task", id="task")
             yield Select([("dense", "dense"), ("MoE", "moe")], prompt="any arch", id="arch")
-        table = DataTable(id="recipes", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str] = DataTable(id="recipes", cursor_type="row", zebra_stripes=True)
         yield table
         yield Static("", id="model-status")
         with Horizontal(id="custom-row"):
@@ -119,7 +122,7 @@ class ModelScreen(WizardScreen):
         arch = self.query_one("#arch", Select).value
         memory = detected_memory_gb(app.inventory) if hw and hw == app.detected_profile else None
         listing = None
-        if profile is not None:
+        if hw and profile is not None:  # a profile is only looked up for a picked hardware id
             from vllm_deploy_wizard.catalog.listing import listing_for
 
             listing = listing_for(app.catalog, hw, app.detected_profile)
@@ -224,9 +227,11 @@ class ModelScreen(WizardScreen):
 
     @work(thread=True, exclusive=True, group="download", exit_on_error=False)
     def _download(self, model: str, custom: bool) -> None:
-        download = getattr(self.app.services, "download_model", None)
+        download: Callable[[str], Any] | None = getattr(self.app.services, "download_model", None)
         if download is None:
-            from vllm_deploy_wizard.workflows.model_download import download_model as download
+            from vllm_deploy_wizard.workflows.model_download import download_model
+
+            download = download_model
         try:
             path = download(model)
         except Exception as exc:  # noqa: BLE001 — DownloadError names the cause and the fix

@@ -17,25 +17,27 @@ A STARTING event comes before the spawn (no pid); while a process is STARTING wi
 screen asks the client's ``status()`` at most every :data:`PID_REFRESH_S` for it
 (:meth:`MonitorModel.refresh`).
 
-Detach (``d``) and quit (``q``; not in the footer, which already lists the app's ``^q``) leave the run alive (its supervisor is a daemon) and say so
-with the commands to come back or stop it (:func:`keeps_running_text`); ``vllm-wizard attach`` or a
-new ``vllm-wizard`` re-opens it (:class:`AttachPrompt`).
+Detach (``d``) and quit (``q``; not in the footer, which already lists the app's ``^q``) leave the run
+alive (its supervisor is a daemon) and say so with the commands to come back or stop it
+(:func:`keeps_running_text`); ``vllm-wizard attach`` or a new ``vllm-wizard`` re-opens it
+(:class:`AttachPrompt`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
+from typing import Any
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Input, Label, OptionList, ProgressBar, Sparkline, Static
 from textual.widgets.option_list import Option
 
-from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 from vllm_deploy_wizard.tui.host_stats import PERIOD_S
 from vllm_deploy_wizard.tui.log_pane import LogPane
 from vllm_deploy_wizard.tui.monitor_model import (
@@ -49,11 +51,13 @@ from vllm_deploy_wizard.tui.monitor_model import (
     spark_series,
     uptime_text,
 )
+from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 #: Rich styles of log levels in the log pane.
 LEVEL_STYLE = {"ERROR": "bold red", "WARNING": "yellow", "INFO": "", "DEBUG": "dim"}
 #: State colours of the process table.
-STATE_STYLE = {"READY": "green", "STARTING": "cyan", "BACKOFF": "yellow", "FATAL": "bold red", "EXITED": "red", "STOPPING": "magenta", "STOPPED": "dim"}
+STATE_STYLE = {"READY": "green", "STARTING": "cyan", "BACKOFF": "yellow", "FATAL": "bold red", "EXITED": "red",
+               "STOPPING": "magenta", "STOPPED": "dim"}
 #: UI batch period, seconds: new log lines and state changes are painted at most this often (a
 #: flood repaints the pane's visible rows once per batch; keys are handled in between).
 BATCH_S = 0.1
@@ -139,7 +143,7 @@ class MonitorScreen(WizardScreen):
         self.run_id = run_id
         self.sub_title = f"run {run_id}"  # before mount: the Header reads it when it composes
         self.model = MonitorModel()  # clock set on mount (app.clock)
-        self.client = None
+        self.client: Any = None  # LauncherPort.client(run_id): events(), status(), stop(), restart(name)
         self.selected: str | None = None
         self.follow = True
         self.search = ""
@@ -309,7 +313,9 @@ class MonitorScreen(WizardScreen):
     @work(thread=True, exclusive=True, group="host-stats", exit_on_error=False)
     def _sample_host(self) -> None:
         """CPU/RAM (and per-GPU where NVML answers) into the model; painted by the next batch."""
-        self.model.feed(self.app.stats_sampler())
+        sampler = self.app.stats_sampler
+        if sampler is not None:  # on_mount schedules this only with a sampler
+            self.model.feed(sampler())
 
     def _tick_uptime(self) -> None:
         self.model.changed = True
@@ -350,8 +356,9 @@ class MonitorScreen(WizardScreen):
             cause = failure.cause or {}
             fix = cause.get("fix") or ""
             fix_args = self.fix_args()
+            kind, summary = cause.get("kind", "failure"), cause.get("summary", failure.detail)
             box.update(Text.assemble(
-                (f"✗ {failure.name} {failure.state}: {cause.get('kind', 'failure')} — {cause.get('summary', failure.detail)}", "bold red"),
+                (f"✗ {failure.name} {failure.state}: {kind} — {summary}", "bold red"),
                 (f"\n  fix: {fix}" if fix else "", "yellow"),
                 ("\n  press x to relaunch with: " + " ".join(fix_args) if fix_args else "", "bold"),
                 ("\n  press x to relaunch without: " + " ".join(cause.get("drop_flags") or [])
@@ -387,9 +394,11 @@ class MonitorScreen(WizardScreen):
         lines = []
         for gpu in stats.get("gpus") or []:
             g = gpu if isinstance(gpu, dict) else vars(gpu)
-            lines.append(f"GPU{g.get('index', '')} {g.get('util_percent', '?')}% · {g.get('mem_used_gib', '?')}/{g.get('mem_total_gib', '?')} GiB")
+            lines.append(f"GPU{g.get('index', '')} {g.get('util_percent', '?')}% · "
+                         f"{g.get('mem_used_gib', '?')}/{g.get('mem_total_gib', '?')} GiB")
         if "cpu_percent" in stats:
-            lines.append(f"CPU {stats['cpu_percent']:.0f}% · RAM {stats.get('ram_used_gib', '?')}/{stats.get('ram_total_gib', '?')} GiB")
+            lines.append(f"CPU {stats['cpu_percent']:.0f}% · "
+                         f"RAM {stats.get('ram_used_gib', '?')}/{stats.get('ram_total_gib', '?')} GiB")
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ actions
@@ -405,7 +414,8 @@ class MonitorScreen(WizardScreen):
         log.clear()
         log.border_title = f"log · {self.selected}" + (f" · /{self.search}" if self.search else "")
         log.set_highlight(self.search)
-        lines = [(line, False) for line in self.model.logs.get(self.selected, [])
+        shown: Iterable[str] = self.model.logs.get(self.selected, []) if self.selected is not None else []
+        lines = [(line, False) for line in shown
                  if not self.search or self.search in plain_text(line)]
         self._prev_shown = bool(lines) or not self.search
         if self.search and not lines:
@@ -519,7 +529,8 @@ class MonitorScreen(WizardScreen):
         if isinstance(target, SmokeTarget) and plan is not None:
             values = {k: v for k, v in (getattr(self.app, "launch_values", {}) or {}).items() if v}
             key = placeholders.fill(target.api_key, values) if target.api_key else None
-            target = SmokeTarget(placeholders.fill(target.base_url, values), target.model, key, target.source, target.note)
+            base_url = placeholders.fill(target.base_url, values)
+            target = SmokeTarget(base_url, target.model, key, target.source, target.note)
         return target
 
     @work(exclusive=True, group="smoke", exit_on_error=False)
@@ -541,7 +552,8 @@ class MonitorScreen(WizardScreen):
         result = await smoke_request(target.base_url, target.model, api_key=target.api_key)
         self.last_smoke = result
         style = "SMOKE OK" if result.ok else "SMOKE ERROR"
-        self.model.add_line(self.selected or "smoke", f"{style} {result.latency_s * 1000:.0f} ms {result.url}: {result.text!r}")
+        self.model.add_line(self.selected or "smoke",
+                            f"{style} {result.latency_s * 1000:.0f} ms {result.url}: {result.text!r}")
         self.model.changed = True
         self.notify(f"{'✓' if result.ok else '✗'} {result.latency_s * 1000:.0f} ms: {result.text[:80]}",
                     severity="information" if result.ok else "error")
@@ -603,7 +615,8 @@ class AttachPrompt(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="attach-box"):
             yield Label("A vllm-wizard run is live on this node. Attach to it?")
-            yield OptionList(*[Option(f"Attach to {r}", id=r) for r in self.runs], Option("Start a new plan", id="__new__"), id="attach-list")
+            yield OptionList(*[Option(f"Attach to {r}", id=r) for r in self.runs],
+                             Option("Start a new plan", id="__new__"), id="attach-list")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(None if event.option.id == "__new__" else event.option.id)

@@ -2,11 +2,12 @@
 detected defaults, preflight; export (plan file, scripts), copy (OSC 52), one key launches.
 
 The plan is synthesized on mount from the app's selection (pure, < 2 ms) and laid out by
-:func:`~vllm_deploy_wizard.tui.plan_view.process_blocks`; each command is a focusable :class:`CommandBlockView`
-so ``c`` / ctrl+y copies the focused one. Keys are in :data:`REVIEW_ACTIONS` (ctrl keys work even
-from a placeholder Input, and each action is in the command palette). Launch writes the plan file into the state dir and hands it to the
-launcher seam in a worker (the preflight may take seconds: port checks, ``vllm serve --help``), then
-opens the monitor; preflight problems come back as the launcher's error text, all at once.
+:func:`~vllm_deploy_wizard.tui.plan_view.process_blocks`; each command is a focusable
+:class:`CommandBlockView` so ``c`` / ctrl+y copies the focused one. Keys are in :data:`REVIEW_ACTIONS`
+(ctrl keys work even from a placeholder Input, and each action is in the command palette). Launch
+writes the plan file into the state dir and hands it to the launcher seam in a worker (the preflight
+may take seconds: port checks, ``vllm serve --help``), then opens the monitor; preflight problems come
+back as the launcher's error text, all at once.
 """
 
 from __future__ import annotations
@@ -19,14 +20,14 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 
-from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 from vllm_deploy_wizard.tui.dom_ids import dom_id
 from vllm_deploy_wizard.tui.placeholders import offered_defaults
 from vllm_deploy_wizard.tui.plan_export import default_export_dir, write_plan_file, write_scripts
 from vllm_deploy_wizard.tui.plan_view import ProcessBlock, machine_choices, process_blocks
+from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 
 def plan_header(plan) -> str:
@@ -122,7 +123,7 @@ class ReviewScreen(WizardScreen):
             from vllm_deploy_wizard.workflows.saved_selections import record_recent
 
             record_recent(dict(self.app.selection), dict(getattr(self.app, "port_edits", {}) or {}))
-        widgets = [
+        widgets: list[Widget] = [
             Static(
                 Text.assemble(("Plan: ", "bold"), plan_header(self.app.plan)),
                 id="plan-summary",
@@ -158,7 +159,8 @@ class ReviewScreen(WizardScreen):
             self.values.update({k: v for k, v in typed.items() if k in self.values})
             for name in placeholders:
                 widgets.append(
-                    Horizontal(Label(f"${name}", classes="ph-name"), Input(self.values[name], id=dom_id("ph", name), name=name), classes="ph-row")
+                    Horizontal(Label(f"${name}", classes="ph-name"),
+                               Input(self.values[name], id=dom_id("ph", name), name=name), classes="ph-row")
                 )
         widgets += self._port_rows()
         widgets.append(Label("Commands (launch order)", classes="section"))
@@ -323,7 +325,8 @@ class ReviewScreen(WizardScreen):
 
     def action_copy(self) -> None:
         """Copy the focused command (else the first) with placeholders filled, via OSC 52."""
-        focused = self.focused if isinstance(self.focused, CommandBlockView) else next(iter(self.query(CommandBlockView)), None)
+        focused = (self.focused if isinstance(self.focused, CommandBlockView)
+                   else next(iter(self.query(CommandBlockView)), None))
         if focused is None:
             return
         index = list(self.query(CommandBlockView)).index(focused)
@@ -353,28 +356,33 @@ class ReviewScreen(WizardScreen):
         self.notify("Scripts" + hint + ": " + ", ".join(str(p) for p in paths))
 
     def action_preflight(self) -> None:
-        """Run the launcher's preflight for this machine (``self.node``; None = node rank 0) now and show every problem (or that all passed)."""
+        """Run the launcher's preflight for this machine (``self.node``; None = node rank 0) now and show
+        every problem (or that all passed)."""
         if not self.plan_json or self.app.launcher is None:
             return
-        self.query_one("#review-status", Static).update("Preflight running (vLLM flag check may take ~12 s the first time)…")
+        self.query_one("#review-status", Static).update(
+            "Preflight running (vLLM flag check may take ~12 s the first time)…")
         self._preflight(dict(self.values))
 
     @work(thread=True, exclusive=True, group="launch", exit_on_error=False)
     def _preflight(self, values: dict[str, str]) -> None:
         import tempfile
 
+        launcher = self.app.launcher
+        if launcher is None:  # action_preflight starts this worker only with a launcher
+            return
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "plan.yaml"
             try:
                 self._set_node_facts()
                 write_plan_file(self.app, path)
-                problems = self.app.launcher.preflight(path, values, node=self.node)
+                problems = launcher.preflight(path, values, node=self.node)
             except Exception as exc:  # noqa: BLE001 — LaunchError: unfilled placeholders etc.
                 problems = [str(exc)]
-        self.app.preflight_refusals = list(getattr(self.app.launcher, "last_refusals", None) or [])
+        self.app.preflight_refusals = list(getattr(launcher, "last_refusals", None) or [])
         text = Text("✓ Preflight passed: ports free, executables found, vLLM version and flags OK.", style="green") \
             if not problems else Text("✗ Preflight:\n" + "\n".join(f"  - {p}" for p in problems), style="red")
-        for warning in getattr(self.app.launcher, "last_warnings", None) or []:  # e.g. an abbreviated vLLM flag
+        for warning in getattr(launcher, "last_warnings", None) or []:  # e.g. an abbreviated vLLM flag
             text.append(f"\n  ⚠ {warning}", style="yellow")
         self.app.call_from_thread(self.query_one("#review-status", Static).update, text)
         self.preflight_problems = problems
@@ -401,27 +409,31 @@ class ReviewScreen(WizardScreen):
     def _launch(self, values: dict[str, str]) -> None:
         from vllm_deploy_wizard.tui.plan_export import runs_plan_path
 
+        launcher, plan_json = self.app.launcher, self.plan_json
+        if launcher is None or plan_json is None:  # action_launch starts this worker only with both
+            return
         try:  # the state dir itself may be unusable (XDG_STATE_HOME a file): say so, never hang
             self._set_node_facts()
             path = runs_plan_path(time.strftime("%Y%m%d-%H%M%S"))
             write_plan_file(self.app, path)
-            run_id = self.app.launcher.start(path, values, node=self.node)
+            run_id = launcher.start(path, values, node=self.node)
         except Exception as exc:  # noqa: BLE001 — LaunchError lists every preflight problem
             self.app.preflight_refusals = list(getattr(exc, "refusals", None) or [])  # Fit fix applies them
             self.app.call_from_thread(self._launch_failed, str(exc))
             return
         self.run_id = run_id
         # the monitor's smoke test reads the launched plan (secrets unmasked) for this run
-        self.app.launched_plans[run_id] = self.plan_json
+        self.app.launched_plans[run_id] = plan_json
         self.app.call_from_thread(self.app.open_monitor, run_id)
 
     def _set_node_facts(self) -> None:
         """Give the launcher seam this node's facts for the node checks (memory, devices, /dev/shm)."""
         inventory = getattr(self.app, "inventory", None)
-        if hasattr(self.app.launcher, "facts") and inventory is not None:
+        launcher = self.app.launcher
+        if launcher is not None and hasattr(launcher, "facts") and inventory is not None:
             from vllm_deploy_wizard.launcher.launch import node_facts
 
-            self.app.launcher.facts = node_facts(inventory.host, inventory)
+            launcher.facts = node_facts(inventory.host, inventory)
 
     def _launch_failed(self, text: str) -> None:
         self.query_one("#review-status", Static).update(Text(f"✗ Launch refused:\n{text}", style="red"))

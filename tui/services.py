@@ -23,9 +23,10 @@ Every function here is *blocking* and *pure* with respect to the UI: the app run
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 
 class LauncherPort(Protocol):

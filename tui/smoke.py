@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from vllm_deploy_wizard.common.contract import VLLM_DEFAULT_PORT
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
@@ -118,8 +119,8 @@ def api_key_of(argv: Iterable[str], env: Mapping[str, str] | None = None) -> str
     for key in flag_values(list(argv), "--api-key"):
         if key and not key.startswith("-") and MASKED not in key:
             return key
-    key = (env or {}).get("VLLM_API_KEY")
-    return key if key and MASKED not in key else None
+    env_key = (env or {}).get("VLLM_API_KEY")
+    return env_key if env_key and MASKED not in env_key else None
 
 
 def wants_api_key(argv: Iterable[str], env: Mapping[str, str] | None = None) -> bool:
@@ -182,7 +183,8 @@ def find_target(
     empty: list[str] = []  # sources read that serve nothing
     sources = (("the launched plan", "this wizard did not launch the run (no plan in memory)", plan_json),
                ("the run's spec.json", "the run has no readable spec.json", spec_as_plan(spec) if spec else None),
-               ("the live processes", "no live process list", {"processes": list(live_procs or [])} if live_procs else None))
+               ("the live processes", "no live process list",
+                {"processes": list(live_procs or [])} if live_procs else None))
     for label, why_absent, plan in sources:
         if not plan:
             absent.append(why_absent)
@@ -192,12 +194,14 @@ def find_target(
             empty.append(label)
             continue
         served, _ = _served(plan.get("processes", []))
+        assert served is not None  # endpoint_of found a model, which only a served process gives
         argv, env = list(served.get("argv") or []), dict(served.get("env") or {})
         key, note = api_key_of(argv, env), ""
         if key is None:
-            pid = (pids or {}).get(served.get("name")) or served.get("pid")
+            name = served.get("name")
+            pid = ((pids or {}).get(name) if name is not None else None) or served.get("pid")
             if pid is None:
-                pid = next((p.get("pid") for p in live_procs or [] if p.get("name") == served.get("name")), None)
+                pid = next((p.get("pid") for p in live_procs or [] if p.get("name") == name), None)
             live_argv, live_env = live_argv_env(pid)
             key = api_key_of(live_argv, live_env)
             if key is None and wants_api_key(argv, env):
