@@ -328,6 +328,7 @@ def handle(args: argparse.Namespace) -> int:
     host = host_capacity(snapshot, selection.hardware)  # node facts only when planning for this node
     # an exact --recipes checkout is the reference builder's view: gated selections plan with warnings
     planned = plan_selection(cat, selection, host, detected_profile=detected, strict=source.kind != "dir")
+    typed = selection  # what the person asked for; --save keeps it (defaults resolve again when opened)
     cat, selection, plan = planned.catalog, planned.selection, planned.plan
     plan.notes += ["warning: " + w for w in warnings]
     plan.notes += node_plan_warnings(cat, plan, snapshot)
@@ -363,7 +364,7 @@ def handle(args: argparse.Namespace) -> int:
     if getattr(args, "save", None) is not None:
         from vllm_deploy_wizard.workflows.saved_selections import save
 
-        path = save(args.save, selection.model_dump(exclude_none=True, exclude_defaults=True))
+        path = save(args.save, typed.model_dump(exclude_none=True, exclude_defaults=True))
         print(f"saved selection {args.save} to {path} (`vllm-wizard wizard --open {args.save}` opens it)",
               file=sys.stderr)
     return 0
