@@ -15,9 +15,9 @@ from vllm_deploy_wizard.launcher.client import RunClient, Snapshot
 from vllm_deploy_wizard.launcher.daemon import RunServer, start_run
 from vllm_deploy_wizard.launcher.launch import NodeFacts, Prepared, launch, prepare
 from vllm_deploy_wizard.launcher.logs import LogLines
-from vllm_deploy_wizard.launcher.runs import RunInfo, find_run, list_runs, run_survivors, stop_stale
 from vllm_deploy_wizard.launcher.plan_file import load_plan_file, parse_plan
-from vllm_deploy_wizard.launcher.spec import ProcessSpec, Probe, RestartPolicy, RunSpec
+from vllm_deploy_wizard.launcher.runs import RunInfo, find_run, list_runs, run_survivors, stop_stale
+from vllm_deploy_wizard.launcher.spec import Probe, ProcessSpec, RestartPolicy, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.supervisor import Metrics, Progress, RunFinished, Supervisor
 

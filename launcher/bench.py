@@ -35,9 +35,10 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
@@ -109,7 +110,7 @@ class StepResult:
     tpot_p99_ms: float | None = None
 
     @classmethod
-    def from_vllm(cls, data: Mapping[str, Any], concurrency: int | None = None) -> "StepResult":
+    def from_vllm(cls, data: Mapping[str, Any], concurrency: int | None = None) -> StepResult:
         """Read a ``vllm bench serve --save-result`` JSON mapping (vLLM 0.32.0 keys: ``completed``,
         ``failed``, ``duration``, ``request_throughput``, ``output_throughput``,
         ``total_token_throughput``, ``p50_ttft_ms``/``median_ttft_ms``, ``p99_ttft_ms`` …).
@@ -263,11 +264,11 @@ def load_sweep(path: Path) -> Sweep:
         raise LaunchError(f"{f}: not a benchmark sweep record ({type(exc).__name__}: {exc})") from None
 
 
-def list_sweeps(runs_root: Path, model: str | None = None) -> list[Sweep]:
-    """Every readable sweep under ``runs_root/*/bench/*``, newest first; only those of ``model``
-    (the served name) when given — what can be compared with a new one."""
+def list_sweeps(root: Path, model: str | None = None) -> list[Sweep]:
+    """Every readable sweep under ``root/*/bench/*`` (``root``: the runs folder, :func:`runs_root`),
+    newest first; only those of ``model`` (the served name) when given — what can be compared with a new one."""
     out = []
-    for f in Path(runs_root).glob("*/bench/*/sweep.json"):
+    for f in Path(root).glob("*/bench/*/sweep.json"):
         try:
             s = load_sweep(f.parent)
         except LaunchError:

@@ -20,8 +20,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from vllm_deploy_wizard.common import backends_registry
 

@@ -39,9 +39,9 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
 
 #: Largest block the pump takes at once (bytes).
 CHUNK = 1 << 20

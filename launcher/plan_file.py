@@ -48,16 +48,30 @@ from __future__ import annotations
 import json
 import re
 import signal
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from vllm_deploy_wizard.common.contract import PLAN_VERSION
 from vllm_deploy_wizard.common.errors import LaunchError
-from vllm_deploy_wizard.common.placeholders import fill, names as placeholders_in
-from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STARTING_STOP_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
+from vllm_deploy_wizard.common.placeholders import fill
+from vllm_deploy_wizard.common.placeholders import names as placeholders_in
 from vllm_deploy_wizard.launcher.spec import (
-    PHASES, RESTART_MODES, Liveness, ProcessSpec, Probe, RestartPolicy, RunSpec, dependency_problems,
+    PHASES,
+    RESTART_MODES,
+    Liveness,
+    Probe,
+    ProcessSpec,
+    RestartPolicy,
+    RunSpec,
+    dependency_problems,
     duplicate_names_problem,
+)
+from vllm_deploy_wizard.launcher.timeouts import (
+    READY_TIMEOUT_S,
+    STARTING_STOP_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    UNHEALTHY_AFTER,
 )
 
 #: Default phase for each docs/plan-file.md §3.2 role.

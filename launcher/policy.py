@@ -53,13 +53,14 @@ Rules (docs/supervision.md):
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from vllm_deploy_wizard.launcher.causes import SYMPTOM, WAITS_ON_PEER, cut_line, is_retryable, root_signature
 from vllm_deploy_wizard.launcher.spec import PHASES, RunSpec
-from vllm_deploy_wizard.launcher.timeouts import STABLE_RUN_S
 from vllm_deploy_wizard.launcher.states import LIVE, SETTLED, ProcessEvent, ProcessState, State, transition
+from vllm_deploy_wizard.launcher.timeouts import STABLE_RUN_S
 
 # ---------------------------------------------------------------- input events
 

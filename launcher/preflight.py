@@ -35,16 +35,16 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
 
 from vllm_deploy_wizard.common import suggest, versions
 from vllm_deploy_wizard.common.errors import LaunchError
-from vllm_deploy_wizard.launcher.ports import port_free, port_holder
-from vllm_deploy_wizard.launcher.process import child_env
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
 from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.common.placeholders import names as placeholders_in
+from vllm_deploy_wizard.launcher.ports import port_free, port_holder
+from vllm_deploy_wizard.launcher.process import child_env
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
 from vllm_deploy_wizard.launcher.vllm_checks import argument_refusals

@@ -22,8 +22,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import psutil
 
@@ -85,11 +85,11 @@ class ManagedProcess:
     pgid: int
     create_time: float
     known: dict[int, float] = field(default_factory=dict)
-    exited: "asyncio.Future[int] | None" = None
-    reader: "PipeReader | None" = None
+    exited: asyncio.Future[int] | None = None
+    reader: PipeReader | None = None
 
     @property
-    def stdout(self) -> "PipeReader | asyncio.StreamReader | None":
+    def stdout(self) -> PipeReader | asyncio.StreamReader | None:
         """Merged stdout/stderr of the child: anything with ``await read(n)`` (None for a fake)."""
         return self.reader if self.reader is not None else self.proc.stdout
 
@@ -286,8 +286,8 @@ class PipeReader:
             try:
                 return self._read(n)
             except BlockingIOError:
-                fut = loop.create_future()
-                loop.add_reader(self.fd, lambda: fut.done() or fut.set_result(None))
+                fut: asyncio.Future[None] = loop.create_future()
+                loop.add_reader(self.fd, _wake, fut)
                 try:
                     await fut
                 finally:
@@ -301,10 +301,16 @@ class PipeReader:
             self.fd = -1
 
 
+def _wake(fut: asyncio.Future[None]) -> None:
+    """Resolve ``fut`` unless it already is (the reader callback of :meth:`PipeReader.read`)."""
+    if not fut.done():
+        fut.set_result(None)
+
+
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
     """Stream protocol that also resolves a future the moment the main process exits."""
 
-    def __init__(self, exited: "asyncio.Future[int]", limit: int, loop: asyncio.AbstractEventLoop):
+    def __init__(self, exited: asyncio.Future[int], limit: int, loop: asyncio.AbstractEventLoop):
         super().__init__(limit=limit, loop=loop)
         self._exited_fut = exited
 
@@ -365,7 +371,7 @@ def listening_pids(host: str, port: int) -> set[int] | None:
 CONTAINER_CLIENTS = frozenset({"docker", "podman", "nerdctl"})
 
 
-def foreign_listener(url: str, mp: "ManagedProcess", argv: "tuple[str, ...] | list[str]" = ()) -> str | None:
+def foreign_listener(url: str, mp: ManagedProcess, argv: tuple[str, ...] | list[str] = ()) -> str | None:
     """When the socket answering probe ``url`` is held only by processes outside ``mp``'s tree:
     ``"port N is answered by pid P (cmd) which is not part of this process"``; None when the tree
     holds it, the holder cannot be determined, or ``argv`` runs a container client

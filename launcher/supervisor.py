@@ -42,22 +42,29 @@ import os
 import re
 import shlex
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from vllm_deploy_wizard.launcher import policy as P
 from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES, Cause, explain
+from vllm_deploy_wizard.launcher.health import EngineWatch, models_not_listed, wait_for_answers
 from vllm_deploy_wizard.launcher.logs import LogLines, ProcessLog, Redactor, pump, secret_argv_values
 from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot, parse_metrics, rates
 from vllm_deploy_wizard.launcher.ports import busy_ports, port_holder
-from vllm_deploy_wizard.launcher.process import ManagedProcess, child_env, foreign_listener, gpu_memory_held, spawn_process
+from vllm_deploy_wizard.launcher.process import (
+    ManagedProcess,
+    child_env,
+    foreign_listener,
+    gpu_memory_held,
+    spawn_process,
+)
+from vllm_deploy_wizard.launcher.shm import RunShm
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.timeouts import EMERGENCY_STOP_TIMEOUT_S, KILL_WAIT_S, TREE_GONE_GRACE_S
-from vllm_deploy_wizard.launcher.health import EngineWatch, models_not_listed, wait_for_answers
-from vllm_deploy_wizard.launcher.shm import RunShm
 from vllm_deploy_wizard.launcher.vllm import StartupProgress, auth_headers, is_vllm_serve
 
 

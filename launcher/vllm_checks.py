@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from vllm_deploy_wizard.common import versions
 from vllm_deploy_wizard.common.flags import last_flag_value

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from vllm_deploy_wizard.common.flags import last_flag_value
 
 from .context import _Ctx, _pow2_divisor_below, _Result
-
 
 _HEADS = re.compile(r"Total number of attention heads \((\d+)\) must be divisible by tensor parallel size \((\d+)\)")
 _EXPERTS = re.compile(r"(?:n_physical_experts|num_experts|number of experts)\s*[=(]?\s*(\d+)\)?\s*must be divisible by (?:ep_size|expert parallel size)\s*[=(]?\s*(\d+)", re.I)

@@ -5,12 +5,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from vllm_deploy_wizard.common import backends_registry
 from vllm_deploy_wizard.common.flags import last_flag_value
-
 
 # ---------------------------------------------------------------- helpers for facts and fixes
 

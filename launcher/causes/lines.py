@@ -10,8 +10,7 @@ match the same characters (docs/supervision.md §5, linear time); ``bench/bench_
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
-
+from collections.abc import Callable, Sequence
 
 #: Longest line classified or displayed (characters); longer lines are cut (:func:`cut_line`). The
 #: process's log file keeps them whole. 64 KiB holds any real error message; a 2 MB line of a tensor

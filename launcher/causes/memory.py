@@ -12,7 +12,6 @@ from typing import Any
 
 from .context import _Ctx, _device_kind, _device_tool, _fmt, _gib, _is_cpu, _num, _Result, _util_in
 
-
 #: Margin (utilization fraction) kept below what the free/total figures of a memory refusal allow.
 UTIL_MARGIN = 0.02
 #: vLLM's default ``--gpu-memory-utilization``.

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from vllm_deploy_wizard.common.flags import last_flag_value
 
-from .context import _Ctx, _HF_URL_MODEL, _model_from_argv, _offline, _Result
-
+from .context import _HF_URL_MODEL, _Ctx, _model_from_argv, _offline, _Result
 
 _MODEL_IDS = (
     re.compile(r"Invalid repository ID or local directory specified: '([^']+)'"),

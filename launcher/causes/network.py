@@ -14,7 +14,6 @@ from vllm_deploy_wizard.common.flags import last_flag_value
 
 from .context import _Ctx, _model_from_argv, _Result
 
-
 _ADDR = re.compile(r"\('([^']*)', (\d+)\)")
 _ZMQ = re.compile(r"addr='[a-z]+://[^:']+:(\d+)'")
 _PORT = re.compile(r"\bport:? (\d+)\b")

@@ -6,20 +6,33 @@ symptoms.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
+from .arguments import (
+    _config_invalid,
+    _divisibility,
+    _dtype_unsupported,
+    _invalid_argument,
+    _max_model_len,
+    _unknown_argument,
+)
 from .context import _Ctx, _Result
+from .install import _broken_install, _device_error, _missing_file, _missing_module, _tpu_busy, _unsupported
 from .lines import folded
 from .memory import _device_oom, _host_oom, _kv_cache, _lmcache_alloc, _mem_util, _oom_killed
-from .arguments import (_config_invalid, _divisibility, _dtype_unsupported, _invalid_argument, _max_model_len,
-                        _unknown_argument)
-from .install import _broken_install, _device_error, _missing_file, _missing_module, _tpu_busy, _unsupported
 from .model import _gated, _model_not_found, _offline_or_network, _token_invalid, _tokenizer_missing, _unsupported_arch
-from .network import (_collective, _companion, _engines_not_ready, _master_unreachable, _network_timeout, _port_in_use,
-                      _shm, _socket_iface)
+from .network import (
+    _collective,
+    _companion,
+    _engines_not_ready,
+    _master_unreachable,
+    _network_timeout,
+    _port_in_use,
+    _shm,
+    _socket_iface,
+)
 from .symptoms import _engine_dead
-
 
 # ---------------------------------------------------------------- the rules
 
@@ -33,7 +46,7 @@ class Rule:
     kind: str
     pattern: re.Pattern[str]
     priority: float
-    extract: Callable[[_Ctx], "_Result | None"]
+    extract: Callable[[_Ctx], _Result | None]
     #: ``pattern`` for lower-cased text (:func:`~.lines.folded`): what :meth:`matches` searches
     lowered: re.Pattern[str]
 
@@ -42,7 +55,7 @@ class Rule:
         return self.lowered.search(lowered_text) is not None
 
 
-def _r(kind: str, pattern: str, priority: float, extract: Callable[[_Ctx], "_Result | None"]) -> Rule:
+def _r(kind: str, pattern: str, priority: float, extract: Callable[[_Ctx], _Result | None]) -> Rule:
     return Rule(kind, re.compile(pattern, re.I), priority, extract, folded(pattern))
 
 

@@ -45,18 +45,26 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.flags import last_flag_value, set_flag
 from vllm_deploy_wizard.common.parallelism import devices_on_node
-from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
-from vllm_deploy_wizard.common.placeholders import fill, names as placeholders_in
+from vllm_deploy_wizard.common.placeholders import fill
+from vllm_deploy_wizard.common.placeholders import names as placeholders_in
 from vllm_deploy_wizard.launcher.engines.kubernetes_containers import (  # noqa: F401 - DEVICE_RESOURCES re-exported
-    DEVICE_RESOURCES, container_command, device_resource, docker_image, kv_ports, port_of, runs_vllm,
+    DEVICE_RESOURCES,
+    container_command,
+    device_resource,
+    docker_image,
+    kv_ports,
+    port_of,
+    runs_vllm,
 )
+from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
 from vllm_deploy_wizard.launcher.spec import PHASES
 
 #: The Secret every sensitive value is read from (``kubectl create secret generic …``).

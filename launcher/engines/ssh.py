@@ -31,9 +31,10 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.plan_file import plan_node_labels
@@ -78,7 +79,7 @@ class Cluster:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Cluster":
+    def from_dict(cls, d: Mapping[str, Any]) -> Cluster:
         return cls(plan=d["plan"], nodes=[NodeRun(**n) for n in d["nodes"]], ssh=list(d.get("ssh") or []),
                    wizard=list(d.get("wizard") or ["vllm-wizard"]),
                    local_wizard=list(d.get("local_wizard") or [sys.executable, "-m", "vllm_deploy_wizard"]),
@@ -184,7 +185,7 @@ def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str,
     remote = [n for n in c.nodes if n.dest is not None]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(remote))) as pool:
         checks = list(pool.map(lambda n: run(ssh_argv(c.ssh, n.dest, ["true"]), SSH_TIMEOUT_S), remote))
-    down = [f"{n.label} ({n.dest}): {_err(r)}" for n, r in zip(remote, checks) if r.returncode != 0]
+    down = [f"{n.label} ({n.dest}): {_err(r)}" for n, r in zip(remote, checks, strict=True) if r.returncode != 0]
     if down:
         raise LaunchError("unreachable over ssh, nothing started:\n  " + "\n  ".join(down))
     blob = plan_path.read_bytes()

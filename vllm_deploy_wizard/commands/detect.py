@@ -111,15 +111,15 @@ def render(inv: Any, candidates: list[Any], profiles: Any, colour: bool = False)
 
 def handle(args: argparse.Namespace) -> int:
     """Handler: detect (or replay), match, print; write a capture when asked."""
-    from vllm_deploy_wizard.catalog import load_catalog
     from dataclasses import asdict
 
+    from vllm_deploy_wizard.catalog import load_catalog
+    from vllm_deploy_wizard.common.errors import DetectionError
     from vllm_deploy_wizard.detect import detect, match_profiles
     from vllm_deploy_wizard.detect.facts import LiveFacts
-    from vllm_deploy_wizard.detect.partitions import vllm_view
     from vllm_deploy_wizard.detect.fixture import FixtureFacts
     from vllm_deploy_wizard.detect.fixture_capture import capture
-    from vllm_deploy_wizard.common.errors import DetectionError
+    from vllm_deploy_wizard.detect.partitions import vllm_view
 
     if args.scenario and not args.replay:
         raise DetectionError("--scenario needs --replay FILE")

@@ -39,7 +39,7 @@ import argparse
 import os
 import sys
 import time
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from vllm_deploy_wizard.commands import ctrl_c_interrupts
 from vllm_deploy_wizard.workflows.launching import host_ready_or_raise, label_rank, launch_facts, resolve_values

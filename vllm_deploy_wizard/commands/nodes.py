@@ -51,9 +51,9 @@ def _ssh_args(args: argparse.Namespace) -> list[str]:
 
 def launch(args: argparse.Namespace, data: Any) -> int:
     """``launch PLAN --all-nodes``: every machine started (or none); 0, or LaunchError."""
-    from vllm_deploy_wizard.workflows.launching import detected_values, parse_values
     from vllm_deploy_wizard.launcher.engines.ssh import launch_all_nodes, parse_hosts
     from vllm_deploy_wizard.launcher.plan_file import plan_node_labels, plan_placeholders
+    from vllm_deploy_wizard.workflows.launching import detected_values, parse_values
 
     labels = plan_node_labels(data)
     local = args.node or (labels[0] if labels else "node-0")

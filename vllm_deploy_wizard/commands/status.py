@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Callable
+from typing import Any
 
 from vllm_deploy_wizard.commands.process_table import process_lines
 from vllm_deploy_wizard.common import tables

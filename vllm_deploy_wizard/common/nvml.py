@@ -15,9 +15,10 @@ Nothing here raises from init or shutdown.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 
 def _import_pynvml() -> Any:

@@ -16,14 +16,14 @@ DATA_PARALLEL = ("--data-parallel-size", "-dp")
 DATA_PARALLEL_LOCAL = ("--data-parallel-size-local", "-dpl")
 
 
-def _size(argv: "tuple[str, ...] | list[str]", names: tuple[str, ...]) -> int | None:
+def _size(argv: tuple[str, ...] | list[str], names: tuple[str, ...]) -> int | None:
     """The last value of any of ``names`` in ``argv`` (vLLM takes the last occurrence) as a positive
     integer, or None when absent or not one."""
     value = last_flag_value(argv, *names)
     return int(value) if value is not None and value.isdigit() and int(value) >= 1 else None
 
 
-def devices_on_node(argv: "tuple[str, ...] | list[str]") -> int | None:
+def devices_on_node(argv: tuple[str, ...] | list[str]) -> int | None:
     """Accelerators a ``vllm serve`` argv uses on its own node, or None when no parallel-size flag
     says (a ``ray start`` worker, a plain ``vllm serve MODEL``: the caller's default applies).
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from vllm_deploy_wizard.common.flags import last_flag_value
 
