@@ -6,9 +6,10 @@ Public API::
 
 Module map: launch (the one launch path: prepare/launch, NodeFacts, placeholder defaults) · spec (what
 to run) · plan_file (plan-file reader) · placeholders · argv (flag values) · timeouts (every stop/kill/wait
-timeout) · states (state machine) · policy (every decision) · supervisor (asyncio runtime) · process (process trees) · logs · health · metrics · causes · vllm
-(startup phases) · ports · preflight · runs (run directories, stale runs) · daemon (detached
-supervisor + control socket) · client (RunClient). It never imports catalog, detect or the TUI.
+timeout) · states (state machine) · policy (every decision) · supervisor (asyncio runtime) · process
+(process trees) · logs · health · metrics · causes · vllm (startup phases) · ports · preflight · runs
+(run directories, stale runs) · daemon (detached supervisor + control socket) · client (RunClient).
+It never imports catalog, detect or the TUI.
 """
 
 from vllm_deploy_wizard.launcher.client import RunClient, Snapshot

@@ -153,7 +153,8 @@ def next_step(steps: list[StepResult], elapsed_s: float, config: SweepConfig) ->
         return (levels[len(steps)], "") if len(steps) < len(levels) else (None, "every listed concurrency ran")
     if len(steps) >= 2:
         prev, last = steps[-2], steps[-1]
-        gain = (last.output_throughput - prev.output_throughput) / prev.output_throughput if prev.output_throughput else 0.0
+        gain = ((last.output_throughput - prev.output_throughput) / prev.output_throughput
+                if prev.output_throughput else 0.0)
         if gain < config.min_gain:
             return None, (f"output throughput rose {gain * 100:+.1f} % from concurrency {prev.concurrency} to "
                           f"{last.concurrency} (< {config.min_gain * 100:g} %)")
@@ -343,8 +344,9 @@ def _stop(proc: subprocess.Popen) -> None:
             pass
 
 
-def run_sweep(target: BenchTarget, config: SweepConfig, run_dir: Path, *, on_event: Callable[[SweepEvent], None] | None = None,
-              cancel: threading.Event | None = None, clock: Callable[[], float] = time.monotonic,
+def run_sweep(target: BenchTarget, config: SweepConfig, run_dir: Path, *,
+              on_event: Callable[[SweepEvent], None] | None = None, cancel: threading.Event | None = None,
+              clock: Callable[[], float] = time.monotonic,
               step_runner: Callable[..., tuple[int, str]] = run_step) -> Sweep:
     """Run the sweep against ``target`` and save it under ``run_dir/bench/<timestamp>/``.
 
@@ -382,7 +384,8 @@ def run_sweep(target: BenchTarget, config: SweepConfig, run_dir: Path, *, on_eve
             argv = bench_argv(target, config, conc, out)
             log.write(f"$ {' '.join(argv)}\n")
             rc, tail = step_runner(argv, env, t0 + config.budget_s,
-                                   lambda d, t, c=conc: emit(SweepEvent("progress", c, d, t, clock() - t0)), cancel, log)
+                                   lambda d, t, c=conc: emit(SweepEvent("progress", c, d, t, clock() - t0)),
+                                   cancel, log)
             result_file = out / f"c{conc}.json"
             if rc != 0 or not result_file.exists():
                 if cancel.is_set():

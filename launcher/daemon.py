@@ -172,9 +172,11 @@ class RunServer:
                     writer.write(encode({"type": "ok"}))
                 except KeyError:
                     names = ", ".join(p.name for p in self.spec.processes)
-                    writer.write(encode({"type": "error", "message": f"no process {req.get('name')!r}; processes: {names}"}))
+                    writer.write(encode({"type": "error",
+                                         "message": f"no process {req.get('name')!r}; processes: {names}"}))
             else:
-                writer.write(encode({"type": "error", "message": f"unknown op {op!r}; valid: subscribe, status, stop, restart"}))
+                writer.write(encode({"type": "error",
+                                     "message": f"unknown op {op!r}; valid: subscribe, status, stop, restart"}))
             await writer.drain()
         except (ConnectionError, ValueError):
             pass

@@ -229,7 +229,8 @@ def _fits(free: float, total: float) -> float:
 
 
 def _devices_needed(p: ProcessSpec) -> int:
-    """Devices ``p`` uses on this node (:func:`vllm_deploy_wizard.common.parallelism.devices_on_node`; 1 when no size is given)."""
+    """Devices ``p`` uses on this node (:func:`vllm_deploy_wizard.common.parallelism.devices_on_node`;
+    1 when no size is given)."""
     return devices_on_node(p.argv) or 1
 
 

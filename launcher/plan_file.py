@@ -228,7 +228,8 @@ def _liveness(where: str, name: str, raw: Any, filled: Any, problems: list[str])
         optional[key] = n
     return Liveness(
         url=url, body=body,
-        expect_status=_num(f"{where}: health.liveness.expect_status", raw.get("expect_status", 200), problems, int) or 200,
+        expect_status=_num(f"{where}: health.liveness.expect_status", raw.get("expect_status", 200), problems, int)
+        or 200,
         timeout_s=_num(f"{where}: health.liveness.timeout_s", raw.get("timeout_s", 10.0), problems) or 10.0,
         failure_threshold=max(1, threshold or 3), **optional,
     )
@@ -397,7 +398,8 @@ def _probe(where: str, name: str, health: Any, filled: Callable[[str, Any], str]
             ready_iv = health.get("ready_interval_s")
             probe = Probe(
                 url=url,
-                expect_status=_num(f"{where}: health.expect_status", health.get("expect_status", 200), problems, int) or 200,
+                expect_status=_num(f"{where}: health.expect_status", health.get("expect_status", 200), problems,
+                                   int) or 200,
                 interval_s=_num(f"{where}: health.interval_s", health.get("interval_s", 1.0), problems) or 1.0,
                 timeout_s=_num(f"{where}: health.timeout_s", health.get("timeout_s", 2.0), problems) or 2.0,
                 ready_interval_s=None if ready_iv is None else
@@ -517,8 +519,10 @@ def _process_spec(
         probe=probe,
         restart=restart,
         stop_signal=int(stop_signal),
-        stop_timeout_s=_num(f"{where}: stop.timeout_s", stop.get("timeout_s", STOP_TIMEOUT_S), problems) or STOP_TIMEOUT_S,
-        ready_timeout_s=_num(f"{where}: ready_timeout_s", proc.get("ready_timeout_s", READY_TIMEOUT_S), problems) or READY_TIMEOUT_S,
+        stop_timeout_s=_num(f"{where}: stop.timeout_s", stop.get("timeout_s", STOP_TIMEOUT_S), problems)
+        or STOP_TIMEOUT_S,
+        ready_timeout_s=_num(f"{where}: ready_timeout_s", proc.get("ready_timeout_s", READY_TIMEOUT_S), problems)
+        or READY_TIMEOUT_S,
         ports=tuple(ports),
         setup=setup or None,
         starting_stop_timeout_s=_num(f"{where}: stop.starting_timeout_s",

@@ -21,8 +21,8 @@ Rules (docs/supervision.md):
 * A deterministic failure (the cause is not retryable, :data:`~vllm_deploy_wizard.launcher.causes.RETRYABLE`:
   argument or config validation, a missing file or model, unsupported, divisibility, memory sizing
   for the given flags) of a start that never became READY (by its probe; a process without one:
-  that ran less than :data:`~vllm_deploy_wizard.launcher.timeouts.STABLE_RUN_S`) is FATAL at once, with its cause and fix:
-  it would fail the same way on every restart. A transient one (a port race, a network timeout, an
+  that ran less than :data:`~vllm_deploy_wizard.launcher.timeouts.STABLE_RUN_S`) is FATAL at once, with its cause and
+  fix: it would fail the same way on every restart. A transient one (a port race, a network timeout, an
   engine that died without a root cause) — and any failure after the process was READY (under
   load) — is counted: failures within ``window_s``; the restart waits :meth:`RestartPolicy.delay`
   (exponential backoff) in BACKOFF; ``max_failures`` within the window is a crash loop → FATAL

@@ -75,7 +75,8 @@ def _cache(cache: Path | None) -> Path:
     return cache
 
 
-def vllm_version(exe: str, env: Mapping[str, str], runner: Runner = run_command, cache: Path | None = None) -> str | None:
+def vllm_version(exe: str, env: Mapping[str, str], runner: Runner = run_command,
+                 cache: Path | None = None) -> str | None:
     """``vllm --version`` of executable ``exe`` (last non-empty output line), cached per install."""
     path = _version_path(exe, cache)
     if path.exists():
@@ -150,9 +151,11 @@ def kv_tier_problems(spec: RunSpec, free_bytes: int) -> list[str]:
             continue
         nodes = last_flag_value(p.argv, "--nnodes")
         if isinstance(extra.get("cpu_bytes_to_use"), (int, float)):
-            asked, key = extra["cpu_bytes_to_use"] / max(1, int(nodes) if nodes and nodes.isdigit() else 1), "cpu_bytes_to_use"
+            asked = extra["cpu_bytes_to_use"] / max(1, int(nodes) if nodes and nodes.isdigit() else 1)
+            key = "cpu_bytes_to_use"
         elif isinstance(extra.get("cpu_bytes_to_use_per_rank"), (int, float)):
-            asked, key = extra["cpu_bytes_to_use_per_rank"] * (devices_on_node(p.argv) or 1), "cpu_bytes_to_use_per_rank"
+            asked = extra["cpu_bytes_to_use_per_rank"] * (devices_on_node(p.argv) or 1)
+            key = "cpu_bytes_to_use_per_rank"
         else:
             continue
         if asked > free_bytes:
@@ -246,7 +249,8 @@ def vllm_package_dirs(exe: str | None) -> list[Path]:
     if not exe:
         return []
     prefix = Path(exe).resolve().parent.parent
-    return sorted(prefix.glob("lib/python*/site-packages/vllm")) + sorted(prefix.glob("lib64/python*/site-packages/vllm"))
+    return (sorted(prefix.glob("lib/python*/site-packages/vllm"))
+            + sorted(prefix.glob("lib64/python*/site-packages/vllm")))
 
 
 def path_problems(p: ProcessSpec, version: str | None = None, vllm_exe: str | None = None) -> list[str]:
@@ -299,7 +303,8 @@ def value_problems(p: ProcessSpec) -> list[str]:
             continue
         nxt = argv[i + 1] if i + 1 < len(argv) else None
         if (eq and not value) or (not eq and (nxt is None or (nxt.startswith("-") and not _is_number(nxt)))):
-            problems.append(f"{p.name!r}: {name} has no value" + (f" (it is followed by {nxt})" if nxt and not eq else "")
+            problems.append(f"{p.name!r}: {name} has no value"
+                            + (f" (it is followed by {nxt})" if nxt and not eq else "")
                             + f"; give it one ({name} VALUE) or remove it")
     return problems
 

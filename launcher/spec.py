@@ -262,7 +262,8 @@ def dependency_problems(deps: Mapping[str, Iterable[str]]) -> list[str]:
     for name, ds in deps.items():
         for d in ds:
             if d == name:
-                problems.append(f"process {name!r} depends on itself (depends_on: [{d}]); remove it from its depends_on")
+                problems.append(f"process {name!r} depends on itself (depends_on: [{d}]); "
+                                "remove it from its depends_on")
             elif d not in deps:
                 hint = did_you_mean(d, names, n=3)
                 problems.append(f"process {name!r} depends_on unknown {d!r}{hint}; known: {', '.join(names)}")

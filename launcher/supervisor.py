@@ -382,7 +382,8 @@ class Supervisor:
             except OSError as exc:
                 msg = f"cannot start {p.command()[0]!r}: {exc.strerror or exc}"
                 log.note(msg)
-                cause = Cause("missing_executable", msg, f"install {p.argv[0]!r} in the chosen environment or fix PATH", msg)
+                cause = Cause("missing_executable", msg,
+                              f"install {p.argv[0]!r} in the chosen environment or fix PATH", msg)
                 self._queue.put_nowait(P.Exited(name, 127, cause.to_dict(), tuple(log.last(20))))
                 return
             self.handles[name] = mp

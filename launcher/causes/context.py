@@ -60,7 +60,8 @@ def _offline(env: Mapping[str, str]) -> bool:
     return str(env.get("HF_HUB_OFFLINE", "")).lower() in ("1", "true", "yes", "on")
 
 
-_HF_URL_MODEL = re.compile(r"huggingface\.co/(?:api/models/)?([\w.-]+/[\w.-]+?)(?:/(?:resolve|revision|blob|tree)\b|/?\s|/?$|\.$)")
+_HF_URL_MODEL = re.compile(r"huggingface\.co/(?:api/models/)?([\w.-]+/[\w.-]+?)"
+                           r"(?:/(?:resolve|revision|blob|tree)\b|/?\s|/?$|\.$)")
 
 
 def _model_from_argv(argv: Sequence[str]) -> str | None:

@@ -76,7 +76,8 @@ _ROOT_ABOVE_FOLDED = folded(ROOT_ABOVE.pattern)
 #: and ``vllm/engine/arg_utils.py`` ``parse_dataclass``).
 PYDANTIC_HEADER = re.compile(r"(\d+) validation errors? for (\w+)\s*$")
 _PREFIX = re.compile(r"^(?:\s*(?:\(\w[\w-]{0,80}(?: \w+=\S+)* pid=\d+(?:, ip=[\d.]+)?\)|\[[^\]]*\]:?|[\w-]{1,80}\s+\||"
-                     r"(?:ERROR|INFO|WARNING|DEBUG|CRITICAL) \d\d-\d\d [\d:]+(?: \[[^\]]+\])?|\d{4}-\d\d-\d\d[ T][\d:.,]+"
+                     r"(?:ERROR|INFO|WARNING|DEBUG|CRITICAL) \d\d-\d\d [\d:]+(?: \[[^\]]+\])?|"
+                     r"\d{4}-\d\d-\d\d[ T][\d:.,]+"
                      r"(?: \| \w+ \| \w+ \|)?(?: \[\w+\] \(\w+\))?)\s*)+")
 
 

@@ -424,7 +424,8 @@ class _Exporter:
         return m
 
     def _service(self, name: str, selector: dict[str, str], ports: list[int]) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "Service", "metadata": self._meta(name, {"app.kubernetes.io/part-of": self.name}),
+        return {"apiVersion": "v1", "kind": "Service",
+                "metadata": self._meta(name, {"app.kubernetes.io/part-of": self.name}),
                 "spec": {"selector": selector,
                          "ports": [{"name": f"p{p}", "port": p, "targetPort": p, "protocol": "TCP"} for p in ports]}}
 
@@ -451,7 +452,8 @@ class _Exporter:
             if port is None:
                 continue
             seen.add(svc)
-            out.append({"name": dns_name(f"wait-{svc}")[:63], "image": self.image, "command": ["python3", "-c", WAIT_SCRIPT],
+            out.append({"name": dns_name(f"wait-{svc}")[:63], "image": self.image,
+                        "command": ["python3", "-c", WAIT_SCRIPT],
                         "args": [svc, str(port), urlsplit(url).path if url else ""]})
         return out
 
@@ -507,7 +509,8 @@ class _Exporter:
             if start is not None and len(members) > 2:
                 step = int(start)  # worker k starts at k * (local DP size)
                 rest = [a for i, a in enumerate(out) if not (a == "--data-parallel-start-rank"
-                        or (i and out[i - 1] == "--data-parallel-start-rank") or a.startswith("--data-parallel-start-rank="))]
+                        or (i and out[i - 1] == "--data-parallel-start-rank")
+                        or a.startswith("--data-parallel-start-rank="))]
                 # $$ is Kubernetes' escape for a literal $ (it expands $(VAR) in args itself)
                 return ["/bin/sh", "-c", f'exec "$0" "$@" --data-parallel-start-rank $$((LWS_WORKER_INDEX * {step}))',
                         *rest]
@@ -525,7 +528,8 @@ class _Exporter:
         leader_labels = {**labels, "vllm-wizard/group-role": "leader"}
         worker_labels = {**labels, "vllm-wizard/group-role": "worker"}
         lws = {
-            "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": self._meta(name, labels),
+            "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": self._meta(name, labels),
             "spec": {
                 "replicas": 1,
                 "startupPolicy": "LeaderCreated",

@@ -162,8 +162,8 @@ def _hardware_id(cat: Any, value: str | None) -> str | None:
 
 
 def _detection(args: argparse.Namespace, cat: Any, data: dict[str, Any]) -> dict[str, Any] | None:
-    """With ``--detect``/``--replay``: detect (:func:`~vllm_deploy_wizard.workflows.planning.detect_defaults`: ``data["hardware"]``
-    defaults to the matched profile) and return its snapshot; else None."""
+    """With ``--detect``/``--replay``: detect (:func:`~vllm_deploy_wizard.workflows.planning.detect_defaults`:
+    ``data["hardware"]`` defaults to the matched profile) and return its snapshot; else None."""
     from vllm_deploy_wizard.common.errors import SelectionError
 
     if args.scenario and args.replay is None:

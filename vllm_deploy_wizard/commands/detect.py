@@ -85,7 +85,8 @@ def render(inv: Any, candidates: list[Any], profiles: Any, colour: bool = False)
                  + (f", container limit {_gib(host.cgroup_limit_bytes)}" if host.cgroup_limit_bytes else ""))
     lines.append(f"NUMA: {host.numa_nodes_with_cpus} node(s) with CPUs ({numa})")
     if host.shm_total_bytes:
-        lines.append(f"Shared memory: /dev/shm {_gib(host.shm_free_bytes) if host.shm_free_bytes != 0 else '0 GiB'} free of {_gib(host.shm_total_bytes)}")
+        shm_free = _gib(host.shm_free_bytes) if host.shm_free_bytes != 0 else "0 GiB"
+        lines.append(f"Shared memory: /dev/shm {shm_free} free of {_gib(host.shm_total_bytes)}")
     lines.append(f"Network: fabric {host.fabric}; HEAD_IP default {host.primary_ip or '?'}, "
                  f"IFACE_NAME default {host.default_iface or '?'}")
     for disk in host.disks:

@@ -57,8 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog="exit codes: 0 started/stopped cleanly, 1 a process went FATAL, 2 bad plan or preflight problems, "
         "130/143 (--foreground) stopped by SIGINT/SIGTERM, 130 (--wait) the wait was interrupted (the run goes on)",
     )
-    p.add_argument("plan", metavar="PLAN", help="plan file written by `vllm-wizard plan --out FILE` (YAML or JSON, docs/contracts.md §2)")
-    p.add_argument("--foreground", action="store_true", help="supervise in this terminal, printing every process's output")
+    p.add_argument("plan", metavar="PLAN",
+                   help="plan file written by `vllm-wizard plan --out FILE` (YAML or JSON, docs/contracts.md §2)")
+    p.add_argument("--foreground", action="store_true",
+                   help="supervise in this terminal, printing every process's output")
     p.add_argument("--wait", action="store_true", help="(detached) wait until every process is READY")
     p.add_argument("--node-rank", type=int, default=0, metavar="N",
                    help="which node of a multi-node plan this is (default 0); PD and Mooncake plans need --node")
@@ -324,7 +326,8 @@ def _wait_ready(run_id: str, names: list[str]) -> int:
         rc = asyncio.run(follow())
     except KeyboardInterrupt:
         print(f"\ninterrupted after {time.monotonic() - t0:.1f} s: only the waiting stopped — run {run_id} goes on "
-              f"(its supervisor is detached).\n  follow it: vllm-wizard attach {run_id}    stop it: vllm-wizard stop {run_id}",
+              f"(its supervisor is detached).\n  follow it: vllm-wizard attach {run_id}    "
+              f"stop it: vllm-wizard stop {run_id}",
               flush=True)
         return 130
     print(f"waited {time.monotonic() - t0:.1f} s")

@@ -31,7 +31,8 @@ def add_launch_flags(p: argparse.ArgumentParser) -> None:
 def add_all_nodes_flag(p: argparse.ArgumentParser, what: str) -> None:
     """``--all-nodes`` for ``status`` / ``stop``."""
     p.add_argument("--all-nodes", action="store_true",
-                   help=f"{what} every node of the newest cluster launch (`launch --all-nodes`; RUN picks its head run)")
+                   help=f"{what} every node of the newest cluster launch "
+                        "(`launch --all-nodes`; RUN picks its head run)")
 
 
 def add_node_flag(p: argparse.ArgumentParser) -> None:

@@ -24,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("restart", help="restart one process of a running run",
                               description="Restart one process of a running run (default run: the newest running "
                               "one) and wait until it is READY again.")
-    p.add_argument("args", nargs="*", metavar="[RUN] PROCESS", help="run id or prefix (optional), then the process name")
+    p.add_argument("args", nargs="*", metavar="[RUN] PROCESS",
+                   help="run id or prefix (optional), then the process name")
     p.add_argument("--no-wait", action="store_true", help="return once the supervisor accepted the request")
     p.set_defaults(handler=handle)
 

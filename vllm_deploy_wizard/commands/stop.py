@@ -22,7 +22,8 @@ STALE_STOP_DEFAULT_TEXT = "15"
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``stop`` sub-command."""
     p = subparsers.add_parser("stop", help="stop a launched run (clean stop, zero survivors)",
-                              description="Stop a run (default: the newest running one) and verify no process survives.")
+                              description="Stop a run (default: the newest running one) "
+                                          "and verify no process survives.")
     p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix")
     p.add_argument("--all", action="store_true", help="stop every running, starting or stale run")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
@@ -53,7 +54,8 @@ def handle(args: argparse.Namespace) -> int:
     from vllm_deploy_wizard.commands.launch import Printer
     from vllm_deploy_wizard.launcher import ProcessEvent, RunClient, RunFinished, find_run, list_runs, stop_stale
 
-    runs = [r for r in list_runs() if r.status in ("running", "starting", "stale")] if args.all else [find_run(args.run)]
+    runs = ([r for r in list_runs() if r.status in ("running", "starting", "stale")] if args.all
+            else [find_run(args.run)])
     if not runs:
         print("no running run")
         return 0

@@ -2,8 +2,8 @@
 
 The one rule for "how many accelerators does this ``vllm serve`` use on its node", shared by the
 catalog (CPU executor backend and OpenMP binding, host-fit warnings) and the launcher (preflight device
-count, Kubernetes device requests). Single flags are read with :mod:`vllm_deploy_wizard.common.flags` (``--flag value`` and ``--flag=value``; the last
-occurrence wins)."""
+count, Kubernetes device requests). Single flags are read with :mod:`vllm_deploy_wizard.common.flags`
+(``--flag value`` and ``--flag=value``; the last occurrence wins)."""
 
 from __future__ import annotations
 

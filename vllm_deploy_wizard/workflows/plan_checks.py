@@ -141,7 +141,8 @@ def max_model_len_problems(processes: Iterable[Mapping[str, Any]],
             continue
         value = parse_len(text)
         if value is None:
-            out.append(f"--max-model-len {text!r}: not a whole number of tokens (e.g. 8192, 32k, 32K, or -1 to fit memory)")
+            out.append(f"--max-model-len {text!r}: not a whole number of tokens "
+                       "(e.g. 8192, 32k, 32K, or -1 to fit memory)")
             continue
         if value == -1:
             continue
