@@ -477,7 +477,8 @@ def target_from_run(run_dir: Path, pids: Mapping[str, int | None] | None = None)
             pids = {p.get("name"): p.get("pid") for p in state.get("processes") or []}
         except (OSError, ValueError):
             pids = {}
-    pid = pids.get(served.get("name"))
+    name = served.get("name")
+    pid = pids.get(name) if isinstance(name, str) else None
     env = dict(served.get("env") or {})
     exe = vllm_executable(argv, pid, env)
     if exe is None:

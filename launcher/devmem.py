@@ -71,7 +71,7 @@ def read_amdsmi() -> Reading | None:
         return None  # no AMD GPU driver here: importing amdsmi would only print its library warning
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            import amdsmi  # type: ignore
+            import amdsmi
 
         amdsmi.amdsmi_init()
     except Exception:  # noqa: BLE001

@@ -335,7 +335,8 @@ def node_refusals(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
         segments = shm_segments(inner.argv, inner.env, on_cpu, versions.get(p.name))
         free = container_shm if container_shm is not None else facts.shm_free_bytes
         where = "the container's /dev/shm (docker's 64 MiB default without --shm-size)" if (
-            container_shm == DOCKER_DEFAULT_SHM_BYTES and parse_run(p.argv).flag("--shm-size") is None) else (
+            container_shm == DOCKER_DEFAULT_SHM_BYTES and (run := parse_run(p.argv)) is not None
+            and run.flag("--shm-size") is None) else (
             "the container's /dev/shm (--shm-size)" if container_shm is not None else "/dev/shm")
         refusal = shm_refusal(p.name, segments, free, where) if free is not None else None
         if refusal is not None:

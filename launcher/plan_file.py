@@ -48,7 +48,7 @@ from __future__ import annotations
 import json
 import re
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -364,7 +364,7 @@ def _select_processes(
         raise LaunchError(f"{src}: no process on node {node!r}{did_you_mean(node, labels)}. "
                           f"The plan's nodes: {', '.join(labels)}")
     if not selected and not problems:
-        ranks = sorted({p.get("node_rank") for p in raw if isinstance(p, dict) and p.get("node_rank") is not None})
+        ranks = sorted({r for p in raw if isinstance(p, dict) and (r := p.get("node_rank")) is not None})
         raise LaunchError(f"{src}: no process for node_rank {node_rank}; the plan has node ranks {ranks}")
     if node is None:
         machines = sorted({p["node"] for p in selected if p.get("node") and p.get("node_rank") is not None})
@@ -377,7 +377,7 @@ def _select_processes(
 
 
 def _probe(where: str, name: str, health: Any, filled: Callable[[str, Any], str], problems: list[str],
-           argv: list[Any] = ()) -> Probe | None:
+           argv: Sequence[Any] = ()) -> Probe | None:
     """``health`` of a plan process as a :class:`Probe` (problems appended; None when absent or invalid).
     A ``vllm serve`` ``argv`` gets the defaults of :func:`_serve_defaults`."""
     probe = None

@@ -360,7 +360,7 @@ class Policy:
             return acts + self._start_eligible(now)
         # no cause at all (nothing classified it): unknown, so treated as transient
         retryable = True if cause is None else cause.get("retryable")
-        if retryable is None:
+        if retryable is None and cause is not None:
             retryable = is_retryable(cause.get("kind"))
         # READY by its probe, or (no probe) running for STABLE_RUN_S: a failure under load, not at start
         stable = ex.was_ready or (ex.running_since is not None and now - ex.running_since >= STABLE_RUN_S)

@@ -359,7 +359,12 @@ def bound_ports(p: ProcessSpec, version: str | None = None) -> list[tuple[int, s
     if rpc and rpc.isdigit():
         out.append((int(rpc), "data-parallel RPC (--data-parallel-rpc-port)"))
     seen: set[int] = set()
-    return [(port, what) for port, what in out if not (port in seen or seen.add(port))]
+    unique: list[tuple[int, str]] = []
+    for port, what in out:  # the first use of each port names it
+        if port not in seen:
+            seen.add(port)
+            unique.append((port, what))
+    return unique
 
 
 def wizard_run_of(pid: int) -> str | None:

@@ -313,9 +313,17 @@ class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
     def __init__(self, exited: asyncio.Future[int], limit: int, loop: asyncio.AbstractEventLoop):
         super().__init__(limit=limit, loop=loop)
         self._exited_fut = exited
+        self._process_transport: asyncio.SubprocessTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Keep the subprocess transport (whose return code :meth:`process_exited` reads)."""
+        super().connection_made(transport)
+        if isinstance(transport, asyncio.SubprocessTransport):
+            self._process_transport = transport
 
     def process_exited(self) -> None:
-        rc = self._transport.get_returncode() if self._transport is not None else None
+        transport = self._process_transport
+        rc = transport.get_returncode() if transport is not None else None
         super().process_exited()
         if not self._exited_fut.done():
             self._exited_fut.set_result(rc if rc is not None else -1)
@@ -333,7 +341,7 @@ def _local_ips(host: str) -> set[str] | None:
         ips = {str(ipaddress.ip_address(host.strip("[]")))}
     except ValueError:
         try:
-            ips = {ai[4][0] for ai in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+            ips = {str(ai[4][0]) for ai in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
         except OSError:
             return None
     local = {a.address.split("%")[0] for addrs in psutil.net_if_addrs().values() for a in addrs}
@@ -363,7 +371,7 @@ def listening_pids(host: str, port: int) -> set[int] | None:
             if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.laddr.ip in accept}
     if not pids or None in pids:
         return None
-    return pids
+    return {pid for pid in pids if pid is not None}
 
 
 #: Container clients: the port of a process started through them is held by the runtime

@@ -45,7 +45,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from vllm_deploy_wizard.launcher import policy as P
@@ -66,6 +66,9 @@ from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.timeouts import EMERGENCY_STOP_TIMEOUT_S, KILL_WAIT_S, TREE_GONE_GRACE_S
 from vllm_deploy_wizard.launcher.vllm import StartupProgress, auth_headers, is_vllm_serve
+
+if TYPE_CHECKING:
+    from vllm_deploy_wizard.launcher.health import HttpProber
 
 
 @dataclass
@@ -175,7 +178,7 @@ class Supervisor:
         self.clock, self.wall = clock, wall
         self._spawn_fn = spawn
         self._probe_fn = probe
-        self._own_prober = None
+        self._own_prober: HttpProber | None = None
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.listeners = list(listeners or [])
         self.port_wait_s = port_wait_s
@@ -228,7 +231,7 @@ class Supervisor:
         for p in self.spec.processes:
             ps = self.policy.states[p.name]
             mp = self.handles.get(p.name)
-            alive = mp is not None and mp.proc.returncode is None
+            live = mp if mp is not None and mp.proc.returncode is None else None
             prog = self.progress.get(p.name)
             procs.append({
                 "name": p.name,
@@ -236,11 +239,11 @@ class Supervisor:
                 "phase": p.phase,
                 "state": ps.state.value,
                 "since": self._since_wall.get(p.name),
-                "pid": mp.pid if alive else None,
+                "pid": live.pid if live else None,
                 "pgid": mp.pgid if mp else None,
-                "create_time": mp.create_time if alive else None,
+                "create_time": live.create_time if live else None,
                 "leader_create_time": mp.create_time if mp else None,
-                "tree": {str(k): v for k, v in mp.known.items()} if mp and alive else {},
+                "tree": {str(k): v for k, v in live.known.items()} if live else {},
                 "ports": list(p.ports),
                 "restarts": ps.restarts,
                 "last_rc": ps.last_rc,
@@ -476,10 +479,12 @@ class Supervisor:
             check = watch is not None and watch.due(t0)
             if not check:
                 res = await self._probe_fn(pr.url, pr.expect_status, pr.timeout_s)
-            elif lv.body is not None:
-                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, post=dict(lv.body), **auth)
             else:
-                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, **auth)
+                assert lv is not None  # a check is due only while READY, on the liveness the watch was made for
+                if lv.body is not None:
+                    res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, post=dict(lv.body), **auth)
+                else:
+                    res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, **auth)
             if res.ok and state is State.STARTING:
                 ours = True
                 if not pr.remote:
@@ -523,7 +528,7 @@ class Supervisor:
                         self._publish(msg)
                         stalled = watch.metrics(snap, self.clock()) if watch is not None else None
                 # the liveness check counts its own failures (after the scrape: moving counters = busy)
-                detail = stalled or (watch.checked(res) if check else None)
+                detail = stalled or (watch.checked(res) if check and watch is not None else None)
                 if detail:
                     self._queue.put_nowait(P.Unhealthy(name, detail))
                     break
@@ -561,8 +566,8 @@ class Supervisor:
         )
 
     async def _finish(self) -> None:
-        for t in self._timers.values():
-            t.cancel()
+        for handle in self._timers.values():
+            handle.cancel()
         self._timers.clear()
         survivors: list[int] = []
         for name, mp in self.handles.items():

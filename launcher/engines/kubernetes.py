@@ -351,7 +351,7 @@ class _Exporter:
         argv = self._secret_args(argv, env_list)
         argv = [self._fill(f"process {name!r} argv", a, inside) for a in argv]
         image = self.image
-        if not runs_vllm(own := docker_image(proc)):  # another program's image (Dynamo's etcd)
+        if (own := docker_image(proc)) is not None and not runs_vllm(own):  # another program's image (Dynamo's etcd)
             image = own
         if proc.get("role") == "router":
             image, argv = self._router_image(argv)

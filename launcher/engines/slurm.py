@@ -93,7 +93,7 @@ def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vll
     configs = (data.get("plan") or {}).get("config_files") or {}
     holes.update(n for text in map(str, configs.values()) for n in placeholders_in(text))  # Mooncake's master
     addresses = {ph: k for k, label in enumerate(engines) for ph in address_placeholders(label) if ph in holes}
-    sets = (["HEAD_IP"] + [ph for ph in sorted(addresses, key=addresses.get)]
+    sets = (["HEAD_IP"] + [ph for ph in sorted(addresses, key=lambda ph: addresses[ph])]
             + (["ROUTER_HOST"] if router and "ROUTER_HOST" in holes else []))
     lines = [
         "#!/bin/bash",

@@ -58,6 +58,13 @@ class NodeRun:
     dest: str | None
     run_id: str | None = None
 
+    def started_run(self) -> str:
+        """``run_id`` of a node that was started (every node of a saved cluster); raises
+        :class:`LaunchError` for one that never was."""
+        if self.run_id is None:
+            raise LaunchError(f"node {self.label}: no run id (it was never started)")
+        return self.run_id
+
 
 @dataclass
 class Cluster:
@@ -210,7 +217,7 @@ def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str,
             started.append(n)
     except LaunchError:
         for n in reversed(started):
-            run(node_command(c, n, ["stop", n.run_id]), SSH_TIMEOUT_S + 60)
+            run(node_command(c, n, ["stop", n.started_run()]), SSH_TIMEOUT_S + 60)
         if started:
             out.write("stopped the nodes already started: " + ", ".join(n.label for n in started) + "\n")
         raise
@@ -221,7 +228,7 @@ def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str,
 def cluster_status(c: Cluster) -> list[dict[str, Any]]:
     """Per node: ``{label, dest, run_id, ok, error, run}`` with ``run`` the node's ``status --json`` row."""
     def one(n: NodeRun) -> dict[str, Any]:
-        r = _run(node_command(c, n, ["status", n.run_id, "--json"]), SSH_TIMEOUT_S)
+        r = _run(node_command(c, n, ["status", n.started_run(), "--json"]), SSH_TIMEOUT_S)
         row: dict[str, Any] = {"label": n.label, "dest": n.dest, "run_id": n.run_id, "ok": False, "error": None,
                                "run": None}
         try:
@@ -239,7 +246,8 @@ def stop_cluster(c: Cluster, timeout: float = 15.0) -> list[tuple[NodeRun, int, 
     """``stop`` every node's run (remote ones first, in parallel, then this machine's); returns
     ``(node, exit status, last line)`` per node."""
     def one(n: NodeRun) -> tuple[NodeRun, int, str]:
-        r = _run(node_command(c, n, ["stop", n.run_id, "--timeout", f"{timeout:g}"]), SSH_TIMEOUT_S + timeout * 3)
+        r = _run(node_command(c, n, ["stop", n.started_run(), "--timeout", f"{timeout:g}"]),
+                 SSH_TIMEOUT_S + timeout * 3)
         text = (r.stdout or b"").decode(errors="replace").strip()
         return n, r.returncode, (text.splitlines()[-1] if text else _err(r))
 

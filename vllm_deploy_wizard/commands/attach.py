@@ -52,6 +52,7 @@ def handle(args: argparse.Namespace) -> int:
                     if lines:
                         printer(LogLines(name, lines))
                 continue
+            assert printer is not None  # the supervisor's first message is the Snapshot
             printer(msg)
             if isinstance(msg, RunFinished):
                 return 1 if msg.outcome == "fatal" else 0

@@ -121,5 +121,6 @@ def handle(args: argparse.Namespace) -> int:
         for line in step_lines(sweep.steps, other):
             print(line)
         print(f"stopped: {sweep.stop_reason}")
+        assert sweep.path is not None  # run_sweep saved it there
         print(f"saved: {sweep.path / 'sweep.json'}, {sweep.path / 'sweep.csv'}")
     return 0 if any(s.completed for s in sweep.steps) else 1

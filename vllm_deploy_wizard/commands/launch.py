@@ -213,6 +213,7 @@ def handle(args: argparse.Namespace) -> int:
     if prepared.problems:
         raise LaunchError(f"preflight found {len(prepared.problems)} problem(s):\n"
                           + "\n".join(f"  - {x}" for x in prepared.problems))
+    assert prepared.spec is not None  # prepare always selects a spec (it raises when it cannot)
     spec = prepared.spec
     all_lines = getattr(args, "all_lines", False)
     if args.foreground:

@@ -98,7 +98,7 @@ def machine_addresses(data: Any, local: str, hosts: dict[str, str], values: dict
             return here()
         host = hosts.get(label, "").rpartition("@")[2].strip("[]")
         try:
-            return socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0]
+            return str(socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0])
         except (OSError, IndexError):
             return None
 
@@ -175,7 +175,7 @@ def remote(args: argparse.Namespace, command: list[str], tty: bool = False) -> i
 
     c = load_cluster(None)
     n = node_of(c, args.node)
-    argv = node_command(c, n, [command[0], n.run_id, *command[1:]])
+    argv = node_command(c, n, [command[0], n.started_run(), *command[1:]])
     if tty and n.dest is not None:
         argv.insert(1, "-t")
     return subprocess.call(argv)

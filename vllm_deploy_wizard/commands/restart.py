@@ -42,7 +42,7 @@ def handle(args: argparse.Namespace) -> int:
         raise LaunchError(f"too many arguments {args.args}; usage: vllm-wizard restart [RUN] PROCESS")
     run_ref, name = (args.args if len(args.args) == 2 else [None, *args.args]) if args.args else (None, None)
     info = find_run(run_ref)
-    names = [p.get("name") for p in info.processes]
+    names = [str(p["name"]) for p in info.processes]
     if not name:
         raise LaunchError(f"name the process to restart; run {info.run_id} has: {', '.join(names) or 'none recorded'}"
                           f" (e.g. vllm-wizard restart {info.run_id} {names[0] if names else 'NAME'})")

@@ -22,7 +22,7 @@ from typing import Any
 
 
 def _import_pynvml() -> Any:
-    import pynvml  # type: ignore[import-untyped]
+    import pynvml
 
     return pynvml
 

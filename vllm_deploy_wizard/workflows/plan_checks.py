@@ -107,7 +107,8 @@ def parse_len(text: str) -> int | None:
 def derived_max_len(config: Mapping[str, Any]) -> tuple[int | None, str | None]:
     """``(longest context, the key it comes from)`` of a model ``config`` (config.json mapping; the
     ``text_config`` of a multimodal one), or ``(None, None)`` when it names none."""
-    cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    text_config = config.get("text_config")
+    cfg: Mapping[str, Any] = text_config if isinstance(text_config, dict) else config
     found = [(float(cfg[k]), k) for k in MAX_LEN_KEYS if isinstance(cfg.get(k), (int, float))]
     if not found:
         return None, None
@@ -130,7 +131,9 @@ def max_model_len_problems(processes: Iterable[Mapping[str, Any]],
     import json
 
     if find_config is None:
-        from vllm_deploy_wizard.catalog.custom import find_config
+        from vllm_deploy_wizard.catalog.custom import find_config as catalog_find_config
+
+        find_config = catalog_find_config
     out: list[str] = []
     for p in processes:
         argv = list(p.get("argv") or [])
