@@ -291,9 +291,10 @@ def run_step(argv: list[str], env: Mapping[str, str], deadline: float, progress:
     chunks: queue.Queue[bytes] = queue.Queue()
 
     def pump() -> None:
-        assert proc.stdout is not None
+        stdout = proc.stdout
+        assert isinstance(stdout, io.BufferedReader)  # a PIPE with Popen's default buffering
         while True:
-            data = proc.stdout.read1(65536)  # type: ignore[attr-defined]
+            data = stdout.read1(65536)
             chunks.put(data)
             if not data:
                 return

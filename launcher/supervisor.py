@@ -400,7 +400,10 @@ class Supervisor:
                 self._pumps[name] = self._task(pump(mp.stdout, log))
             self._queue.put_nowait(P.Started(name, mp.pid))
             self._task(self._watch(name, mp))
-            alive = lambda: mp.proc.returncode is None and self.handles.get(name) is mp  # noqa: E731
+
+            def alive() -> bool:
+                return mp.proc.returncode is None and self.handles.get(name) is mp
+
             self._task(self.shm.track(name, mp, alive))
         finally:
             self._spawning.discard(name)

@@ -78,7 +78,7 @@ def process_memory(nvml: Any, pids: set[int] | None = None, graphics: bool = Fal
     usage: dict[int, int] = {}
     try:
         count = int(nvml.nvmlDeviceGetCount() or 0)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 — any NVML failure: no device, no usage
         return usage
     for index in range(count):
         try:
