@@ -45,12 +45,12 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from vllm_deploy_wizard.launcher import policy as P
 from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES, Cause, explain
-from vllm_deploy_wizard.launcher.health import EngineWatch, models_not_listed, wait_for_answers
+from vllm_deploy_wizard.launcher.health import EngineWatch, HttpProber, models_not_listed, wait_for_answers
 from vllm_deploy_wizard.launcher.logs import LogLines, ProcessLog, Redactor, pump, secret_argv_values
 from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot, parse_metrics, rates
 from vllm_deploy_wizard.launcher.ports import busy_ports, port_holder
@@ -66,9 +66,6 @@ from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.timeouts import EMERGENCY_STOP_TIMEOUT_S, KILL_WAIT_S, TREE_GONE_GRACE_S
 from vllm_deploy_wizard.launcher.vllm import StartupProgress, auth_headers, is_vllm_serve
-
-if TYPE_CHECKING:
-    from vllm_deploy_wizard.launcher.health import HttpProber
 
 
 @dataclass
@@ -259,8 +256,6 @@ class Supervisor:
         """Start everything, supervise until the policy finishes; return the outcome
         (``stopped`` | ``exited`` | ``fatal``). Cancelling this task stops the run first."""
         if self._probe_fn is None:
-            from vllm_deploy_wizard.launcher.health import HttpProber
-
             self._own_prober = HttpProber()
             self._probe_fn = self._own_prober
         from vllm_deploy_wizard.launcher import devmem
