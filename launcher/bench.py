@@ -35,9 +35,10 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
@@ -109,7 +110,7 @@ class StepResult:
     tpot_p99_ms: float | None = None
 
     @classmethod
-    def from_vllm(cls, data: Mapping[str, Any], concurrency: int | None = None) -> "StepResult":
+    def from_vllm(cls, data: Mapping[str, Any], concurrency: int | None = None) -> StepResult:
         """Read a ``vllm bench serve --save-result`` JSON mapping (vLLM 0.32.0 keys: ``completed``,
         ``failed``, ``duration``, ``request_throughput``, ``output_throughput``,
         ``total_token_throughput``, ``p50_ttft_ms``/``median_ttft_ms``, ``p99_ttft_ms`` …).
@@ -152,7 +153,8 @@ def next_step(steps: list[StepResult], elapsed_s: float, config: SweepConfig) ->
         return (levels[len(steps)], "") if len(steps) < len(levels) else (None, "every listed concurrency ran")
     if len(steps) >= 2:
         prev, last = steps[-2], steps[-1]
-        gain = (last.output_throughput - prev.output_throughput) / prev.output_throughput if prev.output_throughput else 0.0
+        gain = ((last.output_throughput - prev.output_throughput) / prev.output_throughput
+                if prev.output_throughput else 0.0)
         if gain < config.min_gain:
             return None, (f"output throughput rose {gain * 100:+.1f} % from concurrency {prev.concurrency} to "
                           f"{last.concurrency} (< {config.min_gain * 100:g} %)")
@@ -263,11 +265,11 @@ def load_sweep(path: Path) -> Sweep:
         raise LaunchError(f"{f}: not a benchmark sweep record ({type(exc).__name__}: {exc})") from None
 
 
-def list_sweeps(runs_root: Path, model: str | None = None) -> list[Sweep]:
-    """Every readable sweep under ``runs_root/*/bench/*``, newest first; only those of ``model``
-    (the served name) when given — what can be compared with a new one."""
+def list_sweeps(root: Path, model: str | None = None) -> list[Sweep]:
+    """Every readable sweep under ``root/*/bench/*`` (``root``: the runs folder, :func:`runs_root`),
+    newest first; only those of ``model`` (the served name) when given — what can be compared with a new one."""
     out = []
-    for f in Path(runs_root).glob("*/bench/*/sweep.json"):
+    for f in Path(root).glob("*/bench/*/sweep.json"):
         try:
             s = load_sweep(f.parent)
         except LaunchError:
@@ -289,9 +291,10 @@ def run_step(argv: list[str], env: Mapping[str, str], deadline: float, progress:
     chunks: queue.Queue[bytes] = queue.Queue()
 
     def pump() -> None:
-        assert proc.stdout is not None
+        stdout = proc.stdout
+        assert isinstance(stdout, io.BufferedReader)  # a PIPE with Popen's default buffering
         while True:
-            data = proc.stdout.read1(65536)  # type: ignore[attr-defined]
+            data = stdout.read1(65536)
             chunks.put(data)
             if not data:
                 return
@@ -342,8 +345,9 @@ def _stop(proc: subprocess.Popen) -> None:
             pass
 
 
-def run_sweep(target: BenchTarget, config: SweepConfig, run_dir: Path, *, on_event: Callable[[SweepEvent], None] | None = None,
-              cancel: threading.Event | None = None, clock: Callable[[], float] = time.monotonic,
+def run_sweep(target: BenchTarget, config: SweepConfig, run_dir: Path, *,
+              on_event: Callable[[SweepEvent], None] | None = None, cancel: threading.Event | None = None,
+              clock: Callable[[], float] = time.monotonic,
               step_runner: Callable[..., tuple[int, str]] = run_step) -> Sweep:
     """Run the sweep against ``target`` and save it under ``run_dir/bench/<timestamp>/``.
 
@@ -381,7 +385,8 @@ def run_sweep(target: BenchTarget, config: SweepConfig, run_dir: Path, *, on_eve
             argv = bench_argv(target, config, conc, out)
             log.write(f"$ {' '.join(argv)}\n")
             rc, tail = step_runner(argv, env, t0 + config.budget_s,
-                                   lambda d, t, c=conc: emit(SweepEvent("progress", c, d, t, clock() - t0)), cancel, log)
+                                   lambda d, t, c=conc: emit(SweepEvent("progress", c, d, t, clock() - t0)),
+                                   cancel, log)
             result_file = out / f"c{conc}.json"
             if rc != 0 or not result_file.exists():
                 if cancel.is_set():
@@ -473,7 +478,8 @@ def target_from_run(run_dir: Path, pids: Mapping[str, int | None] | None = None)
             pids = {p.get("name"): p.get("pid") for p in state.get("processes") or []}
         except (OSError, ValueError):
             pids = {}
-    pid = pids.get(served.get("name"))
+    name = served.get("name")
+    pid = pids.get(name) if isinstance(name, str) else None
     env = dict(served.get("env") or {})
     exe = vllm_executable(argv, pid, env)
     if exe is None:

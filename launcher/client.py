@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.daemon import short_socket_path

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 #: Container clients whose ``run`` argv this module reads.
 CONTAINER_CLIENTS = ("docker", "podman", "nerdctl")

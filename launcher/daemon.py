@@ -36,9 +36,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import psutil
 
@@ -171,9 +172,11 @@ class RunServer:
                     writer.write(encode({"type": "ok"}))
                 except KeyError:
                     names = ", ".join(p.name for p in self.spec.processes)
-                    writer.write(encode({"type": "error", "message": f"no process {req.get('name')!r}; processes: {names}"}))
+                    writer.write(encode({"type": "error",
+                                         "message": f"no process {req.get('name')!r}; processes: {names}"}))
             else:
-                writer.write(encode({"type": "error", "message": f"unknown op {op!r}; valid: subscribe, status, stop, restart"}))
+                writer.write(encode({"type": "error",
+                                     "message": f"unknown op {op!r}; valid: subscribe, status, stop, restart"}))
             await writer.drain()
         except (ConnectionError, ValueError):
             pass

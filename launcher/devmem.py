@@ -20,8 +20,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from vllm_deploy_wizard.common import backends_registry
 
@@ -54,7 +54,7 @@ def read_nvml() -> Reading | None:
         out = Reading(per_pid=nvml.process_memory(lib, graphics=True))
         try:
             count = int(lib.nvmlDeviceGetCount() or 0)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 — any NVML failure: no device to read
             count = 0
         for i in range(count):
             try:
@@ -71,10 +71,10 @@ def read_amdsmi() -> Reading | None:
         return None  # no AMD GPU driver here: importing amdsmi would only print its library warning
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            import amdsmi  # type: ignore
+            import amdsmi
 
         amdsmi.amdsmi_init()
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 — amdsmi fails in many ways without a usable driver: no reading
         return None
     out = Reading()
     try:
@@ -87,17 +87,17 @@ def read_amdsmi() -> Reading | None:
                     used = usage.get("vram_mem", proc.get("mem", 0))
                     pid = int(proc["pid"])
                     out.per_pid[pid] = out.per_pid.get(pid, 0) + int(used or 0)
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 — one failing query must not hide the others
                 pass
             try:
                 vram = amdsmi.amdsmi_get_gpu_vram_usage(h)
                 out.per_device[f"amdsmi:{i}"] = int(vram["vram_used"]) * MIB
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 — one failing query must not hide the others
                 pass
     finally:
         try:
             amdsmi.amdsmi_shut_down()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 — shutting down is best effort, the reading is made
             pass
     return out
 

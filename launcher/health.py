@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class HealthResult:
-    """Outcome of one probe: ``ok``, HTTP ``status`` (None if no answer), ``detail``, ``elapsed_s``, ``body`` (text, when asked)."""
+    """Outcome of one probe: ``ok``, HTTP ``status`` (None if no answer), ``detail``, ``elapsed_s``,
+    ``body`` (text, when asked)."""
 
     ok: bool
     status: int | None

@@ -24,22 +24,34 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.flags import last_flag_value
 from vllm_deploy_wizard.common.numa import rank_numa_node
 from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.launcher.causes import UTIL_MARGIN
-from vllm_deploy_wizard.launcher.containers import (DOCKER_DEFAULT_SHM_BYTES, container_shm_bytes, expand_home,
-                                                    inner_serve_argv, parse_run)
+from vllm_deploy_wizard.launcher.containers import (
+    DOCKER_DEFAULT_SHM_BYTES,
+    container_shm_bytes,
+    expand_home,
+    inner_serve_argv,
+    parse_run,
+)
 from vllm_deploy_wizard.launcher.process import child_env
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
-from vllm_deploy_wizard.launcher.vllm_checks import (Refusal, cpu_memory_refusals, fitting_utilization,
-                                                     gpu_memory_utilization, shm_refusal, shm_segments)
+from vllm_deploy_wizard.launcher.vllm_checks import (
+    Refusal,
+    cpu_memory_refusals,
+    fitting_utilization,
+    gpu_memory_utilization,
+    shm_refusal,
+    shm_segments,
+)
 
 #: Placeholders naming the head of the deployment (node 0's address): this host's address when
 #: launching node 0, over any plan default.
@@ -217,7 +229,8 @@ def _fits(free: float, total: float) -> float:
 
 
 def _devices_needed(p: ProcessSpec) -> int:
-    """Devices ``p`` uses on this node (:func:`vllm_deploy_wizard.common.parallelism.devices_on_node`; 1 when no size is given)."""
+    """Devices ``p`` uses on this node (:func:`vllm_deploy_wizard.common.parallelism.devices_on_node`;
+    1 when no size is given)."""
     return devices_on_node(p.argv) or 1
 
 
@@ -302,7 +315,7 @@ def node_refusals(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
                 out += cpu_memory_refusals(p.name, p.argv, p.env, total, free, version, UTIL_MARGIN)
         elif facts.device_total_bytes and facts.device_free_bytes:
             util = gpu_memory_utilization(p.argv, version)
-            for i, (free, total) in enumerate(zip(facts.device_free_bytes, facts.device_total_bytes)):
+            for i, (free, total) in enumerate(zip(facts.device_free_bytes, facts.device_total_bytes, strict=False)):
                 if i >= _devices_needed(p):
                     break
                 if total and free < util * total:
@@ -322,8 +335,9 @@ def node_refusals(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
         segments = shm_segments(inner.argv, inner.env, on_cpu, versions.get(p.name))
         free = container_shm if container_shm is not None else facts.shm_free_bytes
         where = "the container's /dev/shm (docker's 64 MiB default without --shm-size)" if (
-            container_shm == DOCKER_DEFAULT_SHM_BYTES and parse_run(p.argv).flag("--shm-size") is None) else (
-            f"the container's /dev/shm (--shm-size)" if container_shm is not None else "/dev/shm")
+            container_shm == DOCKER_DEFAULT_SHM_BYTES and (run := parse_run(p.argv)) is not None
+            and run.flag("--shm-size") is None) else (
+            "the container's /dev/shm (--shm-size)" if container_shm is not None else "/dev/shm")
         refusal = shm_refusal(p.name, segments, free, where) if free is not None else None
         if refusal is not None:
             out.append(refusal)
@@ -426,7 +440,7 @@ def with_home_expanded(spec: RunSpec) -> RunSpec:
     """``spec`` with ``~`` in every container run's volume mounts expanded to the process's ``HOME``
     (:func:`~vllm_deploy_wizard.launcher.containers.expand_home`: no shell runs the argv)."""
     procs = tuple(replace(p, argv=expand_home(p.argv, {**os.environ, **p.env})) for p in spec.processes)
-    if all(a.argv == b.argv for a, b in zip(procs, spec.processes)):
+    if all(a.argv == b.argv for a, b in zip(procs, spec.processes, strict=True)):
         return spec
     return replace(spec, processes=procs)
 

@@ -37,11 +37,12 @@ Decisions (docs/supervision.md, observation):
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
 
 #: Largest block the pump takes at once (bytes).
 CHUNK = 1 << 20
@@ -175,6 +176,7 @@ class LogLines:
     def lines(self) -> list[str]:
         """The lines, oldest first, without their ``\\n``."""
         if self._lines is None:
+            assert self._block is not None  # __init__ takes exactly one of lines= or block=
             self._lines = self._block.decode("utf-8", "replace").split("\n")
             self._block = None
         return self._lines
@@ -245,7 +247,7 @@ class ProcessLog:
     clock: Callable[[], float] = __import__("time").time
     _blocks: deque = field(default_factory=deque, repr=False)
     _kept: int = 0
-    _fh: object = field(default=None, repr=False)
+    _fh: io.FileIO | None = field(default=None, repr=False)
     _size: int = 0
 
     def __post_init__(self) -> None:
@@ -255,7 +257,7 @@ class ProcessLog:
             self._size = self.path.stat().st_size
 
     def _rotate(self) -> None:
-        assert self.path is not None
+        assert self.path is not None and self._fh is not None  # only _write rotates: the file is open
         self._fh.close()
         for i in range(self.backups, 0, -1):
             src = self.path if i == 1 else self.path.with_name(f"{self.path.name}.{i - 1}")
@@ -265,9 +267,11 @@ class ProcessLog:
         self._size = 0
 
     def _write(self, data: bytes) -> None:
+        fh = self._fh
+        assert fh is not None  # write_block writes only while the file is open
         view = memoryview(data)
         while view:
-            view = view[self._fh.write(view):]
+            view = view[fh.write(view) or 0:]
         self._size += len(data)
         if self._size >= self.max_bytes:
             self._rotate()

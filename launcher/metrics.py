@@ -86,10 +86,11 @@ def rates(prev: MetricsSnapshot, cur: MetricsSnapshot) -> dict[str, float | None
         return (b - a) / dt
 
     ttft = None
-    if None not in (prev.ttft_sum_s, cur.ttft_sum_s, prev.ttft_count, cur.ttft_count):
-        n = cur.ttft_count - prev.ttft_count
+    sum0, sum1, n0, n1 = prev.ttft_sum_s, cur.ttft_sum_s, prev.ttft_count, cur.ttft_count
+    if sum0 is not None and sum1 is not None and n0 is not None and n1 is not None:
+        n = n1 - n0
         if n > 0:
-            ttft = (cur.ttft_sum_s - prev.ttft_sum_s) / n
+            ttft = (sum1 - sum0) / n
     return {
         "prompt_tokens_per_s": rate(prev.prompt_tokens_total, cur.prompt_tokens_total),
         "generation_tokens_per_s": rate(prev.generation_tokens_total, cur.generation_tokens_total),

@@ -48,16 +48,30 @@ from __future__ import annotations
 import json
 import re
 import signal
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from vllm_deploy_wizard.common.contract import PLAN_VERSION
 from vllm_deploy_wizard.common.errors import LaunchError
-from vllm_deploy_wizard.common.placeholders import fill, names as placeholders_in
-from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STARTING_STOP_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
+from vllm_deploy_wizard.common.placeholders import fill
+from vllm_deploy_wizard.common.placeholders import names as placeholders_in
 from vllm_deploy_wizard.launcher.spec import (
-    PHASES, RESTART_MODES, Liveness, ProcessSpec, Probe, RestartPolicy, RunSpec, dependency_problems,
+    PHASES,
+    RESTART_MODES,
+    Liveness,
+    Probe,
+    ProcessSpec,
+    RestartPolicy,
+    RunSpec,
+    dependency_problems,
     duplicate_names_problem,
+)
+from vllm_deploy_wizard.launcher.timeouts import (
+    READY_TIMEOUT_S,
+    STARTING_STOP_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    UNHEALTHY_AFTER,
 )
 
 #: Default phase for each docs/plan-file.md §3.2 role.
@@ -214,7 +228,8 @@ def _liveness(where: str, name: str, raw: Any, filled: Any, problems: list[str])
         optional[key] = n
     return Liveness(
         url=url, body=body,
-        expect_status=_num(f"{where}: health.liveness.expect_status", raw.get("expect_status", 200), problems, int) or 200,
+        expect_status=_num(f"{where}: health.liveness.expect_status", raw.get("expect_status", 200), problems, int)
+        or 200,
         timeout_s=_num(f"{where}: health.liveness.timeout_s", raw.get("timeout_s", 10.0), problems) or 10.0,
         failure_threshold=max(1, threshold or 3), **optional,
     )
@@ -349,7 +364,7 @@ def _select_processes(
         raise LaunchError(f"{src}: no process on node {node!r}{did_you_mean(node, labels)}. "
                           f"The plan's nodes: {', '.join(labels)}")
     if not selected and not problems:
-        ranks = sorted({p.get("node_rank") for p in raw if isinstance(p, dict) and p.get("node_rank") is not None})
+        ranks = sorted({r for p in raw if isinstance(p, dict) and (r := p.get("node_rank")) is not None})
         raise LaunchError(f"{src}: no process for node_rank {node_rank}; the plan has node ranks {ranks}")
     if node is None:
         machines = sorted({p["node"] for p in selected if p.get("node") and p.get("node_rank") is not None})
@@ -362,7 +377,7 @@ def _select_processes(
 
 
 def _probe(where: str, name: str, health: Any, filled: Callable[[str, Any], str], problems: list[str],
-           argv: list[Any] = ()) -> Probe | None:
+           argv: Sequence[Any] = ()) -> Probe | None:
     """``health`` of a plan process as a :class:`Probe` (problems appended; None when absent or invalid).
     A ``vllm serve`` ``argv`` gets the defaults of :func:`_serve_defaults`."""
     probe = None
@@ -383,7 +398,8 @@ def _probe(where: str, name: str, health: Any, filled: Callable[[str, Any], str]
             ready_iv = health.get("ready_interval_s")
             probe = Probe(
                 url=url,
-                expect_status=_num(f"{where}: health.expect_status", health.get("expect_status", 200), problems, int) or 200,
+                expect_status=_num(f"{where}: health.expect_status", health.get("expect_status", 200), problems,
+                                   int) or 200,
                 interval_s=_num(f"{where}: health.interval_s", health.get("interval_s", 1.0), problems) or 1.0,
                 timeout_s=_num(f"{where}: health.timeout_s", health.get("timeout_s", 2.0), problems) or 2.0,
                 ready_interval_s=None if ready_iv is None else
@@ -503,8 +519,10 @@ def _process_spec(
         probe=probe,
         restart=restart,
         stop_signal=int(stop_signal),
-        stop_timeout_s=_num(f"{where}: stop.timeout_s", stop.get("timeout_s", STOP_TIMEOUT_S), problems) or STOP_TIMEOUT_S,
-        ready_timeout_s=_num(f"{where}: ready_timeout_s", proc.get("ready_timeout_s", READY_TIMEOUT_S), problems) or READY_TIMEOUT_S,
+        stop_timeout_s=_num(f"{where}: stop.timeout_s", stop.get("timeout_s", STOP_TIMEOUT_S), problems)
+        or STOP_TIMEOUT_S,
+        ready_timeout_s=_num(f"{where}: ready_timeout_s", proc.get("ready_timeout_s", READY_TIMEOUT_S), problems)
+        or READY_TIMEOUT_S,
         ports=tuple(ports),
         setup=setup or None,
         starting_stop_timeout_s=_num(f"{where}: stop.starting_timeout_s",

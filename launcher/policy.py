@@ -21,8 +21,8 @@ Rules (docs/supervision.md):
 * A deterministic failure (the cause is not retryable, :data:`~vllm_deploy_wizard.launcher.causes.RETRYABLE`:
   argument or config validation, a missing file or model, unsupported, divisibility, memory sizing
   for the given flags) of a start that never became READY (by its probe; a process without one:
-  that ran less than :data:`~vllm_deploy_wizard.launcher.timeouts.STABLE_RUN_S`) is FATAL at once, with its cause and fix:
-  it would fail the same way on every restart. A transient one (a port race, a network timeout, an
+  that ran less than :data:`~vllm_deploy_wizard.launcher.timeouts.STABLE_RUN_S`) is FATAL at once, with its cause and
+  fix: it would fail the same way on every restart. A transient one (a port race, a network timeout, an
   engine that died without a root cause) — and any failure after the process was READY (under
   load) — is counted: failures within ``window_s``; the restart waits :meth:`RestartPolicy.delay`
   (exponential backoff) in BACKOFF; ``max_failures`` within the window is a crash loop → FATAL
@@ -53,13 +53,14 @@ Rules (docs/supervision.md):
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from vllm_deploy_wizard.launcher.causes import SYMPTOM, WAITS_ON_PEER, cut_line, is_retryable, root_signature
 from vllm_deploy_wizard.launcher.spec import PHASES, RunSpec
-from vllm_deploy_wizard.launcher.timeouts import STABLE_RUN_S
 from vllm_deploy_wizard.launcher.states import LIVE, SETTLED, ProcessEvent, ProcessState, State, transition
+from vllm_deploy_wizard.launcher.timeouts import STABLE_RUN_S
 
 # ---------------------------------------------------------------- input events
 
@@ -359,7 +360,7 @@ class Policy:
             return acts + self._start_eligible(now)
         # no cause at all (nothing classified it): unknown, so treated as transient
         retryable = True if cause is None else cause.get("retryable")
-        if retryable is None:
+        if retryable is None and cause is not None:
             retryable = is_retryable(cause.get("kind"))
         # READY by its probe, or (no probe) running for STABLE_RUN_S: a failure under load, not at start
         stable = ex.was_ready or (ex.running_since is not None and now - ex.running_since >= STABLE_RUN_S)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import errno
 import socket
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def port_free(port: int, host: str = "0.0.0.0") -> bool:

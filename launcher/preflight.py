@@ -35,17 +35,17 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
 
 from vllm_deploy_wizard.common import suggest, versions
 from vllm_deploy_wizard.common.byte_sizes import mooncake_size_bytes
 from vllm_deploy_wizard.common.errors import LaunchError
-from vllm_deploy_wizard.launcher.ports import port_free, port_holder
-from vllm_deploy_wizard.launcher.process import child_env
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
 from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.common.placeholders import names as placeholders_in
+from vllm_deploy_wizard.launcher.ports import port_free, port_holder
+from vllm_deploy_wizard.launcher.process import child_env
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.vllm import is_vllm_serve
 from vllm_deploy_wizard.launcher.vllm_checks import argument_refusals
@@ -76,7 +76,8 @@ def _cache(cache: Path | None) -> Path:
     return cache
 
 
-def vllm_version(exe: str, env: Mapping[str, str], runner: Runner = run_command, cache: Path | None = None) -> str | None:
+def vllm_version(exe: str, env: Mapping[str, str], runner: Runner = run_command,
+                 cache: Path | None = None) -> str | None:
     """``vllm --version`` of executable ``exe`` (last non-empty output line), cached per install."""
     path = _version_path(exe, cache)
     if path.exists():
@@ -151,9 +152,11 @@ def kv_tier_problems(spec: RunSpec, free_bytes: int) -> list[str]:
             continue
         nodes = last_flag_value(p.argv, "--nnodes")
         if isinstance(extra.get("cpu_bytes_to_use"), (int, float)):
-            asked, key = extra["cpu_bytes_to_use"] / max(1, int(nodes) if nodes and nodes.isdigit() else 1), "cpu_bytes_to_use"
+            asked = extra["cpu_bytes_to_use"] / max(1, int(nodes) if nodes and nodes.isdigit() else 1)
+            key = "cpu_bytes_to_use"
         elif isinstance(extra.get("cpu_bytes_to_use_per_rank"), (int, float)):
-            asked, key = extra["cpu_bytes_to_use_per_rank"] * (devices_on_node(p.argv) or 1), "cpu_bytes_to_use_per_rank"
+            asked = extra["cpu_bytes_to_use_per_rank"] * (devices_on_node(p.argv) or 1)
+            key = "cpu_bytes_to_use_per_rank"
         else:
             continue
         if asked > free_bytes:
@@ -272,7 +275,8 @@ def vllm_package_dirs(exe: str | None) -> list[Path]:
     if not exe:
         return []
     prefix = Path(exe).resolve().parent.parent
-    return sorted(prefix.glob("lib/python*/site-packages/vllm")) + sorted(prefix.glob("lib64/python*/site-packages/vllm"))
+    return (sorted(prefix.glob("lib/python*/site-packages/vllm"))
+            + sorted(prefix.glob("lib64/python*/site-packages/vllm")))
 
 
 def path_problems(p: ProcessSpec, version: str | None = None, vllm_exe: str | None = None) -> list[str]:
@@ -325,7 +329,8 @@ def value_problems(p: ProcessSpec) -> list[str]:
             continue
         nxt = argv[i + 1] if i + 1 < len(argv) else None
         if (eq and not value) or (not eq and (nxt is None or (nxt.startswith("-") and not _is_number(nxt)))):
-            problems.append(f"{p.name!r}: {name} has no value" + (f" (it is followed by {nxt})" if nxt and not eq else "")
+            problems.append(f"{p.name!r}: {name} has no value"
+                            + (f" (it is followed by {nxt})" if nxt and not eq else "")
                             + f"; give it one ({name} VALUE) or remove it")
     return problems
 
@@ -380,7 +385,12 @@ def bound_ports(p: ProcessSpec, version: str | None = None) -> list[tuple[int, s
     if rpc and rpc.isdigit():
         out.append((int(rpc), "data-parallel RPC (--data-parallel-rpc-port)"))
     seen: set[int] = set()
-    return [(port, what) for port, what in out if not (port in seen or seen.add(port))]
+    unique: list[tuple[int, str]] = []
+    for port, what in out:  # the first use of each port names it
+        if port not in seen:
+            seen.add(port)
+            unique.append((port, what))
+    return unique
 
 
 def wizard_run_of(pid: int) -> str | None:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import psutil
 
@@ -85,11 +85,11 @@ class ManagedProcess:
     pgid: int
     create_time: float
     known: dict[int, float] = field(default_factory=dict)
-    exited: "asyncio.Future[int] | None" = None
-    reader: "PipeReader | None" = None
+    exited: asyncio.Future[int] | None = None
+    reader: PipeReader | None = None
 
     @property
-    def stdout(self) -> "PipeReader | asyncio.StreamReader | None":
+    def stdout(self) -> PipeReader | asyncio.StreamReader | None:
         """Merged stdout/stderr of the child: anything with ``await read(n)`` (None for a fake)."""
         return self.reader if self.reader is not None else self.proc.stdout
 
@@ -286,8 +286,8 @@ class PipeReader:
             try:
                 return self._read(n)
             except BlockingIOError:
-                fut = loop.create_future()
-                loop.add_reader(self.fd, lambda: fut.done() or fut.set_result(None))
+                fut: asyncio.Future[None] = loop.create_future()
+                loop.add_reader(self.fd, _wake, fut)
                 try:
                     await fut
                 finally:
@@ -301,15 +301,29 @@ class PipeReader:
             self.fd = -1
 
 
+def _wake(fut: asyncio.Future[None]) -> None:
+    """Resolve ``fut`` unless it already is (the reader callback of :meth:`PipeReader.read`)."""
+    if not fut.done():
+        fut.set_result(None)
+
+
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
     """Stream protocol that also resolves a future the moment the main process exits."""
 
-    def __init__(self, exited: "asyncio.Future[int]", limit: int, loop: asyncio.AbstractEventLoop):
+    def __init__(self, exited: asyncio.Future[int], limit: int, loop: asyncio.AbstractEventLoop):
         super().__init__(limit=limit, loop=loop)
         self._exited_fut = exited
+        self._process_transport: asyncio.SubprocessTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Keep the subprocess transport (whose return code :meth:`process_exited` reads)."""
+        super().connection_made(transport)
+        if isinstance(transport, asyncio.SubprocessTransport):
+            self._process_transport = transport
 
     def process_exited(self) -> None:
-        rc = self._transport.get_returncode() if self._transport is not None else None
+        transport = self._process_transport
+        rc = transport.get_returncode() if transport is not None else None
         super().process_exited()
         if not self._exited_fut.done():
             self._exited_fut.set_result(rc if rc is not None else -1)
@@ -327,7 +341,7 @@ def _local_ips(host: str) -> set[str] | None:
         ips = {str(ipaddress.ip_address(host.strip("[]")))}
     except ValueError:
         try:
-            ips = {ai[4][0] for ai in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+            ips = {str(ai[4][0]) for ai in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
         except OSError:
             return None
     local = {a.address.split("%")[0] for addrs in psutil.net_if_addrs().values() for a in addrs}
@@ -357,7 +371,7 @@ def listening_pids(host: str, port: int) -> set[int] | None:
             if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.laddr.ip in accept}
     if not pids or None in pids:
         return None
-    return pids
+    return {pid for pid in pids if pid is not None}
 
 
 #: Container clients: the port of a process started through them is held by the runtime
@@ -365,7 +379,7 @@ def listening_pids(host: str, port: int) -> set[int] | None:
 CONTAINER_CLIENTS = frozenset({"docker", "podman", "nerdctl"})
 
 
-def foreign_listener(url: str, mp: "ManagedProcess", argv: "tuple[str, ...] | list[str]" = ()) -> str | None:
+def foreign_listener(url: str, mp: ManagedProcess, argv: tuple[str, ...] | list[str] = ()) -> str | None:
     """When the socket answering probe ``url`` is held only by processes outside ``mp``'s tree:
     ``"port N is answered by pid P (cmd) which is not part of this process"``; None when the tree
     holds it, the holder cannot be determined, or ``argv`` runs a container client

@@ -31,9 +31,9 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from vllm_deploy_wizard.launcher.runs import write_state_json
 
@@ -149,7 +149,7 @@ class ShmLedger:
     seen: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def at_spawn(cls, shm_dir: Path = SHM_DIR) -> "ShmLedger":
+    def at_spawn(cls, shm_dir: Path = SHM_DIR) -> ShmLedger:
         """A ledger recording what is in ``shm_dir`` now (call right before the spawn)."""
         return cls(before=owned_entries(shm_dir), shm_dir=shm_dir)
 

@@ -9,12 +9,17 @@ dependency cycle (these would otherwise wait forever).
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from vllm_deploy_wizard.common import placeholders
 from vllm_deploy_wizard.common.errors import LaunchError
-from vllm_deploy_wizard.launcher.timeouts import READY_TIMEOUT_S, STARTING_STOP_TIMEOUT_S, STOP_TIMEOUT_S, UNHEALTHY_AFTER
+from vllm_deploy_wizard.launcher.timeouts import (
+    READY_TIMEOUT_S,
+    STARTING_STOP_TIMEOUT_S,
+    STOP_TIMEOUT_S,
+    UNHEALTHY_AFTER,
+)
 
 #: Launch phases in order (contracts §2).
 PHASES: tuple[str, ...] = ("infra", "before", "engine", "after")
@@ -167,7 +172,7 @@ class ProcessSpec:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ProcessSpec":
+    def from_dict(cls, data: Mapping[str, Any]) -> ProcessSpec:
         """Rebuild from :meth:`to_dict` output."""
         d = dict(data)
         d["argv"] = tuple(d["argv"])
@@ -226,7 +231,7 @@ class RunSpec:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "RunSpec":
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
         """Rebuild from :meth:`to_dict` output."""
         return cls(
             processes=tuple(ProcessSpec.from_dict(p) for p in data["processes"]),
@@ -257,7 +262,8 @@ def dependency_problems(deps: Mapping[str, Iterable[str]]) -> list[str]:
     for name, ds in deps.items():
         for d in ds:
             if d == name:
-                problems.append(f"process {name!r} depends on itself (depends_on: [{d}]); remove it from its depends_on")
+                problems.append(f"process {name!r} depends on itself (depends_on: [{d}]); "
+                                "remove it from its depends_on")
             elif d not in deps:
                 hint = did_you_mean(d, names, n=3)
                 problems.append(f"process {name!r} depends_on unknown {d!r}{hint}; known: {', '.join(names)}")

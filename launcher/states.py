@@ -80,7 +80,7 @@ class ProcessEvent:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ProcessEvent":
+    def from_dict(cls, d: dict[str, Any]) -> ProcessEvent:
         """Inverse of :meth:`to_dict` (ignores unknown keys)."""
         return cls(
             name=d["name"],

@@ -42,22 +42,29 @@ import os
 import re
 import shlex
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from vllm_deploy_wizard.launcher import policy as P
 from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES, Cause, explain
+from vllm_deploy_wizard.launcher.health import EngineWatch, HttpProber, models_not_listed, wait_for_answers
 from vllm_deploy_wizard.launcher.logs import LogLines, ProcessLog, Redactor, pump, secret_argv_values
 from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot, parse_metrics, rates
 from vllm_deploy_wizard.launcher.ports import busy_ports, port_holder
-from vllm_deploy_wizard.launcher.process import ManagedProcess, child_env, foreign_listener, gpu_memory_held, spawn_process
+from vllm_deploy_wizard.launcher.process import (
+    ManagedProcess,
+    child_env,
+    foreign_listener,
+    gpu_memory_held,
+    spawn_process,
+)
+from vllm_deploy_wizard.launcher.shm import RunShm
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.timeouts import EMERGENCY_STOP_TIMEOUT_S, KILL_WAIT_S, TREE_GONE_GRACE_S
-from vllm_deploy_wizard.launcher.health import EngineWatch, models_not_listed, wait_for_answers
-from vllm_deploy_wizard.launcher.shm import RunShm
 from vllm_deploy_wizard.launcher.vllm import StartupProgress, auth_headers, is_vllm_serve
 
 
@@ -168,7 +175,7 @@ class Supervisor:
         self.clock, self.wall = clock, wall
         self._spawn_fn = spawn
         self._probe_fn = probe
-        self._own_prober = None
+        self._own_prober: HttpProber | None = None
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.listeners = list(listeners or [])
         self.port_wait_s = port_wait_s
@@ -221,7 +228,7 @@ class Supervisor:
         for p in self.spec.processes:
             ps = self.policy.states[p.name]
             mp = self.handles.get(p.name)
-            alive = mp is not None and mp.proc.returncode is None
+            live = mp if mp is not None and mp.proc.returncode is None else None
             prog = self.progress.get(p.name)
             procs.append({
                 "name": p.name,
@@ -229,11 +236,11 @@ class Supervisor:
                 "phase": p.phase,
                 "state": ps.state.value,
                 "since": self._since_wall.get(p.name),
-                "pid": mp.pid if alive else None,
+                "pid": live.pid if live else None,
                 "pgid": mp.pgid if mp else None,
-                "create_time": mp.create_time if alive else None,
+                "create_time": live.create_time if live else None,
                 "leader_create_time": mp.create_time if mp else None,
-                "tree": {str(k): v for k, v in mp.known.items()} if mp and alive else {},
+                "tree": {str(k): v for k, v in live.known.items()} if live else {},
                 "ports": list(p.ports),
                 "restarts": ps.restarts,
                 "last_rc": ps.last_rc,
@@ -249,8 +256,6 @@ class Supervisor:
         """Start everything, supervise until the policy finishes; return the outcome
         (``stopped`` | ``exited`` | ``fatal``). Cancelling this task stops the run first."""
         if self._probe_fn is None:
-            from vllm_deploy_wizard.launcher.health import HttpProber
-
             self._own_prober = HttpProber()
             self._probe_fn = self._own_prober
         from vllm_deploy_wizard.launcher import devmem
@@ -375,7 +380,8 @@ class Supervisor:
             except OSError as exc:
                 msg = f"cannot start {p.command()[0]!r}: {exc.strerror or exc}"
                 log.note(msg)
-                cause = Cause("missing_executable", msg, f"install {p.argv[0]!r} in the chosen environment or fix PATH", msg)
+                cause = Cause("missing_executable", msg,
+                              f"install {p.argv[0]!r} in the chosen environment or fix PATH", msg)
                 self._queue.put_nowait(P.Exited(name, 127, cause.to_dict(), tuple(log.last(20))))
                 return
             self.handles[name] = mp
@@ -389,7 +395,10 @@ class Supervisor:
                 self._pumps[name] = self._task(pump(mp.stdout, log))
             self._queue.put_nowait(P.Started(name, mp.pid))
             self._task(self._watch(name, mp))
-            alive = lambda: mp.proc.returncode is None and self.handles.get(name) is mp  # noqa: E731
+
+            def alive() -> bool:
+                return mp.proc.returncode is None and self.handles.get(name) is mp
+
             self._task(self.shm.track(name, mp, alive))
         finally:
             self._spawning.discard(name)
@@ -468,10 +477,12 @@ class Supervisor:
             check = watch is not None and watch.due(t0)
             if not check:
                 res = await self._probe_fn(pr.url, pr.expect_status, pr.timeout_s)
-            elif lv.body is not None:
-                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, post=dict(lv.body), **auth)
             else:
-                res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, **auth)
+                assert lv is not None  # a check is due only while READY, on the liveness the watch was made for
+                if lv.body is not None:
+                    res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, post=dict(lv.body), **auth)
+                else:
+                    res = await self._probe_fn(lv.url, lv.expect_status, lv.timeout_s, **auth)
             if res.ok and state is State.STARTING:
                 ours = True
                 if not pr.remote:
@@ -515,7 +526,7 @@ class Supervisor:
                         self._publish(msg)
                         stalled = watch.metrics(snap, self.clock()) if watch is not None else None
                 # the liveness check counts its own failures (after the scrape: moving counters = busy)
-                detail = stalled or (watch.checked(res) if check else None)
+                detail = stalled or (watch.checked(res) if check and watch is not None else None)
                 if detail:
                     self._queue.put_nowait(P.Unhealthy(name, detail))
                     break
@@ -553,8 +564,8 @@ class Supervisor:
         )
 
     async def _finish(self) -> None:
-        for t in self._timers.values():
-            t.cancel()
+        for handle in self._timers.values():
+            handle.cancel()
         self._timers.clear()
         survivors: list[int] = []
         for name, mp in self.handles.items():

@@ -20,7 +20,8 @@ PHASE_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("engine_init", r"Initializing a V1 LLM engine|EngineCore|Waiting for init message"),
         ("loading_weights", r"Starting to load model|Loading safetensors checkpoint shards|Loading weights"),
         ("weights_loaded", r"Loading weights took|Model loading took"),
-        ("kv_cache", r"KV cache|Memory profiling takes|torch\.compile|Capturing CUDA graph|Warming up model|Compiling model"),
+        ("kv_cache", r"KV cache|Memory profiling takes|torch\.compile|Capturing CUDA graph|Warming up model"
+                     r"|Compiling model"),
         ("api_server", r"Starting vLLM API server|Available routes are|Route: /health"),
         ("ready", r"Application startup complete"),
     )
@@ -30,7 +31,8 @@ _PERCENT = re.compile(r"checkpoint shards:\s*(\d{1,3})%")
 
 @dataclass
 class StartupProgress:
-    """Where a vLLM start is: ``phase`` (one of :data:`PHASE_RULES` names) and weight-load ``percent`` (0–100 or None)."""
+    """Where a vLLM start is: ``phase`` (one of :data:`PHASE_RULES` names) and weight-load ``percent``
+    (0–100 or None)."""
 
     phase: str | None = None
     percent: int | None = None

@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from vllm_deploy_wizard.common import versions
 from vllm_deploy_wizard.common.flags import last_flag_value
@@ -305,6 +305,7 @@ def argument_refusals(name: str, argv: Sequence[str], version: str | None) -> li
     a = list(argv)
     if ("--data-parallel-hybrid-lb" in a and _int_flag(a, "--data-parallel-size-local", "-dpl") is None
             and (_int_flag(a, "--nnodes") or 1) <= 1):  # with --nnodes vLLM infers the local size
-        return [Refusal(f"{name!r}: --data-parallel-hybrid-lb needs --data-parallel-size-local (the data-parallel ranks "
-                        "on this node; vLLM refuses the arguments otherwise); add --data-parallel-size-local N")]
+        return [Refusal(f"{name!r}: --data-parallel-hybrid-lb needs --data-parallel-size-local "
+                        "(the data-parallel ranks on this node; vLLM refuses the arguments otherwise); "
+                        "add --data-parallel-size-local N")]
     return []

@@ -64,13 +64,23 @@ Modules of this package (the public names below are importable from the package 
 
 from __future__ import annotations
 
-from .cause import CLASSIFY_LINES, RETRYABLE, WAITS_ON_PEER, Cause, is_retryable
-from .lines import (ERROR_LINE, MAX_LINE_CHARS, WRAPPER, cut_line, is_time_independent, is_wrapper, last_error_line,
-                    root_error_line, root_signature, strip_prefix)
-from .memory import DEFAULT_GPU_UTIL, MIN_OOM_UTIL, OOM_UTIL_STEP, UTIL_MARGIN
 from .arguments import REPLACED_FLAGS
-from .rules import RULES, SYMPTOM, Rule
+from .cause import CLASSIFY_LINES, RETRYABLE, WAITS_ON_PEER, Cause, is_retryable
 from .classifier import classify, describe_exit, explain, unclassified
+from .lines import (
+                    ERROR_LINE,
+                    MAX_LINE_CHARS,
+                    WRAPPER,
+                    cut_line,
+                    is_time_independent,
+                    is_wrapper,
+                    last_error_line,
+                    root_error_line,
+                    root_signature,
+                    strip_prefix,
+)
+from .memory import DEFAULT_GPU_UTIL, MIN_OOM_UTIL, OOM_UTIL_STEP, UTIL_MARGIN
+from .rules import RULES, SYMPTOM, Rule
 
 __all__ = [
     "CLASSIFY_LINES", "RETRYABLE", "WAITS_ON_PEER", "Cause", "is_retryable", "ERROR_LINE", "MAX_LINE_CHARS",

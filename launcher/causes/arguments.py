@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from vllm_deploy_wizard.common.flags import last_flag_value
 
 from .context import _Ctx, _pow2_divisor_below, _Result
 
-
 _HEADS = re.compile(r"Total number of attention heads \((\d+)\) must be divisible by tensor parallel size \((\d+)\)")
-_EXPERTS = re.compile(r"(?:n_physical_experts|num_experts|number of experts)\s*[=(]?\s*(\d+)\)?\s*must be divisible by (?:ep_size|expert parallel size)\s*[=(]?\s*(\d+)", re.I)
+_EXPERTS = re.compile(r"(?:n_physical_experts|num_experts|number of experts)\s*[=(]?\s*(\d+)\)?\s*"
+                      r"must be divisible by (?:ep_size|expert parallel size)\s*[=(]?\s*(\d+)", re.I)
 
 
 def _divisibility(c: _Ctx) -> _Result:
@@ -171,7 +172,8 @@ def _config_invalid(c: _Ctx) -> _Result:
     fix, fix_args = "check the flag values this names", None
     if "Expecting value" in what or "JSON" in what or facts.get("error_type") == "json_invalid":
         flags = [facts["flag"]] if "flag" in facts else [
-            f for f in JSON_FLAGS if last_flag_value(c.argv, f) or last_flag_value(c.argv, "--" + f[2:].replace("-", "_"))]
+            f for f in JSON_FLAGS
+            if last_flag_value(c.argv, f) or last_flag_value(c.argv, "--" + f[2:].replace("-", "_"))]
         for flag in flags:
             inner = _unquoted_json(c.argv, flag)
             if inner is not None:
@@ -182,8 +184,9 @@ def _config_invalid(c: _Ctx) -> _Result:
                 break
         else:
             fix = ("a JSON value could not be parsed: check the JSON-valued flags ("
-                   + (", ".join(flags) if flags else "--limit-mm-per-prompt, --speculative-config, --kv-transfer-config, "
-                      "--hf-overrides, …") + ") and the model's config files")
+                   + (", ".join(flags) if flags else
+                      "--limit-mm-per-prompt, --speculative-config, --kv-transfer-config, --hf-overrides, …")
+                   + ") and the model's config files")
     return None, summary, fix, fix_args, None, None, facts
 
 
@@ -239,5 +242,6 @@ def _max_model_len(c: _Ctx) -> _Result:
                f"({facts.get('derived_max_model_len', '?')}, from its config.json)" if facts else
                "--max-model-len is above the model's maximum (from its config.json)")
     fix = ((f"set {' '.join(fix_args)}; " if fix_args else "lower --max-model-len; ")
-           + "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 overrides the check, at the risk of wrong outputs past the trained length")
+           + "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 overrides the check, "
+             "at the risk of wrong outputs past the trained length")
     return None, summary, fix, fix_args, None, None, facts

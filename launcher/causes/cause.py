@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-
 #: How many last log lines a caller should classify: a vLLM start that fails in a worker prints
 #: ~120 lines of EngineCore/API-server tracebacks after the root cause (vLLM 0.32 CPU).
 CLASSIFY_LINES = 400

@@ -8,12 +8,12 @@ pattern is linear in the line length, so classifying is linear in the size of th
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from .cause import Cause
-from .lines import cut_line, exception_name, is_time_independent, is_wrapper, root_error_line, strip_prefix
 from .context import _Ctx
-from .rules import SYMPTOM, Rule, RULES
+from .lines import cut_line, exception_name, is_time_independent, is_wrapper, root_error_line, strip_prefix
+from .rules import RULES, SYMPTOM, Rule
 
 
 def describe_exit(rc: int | None) -> str:

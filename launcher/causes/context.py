@@ -5,12 +5,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from vllm_deploy_wizard.common import backends_registry
 from vllm_deploy_wizard.common.flags import last_flag_value
-
 
 # ---------------------------------------------------------------- helpers for facts and fixes
 
@@ -61,7 +60,8 @@ def _offline(env: Mapping[str, str]) -> bool:
     return str(env.get("HF_HUB_OFFLINE", "")).lower() in ("1", "true", "yes", "on")
 
 
-_HF_URL_MODEL = re.compile(r"huggingface\.co/(?:api/models/)?([\w.-]+/[\w.-]+?)(?:/(?:resolve|revision|blob|tree)\b|/?\s|/?$|\.$)")
+_HF_URL_MODEL = re.compile(r"huggingface\.co/(?:api/models/)?([\w.-]+/[\w.-]+?)"
+                           r"(?:/(?:resolve|revision|blob|tree)\b|/?\s|/?$|\.$)")
 
 
 def _model_from_argv(argv: Sequence[str]) -> str | None:

@@ -9,10 +9,10 @@ npu-smi, xpu-smi).
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .context import _Ctx, _device_tool, _Result
-
 
 _TEMPLATE = re.compile(r"chat template string \((.+?)\) appears path-like, but doesn't exist")
 _ENOENT = re.compile(r"(?:FileNotFoundError|No such file or directory)[^']*'([^']+)'")

@@ -10,8 +10,7 @@ match the same characters (docs/supervision.md §5, linear time); ``bench/bench_
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
-
+from collections.abc import Callable, Sequence
 
 #: Longest line classified or displayed (characters); longer lines are cut (:func:`cut_line`). The
 #: process's log file keeps them whole. 64 KiB holds any real error message; a 2 MB line of a tensor
@@ -77,7 +76,8 @@ _ROOT_ABOVE_FOLDED = folded(ROOT_ABOVE.pattern)
 #: and ``vllm/engine/arg_utils.py`` ``parse_dataclass``).
 PYDANTIC_HEADER = re.compile(r"(\d+) validation errors? for (\w+)\s*$")
 _PREFIX = re.compile(r"^(?:\s*(?:\(\w[\w-]{0,80}(?: \w+=\S+)* pid=\d+(?:, ip=[\d.]+)?\)|\[[^\]]*\]:?|[\w-]{1,80}\s+\||"
-                     r"(?:ERROR|INFO|WARNING|DEBUG|CRITICAL) \d\d-\d\d [\d:]+(?: \[[^\]]+\])?|\d{4}-\d\d-\d\d[ T][\d:.,]+"
+                     r"(?:ERROR|INFO|WARNING|DEBUG|CRITICAL) \d\d-\d\d [\d:]+(?: \[[^\]]+\])?|"
+                     r"\d{4}-\d\d-\d\d[ T][\d:.,]+"
                      r"(?: \| \w+ \| \w+ \|)?(?: \[\w+\] \(\w+\))?)\s*)+")
 
 

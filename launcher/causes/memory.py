@@ -12,7 +12,6 @@ from typing import Any
 
 from .context import _Ctx, _device_kind, _device_tool, _fmt, _gib, _is_cpu, _num, _Result, _util_in
 
-
 #: Margin (utilization fraction) kept below what the free/total figures of a memory refusal allow.
 UTIL_MARGIN = 0.02
 #: vLLM's default ``--gpu-memory-utilization``.
@@ -62,8 +61,10 @@ def _mem_util(c: _Ctx) -> _Result:
     return None, summary, fix, fix_args, None, None, facts
 
 
-_KV_TOKENS = re.compile(r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\)")
-_KV_V1 = re.compile(r"max seq len \((\d+)\), \((\d+(?:\.\d+)?) GiB KV cache is needed, which is larger than the available KV cache memory \((\d+(?:\.\d+)?) GiB\)")
+_KV_TOKENS = re.compile(r"max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored "
+                        r"in KV cache \((\d+)\)")
+_KV_V1 = re.compile(r"max seq len \((\d+)\), \((\d+(?:\.\d+)?) GiB KV cache is needed, which is larger than "
+                    r"the available KV cache memory \((\d+(?:\.\d+)?) GiB\)")
 _KV_EST = re.compile(r"estimated maximum model length is (\d+)")
 
 
@@ -93,7 +94,8 @@ def _kv_cache(c: _Ctx) -> _Result:
         fix_args = ["--max-model-len", m.group(2)]
         summary = f"--max-model-len {m.group(1)} does not fit the KV cache ({m.group(2)} tokens)"
     elif v1:
-        facts.update(max_model_len=int(v1.group(1)), kv_needed_gib=_num(v1.group(2)), kv_available_gib=_num(v1.group(3)))
+        facts.update(max_model_len=int(v1.group(1)), kv_needed_gib=_num(v1.group(2)),
+                     kv_available_gib=_num(v1.group(3)))
         summary = (f"one request of --max-model-len {v1.group(1)} needs {v1.group(2)} GiB of KV cache, "
                    f"{v1.group(3)} GiB is available")
         if _is_cpu(c.argv, c.env):
@@ -172,7 +174,8 @@ def _device_oom(c: _Ctx) -> _Result:
             fix_args = ["--gpu-memory-utilization", _fmt(new)]
     summary = f"the {device.upper()} device ran out of memory" + (
         f" allocating {t.group(1)} {t.group(2)}" if t else "") + (
-        f" ({_fmt(facts['free_gib'])} GiB free of {_fmt(facts['total_gib'])} GiB)" if "free_gib" in facts and "total_gib" in facts else "")
+        f" ({_fmt(facts['free_gib'])} GiB free of {_fmt(facts['total_gib'])} GiB)"
+        if "free_gib" in facts and "total_gib" in facts else "")
     fix = ((f"set {' '.join(fix_args)}; or " if fix_args else "")
            + "lower --max-model-len / --max-num-seqs, raise --tensor-parallel-size, or free the device "
            + f"(`{_device_tool(device)}` shows what holds it)")

@@ -22,8 +22,7 @@ from pathlib import Path
 
 from vllm_deploy_wizard.common.flags import last_flag_value
 
-from .context import _Ctx, _HF_URL_MODEL, _model_from_argv, _offline, _Result
-
+from .context import _HF_URL_MODEL, _Ctx, _model_from_argv, _offline, _Result
 
 _MODEL_IDS = (
     re.compile(r"Invalid repository ID or local directory specified: '([^']+)'"),
@@ -73,7 +72,8 @@ def _gated(c: _Ctx) -> _Result:
     ``hf_token_invalid``), reached by vLLM 0.32.0 ``vllm/transformers_utils/config.py``."""
     model = _model_id(c)
     facts = {"model": model} if model else {}
-    page = f"https://huggingface.co/{model}" if model and "/" in model and not model.startswith("/") else "its huggingface.co page"
+    page = (f"https://huggingface.co/{model}" if model and "/" in model and not model.startswith("/")
+            else "its huggingface.co page")
     context = [c.line, *c.lines]
     if any(_REJECTED.search(x) for x in context):
         return _token_invalid(c)
@@ -158,10 +158,12 @@ def _offline_or_network(c: _Ctx) -> _Result:
     facts = {"model": model} if model else {}
     if "OfflineModeIsEnabled" in c.line or _offline(c.env):
         dl = f"`hf download {model}`" if model else "`hf download MODEL`"
-        return ("offline_not_cached", f"HF_HUB_OFFLINE=1 and {model or 'the model'} is not in the local Hugging Face cache",
+        return ("offline_not_cached",
+                f"HF_HUB_OFFLINE=1 and {model or 'the model'} is not in the local Hugging Face cache",
                 f"on a machine with network run {dl} (same HF_HOME), or unset HF_HUB_OFFLINE", None, None, None, facts)
     return ("network_timeout", "the Hugging Face Hub could not be reached and the file is not in the local cache",
-            "check the network / proxy (HF_ENDPOINT) or pre-download the model with `hf download`", None, None, None, facts)
+            "check the network / proxy (HF_ENDPOINT) or pre-download the model with `hf download`",
+            None, None, None, facts)
 
 
 _ARCH = re.compile(r"Model architectures? \[?'?([\w.]+)'?\]? (?:are|is) not supported")

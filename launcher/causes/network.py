@@ -14,7 +14,6 @@ from vllm_deploy_wizard.common.flags import last_flag_value
 
 from .context import _Ctx, _model_from_argv, _Result
 
-
 _ADDR = re.compile(r"\('([^']*)', (\d+)\)")
 _ZMQ = re.compile(r"addr='[a-z]+://[^:']+:(\d+)'")
 _PORT = re.compile(r"\bport:? (\d+)\b")
@@ -53,7 +52,8 @@ def _port_in_use(c: _Ctx) -> _Result:
         fix = (f"port {facts.get('port')} is taken: give each vLLM on this node its own VLLM_NIXL_SIDE_CHANNEL_PORT "
                "(NIXL side channel; it also must not meet the KV-events port 5557)")
     elif "port" in facts:
-        fix = f"port {facts['port']} is taken: stop its holder (vllm-wizard status shows wizard runs) or choose another --port"
+        fix = (f"port {facts['port']} is taken: stop its holder (vllm-wizard status shows wizard runs) "
+               "or choose another --port")
     summary = f"port {facts['port']} is already in use" if "port" in facts else "a port it needs is already in use"
     return None, summary, fix, None, None, None, facts
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from .context import _Ctx, _Result
 
-
 _DIED_CODE = re.compile(r"died, exit code: (-?\d+)")
 
 

@@ -45,18 +45,26 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.flags import last_flag_value, set_flag
 from vllm_deploy_wizard.common.parallelism import devices_on_node
-from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
-from vllm_deploy_wizard.common.placeholders import fill, names as placeholders_in
+from vllm_deploy_wizard.common.placeholders import fill
+from vllm_deploy_wizard.common.placeholders import names as placeholders_in
 from vllm_deploy_wizard.launcher.engines.kubernetes_containers import (  # noqa: F401 - DEVICE_RESOURCES re-exported
-    DEVICE_RESOURCES, container_command, device_resource, docker_image, kv_ports, port_of, runs_vllm,
+    DEVICE_RESOURCES,
+    container_command,
+    device_resource,
+    docker_image,
+    kv_ports,
+    port_of,
+    runs_vllm,
 )
+from vllm_deploy_wizard.launcher.logs import SECRET_NAME_RE, secret_argv_values
 from vllm_deploy_wizard.launcher.spec import PHASES
 
 #: The Secret every sensitive value is read from (``kubectl create secret generic …``).
@@ -343,7 +351,7 @@ class _Exporter:
         argv = self._secret_args(argv, env_list)
         argv = [self._fill(f"process {name!r} argv", a, inside) for a in argv]
         image = self.image
-        if not runs_vllm(own := docker_image(proc)):  # another program's image (Dynamo's etcd)
+        if (own := docker_image(proc)) is not None and not runs_vllm(own):  # another program's image (Dynamo's etcd)
             image = own
         if proc.get("role") == "router":
             image, argv = self._router_image(argv)
@@ -416,7 +424,8 @@ class _Exporter:
         return m
 
     def _service(self, name: str, selector: dict[str, str], ports: list[int]) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "Service", "metadata": self._meta(name, {"app.kubernetes.io/part-of": self.name}),
+        return {"apiVersion": "v1", "kind": "Service",
+                "metadata": self._meta(name, {"app.kubernetes.io/part-of": self.name}),
                 "spec": {"selector": selector,
                          "ports": [{"name": f"p{p}", "port": p, "targetPort": p, "protocol": "TCP"} for p in ports]}}
 
@@ -443,7 +452,8 @@ class _Exporter:
             if port is None:
                 continue
             seen.add(svc)
-            out.append({"name": dns_name(f"wait-{svc}")[:63], "image": self.image, "command": ["python3", "-c", WAIT_SCRIPT],
+            out.append({"name": dns_name(f"wait-{svc}")[:63], "image": self.image,
+                        "command": ["python3", "-c", WAIT_SCRIPT],
                         "args": [svc, str(port), urlsplit(url).path if url else ""]})
         return out
 
@@ -499,7 +509,8 @@ class _Exporter:
             if start is not None and len(members) > 2:
                 step = int(start)  # worker k starts at k * (local DP size)
                 rest = [a for i, a in enumerate(out) if not (a == "--data-parallel-start-rank"
-                        or (i and out[i - 1] == "--data-parallel-start-rank") or a.startswith("--data-parallel-start-rank="))]
+                        or (i and out[i - 1] == "--data-parallel-start-rank")
+                        or a.startswith("--data-parallel-start-rank="))]
                 # $$ is Kubernetes' escape for a literal $ (it expands $(VAR) in args itself)
                 return ["/bin/sh", "-c", f'exec "$0" "$@" --data-parallel-start-rank $$((LWS_WORKER_INDEX * {step}))',
                         *rest]
@@ -517,7 +528,8 @@ class _Exporter:
         leader_labels = {**labels, "vllm-wizard/group-role": "leader"}
         worker_labels = {**labels, "vllm-wizard/group-role": "worker"}
         lws = {
-            "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": self._meta(name, labels),
+            "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": self._meta(name, labels),
             "spec": {
                 "replicas": 1,
                 "startupPolicy": "LeaderCreated",

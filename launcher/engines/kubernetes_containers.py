@@ -5,8 +5,9 @@ ports it listens on besides its own ``ports`` (its KV connector's: :func:`kv_por
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from vllm_deploy_wizard.common import backends_registry

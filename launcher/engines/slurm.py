@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.files import write_atomic
@@ -76,8 +77,8 @@ def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vll
     ``time_limit`` (``HH:MM:SS``) and ``partition`` become ``#SBATCH`` lines when given. A plan with a
     ``router`` machine (PD) asks for one node fewer: the router runs as its own job step
     (``srun --overlap``, no devices) on the node of the first prefill machine, bound to that node's
-    address (``ROUTER_HOST``, where the engines reach it, unless exported). Every task gets ``--set`` the address of each
-    machine the plan names (``HEAD_IP`` = the first node, ``PREFILL_NODE_<k+1>`` /
+    address (``ROUTER_HOST``, where the engines reach it, unless exported). Every task gets ``--set``
+    the address of each machine the plan names (``HEAD_IP`` = the first node, ``PREFILL_NODE_<k+1>`` /
     ``DECODE_NODE_<k+1>`` = the node running ``prefill-node-<k>`` / ``decode-node-<k>``), unless
     that variable is already in the environment.
     """
@@ -92,7 +93,7 @@ def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vll
     configs = (data.get("plan") or {}).get("config_files") or {}
     holes.update(n for text in map(str, configs.values()) for n in placeholders_in(text))  # Mooncake's master
     addresses = {ph: k for k, label in enumerate(engines) for ph in address_placeholders(label) if ph in holes}
-    sets = (["HEAD_IP"] + [ph for ph in sorted(addresses, key=addresses.get)]
+    sets = (["HEAD_IP"] + [ph for ph in sorted(addresses, key=lambda ph: addresses[ph])]
             + (["ROUTER_HOST"] if router and "ROUTER_HOST" in holes else []))
     lines = [
         "#!/bin/bash",
@@ -130,13 +131,15 @@ def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vll
     if router and "ROUTER_HOST" in holes:
         # the router binds its node's address; the engines reach it there (MoRIIO's proxy_ip)
         lines.append(f'if [ -z "${{ROUTER_HOST:-}}" ]; then ROUTER_HOST=$(node_ip "${{job_hosts[{first}]}}"); fi')
-        lines.append(f'export ROUTER_HOST="${{ROUTER_HOST:?could not find the address of node ${{job_hosts[{first}]}}}}"')
+        lines.append('export ROUTER_HOST="${ROUTER_HOST:?could not find the address of node '
+                     f'${{job_hosts[{first}]}}}}"')
     lines.append('echo "vllm-wizard: $SLURM_JOB_NUM_NODES nodes, head $head_host ($HEAD_IP), plan $WIZARD_PLAN"')
     if len(sets) > 1:
         lines.append("echo \"vllm-wizard: machine addresses:" + "".join(f" {v}=${v}" for v in sets[1:]) + '"')
     sets_bash = 'sets=(); for v in $WIZARD_SETS; do sets+=(--set "$v=${!v}"); done; '
     if sequential:
-        task = sets_bash + 'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node "node-$SLURM_NODEID" --foreground "${sets[@]}"'
+        task = (sets_bash
+                + 'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node "node-$SLURM_NODEID" --foreground "${sets[@]}"')
     else:
         task = (sets_bash + 'set -- $WIZARD_NODES; shift "$SLURM_NODEID"; '
                 'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node "$1" --foreground "${sets[@]}"')
@@ -144,7 +147,8 @@ def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vll
             f"  bash -c {shlex.quote(task)}"]
     if not router:
         return "\n".join([*lines, *step, ""])
-    router_task = (sets_bash + f'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node {ROUTER_LABEL} --foreground "${{sets[@]}}"')
+    router_task = (sets_bash
+                   + f'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node {ROUTER_LABEL} --foreground "${{sets[@]}}"')
     lines += [
         f"# the router: its own step (no devices) on the node of {engines[first]}",
         f'srun --overlap --nodes=1 --ntasks=1 --nodelist="${{job_hosts[{first}]}}" --kill-on-bad-exit=1 --label \\',

@@ -31,9 +31,10 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.plan_file import plan_node_labels
@@ -57,6 +58,13 @@ class NodeRun:
     dest: str | None
     run_id: str | None = None
 
+    def started_run(self) -> str:
+        """``run_id`` of a node that was started (every node of a saved cluster); raises
+        :class:`LaunchError` for one that never was."""
+        if self.run_id is None:
+            raise LaunchError(f"node {self.label}: no run id (it was never started)")
+        return self.run_id
+
 
 @dataclass
 class Cluster:
@@ -78,7 +86,7 @@ class Cluster:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Cluster":
+    def from_dict(cls, d: Mapping[str, Any]) -> Cluster:
         return cls(plan=d["plan"], nodes=[NodeRun(**n) for n in d["nodes"]], ssh=list(d.get("ssh") or []),
                    wizard=list(d.get("wizard") or ["vllm-wizard"]),
                    local_wizard=list(d.get("local_wizard") or [sys.executable, "-m", "vllm_deploy_wizard"]),
@@ -184,7 +192,7 @@ def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str,
     remote = [n for n in c.nodes if n.dest is not None]
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(remote))) as pool:
         checks = list(pool.map(lambda n: run(ssh_argv(c.ssh, n.dest, ["true"]), SSH_TIMEOUT_S), remote))
-    down = [f"{n.label} ({n.dest}): {_err(r)}" for n, r in zip(remote, checks) if r.returncode != 0]
+    down = [f"{n.label} ({n.dest}): {_err(r)}" for n, r in zip(remote, checks, strict=True) if r.returncode != 0]
     if down:
         raise LaunchError("unreachable over ssh, nothing started:\n  " + "\n  ".join(down))
     blob = plan_path.read_bytes()
@@ -209,7 +217,7 @@ def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str,
             started.append(n)
     except LaunchError:
         for n in reversed(started):
-            run(node_command(c, n, ["stop", n.run_id]), SSH_TIMEOUT_S + 60)
+            run(node_command(c, n, ["stop", n.started_run()]), SSH_TIMEOUT_S + 60)
         if started:
             out.write("stopped the nodes already started: " + ", ".join(n.label for n in started) + "\n")
         raise
@@ -220,7 +228,7 @@ def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str,
 def cluster_status(c: Cluster) -> list[dict[str, Any]]:
     """Per node: ``{label, dest, run_id, ok, error, run}`` with ``run`` the node's ``status --json`` row."""
     def one(n: NodeRun) -> dict[str, Any]:
-        r = _run(node_command(c, n, ["status", n.run_id, "--json"]), SSH_TIMEOUT_S)
+        r = _run(node_command(c, n, ["status", n.started_run(), "--json"]), SSH_TIMEOUT_S)
         row: dict[str, Any] = {"label": n.label, "dest": n.dest, "run_id": n.run_id, "ok": False, "error": None,
                                "run": None}
         try:
@@ -238,7 +246,8 @@ def stop_cluster(c: Cluster, timeout: float = 15.0) -> list[tuple[NodeRun, int, 
     """``stop`` every node's run (remote ones first, in parallel, then this machine's); returns
     ``(node, exit status, last line)`` per node."""
     def one(n: NodeRun) -> tuple[NodeRun, int, str]:
-        r = _run(node_command(c, n, ["stop", n.run_id, "--timeout", f"{timeout:g}"]), SSH_TIMEOUT_S + timeout * 3)
+        r = _run(node_command(c, n, ["stop", n.started_run(), "--timeout", f"{timeout:g}"]),
+                 SSH_TIMEOUT_S + timeout * 3)
         text = (r.stdout or b"").decode(errors="replace").strip()
         return n, r.returncode, (text.splitlines()[-1] if text else _err(r))
 

@@ -15,7 +15,8 @@ from vllm_deploy_wizard.commands import ctrl_c_interrupts
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``attach`` sub-command."""
     p = subparsers.add_parser("attach", help="follow a run's events and logs (Ctrl-C detaches)",
-                              description="Follow a launched run's state changes and output. Ctrl-C detaches; the run goes on.")
+                              description="Follow a launched run's state changes and output. "
+                                          "Ctrl-C detaches; the run goes on.")
     p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix (default: the newest running run)")
     p.add_argument("--tail", type=int, default=20, metavar="N", help="log lines per process to show first (default 20)")
     from vllm_deploy_wizard.commands.launch import add_all_lines_flag
@@ -51,6 +52,7 @@ def handle(args: argparse.Namespace) -> int:
                     if lines:
                         printer(LogLines(name, lines))
                 continue
+            assert printer is not None  # the supervisor's first message is the Snapshot
             printer(msg)
             if isinstance(msg, RunFinished):
                 return 1 if msg.outcome == "fatal" else 0

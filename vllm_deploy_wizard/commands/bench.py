@@ -31,11 +31,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               "endpoint over a concurrency sweep (random dataset, offline); results are saved "
                               "in the run directory (JSON + CSV).")
     p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix (default: the newest running run)")
-    p.add_argument("--input-len", type=int, default=128, metavar="TOKENS", help="prompt tokens per request (default 128)")
-    p.add_argument("--output-len", type=int, default=64, metavar="TOKENS", help="output tokens per request (default 64)")
+    p.add_argument("--input-len", type=int, default=128, metavar="TOKENS",
+                   help="prompt tokens per request (default 128)")
+    p.add_argument("--output-len", type=int, default=64, metavar="TOKENS",
+                   help="output tokens per request (default 64)")
     p.add_argument("--budget", type=float, default=600.0, metavar="SECONDS",
                    help="time budget of the whole sweep in seconds (default 600)")
-    p.add_argument("--max-concurrency", type=int, default=256, metavar="N", help="highest concurrency tried (default 256)")
+    p.add_argument("--max-concurrency", type=int, default=256, metavar="N",
+                   help="highest concurrency tried (default 256)")
     p.add_argument("--min-gain", type=float, default=5.0, metavar="PERCENT",
                    help="least rise of output throughput, in percent, that earns the next level (default 5)")
     p.add_argument("--concurrency", type=_concurrencies, metavar="LIST",
@@ -118,5 +121,6 @@ def handle(args: argparse.Namespace) -> int:
         for line in step_lines(sweep.steps, other):
             print(line)
         print(f"stopped: {sweep.stop_reason}")
+        assert sweep.path is not None  # run_sweep saved it there
         print(f"saved: {sweep.path / 'sweep.json'}, {sweep.path / 'sweep.csv'}")
     return 0 if any(s.completed for s in sweep.steps) else 1

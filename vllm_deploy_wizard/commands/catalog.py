@@ -142,9 +142,8 @@ def _known(flag: str, kind: str, value: str, choices: list[str], where: str, lis
     """``value`` as the catalog spells it (case ignored, as ``plan`` matches ids); raises
     SelectionError ``--flag 'x': unknown KIND in WHERE (did you mean …?). Valid: …`` (then
     ``lister``, the command that lists them, when given)."""
-    from vllm_deploy_wizard.common.suggest import casefold_key
     from vllm_deploy_wizard.common.errors import SelectionError
-    from vllm_deploy_wizard.common.suggest import did_you_mean
+    from vllm_deploy_wizard.common.suggest import casefold_key, did_you_mean
 
     hit = casefold_key(value, choices)
     if hit in choices:
@@ -163,8 +162,8 @@ def _hardware_id(cat: Any, value: str | None) -> str | None:
 
 
 def _detection(args: argparse.Namespace, cat: Any, data: dict[str, Any]) -> dict[str, Any] | None:
-    """With ``--detect``/``--replay``: detect (:func:`~vllm_deploy_wizard.workflows.planning.detect_defaults`: ``data["hardware"]``
-    defaults to the matched profile) and return its snapshot; else None."""
+    """With ``--detect``/``--replay``: detect (:func:`~vllm_deploy_wizard.workflows.planning.detect_defaults`:
+    ``data["hardware"]`` defaults to the matched profile) and return its snapshot; else None."""
     from vllm_deploy_wizard.common.errors import SelectionError
 
     if args.scenario and args.replay is None:
@@ -275,8 +274,8 @@ def _models_summary(cat: Any, rows: list[Any], hw: str | None, hidden: int) -> s
 def handle_hardware(args: argparse.Namespace) -> int:
     """Handler of ``catalog hardware``; returns 0. Detects this node (or replays ``--replay``)."""
     from vllm_deploy_wizard.catalog.listing import hardware_status, profile_selectable
-    from vllm_deploy_wizard.detect import detect, match_profiles
     from vllm_deploy_wizard.common.errors import SelectionError
+    from vllm_deploy_wizard.detect import detect, match_profiles
 
     if args.scenario and args.replay is None:
         raise SelectionError("--scenario needs --replay FILE (a scenario file such as failure_modes.yaml)")

@@ -91,7 +91,8 @@ def render(inv: Any, candidates: list[Any], profiles: Any, colour: bool = False)
     lines.append(f"  ({WHICH_DECIDES})")
     lines.append(f"NUMA: {host.numa_nodes_with_cpus} node(s) with CPUs ({numa})")
     if host.shm_total_bytes:
-        lines.append(f"Shared memory: /dev/shm {_gib(host.shm_free_bytes) if host.shm_free_bytes != 0 else '0 GiB'} free of {_gib(host.shm_total_bytes)}")
+        shm_free = _gib(host.shm_free_bytes) if host.shm_free_bytes != 0 else "0 GiB"
+        lines.append(f"Shared memory: /dev/shm {shm_free} free of {_gib(host.shm_total_bytes)}")
     lines.append(f"Network: fabric {host.fabric}; HEAD_IP default {host.primary_ip or '?'}, "
                  f"IFACE_NAME default {host.default_iface or '?'}")
     for disk in host.disks:
@@ -117,15 +118,15 @@ def render(inv: Any, candidates: list[Any], profiles: Any, colour: bool = False)
 
 def handle(args: argparse.Namespace) -> int:
     """Handler: detect (or replay), match, print; write a capture when asked."""
-    from vllm_deploy_wizard.catalog import load_catalog
     from dataclasses import asdict
 
+    from vllm_deploy_wizard.catalog import load_catalog
+    from vllm_deploy_wizard.common.errors import DetectionError
     from vllm_deploy_wizard.detect import detect, match_profiles
     from vllm_deploy_wizard.detect.facts import LiveFacts
-    from vllm_deploy_wizard.detect.partitions import vllm_view
     from vllm_deploy_wizard.detect.fixture import FixtureFacts
     from vllm_deploy_wizard.detect.fixture_capture import capture
-    from vllm_deploy_wizard.common.errors import DetectionError
+    from vllm_deploy_wizard.detect.partitions import vllm_view
 
     if args.scenario and not args.replay:
         raise DetectionError("--scenario needs --replay FILE")

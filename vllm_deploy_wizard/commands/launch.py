@@ -39,7 +39,7 @@ import argparse
 import os
 import sys
 import time
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from vllm_deploy_wizard.commands import ctrl_c_interrupts
 from vllm_deploy_wizard.workflows.launching import host_ready_or_raise, label_rank, launch_facts, resolve_values
@@ -57,8 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog="exit codes: 0 started/stopped cleanly, 1 a process went FATAL, 2 bad plan or preflight problems, "
         "130/143 (--foreground) stopped by SIGINT/SIGTERM, 130 (--wait) the wait was interrupted (the run goes on)",
     )
-    p.add_argument("plan", metavar="PLAN", help="plan file written by `vllm-wizard plan --out FILE` (YAML or JSON, docs/contracts.md §2)")
-    p.add_argument("--foreground", action="store_true", help="supervise in this terminal, printing every process's output")
+    p.add_argument("plan", metavar="PLAN",
+                   help="plan file written by `vllm-wizard plan --out FILE` (YAML or JSON, docs/contracts.md §2)")
+    p.add_argument("--foreground", action="store_true",
+                   help="supervise in this terminal, printing every process's output")
     p.add_argument("--wait", action="store_true", help="(detached) wait until every process is READY")
     p.add_argument("--node-rank", type=int, default=0, metavar="N",
                    help="which node of a multi-node plan this is (default 0); PD and Mooncake plans need --node")
@@ -211,6 +213,7 @@ def handle(args: argparse.Namespace) -> int:
     if prepared.problems:
         raise LaunchError(f"preflight found {len(prepared.problems)} problem(s):\n"
                           + "\n".join(f"  - {x}" for x in prepared.problems))
+    assert prepared.spec is not None  # prepare always selects a spec (it raises when it cannot)
     spec = prepared.spec
     all_lines = getattr(args, "all_lines", False)
     if args.foreground:
@@ -324,7 +327,8 @@ def _wait_ready(run_id: str, names: list[str]) -> int:
         rc = asyncio.run(follow())
     except KeyboardInterrupt:
         print(f"\ninterrupted after {time.monotonic() - t0:.1f} s: only the waiting stopped — run {run_id} goes on "
-              f"(its supervisor is detached).\n  follow it: vllm-wizard attach {run_id}    stop it: vllm-wizard stop {run_id}",
+              f"(its supervisor is detached).\n  follow it: vllm-wizard attach {run_id}    "
+              f"stop it: vllm-wizard stop {run_id}",
               flush=True)
         return 130
     print(f"waited {time.monotonic() - t0:.1f} s")

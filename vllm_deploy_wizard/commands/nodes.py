@@ -31,7 +31,8 @@ def add_launch_flags(p: argparse.ArgumentParser) -> None:
 def add_all_nodes_flag(p: argparse.ArgumentParser, what: str) -> None:
     """``--all-nodes`` for ``status`` / ``stop``."""
     p.add_argument("--all-nodes", action="store_true",
-                   help=f"{what} every node of the newest cluster launch (`launch --all-nodes`; RUN picks its head run)")
+                   help=f"{what} every node of the newest cluster launch "
+                        "(`launch --all-nodes`; RUN picks its head run)")
 
 
 def add_node_flag(p: argparse.ArgumentParser) -> None:
@@ -51,9 +52,9 @@ def _ssh_args(args: argparse.Namespace) -> list[str]:
 
 def launch(args: argparse.Namespace, data: Any) -> int:
     """``launch PLAN --all-nodes``: every machine started (or none); 0, or LaunchError."""
-    from vllm_deploy_wizard.workflows.launching import detected_values, parse_values
     from vllm_deploy_wizard.launcher.engines.ssh import launch_all_nodes, parse_hosts
     from vllm_deploy_wizard.launcher.plan_file import plan_node_labels, plan_placeholders
+    from vllm_deploy_wizard.workflows.launching import detected_values, parse_values
 
     labels = plan_node_labels(data)
     local = args.node or (labels[0] if labels else "node-0")
@@ -97,7 +98,7 @@ def machine_addresses(data: Any, local: str, hosts: dict[str, str], values: dict
             return here()
         host = hosts.get(label, "").rpartition("@")[2].strip("[]")
         try:
-            return socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0]
+            return str(socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0])
         except (OSError, IndexError):
             return None
 
@@ -174,7 +175,7 @@ def remote(args: argparse.Namespace, command: list[str], tty: bool = False) -> i
 
     c = load_cluster(None)
     n = node_of(c, args.node)
-    argv = node_command(c, n, [command[0], n.run_id, *command[1:]])
+    argv = node_command(c, n, [command[0], n.started_run(), *command[1:]])
     if tty and n.dest is not None:
         argv.insert(1, "-t")
     return subprocess.call(argv)

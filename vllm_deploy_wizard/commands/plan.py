@@ -287,7 +287,8 @@ def check_typed_input(typed: list[str], plan_json: dict, flags: bool = True) -> 
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     if problems:
-        raise SelectionError(f"{len(problems)} problem(s) in the typed input:\n" + "\n".join(f"  - {p}" for p in problems))
+        raise SelectionError(f"{len(problems)} problem(s) in the typed input:\n"
+                             + "\n".join(f"  - {p}" for p in problems))
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -316,7 +317,8 @@ def handle(args: argparse.Namespace) -> int:
     cat = load_for_source(source)
     warnings: list[str] = []
     data = selection_data(args, warnings)
-    snapshot = detect_defaults(cat, data, args.replay, getattr(args, "scenario", None)) if (args.detect or args.replay) else None
+    snapshot = (detect_defaults(cat, data, args.replay, getattr(args, "scenario", None))
+                if (args.detect or args.replay) else None)
     if "model" not in data:
         raise SelectionError("no model: pass --model ID or a --selection file with a `model` key")
     fetched: set[str] = set()
@@ -335,7 +337,8 @@ def handle(args: argparse.Namespace) -> int:
 
     if getattr(args, "download", False):
         download_missing(served_models(plan_to_json(plan)), fetched)
-    check_typed_input(list(selection.advanced_args or []), plan_to_json(plan), flags=not getattr(args, "skip_flag_check", False))
+    check_typed_input(list(selection.advanced_args or []), plan_to_json(plan),
+                      flags=not getattr(args, "skip_flag_check", False))
     engines = getattr(args, "k8s", None) is not None or getattr(args, "slurm", None) is not None
     if args.out is not None or engines:
         doc = plan_document(plan, selection, cat, source, snapshot)

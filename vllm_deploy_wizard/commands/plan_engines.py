@@ -72,7 +72,8 @@ def export(args: argparse.Namespace, cat: Any, selection: Any, doc: dict[str, An
         for item in args.k8s_set:
             key, sep, value = item.partition("=")
             if not sep or not key.strip():
-                raise SelectionError(f"--k8s-set {item!r}: expected VAR=VALUE, e.g. --k8s-set MOONCAKE_DEVICE_NAME=mlx5_0")
+                raise SelectionError(f"--k8s-set {item!r}: expected VAR=VALUE, "
+                                     "e.g. --k8s-set MOONCAKE_DEVICE_NAME=mlx5_0")
             values[key.strip().lstrip("$")] = value
         from vllm_deploy_wizard.catalog.backends import kubernetes_placement
 
@@ -90,7 +91,8 @@ def export(args: argparse.Namespace, cat: Any, selection: Any, doc: dict[str, An
             requests[key] = given
         try:
             files = kubernetes_manifests(doc, image=image, vendor=getattr(profile, "brand", None),
-                                         arch=getattr(profile, "compute_arch", None) or getattr(profile, "generation", None),
+                                         arch=(getattr(profile, "compute_arch", None)
+                                               or getattr(profile, "generation", None)),
                                          namespace=args.k8s_namespace, values=values,
                                          node_selector=selector, devices_per_unit=per_unit,
                                          router_image=getattr(args, "k8s_router_image", None),

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from vllm_deploy_wizard.common import tables
 
@@ -20,7 +21,8 @@ def process_lines(processes: list[dict[str, Any]], *, logs: str, colour: bool = 
         cells.append([p["name"], state(p) if state else p["state"], f"pid={p.get('pid') or '-'}",
                       f"ports={ports or '-'}", f"restarts={p.get('restarts', 0)}"])
     out = []
-    for p, line in zip(processes, tables.render(cells, colour=colour).splitlines()):
+    # strict=False: a name or state holding a newline renders as more lines than processes
+    for p, line in zip(processes, tables.render(cells, colour=colour).splitlines(), strict=False):
         out.append(line)
         cause = p.get("cause") or {}
         if cause.get("summary"):

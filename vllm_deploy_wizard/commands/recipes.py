@@ -41,8 +41,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def handle_sync(args: argparse.Namespace) -> int:
     """Handler of ``recipes sync``."""
-    from vllm_deploy_wizard.catalog.sources import (DEFAULT_SYNC_URL, read_revision, remember_recipes_dir,
-                                             sync_recipes, synced_checkout)
+    from vllm_deploy_wizard.catalog.sources import (
+        DEFAULT_SYNC_URL,
+        read_revision,
+        remember_recipes_dir,
+        sync_recipes,
+        synced_checkout,
+    )
 
     url = args.url or DEFAULT_SYNC_URL
     print(f"downloading {url} …")

@@ -24,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("restart", help="restart one process of a running run",
                               description="Restart one process of a running run (default run: the newest running "
                               "one) and wait until it is READY again.")
-    p.add_argument("args", nargs="*", metavar="[RUN] PROCESS", help="run id or prefix (optional), then the process name")
+    p.add_argument("args", nargs="*", metavar="[RUN] PROCESS",
+                   help="run id or prefix (optional), then the process name")
     p.add_argument("--no-wait", action="store_true", help="return once the supervisor accepted the request")
     p.set_defaults(handler=handle)
 
@@ -41,7 +42,7 @@ def handle(args: argparse.Namespace) -> int:
         raise LaunchError(f"too many arguments {args.args}; usage: vllm-wizard restart [RUN] PROCESS")
     run_ref, name = (args.args if len(args.args) == 2 else [None, *args.args]) if args.args else (None, None)
     info = find_run(run_ref)
-    names = [p.get("name") for p in info.processes]
+    names = [str(p["name"]) for p in info.processes]
     if not name:
         raise LaunchError(f"name the process to restart; run {info.run_id} has: {', '.join(names) or 'none recorded'}"
                           f" (e.g. vllm-wizard restart {info.run_id} {names[0] if names else 'NAME'})")

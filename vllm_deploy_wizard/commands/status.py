@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, Callable
+from typing import Any
 
 from vllm_deploy_wizard.commands.process_table import process_lines
 from vllm_deploy_wizard.common import tables
@@ -47,7 +47,7 @@ def handle(args: argparse.Namespace) -> int:
     from vllm_deploy_wizard.launcher.runs import process_survivors
 
     runs = [find_run(args.run)] if args.run else list_runs(include_finished=args.all)
-    rows = []
+    rows: list[dict[str, Any]] = []
     rc = 0
     for r in runs:
         left = [p.pid for p in run_survivors(r)] if r.status == "stale" else []

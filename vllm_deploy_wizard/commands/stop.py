@@ -10,6 +10,7 @@ survivors had to be SIGKILLed after the stop or GPU memory is still held.
 from __future__ import annotations
 
 import argparse
+import functools
 
 from vllm_deploy_wizard.commands import ctrl_c_interrupts
 
@@ -21,7 +22,8 @@ STALE_STOP_DEFAULT_TEXT = "15"
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``stop`` sub-command."""
     p = subparsers.add_parser("stop", help="stop a launched run (clean stop, zero survivors)",
-                              description="Stop a run (default: the newest running one) and verify no process survives.")
+                              description="Stop a run (default: the newest running one) "
+                                          "and verify no process survives.")
     p.add_argument("run", nargs="?", metavar="RUN", help="run id or prefix")
     p.add_argument("--all", action="store_true", help="stop every running, starting or stale run")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
@@ -30,6 +32,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     add_all_nodes_flag(p, "stop")
     p.set_defaults(handler=handle)
+
+
+def _note(run_id: str, text: str) -> None:
+    """Print a note of a stale run's stop, prefixed by its run id."""
+    print(f"run {run_id}: {text}")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -47,7 +54,8 @@ def handle(args: argparse.Namespace) -> int:
     from vllm_deploy_wizard.commands.launch import Printer
     from vllm_deploy_wizard.launcher import ProcessEvent, RunClient, RunFinished, find_run, list_runs, stop_stale
 
-    runs = [r for r in list_runs() if r.status in ("running", "starting", "stale")] if args.all else [find_run(args.run)]
+    runs = ([r for r in list_runs() if r.status in ("running", "starting", "stale")] if args.all
+            else [find_run(args.run)])
     if not runs:
         print("no running run")
         return 0
@@ -58,12 +66,12 @@ def handle(args: argparse.Namespace) -> int:
             continue
         if info.status == "stale":
             pids = stop_stale(info, timeout=args.timeout,
-                              note=lambda text, run=info.run_id: print(f"run {run}: {text}"))
+                              note=functools.partial(_note, info.run_id))
             print(f"run {info.run_id}: supervisor was gone; stopped {len(pids)} leftover processes {pids}")
             continue
         client = RunClient(info)  # a starting run is waited for (its supervisor opens the socket)
 
-        async def follow() -> int:
+        async def follow(client: RunClient) -> int:
             printer = None
             async for msg in client.events(tail=0):
                 if printer is None:
@@ -78,5 +86,5 @@ def handle(args: argparse.Namespace) -> int:
 
         print(f"stopping run {info.run_id} …")
         ctrl_c_interrupts()
-        rc = max(rc, asyncio.run(follow()))
+        rc = max(rc, asyncio.run(follow(client)))
     return rc

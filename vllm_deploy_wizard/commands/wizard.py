@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "command palette. Honours NO_COLOR.",
     )
     add_recipes_flag(parser)
-    parser.add_argument("--model", metavar="ID|PATH", help="preselect a recipe HF id, or a custom model (HF id or local dir)")
+    parser.add_argument("--model", metavar="ID|PATH",
+                        help="preselect a recipe HF id, or a custom model (HF id or local dir)")
     parser.add_argument("--attach", metavar="RUN", help="open the monitor on this live run")
     parser.add_argument("--open", metavar="PLAN|NAME", dest="open_ref",
                         help="land on the review with a plan file's selection (plan --out), a selection file, "

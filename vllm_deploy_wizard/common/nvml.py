@@ -15,13 +15,14 @@ Nothing here raises from init or shutdown.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 
 def _import_pynvml() -> Any:
-    import pynvml  # type: ignore[import-untyped]
+    import pynvml
 
     return pynvml
 
@@ -77,7 +78,7 @@ def process_memory(nvml: Any, pids: set[int] | None = None, graphics: bool = Fal
     usage: dict[int, int] = {}
     try:
         count = int(nvml.nvmlDeviceGetCount() or 0)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 — any NVML failure: no device, no usage
         return usage
     for index in range(count):
         try:

@@ -2,8 +2,8 @@
 
 The one rule for "how many accelerators does this ``vllm serve`` use on its node", shared by the
 catalog (CPU executor backend and OpenMP binding, host-fit warnings) and the launcher (preflight device
-count, Kubernetes device requests). Single flags are read with :mod:`vllm_deploy_wizard.common.flags` (``--flag value`` and ``--flag=value``; the last
-occurrence wins)."""
+count, Kubernetes device requests). Single flags are read with :mod:`vllm_deploy_wizard.common.flags`
+(``--flag value`` and ``--flag=value``; the last occurrence wins)."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ DATA_PARALLEL = ("--data-parallel-size", "-dp")
 DATA_PARALLEL_LOCAL = ("--data-parallel-size-local", "-dpl")
 
 
-def _size(argv: "tuple[str, ...] | list[str]", names: tuple[str, ...]) -> int | None:
+def _size(argv: tuple[str, ...] | list[str], names: tuple[str, ...]) -> int | None:
     """The last value of any of ``names`` in ``argv`` (vLLM takes the last occurrence) as a positive
     integer, or None when absent or not one."""
     value = last_flag_value(argv, *names)
     return int(value) if value is not None and value.isdigit() and int(value) >= 1 else None
 
 
-def devices_on_node(argv: "tuple[str, ...] | list[str]") -> int | None:
+def devices_on_node(argv: tuple[str, ...] | list[str]) -> int | None:
     """Accelerators a ``vllm serve`` argv uses on its own node, or None when no parallel-size flag
     says (a ``ray start`` worker, a plain ``vllm serve MODEL``: the caller's default applies).
 

@@ -23,8 +23,8 @@ again); unfilled names stay literal.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Mapping
 
 #: A placeholder name.
 NAME = r"[A-Z][A-Z0-9_]*"

@@ -9,7 +9,7 @@ already names the unknown value and, where short, the valid ones.
 from __future__ import annotations
 
 import difflib
-from typing import Iterable
+from collections.abc import Iterable
 
 #: Similarity ratio (0–1) a candidate needs to be suggested (difflib's ratio).
 CUTOFF = 0.6

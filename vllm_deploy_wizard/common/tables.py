@@ -11,7 +11,8 @@ from __future__ import annotations
 import io
 import os
 import sys
-from typing import Mapping, Sequence, TextIO
+from collections.abc import Mapping, Sequence
+from typing import TextIO
 
 #: Colour of a cell whose whole text is one of these values (process states, probe statuses, a
 #: model's status on a profile and option-row states of ``catalog models`` / ``catalog show``).

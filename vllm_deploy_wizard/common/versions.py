@@ -9,7 +9,7 @@ newer than any release). Installed versions carry local labels (``0.32.0+cpu``, 
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from packaging.version import InvalidVersion, Version
 

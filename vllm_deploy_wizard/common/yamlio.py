@@ -32,7 +32,7 @@ class DuplicateKeyError(ConstructorError):
     """A mapping names the same key twice; ``problem_mark`` is the repeat, ``context_mark`` the first."""
 
 
-class Loader(_Base):  # type: ignore[misc, valid-type]
+class Loader(_Base):
     """Safe YAML loader (libyaml when available) that refuses duplicate mapping keys."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:

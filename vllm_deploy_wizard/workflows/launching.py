@@ -9,7 +9,8 @@ launch needs from this host — the placeholder values detection gives (``$HEAD_
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 
 def parse_values(items: list[str]) -> dict[str, str]:

@@ -15,8 +15,9 @@ never touch the network.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from vllm_deploy_wizard.common.errors import WizardError
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from vllm_deploy_wizard.common.flags import last_flag_value
 
@@ -106,7 +107,8 @@ def parse_len(text: str) -> int | None:
 def derived_max_len(config: Mapping[str, Any]) -> tuple[int | None, str | None]:
     """``(longest context, the key it comes from)`` of a model ``config`` (config.json mapping; the
     ``text_config`` of a multimodal one), or ``(None, None)`` when it names none."""
-    cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    text_config = config.get("text_config")
+    cfg: Mapping[str, Any] = text_config if isinstance(text_config, dict) else config
     found = [(float(cfg[k]), k) for k in MAX_LEN_KEYS if isinstance(cfg.get(k), (int, float))]
     if not found:
         return None, None
@@ -129,7 +131,9 @@ def max_model_len_problems(processes: Iterable[Mapping[str, Any]],
     import json
 
     if find_config is None:
-        from vllm_deploy_wizard.catalog.custom import find_config
+        from vllm_deploy_wizard.catalog.custom import find_config as catalog_find_config
+
+        find_config = catalog_find_config
     out: list[str] = []
     for p in processes:
         argv = list(p.get("argv") or [])
@@ -140,7 +144,8 @@ def max_model_len_problems(processes: Iterable[Mapping[str, Any]],
             continue
         value = parse_len(text)
         if value is None:
-            out.append(f"--max-model-len {text!r}: not a whole number of tokens (e.g. 8192, 32k, 32K, or -1 to fit memory)")
+            out.append(f"--max-model-len {text!r}: not a whole number of tokens "
+                       "(e.g. 8192, 32k, 32K, or -1 to fit memory)")
             continue
         if value == -1:
             continue

@@ -147,14 +147,15 @@ def device_memory_warnings(cat: Any, plan: Any, view: dict[str, Any] | None) -> 
     ``vllm_view``; MIG slice, AMD partition, XPU tile) differs by more than 10 % from the profile's
     per-device VRAM the plan was sized with; ``[]`` otherwise."""
     profile = cat.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware") or ""))
-    each = (view or {}).get("memory_bytes_each")
+    seen = view or {}
+    each = seen.get("memory_bytes_each")
     per = profile.vram_per_device_gb if profile is not None else None
-    if not each or not per or not (view or {}).get("reason"):
+    if not each or not per or not seen.get("reason"):
         return []
     have = each / 2**30
     if abs(have - per) <= 0.1 * per:
         return []
-    return [f"warning: vLLM sees {view['devices']} devices of {have:.0f} GiB each on this node ({view['reason']}); "
+    return [f"warning: vLLM sees {seen['devices']} devices of {have:.0f} GiB each on this node ({seen['reason']}); "
             f"the {plan.resolved['hardware']} profile sizes the plan for {per:.0f} GB each"]
 
 

@@ -92,7 +92,11 @@ def _read(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise SelectionError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except Exception as exc:  # noqa: BLE001 — yaml.YAMLError
-        raise SelectionError(yamlio.error_message(path, exc) if hasattr(exc, "problem_mark") else f"{path}: {exc}") from None
+        import yaml
+
+        if isinstance(exc, yaml.YAMLError) and hasattr(exc, "problem_mark"):
+            raise SelectionError(yamlio.error_message(path, exc)) from None
+        raise SelectionError(f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise SelectionError(f"{path}: expected a mapping, got {type(data).__name__}")
     return data
