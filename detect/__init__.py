@@ -16,15 +16,23 @@ fixture through the same code (``vllm-wizard detect --replay``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from functools import partial
 from importlib import import_module
-from typing import Any, Callable
+from typing import Any
 
 from vllm_deploy_wizard.common import backends_registry
 from vllm_deploy_wizard.detect import cpu, host, pci, software, visibility
 from vllm_deploy_wizard.detect.context import ProbeContext
 from vllm_deploy_wizard.detect.facts import Facts, LiveFacts
 from vllm_deploy_wizard.detect.inventory import (
-    AcceleratorGroup, CpuFacts, Device, HostFacts, Inventory, ProbeResult, SoftwareFacts,
+    AcceleratorGroup,
+    CpuFacts,
+    Device,
+    HostFacts,
+    Inventory,
+    ProbeResult,
+    SoftwareFacts,
 )
 from vllm_deploy_wizard.detect.match import Candidate, match_profiles
 
@@ -68,8 +76,8 @@ def _platform_notes(inv: Inventory) -> None:
         inv.notes.append(f"the installed vLLM is a {build} build but the accelerators are {primary.brand}")
 
 
-def detect(facts: Facts | None = None, vendor_probes: tuple[tuple[str, Callable[[ProbeContext], Any]], ...] = VENDOR_PROBES
-           ) -> Inventory:
+def detect(facts: Facts | None = None,
+           vendor_probes: tuple[tuple[str, Callable[[ProbeContext], Any]], ...] = VENDOR_PROBES) -> Inventory:
     """Detect this node (or replay ``facts``). Never raises; see each ``inv.probes[name]``.
 
     Probe names: pci, host, cpu, software and those of ``vendor_probes`` (default
@@ -99,11 +107,11 @@ def detect(facts: Facts | None = None, vendor_probes: tuple[tuple[str, Callable[
                        wsl=inv.host.wsl, mem_total_bytes=inv.host.mem_total_bytes)
     groups: list[AcceleratorGroup] = []
     for name, fn in vendor_probes:
-        group = _guarded(name, probes, lambda fn=fn: fn(ctx), None)
+        group = _guarded(name, probes, partial(fn, ctx), None)
         if group is not None:
             try:
                 visibility.apply(group, facts.env())
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - unreadable visibility variables only lose the narrowing
                 group.notes.append(f"visibility variables could not be read ({exc})")
             groups.append(group)
     groups.sort(key=lambda g: (g.pci_only, PLATFORM_ORDER.index(g.brand) if g.brand in PLATFORM_ORDER else 99,

@@ -19,7 +19,7 @@ import io
 from typing import Any
 
 from vllm_deploy_wizard.detect.context import ProbeContext
-from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult
+from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult, Status
 from vllm_deploy_wizard.detect.pci import AMD
 
 #: PCI device id → catalog family (vLLM's ``_ROCM_DEVICE_ID_NAME_MAP`` plus MI350X/MI355X).
@@ -141,7 +141,8 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
         notes.append(why)
         return ProbeResult("unavailable", why), group
 
-    status, reason = "ok", f"amdsmi: {len(devices)} GPU handle(s) on {cards} card(s)"
+    status: Status = "ok"
+    reason = f"amdsmi: {len(devices)} GPU handle(s) on {cards} card(s)"
     if not devices:  # amdsmi missing, /dev/kfd usable: identify from PCI id and sysfs
         sysfs = ctx.facts.amd_sysfs()
         gfx = sysfs.get("gfx_target_versions") or []

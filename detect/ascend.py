@@ -80,7 +80,7 @@ def parse_npu_smi_mapping(text: str) -> dict[tuple[int, int], dict[str, int]]:
         values = line.split()
         if len(values) < len(columns) - 1:
             continue
-        row = dict(zip(columns, values))
+        row = dict(zip(columns, values, strict=False))  # a row may lack the last column (checked above)
         try:
             key = (int(row["npu"]), int(row["chip"]))
             logic = int(row["logic_id"])
@@ -174,7 +174,8 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
     odd = [d for d in devices if d.details.get("logic_id") is not None and d.details["logic_id"] != d.index]
     if odd:
         pairs = ", ".join(f"die {d.index} = logic id {d.details['logic_id']}" for d in odd)
-        group.notes.append(f"ASCEND_RT_VISIBLE_DEVICES takes logic ids, which differ from the npu-smi order here: {pairs}")
+        group.notes.append("ASCEND_RT_VISIBLE_DEVICES takes logic ids, which differ from the npu-smi order here: "
+                           f"{pairs}")
     if not chips:
         reason = f"npu-smi {smi_state}: identified from the PCI bus only"
         group.notes.append(reason)

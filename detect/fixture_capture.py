@@ -47,7 +47,8 @@ def _nvml_block(lib: Any) -> dict[str, Any]:
             dev["nvmlDeviceGetPciInfo"] = rec("nvmlDeviceGetPciInfo", h, convert=lambda p: {
                 "busId": p.busId.decode() if isinstance(p.busId, bytes) else str(p.busId),
                 "pciDeviceId": f"0x{p.pciDeviceId:08x}", "pciSubSystemId": f"0x{p.pciSubSystemId:08x}"})
-            dev["nvmlDeviceGetMemoryInfo"] = rec("nvmlDeviceGetMemoryInfo", h, convert=lambda m: {"total": int(m.total)})
+            dev["nvmlDeviceGetMemoryInfo"] = rec("nvmlDeviceGetMemoryInfo", h,
+                                                 convert=lambda m: {"total": int(m.total)})
             dev["nvmlDeviceGetCudaComputeCapability"] = rec("nvmlDeviceGetCudaComputeCapability", h, convert=list)
             dev["nvmlDeviceGetMigMode"] = rec("nvmlDeviceGetMigMode", h, convert=list)
             links = active = 0
@@ -133,7 +134,7 @@ def capture(facts: Facts) -> dict[str, Any]:
         data["nvml"] = _nvml_block(facts.module("pynvml"))
     except ImportError as exc:
         data["nvml"] = {"import": f"ImportError: {exc}"}
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - a broken NVML binding is recorded in the fixture, not raised
         data["nvml"] = {"import": f"{type(exc).__name__}: {exc}"}
     tools = ["nvidia-smi", "npu-smi", "xpu-smi", "vllm", "vllm-router", "lmcache", "docker"]
     data["on_path"] = [t for t in tools if facts.which(t)]

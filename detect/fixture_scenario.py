@@ -17,9 +17,9 @@ from typing import Any
 import yaml
 
 from vllm_deploy_wizard.common import yamlio
-from vllm_deploy_wizard.detect.nvidia import NVIDIA_SMI_QUERY
-from vllm_deploy_wizard.detect.pci import NVIDIA, AMD, INTEL, HUAWEI, GOOGLE
 from vllm_deploy_wizard.common.errors import DetectionError
+from vllm_deploy_wizard.detect.nvidia import NVIDIA_SMI_QUERY
+from vllm_deploy_wizard.detect.pci import AMD, GOOGLE, HUAWEI, INTEL, NVIDIA
 
 SCHEMA = "vllm-wizard/detect-fixture/v1"
 
@@ -42,7 +42,7 @@ def _load_yaml(path: Path) -> Any:
 def _expand_pci(spec: Any) -> list[dict[str, Any]] | None:
     if spec == "unavailable":
         return None
-    out = []
+    out: list[dict[str, Any]] = []
     for item in spec if isinstance(spec, list) else [spec]:
         for _ in range(int(item.get("count", 1))):
             entry = {k: v for k, v in item.items() if k != "count"}
@@ -98,7 +98,7 @@ def _siblings(directory: Path) -> dict[str, dict[str, Any]]:
 
 
 def _expand_indices(devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for dev in devices:
         index = dev.get("index", len(out))
         if isinstance(index, str) and ".." in index:
@@ -196,7 +196,8 @@ def expand_scenario(scenario: dict[str, Any], directory: Path) -> dict[str, Any]
     if probes.get("import_amdsmi"):
         data["amdsmi"] = {"import": probes["import_amdsmi"]}
     elif "amdsmi_get_processor_handles" in probes:
-        data["amdsmi"] = {"init": probes.get("amdsmi_init", "ok"), "devices": list(probes["amdsmi_get_processor_handles"])}
+        data["amdsmi"] = {"init": probes.get("amdsmi_init", "ok"),
+                          "devices": list(probes["amdsmi_get_processor_handles"])}
     elif isinstance(sc.get("amdsmi"), dict):
         block = sc["amdsmi"]
         handles, cards = int(block.get("processor_handles", 0)), max(1, len(bdfs[AMD]))

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 
 from vllm_deploy_wizard.detect.facts import Facts, cpulist_count
-from vllm_deploy_wizard.detect.inventory import Disk, HostFacts, NetPort, NumaNode, ProbeResult
+from vllm_deploy_wizard.detect.inventory import Disk, HostFacts, NetPort, NumaNode, ProbeResult, Status
 
 #: POSIX shared memory (vLLM's message rings between its processes, NCCL's intra-node transport).
 SHM_PATH = "/dev/shm"
@@ -40,7 +41,7 @@ def preload_libraries(present: list[str]) -> list[str]:
     return out
 
 
-def kv_candidate_paths(env: dict[str, str] | os._Environ) -> list[str]:
+def kv_candidate_paths(env: Mapping[str, str]) -> list[str]:
     """Candidate KV-tier directories: the seed's /mnt/kv_cache, the HF cache, $HOME, /tmp."""
     home = env.get("HOME") or "/root"
     hf = env.get("HF_HOME") or os.path.join(home, ".cache", "huggingface")
@@ -113,6 +114,6 @@ def probe(facts: Facts) -> tuple[ProbeResult, HostFacts]:
     if host.cgroup_limit_bytes and host.ram_bytes and host.cgroup_limit_bytes < host.ram_bytes:
         host.notes.append(f"container memory limit {host.cgroup_limit_bytes / 2**30:.1f} GiB caps what KV offload "
                           f"may pin (host has {host.ram_bytes / 2**30:.1f} GiB)")
-    status = "ok" if host.mem_total_bytes else "degraded"
+    status: Status = "ok" if host.mem_total_bytes else "degraded"
     ram = f"{host.ram_bytes / 2**30:.1f} GiB RAM" if host.ram_bytes else "RAM unknown"
     return ProbeResult(status, f"{ram}, {host.numa_nodes_with_cpus} NUMA node(s) with CPUs, fabric {host.fabric}"), host

@@ -9,8 +9,9 @@ service, the checkout); the wizard shows them and never runs them: they need roo
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from vllm_deploy_wizard.detect import cpu as cpu_mod
 from vllm_deploy_wizard.detect import pci as pci_mod

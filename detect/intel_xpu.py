@@ -10,6 +10,7 @@ so identity stays the PCI id. The optional ``torch.xpu`` check is not run (it wo
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from vllm_deploy_wizard.detect.context import ProbeContext
 from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult
@@ -46,7 +47,7 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
     devices = []
     for i, fn in enumerate(on_pci):
         vram = ctx.facts.xe_vram_bytes(fn.bdf) if fn.driver in XE_DRIVERS else None
-        details = {"driver": fn.driver}
+        details: dict[str, Any] = {"driver": fn.driver}
         tiles = ctx.facts.xe_tiles(fn.bdf) if fn.driver in XE_DRIVERS else None
         if tiles:
             details["tiles"] = tiles

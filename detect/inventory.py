@@ -298,7 +298,7 @@ class Inventory:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (bytes stay bytes; derived fields such as ``mem_gib_each`` added)."""
         data = dataclasses.asdict(self)
-        for g_dict, group in zip(data["accelerators"], self.accelerators):
+        for g_dict, group in zip(data["accelerators"], self.accelerators, strict=True):  # asdict keeps the list
             g_dict["name"] = group.name
             g_dict["mem_gib_each"] = round(group.mem_gib_each, 1) if group.mem_gib_each else None
         data["device_count"] = self.device_count

@@ -25,8 +25,9 @@ not depend on the catalog's classes.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from vllm_deploy_wizard.common import backends_registry
 from vllm_deploy_wizard.detect.cpu import INTEL_MODELS
@@ -154,7 +155,7 @@ def _amd(group: AcceleratorGroup) -> Family | None:
     if arch == "gfx942":
         return Family(["mi325x"] if mem >= 224 else ["mi300x"])
     if arch == "gfx950":
-        caps = [d.details.get("power_cap_w") for d in group.devices if d.details.get("power_cap_w")]
+        caps = [cap for d in group.devices if (cap := d.details.get("power_cap_w"))]
         if caps:
             return Family(["mi355x"] if caps[0] >= 1200 else ["mi350x"])
         return Family(["mi355x"], notes=["gfx950 variant unknown (MI350X or MI355X); the two profiles are identical"])

@@ -14,11 +14,11 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from vllm_deploy_wizard.detect.context import ProbeContext
-from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult
-from vllm_deploy_wizard.detect.pci import NVIDIA
 from vllm_deploy_wizard.common.nvml import process_memory
 from vllm_deploy_wizard.common.nvml import session as nvml_session
+from vllm_deploy_wizard.detect.context import ProbeContext
+from vllm_deploy_wizard.detect.inventory import AcceleratorGroup, Device, ProbeResult, Status
+from vllm_deploy_wizard.detect.pci import NVIDIA
 
 NVIDIA_SMI_QUERY = [
     "nvidia-smi",
@@ -31,7 +31,8 @@ INIT_ERRORS = {
     "NVMLError_DriverNotLoaded": "NVIDIA kernel driver is not loaded",
     "NVMLError_LibRmVersionMismatch": "NVIDIA driver/library version mismatch - reboot or reload the nvidia modules",
     "NVMLError_NoPermission": "no permission to open the NVIDIA device nodes (/dev/nvidia*)",
-    "NVMLError_Unknown": "NVML failed with an unknown error (typical in a container after a systemd/cgroup reload) - restart the container",
+    "NVMLError_Unknown": "NVML failed with an unknown error (typical in a container after a systemd/cgroup reload)"
+                         " - restart the container",
     "NVMLError_LibraryNotFound": "libnvidia-ml.so.1 (the NVIDIA driver's user-space library) was not found",
 }
 _NVLINK_MAX = 18
@@ -200,7 +201,8 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
         nvml, binding_problem = None, f"NVML Python binding failed to import ({type(exc).__name__})"
     if nvml is not None:
         devices, init_error, driver = _nvml_devices(nvml, ctx, notes)
-    status, reason = "ok", f"NVML: {len(devices)} GPU(s)" + (f", driver {driver}" if driver else "")
+    status: Status = "ok"
+    reason = f"NVML: {len(devices)} GPU(s)" + (f", driver {driver}" if driver else "")
     if not devices and binding_problem and (on_pci or ctx.pci is None):
         smi = _smi_devices(ctx)
         if smi:
@@ -209,7 +211,8 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
             notes.append(reason)
     if not devices and not on_pci:
         if ctx.facts.read_text("/etc/nv_tegra_release") is not None:
-            return ProbeResult("unavailable", "Jetson/Thor (/etc/nv_tegra_release): no NVML and no catalog profile"), None
+            return ProbeResult("unavailable",
+                               "Jetson/Thor (/etc/nv_tegra_release): no NVML and no catalog profile"), None
         why = binding_problem or INIT_ERRORS.get(init_error or "", init_error or "no NVIDIA GPU reported by NVML")
         return ProbeResult("absent", f"no NVIDIA GPU on the PCI bus ({why})"), None
 

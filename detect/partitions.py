@@ -68,7 +68,7 @@ def _partitions(group: AcceleratorGroup) -> VllmView:
         tiles = [int(d.details.get("tiles") or 1) for d in group.devices]
         if any(t > 1 for t in tiles):
             count = sum(tiles)
-            mem = min((d.memory_bytes or 0) // t for d, t in zip(group.devices, tiles)) or None
+            mem = min((d.memory_bytes or 0) // t for d, t in zip(group.devices, tiles, strict=True)) or None
             return VllmView(count, mem, f"{count} tiles on {physical} cards (Level Zero flat hierarchy: one device "
                                         "per tile)")
     return VllmView(physical, each)

@@ -73,9 +73,9 @@ def probe(facts: Facts) -> tuple[ProbeResult, SoftwareFacts]:
     router_version = facts.dist_version("vllm-router")
     sw.vllm_router = Tool(installed=bool(router or router_version), version=router_version, executable=router)
     for name in PACKAGES:
-        found = facts.dist_version(name)
-        if found:
-            sw.packages[name] = found
+        package_version = facts.dist_version(name)
+        if package_version:
+            sw.packages[name] = package_version
     docker = facts.which("docker")
     sw.docker = Tool(installed=bool(docker), executable=docker)
     if docker:

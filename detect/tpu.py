@@ -25,7 +25,8 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
     env = ctx.facts.env()
     if not on_pci:
         hint = env.get("TPU_ACCELERATOR_TYPE")
-        return ProbeResult("absent", "no TPU on the PCI bus" + (f" (TPU_ACCELERATOR_TYPE={hint})" if hint else "")), None
+        suffix = f" (TPU_ACCELERATOR_TYPE={hint})" if hint else ""
+        return ProbeResult("absent", "no TPU on the PCI bus" + suffix), None
     family, cores_per_chip, nominal = TPU_IDS.get(on_pci[0].device, (None, 1, None))
     chips: dict[str, list] = {}
     for fn in on_pci:
@@ -46,8 +47,9 @@ def probe(ctx: ProbeContext) -> tuple[ProbeResult, AcceleratorGroup | None]:
     reachable = [p for p in vfio if p in ctx.dev_nodes] or [p for p in ctx.dev_nodes if p.startswith("/dev/accel")]
     if not reachable:
         if ctx.in_container or not ctx.has_dev("/dev/vfio"):
-            why = "TPU chips are not passed into this container (/dev/vfio missing; run privileged or pass the vfio devices)" \
-                if ctx.in_container else "TPU chips present on the PCI bus but no /dev/vfio or /dev/accel node exists"
+            why = ("TPU chips are not passed into this container (/dev/vfio missing; run privileged or pass the "
+                   "vfio devices)") if ctx.in_container \
+                else "TPU chips present on the PCI bus but no /dev/vfio or /dev/accel node exists"
         else:
             why = "TPU chips present on the PCI bus but their /dev/vfio group nodes are missing (bind them to vfio-pci)"
         group.pci_only, group.access_reason = True, why

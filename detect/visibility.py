@@ -9,7 +9,7 @@ the list, an empty string hides every GPU.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from vllm_deploy_wizard.common import backends_registry
 from vllm_deploy_wizard.detect.inventory import AcceleratorGroup
