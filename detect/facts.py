@@ -25,9 +25,11 @@ import glob as _glob
 import importlib
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +129,33 @@ def _kv_lines(text: str | None, sep: str = ":") -> dict[str, str]:
     return out
 
 
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _dist_index(paths: Sequence[str]) -> dict[str, str]:
+    """Normalised distribution name → version from ``*.dist-info``/``*.egg-info`` under ``paths``
+    (first path wins, as for imports)."""
+    index: dict[str, str] = {}
+    for base in paths:
+        try:
+            entries = os.listdir(base or ".")
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.endswith((".dist-info", ".egg-info")):
+                continue
+            name, _, version = entry.rsplit(".", 1)[0].partition("-")
+            version = version.split("-py")[0]
+            if not version:
+                text = _read(Path(base) / entry / "METADATA") or _read(Path(base) / entry / "PKG-INFO") or ""
+                match = re.search(r"^Version:\s*(\S+)", text, re.M)
+                version = match.group(1) if match else ""
+            if version:
+                index.setdefault(_normalise(name), version)
+    return index
+
+
 def cpulist_count(cpulist: str) -> int:
     """Number of CPUs in a kernel cpulist such as ``0-47,96-143`` (0 for an empty list)."""
     total = 0
@@ -160,6 +189,7 @@ class LiveFacts:
         self.name = "live"
         self._env = dict(os.environ if env is None else env)
         self._modules = dict(modules or {})
+        self._dists: dict[str, str] | None = None  # dist-info index of sys.path, built on first use
         self.timeout = timeout
 
     def _p(self, path: str) -> Path:
@@ -506,15 +536,15 @@ class LiveFacts:
         return CommandResult(proc.returncode, proc.stdout, proc.stderr)
 
     def dist_version(self, name: str) -> str | None:
-        """Version of an installed distribution in this interpreter (no import), or None."""
-        from importlib import metadata  # ~60 ms to import: only when software is probed
+        """Version of an installed distribution on this interpreter's ``sys.path`` (no import), or None.
 
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return None
-        except Exception:  # noqa: BLE001 - broken metadata must not break detection
-            return None
+        Read from the metadata folder names (``vllm-0.32.0+cpu.dist-info``, PEP 376/427 naming; the
+        ``Version:`` line when the name has none) instead of :mod:`importlib.metadata`, whose import
+        alone costs ~60 ms of the detect budget; the first path wins, as for imports.
+        """
+        if self._dists is None:
+            self._dists = _dist_index(sys.path)
+        return self._dists.get(_normalise(name))
 
     def device_owners(self, paths: Sequence[str]) -> dict[str, int]:
         """Which PID holds each device path open (scans ``/proc/*/fd``; only ours are readable)."""
