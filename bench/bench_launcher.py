@@ -38,7 +38,16 @@ sys.path.insert(0, str(ROOT / "tests" / "launcher"))
 from children import HEALTH_SERVER  # noqa: E402
 
 from vllm_deploy_wizard.launcher import (  # noqa: E402
-    ProcessEvent, ProcessSpec, Probe, RestartPolicy, RunClient, RunSpec, Snapshot, State, Supervisor, start_run,
+    Probe,
+    ProcessEvent,
+    ProcessSpec,
+    RestartPolicy,
+    RunClient,
+    RunSpec,
+    Snapshot,
+    State,
+    Supervisor,
+    start_run,
 )
 from vllm_deploy_wizard.launcher.ports import free_port  # noqa: E402
 

@@ -198,9 +198,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-flood-"))
     state = work / "state"
     os.environ["XDG_STATE_HOME"] = str(state)
-    from vllm_deploy_wizard.launcher import ProcessSpec, RunClient, RunSpec, start_run
-
     import asyncio
+
+    from vllm_deploy_wizard.launcher import ProcessSpec, RunClient, RunSpec, start_run
 
     spec = RunSpec(tuple(ProcessSpec(name=f"flood{i}", argv=(sys.executable, "-u", "-c", CHILD, str(work), str(args.rate), str(i)),
                                      stop_timeout_s=3) for i in range(5)))

@@ -7,14 +7,13 @@ PPU, TPU, Intel XPU and Xeon CPU follow their vendors' vLLM documentation.
 from __future__ import annotations
 
 import pytest
+from test_synthesis_seed import MOE_ID, MOE_RECIPE
 
 from vllm_deploy_wizard.catalog import Selection, load_catalog, plan_to_json, synthesize
 from vllm_deploy_wizard.catalog import backends as B
-from vllm_deploy_wizard.catalog.hostfit import HostCapacity
 from vllm_deploy_wizard.catalog.ascend import ASCEND_RELEASE, ASCEND_VLLM_RELEASE
+from vllm_deploy_wizard.catalog.hostfit import HostCapacity
 from vllm_deploy_wizard.catalog.models import HardwareProfile, Recipe
-
-from test_synthesis_seed import MOE_ID, MOE_RECIPE
 
 GIB = 2**30
 PD_COLOCATED = {"prefill": {"nodes": 0, "mode": "tp"}, "decode": {"nodes": 0, "mode": "tp"}}

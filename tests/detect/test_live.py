@@ -15,9 +15,9 @@ import sys
 import pytest
 
 from vllm_deploy_wizard.detect import detect, match_profiles
+from vllm_deploy_wizard.detect.facts import LiveFacts
 from vllm_deploy_wizard.detect.fixture import FixtureFacts
 from vllm_deploy_wizard.detect.fixture_capture import capture
-from vllm_deploy_wizard.detect.facts import LiveFacts
 
 
 def _proc_field(key: str) -> str:

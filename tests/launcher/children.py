@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from polling import wait_until, wait_until_async
 

@@ -14,10 +14,10 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from netns_hosts import Host
 from polling import wait_until

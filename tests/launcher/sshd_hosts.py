@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from netns_hosts import Host
 from polling import wait_until

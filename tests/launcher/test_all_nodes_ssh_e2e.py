@@ -6,19 +6,24 @@ unreachable node is named with ssh's error and nothing starts."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
 import time
 
 import httpx
-import pytest
-
 import netns_hosts
+import pytest
 import sshd_hosts
 from multinode_e2e_support import (
-    READY_S, WIZARD, host_env, kill_namespace, processes, real_env, wait_for, wizard_left, write_plan,
+    READY_S,
+    WIZARD,
+    host_env,
+    kill_namespace,
+    real_env,
+    wait_for,
+    wizard_left,
+    write_plan,
 )
 
 pytestmark = pytest.mark.e2e

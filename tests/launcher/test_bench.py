@@ -15,8 +15,17 @@ import pytest
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.bench import (
-    CSV_COLUMNS, BenchTarget, StepResult, SweepConfig, bench_argv, list_sweeps, load_sweep, next_step, run_step,
-    run_sweep, target_from_run,
+    CSV_COLUMNS,
+    BenchTarget,
+    StepResult,
+    SweepConfig,
+    bench_argv,
+    list_sweeps,
+    load_sweep,
+    next_step,
+    run_step,
+    run_sweep,
+    target_from_run,
 )
 
 

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from children import run_cli
 from e2e_env import E2EUnavailable, tiny_model, vllm_env
+
 from vllm_deploy_wizard.launcher.ports import free_port
 
 pytestmark = pytest.mark.e2e

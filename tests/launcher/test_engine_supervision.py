@@ -5,7 +5,6 @@ cleanup and a router waiting for engines on other machines — with real childre
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import time
 import uuid
@@ -13,11 +12,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from children import HEALTH_SERVER, PY, until
 from engine_children import ENGINE_SERVER
+
 from vllm_deploy_wizard.launcher.ports import free_port
-from vllm_deploy_wizard.launcher.spec import Liveness, ProcessSpec, Probe, RestartPolicy, RunSpec
+from vllm_deploy_wizard.launcher.spec import Liveness, Probe, ProcessSpec, RestartPolicy, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.supervisor import RunFinished, Supervisor
 

@@ -6,7 +6,6 @@ and the core kinds with kubernetes-validate (strict) — plus what each shape mu
 from __future__ import annotations
 
 import collections
-import copy
 import functools
 import json
 import re
@@ -42,7 +41,7 @@ def _strict(schema):
     return schema
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def crd_validator(kind: str):
     files = {"LeaderWorkerSet": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
              "DisaggregatedSet": "disaggregatedset.x-k8s.io_disaggregatedsets.yaml"}

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from children import run_cli
+
 from vllm_deploy_wizard import __version__
 from vllm_deploy_wizard.catalog import Selection, load_catalog, synthesize
 from vllm_deploy_wizard.catalog.models import Recipe

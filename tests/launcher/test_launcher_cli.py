@@ -13,10 +13,9 @@ import threading
 import psutil
 import pytest
 import yaml
-
 from children import FAIL, HEALTH_SERVER, PY, read_pty_until, run_cli, until_sync
-from vllm_deploy_wizard.launcher.ports import free_port
 
+from vllm_deploy_wizard.launcher.ports import free_port
 
 _cli = run_cli  # the `env` fixture is in conftest.py
 
@@ -391,7 +390,6 @@ def test_foreground_stopped_by_sigterm_exits_143(tmp_path, env):
 def test_wait_interrupted_says_the_run_goes_on_and_how_to_attach(tmp_path, env, sigint_ignored):
     """Ctrl-C (SIGINT) ends only the waiting — also where the command started with SIGINT ignored, as a
     background job of a non-interactive shell does."""
-    from vllm_deploy_wizard.launcher.runs import list_runs
 
     # never READY (the server binds after 600 s): --wait waits until interrupted
     plan = _plan_file(tmp_path, free_port(), [])

@@ -10,8 +10,8 @@ import signal
 import psutil
 import pytest
 import yaml
-
 from children import HEALTH_SERVER, PY, run_cli, until_sync
+
 from vllm_deploy_wizard.launcher.ports import free_port
 
 #: What vLLM prints for `vllm serve /nonexistent/model` (0.32 CPU build), then exit 1.

@@ -27,12 +27,20 @@ import httpx
 import psutil
 import pytest
 import yaml
-
 from children import run_cli
-from polling import wait_until_async
 from e2e_env import E2EUnavailable, cache_root, lmcache_env, router_env, tiny_model, vllm_env
+from polling import wait_until_async
+
 from vllm_deploy_wizard.launcher import (
-    ProcessEvent, ProcessSpec, Probe, RestartPolicy, RunClient, RunFinished, RunSpec, Snapshot, State,
+    Probe,
+    ProcessEvent,
+    ProcessSpec,
+    RestartPolicy,
+    RunClient,
+    RunFinished,
+    RunSpec,
+    Snapshot,
+    State,
     start_run,
 )
 from vllm_deploy_wizard.launcher.ports import free_port

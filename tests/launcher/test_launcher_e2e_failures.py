@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from e2e_env import E2EUnavailable, tiny_model, vllm_env
-from vllm_deploy_wizard.launcher import ProcessEvent, ProcessSpec, Probe, RestartPolicy, RunSpec, State, Supervisor
+
+from vllm_deploy_wizard.launcher import Probe, ProcessEvent, ProcessSpec, RestartPolicy, RunSpec, State, Supervisor
 from vllm_deploy_wizard.launcher.causes import is_wrapper
 from vllm_deploy_wizard.launcher.ports import free_port
 from vllm_deploy_wizard.launcher.preflight import check

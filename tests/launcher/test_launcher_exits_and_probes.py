@@ -14,10 +14,9 @@ import sys
 
 import psutil
 import pytest
-
 from children import HEALTH_SERVER, PY, cleanup_runs, until, until_sync
-from vllm_deploy_wizard.launcher import ProcessSpec, Probe, RunClient, RunSpec, find_run, start_run
-from vllm_deploy_wizard.launcher.daemon import TREE_REFRESH_S
+
+from vllm_deploy_wizard.launcher import Probe, ProcessSpec, RunClient, RunSpec, find_run, start_run
 from vllm_deploy_wizard.launcher.ports import free_port
 from vllm_deploy_wizard.launcher.process import listening_pids
 from vllm_deploy_wizard.launcher.spec import RestartPolicy

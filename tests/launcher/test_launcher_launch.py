@@ -8,8 +8,7 @@ import pytest
 import yaml
 
 from vllm_deploy_wizard.common.errors import LaunchError
-from vllm_deploy_wizard.launcher.launch import (NodeFacts, launch, node_facts, node_problems, placeholder_values,
-                                                 prepare)
+from vllm_deploy_wizard.launcher.launch import NodeFacts, launch, node_facts, node_problems, placeholder_values, prepare
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 
 GIB = 2**30

@@ -12,8 +12,8 @@ from vllm_deploy_wizard.launcher.policy import (
     Finished,
     KillTree,
     Policy,
-    ProbeHealth,
     ProbeFailed,
+    ProbeHealth,
     ProbePassed,
     RestartRequested,
     Signal,
@@ -23,7 +23,8 @@ from vllm_deploy_wizard.launcher.policy import (
     StopRequested,
     TimerFired,
 )
-from vllm_deploy_wizard.launcher.spec import ProcessSpec, Probe as ProbeSpec, RestartPolicy, RunSpec
+from vllm_deploy_wizard.launcher.spec import Probe as ProbeSpec
+from vllm_deploy_wizard.launcher.spec import ProcessSpec, RestartPolicy, RunSpec
 from vllm_deploy_wizard.launcher.states import InvalidTransition, ProcessState, State, transition
 
 
@@ -403,8 +404,9 @@ def test_a_process_without_probe_failing_deterministically_soon_after_start_is_f
 
 # ---------------------------------------------------------------- retry only what can change
 
-import yaml  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+import yaml  # noqa: E402
 
 from vllm_deploy_wizard.launcher.causes import WAITS_ON_PEER, explain  # noqa: E402
 

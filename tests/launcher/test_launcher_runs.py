@@ -9,12 +9,22 @@ import stat
 
 import psutil
 import pytest
-
 from children import HEALTH_SERVER, PY, cleanup_runs, read_pty_until, until, until_sync
+
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher import (
-    ProcessEvent, ProcessSpec, Probe, RunClient, RunFinished, RunSpec, Snapshot, State,
-    find_run, list_runs, start_run, stop_stale,
+    Probe,
+    ProcessEvent,
+    ProcessSpec,
+    RunClient,
+    RunFinished,
+    RunSpec,
+    Snapshot,
+    State,
+    find_run,
+    list_runs,
+    start_run,
+    stop_stale,
 )
 from vllm_deploy_wizard.launcher.ports import free_port
 

@@ -187,7 +187,8 @@ def test_a_default_dependency_cycle_is_listed_with_the_other_problems():
 
 def test_double_dollar_is_a_literal_dollar_never_a_placeholder():
     """``$$NAME`` → ``$NAME`` for a shell; other ``$$`` and lower-case ``$x`` untouched."""
-    from vllm_deploy_wizard.common.placeholders import fill, names as placeholders_in
+    from vllm_deploy_wizard.common.placeholders import fill
+    from vllm_deploy_wizard.common.placeholders import names as placeholders_in
     from vllm_deploy_wizard.launcher.plan_file import plan_placeholders
 
     proc = {"name": "sh", "argv": ["bash", "-c", 'echo "$$HOME $${USER} pid $$ $x"; sleep 1', "$PORT", "$$PORT"],

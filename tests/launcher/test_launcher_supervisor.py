@@ -8,11 +8,11 @@ import shlex
 import signal
 
 import psutil
-
 from children import FAIL, HEALTH_SERVER, LONG_LINE, PY, until
+
 from vllm_deploy_wizard.launcher.logs import TAIL_LINES
 from vllm_deploy_wizard.launcher.ports import free_port
-from vllm_deploy_wizard.launcher.spec import ProcessSpec, Probe, RestartPolicy, RunSpec
+from vllm_deploy_wizard.launcher.spec import Probe, ProcessSpec, RestartPolicy, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.supervisor import RunFinished, Supervisor
 

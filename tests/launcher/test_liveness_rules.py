@@ -13,9 +13,17 @@ from vllm_deploy_wizard.launcher.health import EngineWatch, HealthResult
 from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot
 from vllm_deploy_wizard.launcher.plan_file import parse_plan
 from vllm_deploy_wizard.launcher.policy import (
-    Exited, Policy, ProbePassed, Signal, Started, StartTimer, StopRequested, TimerFired, Unhealthy,
+    Exited,
+    Policy,
+    ProbePassed,
+    Signal,
+    Started,
+    StartTimer,
+    StopRequested,
+    TimerFired,
+    Unhealthy,
 )
-from vllm_deploy_wizard.launcher.spec import Liveness, ProcessSpec, Probe, RunSpec
+from vllm_deploy_wizard.launcher.spec import Liveness, Probe, ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.states import State
 from vllm_deploy_wizard.launcher.vllm import auth_headers, served_model_name
 

@@ -10,7 +10,11 @@ from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNot
 
 from vllm_deploy_wizard import cli
 from vllm_deploy_wizard.workflows.model_download import (
-    DownloadError, download_hint, download_model, hf_id_of, served_models,
+    DownloadError,
+    download_hint,
+    download_model,
+    hf_id_of,
+    served_models,
 )
 
 

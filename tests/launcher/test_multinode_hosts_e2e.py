@@ -16,12 +16,21 @@ import signal
 import time
 
 import httpx
-import pytest
-
 import netns_hosts
+import pytest
 from multinode_e2e_support import (
-    READY_S, all_ready, causes, host_env, kill_namespace, launch_on, netns_pids, processes, real_env, stop_on,
-    wait_for, write_plan,
+    READY_S,
+    all_ready,
+    causes,
+    host_env,
+    kill_namespace,
+    launch_on,
+    netns_pids,
+    processes,
+    real_env,
+    stop_on,
+    wait_for,
+    write_plan,
 )
 
 pytestmark = pytest.mark.e2e

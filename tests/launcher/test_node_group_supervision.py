@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 
 import pytest
 import yaml
-
 from children import PY, until
+
 from vllm_deploy_wizard.catalog.node_groups import add_group_supervision, groups, master_address
 from vllm_deploy_wizard.cli import main
 from vllm_deploy_wizard.common.errors import LaunchError
+from vllm_deploy_wizard.launcher.plan_file import parse_plan
 from vllm_deploy_wizard.launcher.policy import Exited, Policy, ProbePassed, Signal, Started, StartTimer, Unhealthy
 from vllm_deploy_wizard.launcher.ports import free_port
-from vllm_deploy_wizard.launcher.plan_file import parse_plan
-from vllm_deploy_wizard.launcher.spec import Liveness, ProcessSpec, Probe, RestartPolicy, RunSpec
+from vllm_deploy_wizard.launcher.spec import Liveness, Probe, ProcessSpec, RestartPolicy, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.supervisor import Supervisor
 

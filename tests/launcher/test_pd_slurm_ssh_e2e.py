@@ -18,12 +18,11 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
-import yaml
-
 import netns_hosts
+import pytest
 import slurm_cluster
 import sshd_hosts
+import yaml
 from e2e_env import E2EUnavailable, router_env
 from multinode_e2e_support import WIZARD, kill_namespace, netns_pids, wait_for
 

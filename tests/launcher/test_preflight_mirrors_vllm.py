@@ -12,8 +12,15 @@ from vllm_deploy_wizard.launcher.launch import NodeFacts, node_problems, node_re
 from vllm_deploy_wizard.launcher.ports import free_port, port_free
 from vllm_deploy_wizard.launcher.preflight import _version_path, bound_ports, check
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
-from vllm_deploy_wizard.launcher.vllm_checks import (RULES, cpu_memory_refusals, human_bytes, local_dp_ranks,
-                                                     nixl_side_channel_ports, rule_for, shm_segments)
+from vllm_deploy_wizard.launcher.vllm_checks import (
+    RULES,
+    cpu_memory_refusals,
+    human_bytes,
+    local_dp_ranks,
+    nixl_side_channel_ports,
+    rule_for,
+    shm_segments,
+)
 
 GIB = 2**30
 MIB = 2**20

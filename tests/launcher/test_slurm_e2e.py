@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
-
 import netns_hosts
+import pytest
 import slurm_cluster
 from multinode_e2e_support import CPU_ARGS, READY_S, WIZARD, host_env, kill_namespace, real_env, wait_for, wizard_left
 

@@ -19,13 +19,13 @@ from vllm_deploy_wizard.tui.catalog_view import recipe_rows
 from vllm_deploy_wizard.tui.dom_ids import dom_id
 from vllm_deploy_wizard.tui.help_text import help_lines, help_text
 from vllm_deploy_wizard.tui.inventory_view import detected_memory_gb
-from vllm_deploy_wizard.workflows.planning import detected_device_count
 from vllm_deploy_wizard.tui.plan_view import machine_choices
 from vllm_deploy_wizard.tui.screen_configure import AxisList, ConfigureScreen
 from vllm_deploy_wizard.tui.screen_model import ModelScreen
 from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen
 from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 from vllm_deploy_wizard.tui.services import real_services
+from vllm_deploy_wizard.workflows.planning import detected_device_count
 
 GIB = 2**30
 

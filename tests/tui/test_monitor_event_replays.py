@@ -9,14 +9,13 @@ cut at 80 columns and a detach that did not say how to come back.
 from __future__ import annotations
 
 import pytest
-
 from fakes import FakeLauncher
 from rich.console import Console
 from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.widgets import DataTable
 from tui_steps import monitor_caught_up, settle, until
 
-from vllm_deploy_wizard.launcher import LogLines, Progress, ProcessEvent, Snapshot, State
+from vllm_deploy_wizard.launcher import LogLines, ProcessEvent, Progress, Snapshot, State
 from vllm_deploy_wizard.launcher.causes import explain
 from vllm_deploy_wizard.tui.fixes import flag_fix
 from vllm_deploy_wizard.tui.log_pane import LogPane

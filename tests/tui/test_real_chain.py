@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
 from polling import wait_until
+from textual.widgets import Input
 from tui_steps import settle, until
 
 from vllm_deploy_wizard.tui.app import make_app
-from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
 from vllm_deploy_wizard.tui.prompts import ConfirmPrompt
+from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
 from vllm_deploy_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
 from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 

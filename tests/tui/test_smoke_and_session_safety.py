@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 from fakes import FakeCandidate, FakeLauncher
-from textual.widgets import Static
 from polling import wait_until, wait_until_async
+from textual.widgets import Static
 from tui_steps import pick_model, settle, until, walk
 
 from vllm_deploy_wizard.catalog import load_catalog
