@@ -27,7 +27,8 @@ def _opts(model: str, hardware: str | None = None, strategy: str | None = None, 
 def _places():
     """(model, hardware or None, nodes) for every recipe: its landing hardware, then each verified one."""
     for r in CAT.sorted_recipes():
-        hws = [None, *(h for h, s in r.meta.hardware.items() if s == "verified" and h in CAT.taxonomy.hardware_profiles)]
+        hws = [None, *(h for h, s in r.meta.hardware.items()
+                       if s == "verified" and h in CAT.taxonomy.hardware_profiles)]
         for hw in hws:
             for nodes in (1, 2):
                 yield r.hf_id, hw, nodes

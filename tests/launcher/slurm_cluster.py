@@ -112,14 +112,14 @@ def slurm_cluster(hosts: list[Host], bridge_ip: str, root: Path, cpus: int = 2) 
             "JobCompType=jobcomp/none", "MpiDefault=none", "ReturnToService=2", "MailProg=/bin/true",
             "KillWait=60", "SlurmdTimeout=300", "InactiveLimit=0",
             *(f"NodeName={n} NodeAddr={h.ip} CPUs={cpus} Sockets=1 CoresPerSocket={cpus} ThreadsPerCore=1 "
-              f"RealMemory={mem}" for n, h in zip(nodes, hosts)),
+              f"RealMemory={mem}" for n, h in zip(nodes, hosts, strict=True)),
             f"PartitionName=wiz Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP",
         ]
         conf.write_text("\n".join(lines) + "\n")
         env = dict(os.environ, SLURM_CONF=str(conf))
         procs.append(subprocess.Popen(["slurmctld", "-D", "-f", str(conf)], env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
-        for n, h in zip(nodes, hosts):
+        for n, h in zip(nodes, hosts, strict=True):
             procs.append(subprocess.Popen(
                 h.argv("unshare", "--uts", "sh", "-c", f'hostname {n}; exec slurmd -D -N {n} -f "$0"', str(conf)),
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))

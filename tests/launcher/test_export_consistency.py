@@ -203,7 +203,7 @@ def reaches(c: dict) -> list[tuple[str, int, str]]:
     init container waits for."""
     argv = _run_argv(c)
     out = []
-    for flag, value in zip(argv, argv[1:]):
+    for flag, value in zip(argv, argv[1:], strict=False):
         m = re.match(r"https?://([^:/]+):(\d+)", value)
         if flag in URL_FLAGS and m:
             out.append((m.group(1), int(m.group(2)), f"{flag} {value}"))
@@ -274,7 +274,7 @@ def k8s_problems(files: dict[str, list[dict]], device_count: int, secrets: list[
                 if re.search(r"TOKEN|KEY|SECRET|PASSWORD", e["name"]) and "value" in e:
                     problems.append(f"{where}: env {e['name']} inline, not from Secret {SECRET_NAME}")
             argv = _run_argv(c)
-            for flag, value in zip(argv, argv[1:]):
+            for flag, value in zip(argv, argv[1:], strict=False):
                 if SECRET_FLAG.match(flag) and not value.startswith("$("):
                     problems.append(f"{where}: {flag} value inline")
             if c in spec.get("initContainers", []):

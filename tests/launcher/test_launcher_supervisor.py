@@ -240,7 +240,7 @@ async def test_probes_never_overlap_and_a_slow_poll_stretches_the_cycle():
     sup.stop()
     await asyncio.wait_for(task, 30)
     assert peak[0] == 1
-    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
     # the next poll starts when the slow one ends; waiting another interval would make it >= 0.4
     assert all(0.3 <= g < 0.39 for g in gaps), gaps
 
@@ -265,7 +265,7 @@ async def test_health_polls_slow_down_once_ready():
     await asyncio.wait_for(task, 30)
     assert [st for _, st in polls[:4]] == ["STARTING"] * 4
     ready = [t for t, st in polls if st == "READY"]
-    gaps = [b - a for a, b in zip(ready[1:], ready[2:])]  # after the first READY poll: the READY cadence
+    gaps = [b - a for a, b in zip(ready[1:], ready[2:], strict=False)]  # after the first READY poll: the READY cadence
     assert gaps and min(gaps) >= 0.4 - 0.01, gaps
 
 

@@ -91,7 +91,7 @@ def test_two_hosts_serve_recover_from_a_dead_worker_and_stop_clean(hosts, tmp_pa
     assert _complete(head.ip)["choices"][0]["text"]
 
     t_stop0 = time.monotonic()
-    for host, env in zip(hosts, envs):
+    for host, env in zip(hosts, envs, strict=True):
         r = stop_on(host, env)
         assert r.returncode == 0, r.stdout + r.stderr
     wait_for(lambda: not any(netns_pids(x) for x in hosts), 30, "no process left in either host")
@@ -129,7 +129,7 @@ def test_a_worker_that_cannot_reach_the_head_is_diagnosed_on_both_hosts(hosts, t
     w, h = found["vllm-worker-1"], found["vllm-head"]
     assert w["kind"] == "master_unreachable" and f"{wrong}:" in w["summary"], w
     assert h["kind"] == "ready_timeout" and "every worker node" in h["summary"], h
-    for host, env in zip(hosts, envs):
+    for host, env in zip(hosts, envs, strict=True):
         assert stop_on(host, env).returncode == 0
     wait_for(lambda: not any(netns_pids(x) for x in hosts), 30, "no process left in either host")
     print(f"\nmulti-node figures: unreachable head diagnosed on both hosts after {took:.1f} s "

@@ -72,7 +72,7 @@ def test_every_mooncake_instance_is_its_own_group(tmp_path, recipes) -> None:
                  "--kv-instances", "2")
     found = groups(data["plan"]["processes"])
     assert sorted(found) == ["instance-0", "instance-1"]
-    for prefix, g in found.items():
+    for g in found.values():
         addr = master_address(g["head"]["argv"])
         assert g["head"]["env"]["VLLM_HOST_IP"] == addr
         assert all(w["health"]["url"].startswith(f"http://{addr}:") for w in g["workers"])

@@ -70,7 +70,8 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_
         await until(pilot, lambda: app.catalog is not None and app.inventory is not None
                     and app.selection.get("hardware"), 60, "detection and the catalog")
         profile = app.catalog.taxonomy.hardware_profiles[app.selection["hardware"]]
-        assert profile.brand == "Intel" and app.selection["hardware"].startswith("xeon"), app.selection  # the CPU profile
+        # the CPU profile
+        assert profile.brand == "Intel" and app.selection["hardware"].startswith("xeon"), app.selection
         await pilot.press("ctrl+n")
         await settle(pilot)
         custom = app.screen.query_one("#custom", Input)
@@ -81,7 +82,8 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_
         assert app.selection["model"] == str(real["model"])
         args = app.screen.query_one("#advanced-args", Input)
         args.focus()
-        args.value = f"--host 127.0.0.1 --port {port} --tensor-parallel-size 1 --max-model-len 256 --enforce-eager --dtype float32"
+        args.value = (f"--host 127.0.0.1 --port {port} --tensor-parallel-size 1 --max-model-len 256 "
+                      "--enforce-eager --dtype float32")
         await pilot.press("enter")
         await settle(pilot)
         await pilot.press("ctrl+n")
