@@ -142,7 +142,10 @@ def main() -> None:
         per_json.append(t2 - t0)
     per.sort()
     per_json.sort()
-    q = lambda xs, p: xs[min(len(xs) - 1, int(p * len(xs)))] * 1e3  # noqa: E731
+
+    def q(xs, p):
+        return xs[min(len(xs) - 1, int(p * len(xs)))] * 1e3
+
     print(f"synthesize over {len(sels)} golden selections: mean {statistics.mean(per) * 1e3:.3f} ms  "
           f"p50 {q(per, 0.5):.3f} ms  p95 {q(per, 0.95):.3f} ms  max {per[-1] * 1e3:.3f} ms   "
           f"{'PASS' if q(per, 0.95) < 2 else 'FAIL'} (target p95 < 2 ms)")

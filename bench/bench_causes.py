@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES, explain  # noqa: E402
+from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES, explain  # noqa: E402 — after sys.path: the checkout itself
 
 TARGET_S = 0.100
 LOG_LINE = ("(EngineCore_DP0 pid=181) ERROR 01-29 22:59:30 [multiproc_executor.py:852] worker output with "

@@ -35,9 +35,9 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "launcher"))
 
-from children import HEALTH_SERVER  # noqa: E402
+from children import HEALTH_SERVER  # noqa: E402 — after sys.path: tests/launcher
 
-from vllm_deploy_wizard.launcher import (  # noqa: E402
+from vllm_deploy_wizard.launcher import (  # noqa: E402 — after sys.path, with the helpers
     Probe,
     ProcessEvent,
     ProcessSpec,
@@ -49,7 +49,7 @@ from vllm_deploy_wizard.launcher import (  # noqa: E402
     Supervisor,
     start_run,
 )
-from vllm_deploy_wizard.launcher.ports import free_port  # noqa: E402
+from vllm_deploy_wizard.launcher.ports import free_port  # noqa: E402 — after sys.path, with the helpers
 
 FLOOD = r"""
 import sys, time

@@ -100,8 +100,8 @@ def bench_first_frame(runs: int, recipes: str) -> None:
 
 async def bench_panel(walk: int) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "tui"))
-    from fakes import FakeCandidate, FakeInventory  # noqa: E402
-    from tui_steps import pick_hardware, pick_model  # noqa: E402
+    from fakes import FakeCandidate, FakeInventory
+    from tui_steps import pick_hardware, pick_model
 
     from vllm_deploy_wizard.catalog import load_catalog
     from vllm_deploy_wizard.tui.app import make_app

@@ -144,7 +144,10 @@ def test_nvml_capture_records_what_replay_reads_back(fixtures_dir):
     original = detect(FixtureFacts(data, fixtures_dir))
     data["nvml"] = recorded
     replayed = detect(FixtureFacts(data, fixtures_dir))
-    pick = lambda inv: [(d.name, d.bdf, d.compute_arch, d.memory_bytes) for d in inv.primary.devices]  # noqa: E731
+
+    def pick(inv):
+        return [(d.name, d.bdf, d.compute_arch, d.memory_bytes) for d in inv.primary.devices]
+
     assert pick(replayed) == pick(original)
     assert replayed.primary.interconnect == "nvlink"
 

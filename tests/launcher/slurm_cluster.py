@@ -83,7 +83,9 @@ def slurm_cluster(hosts: list[Host], bridge_ip: str, root: Path, cpus: int = 2) 
             ["munged", "--foreground", "--force", f"--key-file={key}", f"--socket={sock}",
              f"--pid-file={munge_dir / 'munged.pid'}", f"--log-file={munge_dir / 'munged.log'}",
              f"--seed-file={munge_dir / 'munged.seed'}"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
-        munged_log = lambda: f"munged.log: {(munge_dir / 'munged.log').read_text(errors='replace')[-800:]}"  # noqa: E731
+
+        def munged_log() -> str:
+            return f"munged.log: {(munge_dir / 'munged.log').read_text(errors='replace')[-800:]}"
 
         def munged_up() -> bool:
             if procs[0].poll() is not None:

@@ -43,7 +43,8 @@ def test_all_nodes_from_the_head_over_ssh(tmp_path) -> None:
                 wenv = host_env(real, tmp_path / "node-1" / "state")
                 keep = ("PATH", "XDG_STATE_HOME", "NO_COLOR", "HF_HUB_OFFLINE", "VLLM_CPU_KVCACHE_SPACE",
                         "VLLM_NO_USAGE_STATS", "DO_NOT_TRACK")
-                remote = shlex.join(["env", *(f"{k}={wenv[k]}" for k in keep), sys.executable, "-m", "vllm_deploy_wizard"])
+                remote = shlex.join(["env", *(f"{k}={wenv[k]}" for k in keep), sys.executable, "-m",
+                                     "vllm_deploy_wizard"])
                 common = ["--ssh-config", str(ssh_config), "--remote-wizard", remote, "--skip-flag-check"]
 
                 def wizard(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:

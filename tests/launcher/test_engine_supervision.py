@@ -86,7 +86,8 @@ async def test_health_alone_keeps_a_hung_engine_ready(tmp_path):
     rec = Recorder()
     t_end = time.monotonic() + 30
     sup = await _run(RunSpec((_engine(free_port(), "hang"),)), rec,
-                     lambda s: rec.events("vllm", State.READY) and time.monotonic() > rec.t[("vllm", State.READY)][0] + 2.5)
+                     lambda s: rec.events("vllm", State.READY)
+                     and time.monotonic() > rec.t[("vllm", State.READY)][0] + 2.5)
     assert time.monotonic() < t_end
     assert [e.state for e in rec.events("vllm")][:2] == [State.STARTING, State.READY]
     assert not rec.events("vllm", State.BACKOFF) and sup.policy.states["vllm"].restarts == 0

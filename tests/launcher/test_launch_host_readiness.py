@@ -15,7 +15,7 @@ from vllm_deploy_wizard.catalog.models import Recipe
 from vllm_deploy_wizard.catalog.render import node_scripts, plan_file, plan_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "catalog"))
-from test_synthesis_seed import MOE_ID, MOE_RECIPE  # noqa: E402
+from test_synthesis_seed import MOE_ID, MOE_RECIPE  # tests/catalog, on sys.path from the line above
 
 
 def _iaxl_plan():

@@ -46,7 +46,8 @@ def _serve(real, *extra: str, port: int) -> ProcessSpec:
 async def test_a_deterministic_bad_flag_goes_fatal_after_one_start_with_the_root_line(real, tmp_path):
     spec = RunSpec((_serve(real, "--tensor-parallel-size", "3", port=free_port()),))
     events: list[ProcessEvent] = []
-    sup = Supervisor(spec, log_dir=tmp_path, listeners=[lambda m: events.append(m) if isinstance(m, ProcessEvent) else None],
+    sup = Supervisor(spec, log_dir=tmp_path,
+                     listeners=[lambda m: events.append(m) if isinstance(m, ProcessEvent) else None],
                      metrics=False)
     assert await asyncio.wait_for(sup.run(), 240) == "fatal"
     states = [e.state for e in events if e.name == "vllm"]

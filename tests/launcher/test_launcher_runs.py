@@ -100,7 +100,8 @@ async def test_detach_reattach_and_stop(state_home):
 
 async def test_stale_run_after_supervisor_sigkill_is_found_and_stopped():
     info = start_run(_spec(free_port()))
-    await until(lambda: (info.run_dir / "state.json").exists() and '"READY"' in (info.run_dir / "state.json").read_text(),
+    await until(lambda: (info.run_dir / "state.json").exists()
+                and '"READY"' in (info.run_dir / "state.json").read_text(),
                 20, "READY recorded")
     snap = await RunClient(info.run_id).status()
     child = snap.processes[0]["pid"]

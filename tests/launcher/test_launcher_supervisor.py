@@ -111,7 +111,8 @@ async def test_sigkill_of_main_process_reaps_orphans_and_restarts(tmp_path):
 
 async def test_a_deterministic_failure_goes_fatal_after_one_start_with_its_cause_and_fix(tmp_path):
     spec = RunSpec((ProcessSpec(
-        name="vllm", argv=(PY, "-c", FAIL, "1", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"),
+        name="vllm",
+        argv=(PY, "-c", FAIL, "1", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"),
         restart=RestartPolicy(backoff_initial_s=0.05, max_failures=3, window_s=60),
     ),))
     rec = Recorder()
@@ -136,7 +137,8 @@ async def test_a_transient_failure_backs_off_until_the_crash_loop_limit(tmp_path
     states = rec.states("vllm")
     assert states.count(State.BACKOFF) == 2 and states[-1] is State.FATAL
     fatal = rec.events("vllm")[-1]
-    assert fatal.cause["kind"] == "port_in_use" and fatal.cause["facts"]["port"] == 8000 and "crash loop" in fatal.detail
+    assert fatal.cause["kind"] == "port_in_use" and fatal.cause["facts"]["port"] == 8000
+    assert "crash loop" in fatal.detail
 
 
 async def test_missing_executable_is_classified():

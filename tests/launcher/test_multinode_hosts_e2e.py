@@ -82,8 +82,11 @@ def test_two_hosts_serve_recover_from_a_dead_worker_and_stop_clean(hosts, tmp_pa
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    recovered = lambda: (all_ready(runs)() and processes(worker_run)["vllm-worker-1"]["pid"] != w["pid"]  # noqa: E731
-                         and processes(head_run)["vllm-head"]["pid"] != h["pid"])
+
+    def recovered() -> bool:
+        return (all_ready(runs)() and processes(worker_run)["vllm-worker-1"]["pid"] != w["pid"]
+                and processes(head_run)["vllm-head"]["pid"] != h["pid"])
+
     wait_for(recovered, READY_S, "the group READY again on both hosts with new processes", runs)
     t_recover = time.monotonic() - t_kill
     head_after = processes(head_run)["vllm-head"]

@@ -24,8 +24,8 @@ from vllm_deploy_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
 from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launcher"))
-from children import cleanup_runs  # noqa: E402
-from e2e_env import E2EUnavailable, tiny_model, vllm_env  # noqa: E402
+from children import cleanup_runs  # tests/launcher, on sys.path from the line above
+from e2e_env import E2EUnavailable, tiny_model, vllm_env
 
 pytestmark = pytest.mark.e2e
 
