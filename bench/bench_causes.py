@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES, explain  # noqa: E402
+from vllm_deploy_wizard.launcher.causes import CLASSIFY_LINES, explain  # noqa: E402 — after sys.path: the checkout itself
 
 TARGET_S = 0.100
 LOG_LINE = ("(EngineCore_DP0 pid=181) ERROR 01-29 22:59:30 [multiproc_executor.py:852] worker output with "
@@ -36,7 +36,8 @@ LOG_LINE = ("(EngineCore_DP0 pid=181) ERROR 01-29 22:59:30 [multiproc_executor.p
 def _cases() -> list[tuple[str, list[str]]]:
     two_mb = (LOG_LINE * (2_000_000 // len(LOG_LINE) + 1))[:2_000_000]
     word_run = "a" * 1_000_000
-    ordinary = [f"INFO 11-30 10:00:{i % 60:02d} [engine.py:123] ordinary start-up line {i}" for i in range(CLASSIFY_LINES - 1)]
+    ordinary = [f"INFO 11-30 10:00:{i % 60:02d} [engine.py:123] ordinary start-up line {i}"
+                for i in range(CLASSIFY_LINES - 1)]
     return [
         ("a 2 MB line of log text", [two_mb]),
         ("a 1 MB run of word characters", [word_run]),

@@ -66,11 +66,11 @@ def e2e_rows(run: bool = False) -> list[dict]:
     """Rows of the real-vLLM cases: recorded by the e2e test, or measured now with ``run``."""
     sys.path.insert(0, str(ROOT / "tests" / "catalog"))
     sys.path.insert(0, str(ROOT / "tests" / "launcher"))
-    from e2e_env import cache_root  # noqa: E402
+    from e2e_env import cache_root
 
     path = cache_root() / "fit-e2e-results.json"
     if run:
-        from test_fit_e2e import measure_all  # noqa: E402
+        from test_fit_e2e import measure_all
 
         measure_all()
     if not path.exists():

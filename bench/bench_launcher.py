@@ -35,12 +35,21 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "launcher"))
 
-from children import HEALTH_SERVER  # noqa: E402
+from children import HEALTH_SERVER  # noqa: E402 — after sys.path: tests/launcher
 
-from vllm_deploy_wizard.launcher import (  # noqa: E402
-    ProcessEvent, ProcessSpec, Probe, RestartPolicy, RunClient, RunSpec, Snapshot, State, Supervisor, start_run,
+from vllm_deploy_wizard.launcher import (  # noqa: E402 — after sys.path, with the helpers
+    Probe,
+    ProcessEvent,
+    ProcessSpec,
+    RestartPolicy,
+    RunClient,
+    RunSpec,
+    Snapshot,
+    State,
+    Supervisor,
+    start_run,
 )
-from vllm_deploy_wizard.launcher.ports import free_port  # noqa: E402
+from vllm_deploy_wizard.launcher.ports import free_port  # noqa: E402 — after sys.path, with the helpers
 
 FLOOD = r"""
 import sys, time
@@ -173,8 +182,10 @@ def _idle_cpu(seconds: float) -> float:
 
 async def _death_latency_attached(n: int) -> list[float]:
     """Kill → the BACKOFF event arriving at an attached RunClient (daemon + socket path)."""
-    spec = RunSpec((ProcessSpec("victim", (sys.executable, "-c", "import time; print('up', flush=True); time.sleep(600)"),
-                                restart=RestartPolicy(backoff_initial_s=0.01, backoff_max_s=0.01, max_failures=n + 5)),))
+    spec = RunSpec((ProcessSpec("victim",
+                                (sys.executable, "-c", "import time; print('up', flush=True); time.sleep(600)"),
+                                restart=RestartPolicy(backoff_initial_s=0.01, backoff_max_s=0.01,
+                                                      max_failures=n + 5)),))
     info = start_run(spec)
     client = RunClient(info.run_id)
     out: list[float] = []
@@ -199,11 +210,14 @@ async def _death_latency_attached(n: int) -> list[float]:
 
 
 async def _death_latency(n: int) -> list[float]:
-    spec = RunSpec((ProcessSpec("victim", (sys.executable, "-c", "import time; print('up', flush=True); time.sleep(600)"),
-                                restart=RestartPolicy(backoff_initial_s=0.01, backoff_max_s=0.01, max_failures=n + 5)),))
+    spec = RunSpec((ProcessSpec("victim",
+                                (sys.executable, "-c", "import time; print('up', flush=True); time.sleep(600)"),
+                                restart=RestartPolicy(backoff_initial_s=0.01, backoff_max_s=0.01,
+                                                      max_failures=n + 5)),))
     marks: list[float] = []
     evs: list[tuple[float, ProcessEvent]] = []
-    sup = Supervisor(spec, listeners=[lambda m: evs.append((time.perf_counter(), m)) if isinstance(m, ProcessEvent) else None])
+    sup = Supervisor(spec, listeners=[
+        lambda m: evs.append((time.perf_counter(), m)) if isinstance(m, ProcessEvent) else None])
     task = asyncio.create_task(sup.run())
     out = []
     for _ in range(n):

@@ -198,11 +198,12 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-flood-"))
     state = work / "state"
     os.environ["XDG_STATE_HOME"] = str(state)
-    from vllm_deploy_wizard.launcher import ProcessSpec, RunClient, RunSpec, start_run
-
     import asyncio
 
-    spec = RunSpec(tuple(ProcessSpec(name=f"flood{i}", argv=(sys.executable, "-u", "-c", CHILD, str(work), str(args.rate), str(i)),
+    from vllm_deploy_wizard.launcher import ProcessSpec, RunClient, RunSpec, start_run
+
+    spec = RunSpec(tuple(ProcessSpec(name=f"flood{i}",
+                                     argv=(sys.executable, "-u", "-c", CHILD, str(work), str(args.rate), str(i)),
                                      stop_timeout_s=3) for i in range(5)))
     floor = floor_samples(args.samples)
     info = start_run(spec)
@@ -245,7 +246,8 @@ def main() -> None:
                 judged = phase.startswith("flood") or phase.startswith("after a 2 MB")
                 print(f"  {phase:<24} {name:<26} p50 {p50:6.1f}  p95 {p95:6.1f}  max {max(samples):6.1f}  "
                       f"(n={len(samples)})" + (f"   {mark} (p50 <= 50, p95 <= 100)" if judged else ""))
-        print(f"  TUI CPU during the flood ({window:.0f} s, no keys): {cpu:.1f} % of a core   {'PASS' if cpu <= 15 else 'FAIL'} (target <= 15 %)")
+        print(f"  TUI CPU during the flood ({window:.0f} s, no keys): {cpu:.1f} % of a core   "
+              f"{'PASS' if cpu <= 15 else 'FAIL'} (target <= 15 %)")
     finally:
         if pane is not None:
             pane.close()

@@ -96,18 +96,22 @@ def main() -> None:
         rows.append((w, r[0]))
     never = sum(1 for (_, u), _ in rows if u is None)
     text_ratio = statistics.median(w[0] / r for w, r in rows)
-    print(f"tmux 120x40, {args.pairs} pairs (order alternating), start → screen, ms; reference: a one-Static Textual app")
+    print(f"tmux 120x40, {args.pairs} pairs (order alternating), start → screen, ms; "
+          "reference: a one-Static Textual app")
     print(f"  one-Static app, first text:     median {statistics.median(r for _, r in rows) * 1e3:5.0f}   "
           f"runs: {', '.join(f'{r * 1e3:.0f}' for _, r in rows)}")
     print(f"  vllm-wizard, first text:        median {statistics.median(w[0] for w, _ in rows) * 1e3:5.0f}   "
           f"runs: {', '.join(f'{w[0] * 1e3:.0f}' for w, _ in rows)}")
-    print(f"  first text ratio (median of pairs): {text_ratio:.2f}x   {'PASS' if text_ratio <= 1.3 else 'FAIL'} (target <= 1.3x)")
+    print(f"  first text ratio (median of pairs): {text_ratio:.2f}x   "
+          f"{'PASS' if text_ratio <= 1.3 else 'FAIL'} (target <= 1.3x)")
     if never:
-        print(f"  first usable screen: not reached in {never} of {args.pairs} starts (no profile preselected on this node?)")
+        print(f"  first usable screen: not reached in {never} of {args.pairs} starts "
+              "(no profile preselected on this node?)")
         return
     usable_ratio = statistics.median(w[1] / r for w, r in rows)
     print(f"  vllm-wizard, first usable screen (detected profile preselected): median "
-          f"{statistics.median(w[1] for w, _ in rows) * 1e3:5.0f}   runs: {', '.join(f'{w[1] * 1e3:.0f}' for w, _ in rows)}")
+          f"{statistics.median(w[1] for w, _ in rows) * 1e3:5.0f}   "
+          f"runs: {', '.join(f'{w[1] * 1e3:.0f}' for w, _ in rows)}")
     print(f"  first usable screen ratio (median of pairs): {usable_ratio:.2f}x   "
           f"{'PASS' if usable_ratio <= 1.5 else 'FAIL'} (target <= 1.5x)")
 

@@ -89,7 +89,8 @@ def bench_first_frame(runs: int, recipes: str) -> None:
           f"{'PASS' if ratio <= 1.3 else 'FAIL'} (target <= 1.3x)")
     done = [p for p in pairs if p[2] is not None]
     if len(done) < len(pairs):
-        print(f"usable screen not reached in {len(pairs) - len(done)} of {len(pairs)} runs (nothing preselected on this node?)")
+        print(f"usable screen not reached in {len(pairs) - len(done)} of {len(pairs)} runs "
+              "(nothing preselected on this node?)")
         return
     u = statistics.median(p[2] for p in done)
     uratio = statistics.median(p[2] / p[0] for p in done)
@@ -99,8 +100,8 @@ def bench_first_frame(runs: int, recipes: str) -> None:
 
 async def bench_panel(walk: int) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "tui"))
-    from fakes import FakeCandidate, FakeInventory  # noqa: E402
-    from tui_steps import pick_hardware, pick_model  # noqa: E402
+    from fakes import FakeCandidate, FakeInventory
+    from tui_steps import pick_hardware, pick_model
 
     from vllm_deploy_wizard.catalog import load_catalog
     from vllm_deploy_wizard.tui.app import make_app
@@ -147,8 +148,10 @@ async def bench_panel(walk: int) -> None:
         ConstraintPanel.show = original
     samples.sort()
     p95 = samples[int(0.95 * (len(samples) - 1))]
-    print(f"keystroke -> constraint panel updated over {len(samples)} picks: p50 {statistics.median(samples) * 1000:.1f} ms, "
-          f"p95 {p95 * 1000:.1f} ms, max {samples[-1] * 1000:.1f} ms   {'PASS' if p95 <= 0.016 else 'FAIL'} (target p95 <= 16 ms)")
+    print(f"keystroke -> constraint panel updated over {len(samples)} picks: "
+          f"p50 {statistics.median(samples) * 1000:.1f} ms, "
+          f"p95 {p95 * 1000:.1f} ms, max {samples[-1] * 1000:.1f} ms   "
+          f"{'PASS' if p95 <= 0.016 else 'FAIL'} (target p95 <= 16 ms)")
 
 
 def main() -> None:

@@ -15,9 +15,11 @@ import pytest
 @pytest.mark.parametrize(
     "module, forbidden",
     [
-        ("vllm_deploy_wizard.catalog", ["textual", "vllm_deploy_wizard.tui", "vllm_deploy_wizard.launcher", "vllm_deploy_wizard.detect"]),
+        ("vllm_deploy_wizard.catalog",
+         ["textual", "vllm_deploy_wizard.tui", "vllm_deploy_wizard.launcher", "vllm_deploy_wizard.detect"]),
         ("vllm_deploy_wizard.detect", ["textual", "vllm_deploy_wizard.tui", "vllm_deploy_wizard.launcher"]),
-        ("vllm_deploy_wizard.launcher", ["textual", "vllm_deploy_wizard.tui", "vllm_deploy_wizard.catalog", "vllm_deploy_wizard.detect"]),
+        ("vllm_deploy_wizard.launcher",
+         ["textual", "vllm_deploy_wizard.tui", "vllm_deploy_wizard.catalog", "vllm_deploy_wizard.detect"]),
         ("vllm_deploy_wizard.cli", ["textual", "vllm_deploy_wizard.tui"]),
     ],
 )

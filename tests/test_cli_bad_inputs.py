@@ -25,7 +25,8 @@ def _cli(tmp_path, *args, timeout=120):
 @pytest.mark.parametrize("args, expected", [
     (["launch", "{f}"], "expected a plan file written by `vllm-wizard plan --out FILE`"),
     (["plan", "--selection", "{f}"], "expected a selection file: YAML or JSON"),
-    (["detect", "--replay", "{f}"], "expected a detection fixture: a capture written by `vllm-wizard detect --capture FILE`"),
+    (["detect", "--replay", "{f}"],
+     "expected a detection fixture: a capture written by `vllm-wizard detect --capture FILE`"),
     (["plan", "--model", "Qwen/Qwen3-32B", "--replay", "{f}"], "expected a detection fixture"),
 ])
 def test_a_file_that_is_not_utf8_is_a_one_line_error_exit_2(tmp_path, args, expected):
@@ -66,7 +67,8 @@ def test_unknown_hardware_lists_every_profile_like_unknown_strategy_does(tmp_pat
     assert len(profiles) > 12
     r = _cli(tmp_path, "plan", "--model", "Qwen/Qwen3-32B", "--hardware", "bogus")
     assert r.returncode == 2
-    assert f"unknown hardware profile 'bogus' in the bundled catalog. Valid: {', '.join(profiles)}." in r.stderr, r.stderr
+    assert (f"unknown hardware profile 'bogus' in the bundled catalog. Valid: {', '.join(profiles)}."
+            in r.stderr), r.stderr
 
 
 @pytest.mark.parametrize("word, suggestion", [("stauts", "'status'"), ("lanch", "'launch'"), ("xyzzy", None)])

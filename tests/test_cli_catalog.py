@@ -214,7 +214,8 @@ def test_show_text_names_the_resolved_values_and_the_reasons(capsys) -> None:
 @pytest.mark.parametrize("argv, message", [
     (["catalog", "models", "--hardware", "h2000"], "--hardware 'h2000': unknown hardware profile in the bundled "
                                                     "catalog (did you mean 'h200'"),
-    (["catalog", "models", "--task", "txt"], "--task 'txt': unknown task in the bundled catalog (did you mean 'text'?)"),
+    (["catalog", "models", "--task", "txt"],
+     "--task 'txt': unknown task in the bundled catalog (did you mean 'text'?)"),
     (["catalog", "show", "Qwen/Qwen3-32x"], "MODEL 'Qwen/Qwen3-32x': no recipe in the bundled catalog has that id "
                                             "(did you mean 'Qwen/Qwen3-32B'"),
     (["catalog", "show", "Qwen/Qwen3-32B", "--hardware", "mi300"], "--hardware 'mi300': unknown hardware profile"),

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from vllm_deploy_wizard.common import placeholders
 from vllm_deploy_wizard.catalog.plan import PlanProcess, find_placeholders
 from vllm_deploy_wizard.catalog.render import shell_word
+from vllm_deploy_wizard.common import placeholders
 from vllm_deploy_wizard.tui.plan_view import process_blocks
 
 #: text → (placeholder names, text after filling HEAD_IP=10.0.0.1 and PORT=8000)

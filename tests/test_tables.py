@@ -28,7 +28,7 @@ def test_print_table_is_plain_for_a_pipe(monkeypatch) -> None:
     tables.print_table([["vllm", "READY"]], out=out)
     assert out.getvalue() == "  vllm READY\n"
     tty = io.StringIO()
-    tty.isatty = lambda: True  # type: ignore[method-assign]
+    tty.isatty = lambda: True  # type: ignore[method-assign]  # a StringIO that claims to be a terminal
     monkeypatch.setenv("NO_COLOR", "1")
     tables.print_table([["vllm", "READY"]], out=tty)
     assert "\x1b[" not in tty.getvalue()

@@ -120,9 +120,10 @@ def build(root: Path, revision: str | None = None) -> tuple[dict[str, Any], list
     ``problems`` lists ``file: message`` lines (YAML errors, schema errors); empty means valid.
     """
     sys.path.insert(0, str(ROOT))
-    from vllm_deploy_wizard.common import yamlio
-    from vllm_deploy_wizard.catalog.models import Recipe  # the project's own schema
     from pydantic import ValidationError
+
+    from vllm_deploy_wizard.catalog.models import Recipe  # the project's own schema
+    from vllm_deploy_wizard.common import yamlio
 
     files = sorted((root / "models").glob("*/*.yaml"))
     problems: list[str] = []

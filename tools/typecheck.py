@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from staged_layout import ROOT, stage  # noqa: E402 — the tools folder is not a package
+from staged_layout import ROOT, stage  # after the sys.path line: the tools folder is not a package
 
 
 def main() -> int:

@@ -79,7 +79,8 @@ def test_rendered_command_runs_the_exact_argv_with_placeholders_filled() -> None
 
 def test_shell_word_keeps_safe_tokens_bare() -> None:
     assert shell_word("--tensor-parallel-size") == "--tensor-parallel-size"
-    assert shell_word("~/.cache/huggingface:/root/.cache/huggingface") == "~/.cache/huggingface:/root/.cache/huggingface"
+    mount = "~/.cache/huggingface:/root/.cache/huggingface"
+    assert shell_word(mount) == mount
     assert shell_word("$HEAD_IP") == "$HEAD_IP"
     assert shell_word("") == "''"
 

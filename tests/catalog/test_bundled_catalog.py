@@ -77,7 +77,8 @@ def test_bundled_data_has_no_prose_and_no_recipe_copies(snapshot_dir):
             assert "description" not in feature, hf_id
     snapshot = {hashlib.sha1(p.read_bytes()).hexdigest() for p in (snapshot_dir / "models").rglob("*.yaml")}
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
-    ours = {hashlib.sha1((ROOT / f.decode()).read_bytes()).hexdigest() for f in files if f and (ROOT / f.decode()).is_file()}
+    ours = {hashlib.sha1((ROOT / f.decode()).read_bytes()).hexdigest()
+            for f in files if f and (ROOT / f.decode()).is_file()}
     assert not ours & snapshot
 
 
@@ -102,7 +103,8 @@ def test_build_catalog_regenerates_the_shipped_data(tmp_path, snapshot_dir):
 def test_build_catalog_refuses_a_broken_checkout_and_writes_nothing(tmp_path, snapshot_dir):
     root = tmp_path / "recipes"
     (root / "models" / "acme").mkdir(parents=True)
-    (root / "models" / "acme" / "m.yaml").write_text("meta: {title: m}\nvariants:\n  default: {vram_minimum_gb: lots}\n")
+    (root / "models" / "acme" / "m.yaml").write_text(
+        "meta: {title: m}\nvariants:\n  default: {vram_minimum_gb: lots}\n")
     out = tmp_path / "out.json"
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_catalog.py"), str(root), "--out", str(out)],
                           capture_output=True, text=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_deploy_wizard.catalog.diagnostics import check_catalog, node_line, compose
+from vllm_deploy_wizard.catalog.diagnostics import check_catalog, compose, node_line
 from vllm_deploy_wizard.cli import main
 
 BAD = Path(__file__).parent / "fixtures" / "bad"

@@ -212,7 +212,8 @@ def test_n1_no_multi_node_strategy(snap):
 
 def test_n2_unscalable_hardware(snap):
     c = options(snap, {"model": LLAMA}, detected_profile="rtx_pro_6000").choice("nodes", "2")
-    assert state(c) == (DISABLED, "RTX Pro 6000 is a single-GPU workstation and can't be clustered into multiple nodes.")
+    assert state(c) == (DISABLED,
+                        "RTX Pro 6000 is a single-GPU workstation and can't be clustered into multiple nodes.")
 
 
 def test_n3_intel_xpu(snap):
@@ -304,7 +305,8 @@ def test_k2_marked_unsupported(snap):
     llama = snap.recipe(LLAMA)
     fake = llama.model_copy(update={"hf_id": "fixture/Llama-k2", "hf_org": "fixture", "hf_repo": "Llama-k2",
                                     "kv_offload_support": {"offloading_cpu": "verified", "simple": "unsupported"}})
-    c = options(with_recipe(snap, fake), {"model": "fixture/Llama-k2", "hardware": "h200"}).choice("kv_offload", "simple")
+    opts = options(with_recipe(snap, fake), {"model": "fixture/Llama-k2", "hardware": "h200"})
+    c = opts.choice("kv_offload", "simple")
     assert state(c) == (DISABLED, "Simple (CPU offload) is marked unsupported for this recipe.")
 
 
@@ -321,7 +323,8 @@ def test_k3_requires_opt_in_and_k7_group_pill(snap):
 def test_k4_brand_and_m2_mooncake_brand(snap):
     opts = options(snap, {"model": LLAMA, "hardware": "trillium"})
     assert state(opts.kv_offload_members["offloading"][0]) == (
-        DISABLED, "CPU DRAM only needs a CUDA, ROCm or XPU device — not available on Google TPU v6e (Trillium) backends.")
+        DISABLED,
+        "CPU DRAM only needs a CUDA, ROCm or XPU device — not available on Google TPU v6e (Trillium) backends.")
     assert state(opts.choice("kv_offload", "mooncake")) == (
         DISABLED, "Mooncake's transfer engine ships CUDA and ROCm builds only — not available on Google TPU v6e "
                   "(Trillium) backends.")
@@ -358,7 +361,8 @@ def test_m4_kv_cache_strategy_hardware(snap):
     # No snapshot recipe carries kv_cache_strategy_hardware (0 of 173): opt Llama out on H200.
     llama = snap.recipe(LLAMA)
     one = llama.model_copy(update={"hf_id": "fixture/m4a", "hf_org": "fixture", "hf_repo": "m4a",
-                                   "kv_cache_strategy_hardware": {"kv_store_centralized_mooncake": {"h200": "unsupported"}}})
+                                   "kv_cache_strategy_hardware": {
+                                       "kv_store_centralized_mooncake": {"h200": "unsupported"}}})
     both = llama.model_copy(update={"hf_id": "fixture/m4b", "hf_org": "fixture", "hf_repo": "m4b",
                                     "kv_cache_strategy_hardware": {k: {"h200": "unsupported"} for k in snap.kv_stores}})
     cat = with_recipe(with_recipe(snap, one), both)
@@ -375,7 +379,8 @@ def test_m4_kv_cache_strategy_hardware(snap):
 
 def test_f1_feature_strategy_allowlist(snap):
     opts = options(snap, {"model": KIMI, "hardware": "b300", "nodes": 2, "strategy": "multi_node_tp"})
-    assert state(opts.choice("features", "decode_context_parallelism")) == (DISABLED, "Not available with this strategy")
+    assert state(opts.choice("features", "decode_context_parallelism")) == (DISABLED,
+                                                                            "Not available with this strategy")
     assert opts.choice("features", "spec_decoding").state == AVAILABLE
 
 
@@ -439,7 +444,8 @@ def test_a1_advanced_presets(snap):
 def test_b1_verified_badge(snap):
     assert options(snap, {"model": LLAMA, "hardware": "h200"}).badge == "Verified on NVIDIA H200"
     assert options(snap, {"model": LLAMA, "hardware": "h200", "kv_offload": "simple"}).badge is None
-    assert options(snap, {"model": LLAMA, "hardware": "rtx_pro_6000_8x"}, detected_profile="rtx_pro_6000_8x").badge is None
+    assert options(snap, {"model": LLAMA, "hardware": "rtx_pro_6000_8x"},
+                   detected_profile="rtx_pro_6000_8x").badge is None
 
 
 # ----------------------------------------------------------------------------------- seed gates (bundled catalog)

@@ -106,7 +106,8 @@ def test_no_config_names_every_place_tried(tmp_path):
         custom_recipe("acme/not-downloaded", cache_dir=hub)
     msg = str(exc.value)
     assert f"Hugging Face cache {hub}/models--acme--not-downloaded (model not downloaded)" in msg
-    assert "`hf download acme/not-downloaded config.json`" in msg and "plan --model acme/not-downloaded --download" in msg
+    assert "`hf download acme/not-downloaded config.json`" in msg
+    assert "plan --model acme/not-downloaded --download" in msg
     assert "huggingface-cli" not in msg  # huggingface_hub no longer ships it
 
 

@@ -24,11 +24,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launcher"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from e2e_env import E2EUnavailable, cache_root, tiny_model, vllm_env  # noqa: E402
-from fit_tiny_models import ARCHITECTURES, make_tiny_model  # noqa: E402
+# after the sys.path lines: tests/launcher and this folder hold these helper modules
+from e2e_env import E2EUnavailable, cache_root, tiny_model, vllm_env
+from fit_tiny_models import ARCHITECTURES, make_tiny_model
 
-from vllm_deploy_wizard.catalog.fit import GIB, ServeShape, kv_capacity  # noqa: E402
-from vllm_deploy_wizard.catalog.model_facts import load_model_facts  # noqa: E402
+from vllm_deploy_wizard.catalog.fit import GIB, ServeShape, kv_capacity
+from vllm_deploy_wizard.catalog.model_facts import load_model_facts
 
 pytestmark = pytest.mark.e2e
 

@@ -13,9 +13,9 @@ from vllm_deploy_wizard.catalog import Selection, load_catalog, synthesize
 from vllm_deploy_wizard.catalog.constraints import hardware_listing
 from vllm_deploy_wizard.catalog.custom import resolve_model
 from vllm_deploy_wizard.catalog.hostfit import HostCapacity, host_fit_warnings, suggested_gib
-from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.catalog.plan import LaunchPlan, PlanProcess
 from vllm_deploy_wizard.catalog.render import plan_text
+from vllm_deploy_wizard.common.parallelism import devices_on_node
 
 GIB = 2**30
 #: A small CPU node: 23.5 GiB of RAM, 2 CPUs.

@@ -6,8 +6,14 @@ from __future__ import annotations
 import pytest
 
 from vllm_deploy_wizard.catalog import load_catalog
-from vllm_deploy_wizard.catalog.listing import (hardware_status, listing_for, model_rows, profile_selectable,
-                                                status_of, status_rank)
+from vllm_deploy_wizard.catalog.listing import (
+    hardware_status,
+    listing_for,
+    model_rows,
+    profile_selectable,
+    status_of,
+    status_rank,
+)
 
 
 @pytest.fixture(scope="module")

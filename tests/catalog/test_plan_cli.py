@@ -74,7 +74,8 @@ def test_out_writes_a_plan_file_with_provenance(capsys, snapshot: Path, tmp_path
     doc = yaml.safe_load(out_file.read_text())
     assert doc["plan_version"] == 1
     prov = doc["provenance"]
-    assert Path(prov["catalog_source"]).resolve() == snapshot.resolve()  # the checkout given (a symlinked ../shared too)
+    # the checkout given (a symlinked ../shared too)
+    assert Path(prov["catalog_source"]).resolve() == snapshot.resolve()
     assert len(prov["catalog_revision"]) == 16 and prov["device_count"] == 2
     assert prov["hardware_profile"] == "h200" and prov["selection"]["gpus"] == 2
     procs = doc["plan"]["processes"]
@@ -115,7 +116,8 @@ def test_script_requires_placeholders(capsys, snapshot: Path, tmp_path: Path) ->
     [
         (["--model", "moonshotai/Kimi-K33"], "did you mean 'moonshotai/Kimi-K3'"),
         (["--model", "moonshotai/Kimi-K3", "--variant", "nvfp5"], "unknown variant 'nvfp5'.*did you mean 'nvfp4'"),
-        (["--model", "moonshotai/Kimi-K3", "--hardware", "h210"], "unknown hardware profile 'h210'.*did you mean 'h200'"),
+        (["--model", "moonshotai/Kimi-K3", "--hardware", "h210"],
+         "unknown hardware profile 'h210'.*did you mean 'h200'"),
         (["--model", "moonshotai/Kimi-K3", "--strategy", "single_node_tpp"],
          "unknown strategy 'single_node_tpp'.*did you mean 'single_node_tp'"),
         (["--model", "moonshotai/Kimi-K3", "--pd-prefill", "two"], "--pd-prefill 'two': expected N"),
@@ -263,7 +265,8 @@ def _flags(sel: dict) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("pattern", ["fm=spec_decoding:dspark", "pd=2dep/1dep", r"n2 kv=kv_store_distributed_mooncake\*2",
+@pytest.mark.parametrize("pattern", ["fm=spec_decoding:dspark", "pd=2dep/1dep",
+                                     r"n2 kv=kv_store_distributed_mooncake\*2",
                                      "adv=", "task=", "f=none", "docker$"])
 def test_flags_plan_like_the_selection_file(capsys, snapshot: Path, shared: Path, pattern: str) -> None:
     """The human flags reach the same plan as the golden selection they spell out."""

@@ -5,7 +5,7 @@ can't be offered. What the search finds is planned by the planner, strictly (no 
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -16,7 +16,7 @@ CAT = load_catalog()
 PROFILES = list(CAT.taxonomy.hardware_profiles)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _opts(model: str, hardware: str | None = None, strategy: str | None = None, nodes: int | None = None,
           allow: bool = False, router: str | None = None):
     sel = {"model": model, "hardware": hardware, "strategy": strategy, "nodes": nodes, "router": router,
@@ -27,7 +27,8 @@ def _opts(model: str, hardware: str | None = None, strategy: str | None = None, 
 def _places():
     """(model, hardware or None, nodes) for every recipe: its landing hardware, then each verified one."""
     for r in CAT.sorted_recipes():
-        hws = [None, *(h for h, s in r.meta.hardware.items() if s == "verified" and h in CAT.taxonomy.hardware_profiles)]
+        hws = [None, *(h for h, s in r.meta.hardware.items()
+                       if s == "verified" and h in CAT.taxonomy.hardware_profiles)]
         for hw in hws:
             for nodes in (1, 2):
                 yield r.hf_id, hw, nodes
@@ -45,7 +46,7 @@ def _nodes_offered(model: str, hw: str | None, strategy: str, nodes: int) -> boo
     return _opts(model, hw, strategy, nodes).choice("nodes", str(nodes)).available
 
 
-@lru_cache(maxsize=None)
+@cache
 def _hardware_offers() -> tuple[dict, dict, dict]:
     verified, unverified, reasons = {}, {}, {}
     for r in CAT.sorted_recipes():
@@ -86,7 +87,7 @@ def test_most_profiles_have_a_verified_recipe():
     assert {"ascend_910c", "810e", "m890", "vr200"} <= set(unverified) - set(verified)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _strategy_offers() -> dict:
     found = {}
     for model, hw, nodes in _places():
@@ -122,7 +123,7 @@ def test_tp_dp_is_offered_on_a_recipe_that_lists_it():
     assert "multi_node_tp_dp" in offered_strategies(CAT.recipe(model)) and nodes == 2
 
 
-@lru_cache(maxsize=None)
+@cache
 def _kv_offers() -> dict:
     found = {}
     for model, hw, nodes in _places():
@@ -164,7 +165,7 @@ def test_every_kv_offload_option_is_offered_or_says_why(key):
     _plan_ok(model=model, hardware=hw, strategy=strategy, nodes=nodes, kv_offload=key)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _pd_offers() -> tuple[dict, dict]:
     connectors, routers = {}, {}
     for model, hw, nodes in _places():

@@ -14,7 +14,8 @@ from vllm_deploy_wizard.detect.iaxl import HOST_SETUP_STEPS, readiness, uses_iax
 def xeon(shared: Path) -> FixtureFacts:
     """The 2-socket Xeon 6 fixture (8 QAT PFs, POLICY=0) made ready: IOMMU words, qat active, checkout."""
     facts = FixtureFacts.load(shared / "fixtures" / "detect" / "cpu_xeon6_amx.yaml")
-    facts.host.setdefault("files", {})["/proc/cmdline"] = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 intel_iommu=on,sm_on iommu=pt"
+    facts.host.setdefault("files", {})["/proc/cmdline"] = (
+        "BOOT_IMAGE=/vmlinuz root=/dev/sda1 intel_iommu=on,sm_on iommu=pt")
     facts.data.setdefault("env", {})["HOME"] = "/home/ai"
     facts.host["existing_paths"] = ["/home/ai/intel-accel-for-llm/setvars.sh"]
     facts.on_path.add("systemctl")

@@ -15,9 +15,9 @@ import sys
 import pytest
 
 from vllm_deploy_wizard.detect import detect, match_profiles
+from vllm_deploy_wizard.detect.facts import LiveFacts
 from vllm_deploy_wizard.detect.fixture import FixtureFacts
 from vllm_deploy_wizard.detect.fixture_capture import capture
-from vllm_deploy_wizard.detect.facts import LiveFacts
 
 
 def _proc_field(key: str) -> str:
@@ -37,7 +37,7 @@ def test_live_detect_names_cpu_ram_numa_and_software(live):
     assert live.cpu.model_name == _proc_field("model name")
     assert live.cpu.logical_cpus == os.cpu_count()
     with open("/proc/meminfo") as f:
-        total_kb = int(next(l for l in f if l.startswith("MemTotal")).split()[1])
+        total_kb = int(next(line for line in f if line.startswith("MemTotal")).split()[1])
     assert live.host.mem_total_bytes == total_kb * 1024
     assert live.host.numa_nodes and live.host.numa_nodes_with_cpus >= 1
     assert live.probes["software"].status == "ok"
@@ -135,7 +135,8 @@ def test_cli_bad_replay_input_is_a_clear_error(fixtures_dir, tmp_path):
     assert out.returncode == 2 and "field 'schema'" in out.stderr and "Traceback" not in out.stderr
 
 
-@pytest.mark.parametrize("dist", ["pyyaml", "PyYAML", "nvidia-ml-py", "psutil", "vllm-deploy-wizard", "no-such-dist-xyz"])
+@pytest.mark.parametrize("dist", ["pyyaml", "PyYAML", "nvidia-ml-py", "psutil", "vllm-deploy-wizard",
+                                  "no-such-dist-xyz"])
 def test_dist_version_agrees_with_importlib_metadata(dist):
     from importlib import metadata
 

@@ -66,7 +66,8 @@ def test_nvml_binding_missing_uses_nvidia_smi_from_path(tmp_path):
     assert inv.probes["nvidia"].status == "degraded"
     assert "used nvidia-smi instead" in inv.probes["nvidia"].reason
     dev = inv.primary.devices[0]
-    assert (dev.name, dev.compute_arch, dev.memory_bytes, dev.bdf) == ("NVIDIA H200", "sm90", 143771 << 20, "0000:18:00.0")
+    assert (dev.name, dev.compute_arch, dev.memory_bytes, dev.bdf) == (
+        "NVIDIA H200", "sm90", 143771 << 20, "0000:18:00.0")
 
 
 def test_nvml_failing_at_init_reports_the_driver_problem(tmp_path):
@@ -143,7 +144,10 @@ def test_nvml_capture_records_what_replay_reads_back(fixtures_dir):
     original = detect(FixtureFacts(data, fixtures_dir))
     data["nvml"] = recorded
     replayed = detect(FixtureFacts(data, fixtures_dir))
-    pick = lambda inv: [(d.name, d.bdf, d.compute_arch, d.memory_bytes) for d in inv.primary.devices]  # noqa: E731
+
+    def pick(inv):
+        return [(d.name, d.bdf, d.compute_arch, d.memory_bytes) for d in inv.primary.devices]
+
     assert pick(replayed) == pick(original)
     assert replayed.primary.interconnect == "nvlink"
 

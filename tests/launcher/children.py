@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from polling import wait_until, wait_until_async
 
@@ -25,7 +25,8 @@ if mode == "ignore-term":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 if len(sys.argv) > 4 and sys.argv[4] == "grandchild":
     g = subprocess.Popen([sys.executable, "-c",
-        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN) if %r else None; time.sleep(600)" % (mode == "ignore-term")])
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN) if %r else None; "
+        "time.sleep(600)" % (mode == "ignore-term")])
     print("GRANDCHILD", g.pid, flush=True)
 print("starting; token", os.environ.get("HF_TOKEN", "-"), flush=True)
 if sys.argv[5:6] == ["--api-key"]:  # echo like vLLM's "non-default args" line does

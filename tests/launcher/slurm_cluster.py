@@ -14,10 +14,10 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from netns_hosts import Host
 from polling import wait_until
@@ -83,7 +83,9 @@ def slurm_cluster(hosts: list[Host], bridge_ip: str, root: Path, cpus: int = 2) 
             ["munged", "--foreground", "--force", f"--key-file={key}", f"--socket={sock}",
              f"--pid-file={munge_dir / 'munged.pid'}", f"--log-file={munge_dir / 'munged.log'}",
              f"--seed-file={munge_dir / 'munged.seed'}"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
-        munged_log = lambda: f"munged.log: {(munge_dir / 'munged.log').read_text(errors='replace')[-800:]}"  # noqa: E731
+
+        def munged_log() -> str:
+            return f"munged.log: {(munge_dir / 'munged.log').read_text(errors='replace')[-800:]}"
 
         def munged_up() -> bool:
             if procs[0].poll() is not None:
@@ -112,14 +114,14 @@ def slurm_cluster(hosts: list[Host], bridge_ip: str, root: Path, cpus: int = 2) 
             "JobCompType=jobcomp/none", "MpiDefault=none", "ReturnToService=2", "MailProg=/bin/true",
             "KillWait=60", "SlurmdTimeout=300", "InactiveLimit=0",
             *(f"NodeName={n} NodeAddr={h.ip} CPUs={cpus} Sockets=1 CoresPerSocket={cpus} ThreadsPerCore=1 "
-              f"RealMemory={mem}" for n, h in zip(nodes, hosts)),
+              f"RealMemory={mem}" for n, h in zip(nodes, hosts, strict=True)),
             f"PartitionName=wiz Nodes={','.join(nodes)} Default=YES MaxTime=INFINITE State=UP",
         ]
         conf.write_text("\n".join(lines) + "\n")
         env = dict(os.environ, SLURM_CONF=str(conf))
         procs.append(subprocess.Popen(["slurmctld", "-D", "-f", str(conf)], env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
-        for n, h in zip(nodes, hosts):
+        for n, h in zip(nodes, hosts, strict=True):
             procs.append(subprocess.Popen(
                 h.argv("unshare", "--uts", "sh", "-c", f'hostname {n}; exec slurmd -D -N {n} -f "$0"', str(conf)),
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))

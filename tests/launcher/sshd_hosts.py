@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from netns_hosts import Host
 from polling import wait_until
@@ -61,7 +61,7 @@ def sshd_hosts(hosts: list[Host], root: Path) -> Iterator[Path]:
             "Host *", "  User root", f"  IdentityFile {client_key}", "  IdentitiesOnly yes",
             "  StrictHostKeyChecking accept-new", f"  UserKnownHostsFile {known}", "  ConnectTimeout 10",
             "  LogLevel ERROR", ""]))
-        for h, p in zip(hosts, procs):  # ready when a login works
+        for h, p in zip(hosts, procs, strict=True):  # ready when a login works
             def sshd_log(h=h) -> str:
                 return f"sshd.log: {(root / h.name / 'sshd.log').read_text(errors='replace')[-500:]}"
 

@@ -177,10 +177,10 @@ def test_stop_all_nodes_prints_one_aligned_row_per_node(monkeypatch, capsys) -> 
                 ("node-1", "10.0.0.2", "FAILED: no answer within 30 s"),
                 ("node-22", "worker.example", "stopped: run run-c stopped")]
     assert len(lines) == 3
-    for line, (label, dest, result) in zip(lines, expected):
+    for line, (label, dest, result) in zip(lines, expected, strict=True):
         assert line.startswith(f"{label} ") and f" {dest} " in line and line.endswith(result), line
-    assert len({line.index(dest) for line, dest in zip(lines, ["this", "10.0.0.2", "worker"])}) == 1
-    assert len({line.index(word) for line, word in zip(lines, ["stopped:", "FAILED:", "stopped:"])}) == 1
+    assert len({line.index(dest) for line, dest in zip(lines, ["this", "10.0.0.2", "worker"], strict=True)}) == 1
+    assert len({line.index(word) for line, word in zip(lines, ["stopped:", "FAILED:", "stopped:"], strict=True)}) == 1
 
 
 def test_launch_all_nodes_prints_the_started_nodes_as_a_table(tmp_path, monkeypatch, capsys) -> None:

@@ -6,19 +6,24 @@ unreachable node is named with ssh's error and nothing starts."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
 import time
 
 import httpx
-import pytest
-
 import netns_hosts
+import pytest
 import sshd_hosts
 from multinode_e2e_support import (
-    READY_S, WIZARD, host_env, kill_namespace, processes, real_env, wait_for, wizard_left, write_plan,
+    READY_S,
+    WIZARD,
+    host_env,
+    kill_namespace,
+    real_env,
+    wait_for,
+    wizard_left,
+    write_plan,
 )
 
 pytestmark = pytest.mark.e2e
@@ -38,7 +43,8 @@ def test_all_nodes_from_the_head_over_ssh(tmp_path) -> None:
                 wenv = host_env(real, tmp_path / "node-1" / "state")
                 keep = ("PATH", "XDG_STATE_HOME", "NO_COLOR", "HF_HUB_OFFLINE", "VLLM_CPU_KVCACHE_SPACE",
                         "VLLM_NO_USAGE_STATS", "DO_NOT_TRACK")
-                remote = shlex.join(["env", *(f"{k}={wenv[k]}" for k in keep), sys.executable, "-m", "vllm_deploy_wizard"])
+                remote = shlex.join(["env", *(f"{k}={wenv[k]}" for k in keep), sys.executable, "-m",
+                                     "vllm_deploy_wizard"])
                 common = ["--ssh-config", str(ssh_config), "--remote-wizard", remote, "--skip-flag-check"]
 
                 def wizard(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:

@@ -15,8 +15,17 @@ import pytest
 
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher.bench import (
-    CSV_COLUMNS, BenchTarget, StepResult, SweepConfig, bench_argv, list_sweeps, load_sweep, next_step, run_step,
-    run_sweep, target_from_run,
+    CSV_COLUMNS,
+    BenchTarget,
+    StepResult,
+    SweepConfig,
+    bench_argv,
+    list_sweeps,
+    load_sweep,
+    next_step,
+    run_step,
+    run_sweep,
+    target_from_run,
 )
 
 
@@ -83,7 +92,7 @@ def test_bench_argv_uses_the_flags_of_vllm_bench_serve(tmp_path):
     t = BenchTarget("http://127.0.0.1:9000", "tiny", "/models/tiny", "/venv/bin/vllm")
     argv = bench_argv(t, SweepConfig(input_len=32, output_len=8), 4, tmp_path)
     assert argv[:3] == ["/venv/bin/vllm", "bench", "serve"]
-    pairs = dict(zip(argv[3::1], argv[4::1]))
+    pairs = dict(zip(argv[3::1], argv[4::1], strict=False))
     assert pairs["--dataset-name"] == "random" and pairs["--random-input-len"] == "32"
     assert pairs["--random-output-len"] == "8" and pairs["--max-concurrency"] == "4" and pairs["--num-prompts"] == "16"
     assert pairs["--result-dir"] == str(tmp_path) and pairs["--result-filename"] == "c4.json"
@@ -104,7 +113,7 @@ def fake_runner(tputs: dict[int, float], clock: FakeClock, seconds: float = 10.0
 
     def run(argv, env, deadline, progress, cancel, log=None):
         calls.append((argv, dict(env), deadline))
-        a = dict(zip(argv, argv[1:]))
+        a = dict(zip(argv, argv[1:], strict=False))
         c, n = int(a["--max-concurrency"]), int(a["--num-prompts"])
         progress(n // 2, n)
         clock.t += seconds

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from children import run_cli
 from e2e_env import E2EUnavailable, tiny_model, vllm_env
+
 from vllm_deploy_wizard.launcher.ports import free_port
 
 pytestmark = pytest.mark.e2e
@@ -73,7 +73,7 @@ def test_bench_sweeps_a_live_run_with_the_installed_vllm(real_vllm, env, tmp_pat
     assert tui["concurrencies"] == [1, 2] and tui["plotted"] == [1, 2]
     assert tui["svg"].startswith("<svg") and "Output throughput" in html.unescape(tui["svg"]).replace("\xa0", " ")
     print(f"\nE2E figures: bench sweep (1, 2) {bench_s:.1f} s; output tok/s "
-          f"{', '.join('%.1f' % s['output_throughput'] for s in steps)}; TUI sweep (1, 2) {tui_s:.1f} s")
+          f"{', '.join(format(s['output_throughput'], '.1f') for s in steps)}; TUI sweep (1, 2) {tui_s:.1f} s")
 
 
 async def _bench_screen(run_dir: Path) -> dict:

@@ -11,8 +11,8 @@ import sys
 import time
 
 import pytest
-
 from children import cleanup_runs, until
+
 from vllm_deploy_wizard.launcher import RunClient
 from vllm_deploy_wizard.launcher.launch import launch, prepare
 from vllm_deploy_wizard.launcher.plan_file import plan_placeholders

@@ -5,7 +5,6 @@ cleanup and a router waiting for engines on other machines — with real childre
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import time
 import uuid
@@ -13,11 +12,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from children import HEALTH_SERVER, PY, until
 from engine_children import ENGINE_SERVER
+
 from vllm_deploy_wizard.launcher.ports import free_port
-from vllm_deploy_wizard.launcher.spec import Liveness, ProcessSpec, Probe, RestartPolicy, RunSpec
+from vllm_deploy_wizard.launcher.spec import Liveness, Probe, ProcessSpec, RestartPolicy, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.supervisor import RunFinished, Supervisor
 
@@ -87,7 +86,8 @@ async def test_health_alone_keeps_a_hung_engine_ready(tmp_path):
     rec = Recorder()
     t_end = time.monotonic() + 30
     sup = await _run(RunSpec((_engine(free_port(), "hang"),)), rec,
-                     lambda s: rec.events("vllm", State.READY) and time.monotonic() > rec.t[("vllm", State.READY)][0] + 2.5)
+                     lambda s: rec.events("vllm", State.READY)
+                     and time.monotonic() > rec.t[("vllm", State.READY)][0] + 2.5)
     assert time.monotonic() < t_end
     assert [e.state for e in rec.events("vllm")][:2] == [State.STARTING, State.READY]
     assert not rec.events("vllm", State.BACKOFF) and sup.policy.states["vllm"].restarts == 0

@@ -7,9 +7,9 @@ import asyncio
 import time
 
 import pytest
-
 from e2e_env import E2EUnavailable, tiny_model, vllm_env
 from polling import wait_until_async
+
 from vllm_deploy_wizard.launcher.health import HttpProber
 from vllm_deploy_wizard.launcher.plan_file import parse_plan
 from vllm_deploy_wizard.launcher.ports import free_port

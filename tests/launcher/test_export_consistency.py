@@ -48,16 +48,18 @@ LWS_VARS = {"LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX", "LWS_GROUP_SIZE"}
 POD_REACHABLE = {"0.0.0.0", "::", "$(POD_IP)"}
 #: Per executable: (port flag, default port, host flag, default host) of each listener — vLLM 0.32.0
 #: ``vllm serve`` binds every address unless ``--host`` (``vllm/entrypoints/launchers/cli_args.py``
-#: ``host = None``, bound by ``launcher.py`` ``create_server_socket``); ``vllm-router`` 0.1.17 ``--help``: ``--host`` and
-#: ``--prometheus-host`` 127.0.0.1; the Dynamo frontend ``--http-host`` 0.0.0.0.
+#: ``host = None``, bound by ``launcher.py`` ``create_server_socket``); ``vllm-router`` 0.1.17 ``--help``:
+#: ``--host`` and ``--prometheus-host`` 127.0.0.1; the Dynamo frontend ``--http-host`` 0.0.0.0.
 LISTENERS = {
     "vllm": [("--port", 8000, "--host", "0.0.0.0")],
-    "vllm-router": [("--port", 30000, "--host", "127.0.0.1"), ("--prometheus-port", 29000, "--prometheus-host", "127.0.0.1")],
+    "vllm-router": [("--port", 30000, "--host", "127.0.0.1"),
+                    ("--prometheus-port", 29000, "--prometheus-host", "127.0.0.1")],
     "smg": [("--port", 30000, "--host", "127.0.0.1")],
     "dynamo.frontend": [("--http-port", 8000, "--http-host", "0.0.0.0")],
 }
 SECRET_FLAG = re.compile(r"^--(api-key|hf-token|[a-z-]*(token|secret|password))$")
-ADDRESS_PLACEHOLDER = re.compile(r"^((PREFILL|DECODE)_NODE_\d+|HEAD_IP|VLLM_INSTANCE_\d+|MOONCAKE_MASTER_IP|DYN_CONTROL_IP)$")
+ADDRESS_PLACEHOLDER = re.compile(
+    r"^((PREFILL|DECODE)_NODE_\d+|HEAD_IP|VLLM_INSTANCE_\d+|MOONCAKE_MASTER_IP|DYN_CONTROL_IP)$")
 API_KEY = "sk-consistency-0123456789"
 
 
@@ -93,7 +95,8 @@ EXPLICIT = [
     *((f"PD {c}", {**DSV3, "strategy": "pd_cluster", "nodes": 2, "connector": c}) for c in ("nixl", "mooncake")),
     ("PD moriio", {"model": "deepseek-ai/DeepSeek-V3", "hardware": "mi300x", "strategy": "pd_cluster", "nodes": 2,
                    "connector": "moriio"}),
-    *((f"PD router {r}", {**DSV3, "strategy": "pd_cluster", "nodes": 2, "router": r}) for r in ("vllm", "smg", "dynamo")),
+    *((f"PD router {r}", {**DSV3, "strategy": "pd_cluster", "nodes": 2, "router": r})
+      for r in ("vllm", "smg", "dynamo")),
     ("PD multi-node pools", {"model": "Qwen/Qwen3-Coder-480B-A35B-Instruct", "hardware": "h200",
                              "strategy": "pd_cluster", "pd": {"prefill": {"nodes": 2}, "decode": {"nodes": 2}}}),
     ("PD co-located", {"model": "Qwen/Qwen3-Coder-480B-A35B-Instruct", "hardware": "h200", "strategy": "pd_cluster",
@@ -203,7 +206,7 @@ def reaches(c: dict) -> list[tuple[str, int, str]]:
     init container waits for."""
     argv = _run_argv(c)
     out = []
-    for flag, value in zip(argv, argv[1:]):
+    for flag, value in zip(argv, argv[1:], strict=False):
         m = re.match(r"https?://([^:/]+):(\d+)", value)
         if flag in URL_FLAGS and m:
             out.append((m.group(1), int(m.group(2)), f"{flag} {value}"))
@@ -274,7 +277,7 @@ def k8s_problems(files: dict[str, list[dict]], device_count: int, secrets: list[
                 if re.search(r"TOKEN|KEY|SECRET|PASSWORD", e["name"]) and "value" in e:
                     problems.append(f"{where}: env {e['name']} inline, not from Secret {SECRET_NAME}")
             argv = _run_argv(c)
-            for flag, value in zip(argv, argv[1:]):
+            for flag, value in zip(argv, argv[1:], strict=False):
                 if SECRET_FLAG.match(flag) and not value.startswith("$("):
                     problems.append(f"{where}: {flag} value inline")
             if c in spec.get("initContainers", []):

@@ -85,7 +85,8 @@ ENGINE_WRAPPED = [
     "(EngineCore_DP0 pid=7) ERROR 12-01 10:00:00 [core.py:1510]     except KeyError as error:",
     "(EngineCore_DP0 pid=7) ERROR 12-01 10:00:00 [core.py:1510] {exc}",
     "(APIServer pid=1) ERROR 12-01 10:00:01 [api_server.py:9] an unrelated error line after the wrapper",
-    "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {{}}",
+    "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. "
+    "Failed core proc(s): {{}}",
 ]
 
 
@@ -105,7 +106,8 @@ def test_the_root_cause_is_the_exception_above_vllms_wrapper_and_time_independen
 
 
 def test_an_engine_death_with_a_root_line_above_it_quotes_that_line_and_without_one_stays_a_symptom():
-    died = "(EngineCore_DP0 pid=7) ERROR 12-01 10:00:00 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly"
+    died = ("(EngineCore_DP0 pid=7) ERROR 12-01 10:00:00 [core_client.py:564] "
+            "Engine core proc EngineCore_DP0 died unexpectedly")
     with_root = explain(["(EngineCore_DP0 pid=7) ValueError: rope_scaling must have a 'factor' field", died], 0)
     assert with_root.kind == "unclassified" and with_root.line.startswith("ValueError: rope_scaling")
     assert with_root.retryable is False
@@ -132,7 +134,8 @@ def test_no_root_cause_only_when_the_log_holds_no_error_line():
 
 def test_a_folder_without_tokenizer_gets_the_base_model_from_its_config_as_tokenizer(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"_name_or_path": "Qwen/Qwen2.5-0.5B-Instruct"}))
-    cause = explain([f"ValueError: No tokenizer file found in directory: {tmp_path}"], 1, ["vllm", "serve", str(tmp_path)])
+    cause = explain([f"ValueError: No tokenizer file found in directory: {tmp_path}"], 1,
+                    ["vllm", "serve", str(tmp_path)])
     assert cause.kind == "tokenizer_missing"
     assert cause.fix_args == ["--tokenizer", "Qwen/Qwen2.5-0.5B-Instruct"] and cause.facts["path"] == str(tmp_path)
 
@@ -147,7 +150,8 @@ def test_a_tpu_holder_is_named_by_its_pid():
                                        ({"ZE_AFFINITY_MASK": "0"}, "xpu-smi"), ({}, "nvidia-smi")])
 def test_a_memory_refusal_names_the_device_vendors_tool(env, tool):
     line = ("ValueError: Free memory on device (8.0/64.0 GiB) on startup is less than desired GPU memory "
-            "utilization (0.9, 57.6 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.")
+            "utilization (0.9, 57.6 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+            "processes.")
     cause = explain([line], 1, ["vllm", "serve", "m"], env)
     assert cause.kind == "mem_util" and tool in cause.fix
     assert "nvidia-smi" not in cause.fix or tool == "nvidia-smi"
@@ -199,7 +203,8 @@ def test_the_derived_length_as_vllm_0_32_prints_it_a_float():
 
 def test_vllm_0_32s_worker_wrapper_repeating_the_error_is_not_the_quoted_line():
     # measured with the installed vLLM 0.32.0 CPU build and an LMCache connector without lmcache installed
-    lines = ["(Worker pid=9) ERROR 12-01 19:47:48 [multiproc_executor.py:1063] ModuleNotFoundError: No module named 'lmcache'",
+    lines = ["(Worker pid=9) ERROR 12-01 19:47:48 [multiproc_executor.py:1063] "
+             "ModuleNotFoundError: No module named 'lmcache'",
              "(EngineCore pid=8) ERROR 12-01 19:47:48 [core.py:1510] RuntimeError: Worker failed with error 'No module "
              "named 'lmcache'', please check the stack trace above for the root cause",
              "RuntimeError: Worker failed with error 'No module named 'lmcache'', please check the stack trace above "
@@ -228,7 +233,8 @@ def test_a_logger_exception_header_is_no_anchor_its_root_is_in_the_traceback_bel
     cause = explain(lines, 1)
     assert cause.line == "TypeError: unsupported operand type(s)" and cause.retryable is False
     dead = explain(["ERROR 12-01 10:00:00 [async_llm.py:906] AsyncLLM output_handler failed.",
-                    "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace above"], 0)
+                    "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+                    "See stack trace above"], 0)
     assert dead.kind == "engine_dead"  # the handler's header is no root cause
 
 

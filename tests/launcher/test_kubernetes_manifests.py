@@ -6,7 +6,6 @@ and the core kinds with kubernetes-validate (strict) — plus what each shape mu
 from __future__ import annotations
 
 import collections
-import copy
 import functools
 import json
 import re
@@ -42,7 +41,7 @@ def _strict(schema):
     return schema
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def crd_validator(kind: str):
     files = {"LeaderWorkerSet": "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
              "DisaggregatedSet": "disaggregatedset.x-k8s.io_disaggregatedsets.yaml"}
@@ -267,7 +266,8 @@ def test_co_located_pd_pools_request_their_pinned_devices_numbered_in_the_pod(tm
     engines = _engines(files)
     assert len(engines) == 2
     for c in engines:
-        assert c["resources"]["limits"] == {"nvidia.com/gpu": 4} and last_flag_value(c["args"], "--tensor-parallel-size") == "4"
+        assert c["resources"]["limits"] == {"nvidia.com/gpu": 4}
+        assert last_flag_value(c["args"], "--tensor-parallel-size") == "4"
         # the device plugin hands the pod its 4 devices as 0-3: the host's 4,5,6,7 pin would name none of them
         assert not [e for e in c["env"] if e["name"].endswith("_VISIBLE_DEVICES")]
 

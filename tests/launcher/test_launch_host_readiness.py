@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 
 from children import run_cli
+
 from vllm_deploy_wizard import __version__
 from vllm_deploy_wizard.catalog import Selection, load_catalog, synthesize
 from vllm_deploy_wizard.catalog.models import Recipe
 from vllm_deploy_wizard.catalog.render import node_scripts, plan_file, plan_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "catalog"))
-from test_synthesis_seed import MOE_ID, MOE_RECIPE  # noqa: E402
+from test_synthesis_seed import MOE_ID, MOE_RECIPE  # tests/catalog, on sys.path from the line above
 
 
 def _iaxl_plan():

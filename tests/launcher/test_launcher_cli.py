@@ -13,17 +13,17 @@ import threading
 import psutil
 import pytest
 import yaml
-
 from children import FAIL, HEALTH_SERVER, PY, read_pty_until, run_cli, until_sync
-from vllm_deploy_wizard.launcher.ports import free_port
 
+from vllm_deploy_wizard.launcher.ports import free_port
 
 _cli = run_cli  # the `env` fixture is in conftest.py
 
 
 def _plan_file(tmp_path, port, extra=None):
     procs = [{"name": "web", "role": "serve", "node_rank": 0, "argv": [PY, "-c", HEALTH_SERVER, str(port), "0"],
-              "ports": [port], "health": {"url": f"http://127.0.0.1:{port}/health", "expect_status": 200, "interval_s": 0.2},
+              "ports": [port],
+              "health": {"url": f"http://127.0.0.1:{port}/health", "expect_status": 200, "interval_s": 0.2},
               "stop": {"timeout_s": 5}}]
     procs += extra or []
     f = tmp_path / "plan.yaml"
@@ -54,7 +54,8 @@ def test_foreground_prints_prefixed_lines_and_ctrl_c_stops_clean(tmp_path, env):
 
 def test_foreground_fatal_exits_1_with_cause(tmp_path, env):
     plan = _plan_file(tmp_path, free_port(), [{
-        "name": "boom", "phase": "engine", "depends_on": [], "argv": [PY, "-c", FAIL, "1", "OSError: [Errno 98] Address already in use"],
+        "name": "boom", "phase": "engine", "depends_on": [],
+        "argv": [PY, "-c", FAIL, "1", "OSError: [Errno 98] Address already in use"],
         "restart": {"mode": "on-failure", "max_failures": 2, "backoff_initial_s": 0.05}}])
     r = _cli(env, "launch", str(plan), "--foreground")
     assert r.returncode == 1, r.stdout + r.stderr
@@ -63,7 +64,8 @@ def test_foreground_fatal_exits_1_with_cause(tmp_path, env):
 
 def test_unresolved_placeholder_exits_2_naming_it(tmp_path, env):
     # another machine's address: nothing on this node can default it
-    plan = _plan_file(tmp_path, free_port(), [{"name": "r", "role": "router", "argv": ["vllm-router", "--worker", "$DECODE_NODE_2"]}])
+    plan = _plan_file(tmp_path, free_port(),
+                      [{"name": "r", "role": "router", "argv": ["vllm-router", "--worker", "$DECODE_NODE_2"]}])
     r = _cli(env, "launch", str(plan))
     assert r.returncode == 2 and "$DECODE_NODE_2" in r.stderr and "--set DECODE_NODE_2=VALUE" in r.stderr
     r = _cli(env, "launch", str(plan), "--set", "ROUTER_HOST")
@@ -173,15 +175,20 @@ def test_set_of_an_unknown_placeholder_warns_and_detection_fills_the_rest():
     assert values == {"HEAD_IP": "10.1.2.3", "IFACE_NAME": "ens5", "ROUTER_HOST": "r", "FOO": "1"}
     assert "warning: --set FOO=1: the plan has no $FOO placeholder; its placeholders: $HEAD_IP, $IFACE_NAME, " \
            "$ROUTER_HOST" in err.getvalue()
-    assert "using detected defaults: HEAD_IP=10.1.2.3 IFACE_NAME=ens5 (override with --set NAME=VALUE)" in err.getvalue()
+    assert ("using detected defaults: HEAD_IP=10.1.2.3 IFACE_NAME=ens5 (override with --set NAME=VALUE)"
+            in err.getvalue())
     # given values win; on another node $HEAD_IP is the head's address, never this host's
     err = io.StringIO()
     assert resolve_values(data, ["IFACE_NAME=eth9"], 1, err, host) == {"IFACE_NAME": "eth9"}
     assert err.getvalue() == "" and len(calls) == 1  # detection not even run
     err = io.StringIO()
     assert resolve_values(data, [], 1, err, host) == {"IFACE_NAME": "ens5"}
+
+    def no_host_facts():
+        return type("H", (), {"primary_ip": None, "default_iface": None})()
+
     # a fact detection could not find stays unresolved (the plan then says --set)
-    assert resolve_values(data, [], 0, io.StringIO(), lambda: type("H", (), {"primary_ip": None, "default_iface": None})()) == {}
+    assert resolve_values(data, [], 0, io.StringIO(), no_host_facts) == {}
 
 
 def test_the_plans_own_placeholder_defaults_fill_what_nobody_set_and_say_so():
@@ -210,19 +217,22 @@ def test_launch_fills_head_ip_and_iface_from_detection(tmp_path, env):
     if not (host.primary_ip and host.default_iface):
         pytest.skip(f"detection finds no address/interface here ({host.primary_ip}, {host.default_iface})")
     plan = tmp_path / "plan.yaml"
-    plan.write_text(yaml.safe_dump({"plan_version": 1, "plan": {"placeholders": ["HEAD_IP", "IFACE_NAME"], "processes": [{
+    plan.write_text(yaml.safe_dump({"plan_version": 1, "plan": {
+        "placeholders": ["HEAD_IP", "IFACE_NAME"], "processes": [{
         "name": "echo", "argv": [PY, "-c", "import sys; print('got', *sys.argv[1:])", "$HEAD_IP", "${IFACE_NAME}"],
         "restart": "never"}]}}))
     r = _cli(env, "launch", str(plan), "--foreground", "--skip-flag-check", "--set", "HEAD_IPP=1")
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"echo | got {host.primary_ip} {host.default_iface}" in r.stdout
     assert f"using detected defaults: HEAD_IP={host.primary_ip} IFACE_NAME={host.default_iface}" in r.stderr
-    assert "warning: --set HEAD_IPP=1: the plan has no $HEAD_IPP placeholder; its placeholders: $HEAD_IP, $IFACE_NAME" in r.stderr
+    assert ("warning: --set HEAD_IPP=1: the plan has no $HEAD_IPP placeholder; its placeholders: $HEAD_IP, $IFACE_NAME"
+            in r.stderr)
 
 
 def test_launch_of_plan_json_output_says_to_use_plan_out(tmp_path, env):
     f = tmp_path / "plan.json"
-    f.write_text(json.dumps({"deploy_type": "single_node", "resolved": {}, "processes": [{"name": "vllm", "argv": ["vllm"]}]}))
+    f.write_text(json.dumps({"deploy_type": "single_node", "resolved": {},
+                             "processes": [{"name": "vllm", "argv": ["vllm"]}]}))
     r = _cli(env, "launch", str(f), "--set", "HEAD_IP=1")
     assert r.returncode == 2 and "this looks like `plan --json` output" in r.stderr and "--out plan.yaml" in r.stderr
     assert "warning" not in r.stderr
@@ -238,8 +248,10 @@ def test_foreground_sighup_stops_every_child_cleanly(tmp_path, env, terminal):
     from vllm_deploy_wizard.launcher.runs import read_run
 
     port = free_port()
-    plan = _plan_file(tmp_path, port, [{"name": "sleeper", "phase": "before", "argv": [PY, "-c", "import time; time.sleep(600)"]}])
-    p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--foreground", "--skip-flag-check"],
+    plan = _plan_file(tmp_path, port,
+                      [{"name": "sleeper", "phase": "before", "argv": [PY, "-c", "import time; time.sleep(600)"]}])
+    p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--foreground",
+                          "--skip-flag-check"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines = []
     watchdog = threading.Timer(60, p.kill)  # never hang the suite if READY does not come
@@ -260,7 +272,8 @@ def test_foreground_sighup_stops_every_child_cleanly(tmp_path, env, terminal):
     p.wait(timeout=30)
     out = "" if terminal == "gone" else p.stdout.read()
     assert p.returncode == 128 + signal.SIGHUP, out
-    until_sync(lambda: not [x for x in tree if psutil.pid_exists(x) and psutil.Process(x).status() != psutil.STATUS_ZOMBIE],
+    until_sync(lambda: not [x for x in tree
+                            if psutil.pid_exists(x) and psutil.Process(x).status() != psutil.STATUS_ZOMBIE],
                10, "every child gone")
     assert read_run(run_dir).outcome == "stopped"
     if terminal == "still open":
@@ -330,11 +343,13 @@ def test_preflight_banner_says_whether_vllm_runs_and_prefix_flags_warn(tmp_path,
         {"name": "vllm", "role": "serve", "argv": [str(fake), "serve", "m", "--max-num-seq", "4"], "ports": [port]}]}}))
     r = _cli(env, "launch", str(plan))
     banner = [x for x in r.stderr.splitlines() if x.startswith("preflight:")]
-    assert banner == ["preflight: ports, executables, files, memory, vLLM version and flags (not cached yet: ~30 s per vLLM install) …"], r.stderr
+    assert banner == ["preflight: ports, executables, files, memory, vLLM version and flags "
+                      "(not cached yet: ~30 s per vLLM install) …"], r.stderr
     assert "preflight warning: 'vllm': vLLM expands --max-num-seq to --max-num-seqs; write it in full" in r.stderr
     assert r.returncode == 2 and f"port {port} (needed by 'vllm') is in use" in r.stderr and "no flag" not in r.stderr
     r = _cli(env, "launch", str(plan))
-    assert "preflight: ports, executables, files, memory, vLLM version and flags (cached) …" in r.stderr.splitlines(), r.stderr
+    assert ("preflight: ports, executables, files, memory, vLLM version and flags (cached) …"
+            in r.stderr.splitlines()), r.stderr
     r = _cli(env, "launch", str(_plan_file(tmp_path, port)))  # python children only; refused on the busy port
     assert r.returncode == 2 and r.stderr.splitlines()[0] == "preflight: ports, executables, files, memory …", r.stderr
     busy.close()
@@ -354,10 +369,13 @@ def test_foreground_on_a_terminal_that_closes_stops_every_child(tmp_path, env):
     def own_the_terminal():  # in the child: new session (Popen), then make the pty its controlling tty
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-    plan = _plan_file(tmp_path, free_port(), [{"name": "sleeper", "phase": "before", "argv": [PY, "-c", "import time; time.sleep(600)"]}])
+    plan = _plan_file(tmp_path, free_port(),
+                      [{"name": "sleeper", "phase": "before", "argv": [PY, "-c", "import time; time.sleep(600)"]}])
     master, slave = pty.openpty()
-    p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--foreground", "--skip-flag-check"],
-                         env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, preexec_fn=own_the_terminal)
+    p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--foreground",
+                          "--skip-flag-check"],
+                         env=env, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                         preexec_fn=own_the_terminal)
     os.close(slave)
     try:
         out = read_pty_until(master, lambda out: any(x.startswith(b"web ") and b"READY" in x for x in out.splitlines()),
@@ -369,7 +387,8 @@ def test_foreground_on_a_terminal_that_closes_stops_every_child(tmp_path, env):
     tree = [c.pid for c in psutil.Process(p.pid).children(recursive=True)]
     os.close(master)  # the terminal is gone
     assert p.wait(timeout=30) == 128 + signal.SIGHUP
-    until_sync(lambda: not [x for x in tree if psutil.pid_exists(x) and psutil.Process(x).status() != psutil.STATUS_ZOMBIE],
+    until_sync(lambda: not [x for x in tree
+                            if psutil.pid_exists(x) and psutil.Process(x).status() != psutil.STATUS_ZOMBIE],
                10, "every child gone")
     info = read_run(run_dir)
     assert info.outcome == "stopped"
@@ -377,7 +396,8 @@ def test_foreground_on_a_terminal_that_closes_stops_every_child(tmp_path, env):
 
 def test_foreground_stopped_by_sigterm_exits_143(tmp_path, env):
     plan = _plan_file(tmp_path, free_port())
-    p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--foreground", "--skip-flag-check"],
+    p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--foreground",
+                          "--skip-flag-check"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     for line in p.stdout:
         if "▸ READY" in line:
@@ -391,7 +411,6 @@ def test_foreground_stopped_by_sigterm_exits_143(tmp_path, env):
 def test_wait_interrupted_says_the_run_goes_on_and_how_to_attach(tmp_path, env, sigint_ignored):
     """Ctrl-C (SIGINT) ends only the waiting — also where the command started with SIGINT ignored, as a
     background job of a non-interactive shell does."""
-    from vllm_deploy_wizard.launcher.runs import list_runs
 
     # never READY (the server binds after 600 s): --wait waits until interrupted
     plan = _plan_file(tmp_path, free_port(), [])
@@ -399,14 +418,16 @@ def test_wait_interrupted_says_the_run_goes_on_and_how_to_attach(tmp_path, env, 
     data["plan"]["processes"][0]["argv"][4] = "600"
     plan.write_text(yaml.safe_dump(data))
     disposition = signal.SIG_IGN if sigint_ignored else signal.SIG_DFL
-    p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--wait", "--skip-flag-check"],
+    p = subprocess.Popen([sys.executable, "-m", "vllm_deploy_wizard", "launch", str(plan), "--wait",
+                          "--skip-flag-check"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, disposition))
     first = [p.stdout.readline() for _ in range(2)]
     launched = next((x for x in first if x.startswith("launched run ")), None)
     assert launched, first
     run_id = launched.split()[2]
-    until_sync(lambda: "STARTING" in json.dumps(_cli(env, "status", run_id, "--json").stdout), 30, "the run is starting")
+    until_sync(lambda: "STARTING" in json.dumps(_cli(env, "status", run_id, "--json").stdout), 30,
+               "the run is starting")
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=30)
     assert p.returncode == 130, out
@@ -420,7 +441,8 @@ def test_logs_hides_poll_lines_unless_all_lines(tmp_path):
     log = tmp_path / "vllm.log"
     polls = [f'INFO:     127.0.0.1:{5000 + i} - "GET /health HTTP/1.1" 200 OK' for i in range(300)]
     log.write_text("\n".join(["engine up", *polls[:150], "a real request line",
-                              'INFO:     127.0.0.1:1 - "GET /health HTTP/1.1" 503 Service Unavailable', *polls[150:]]) + "\n")
+                              'INFO:     127.0.0.1:1 - "GET /health HTTP/1.1" 503 Service Unavailable',
+                              *polls[150:]]) + "\n")
     lines, hidden = shown_tail(log, 3)
     assert lines == ["engine up", "a real request line",
                      'INFO:     127.0.0.1:1 - "GET /health HTTP/1.1" 503 Service Unavailable'] and hidden == 300

@@ -10,8 +10,8 @@ import signal
 import psutil
 import pytest
 import yaml
-
 from children import HEALTH_SERVER, PY, run_cli, until_sync
+
 from vllm_deploy_wizard.launcher.ports import free_port
 
 #: What vLLM prints for `vllm serve /nonexistent/model` (0.32 CPU build), then exit 1.
@@ -110,7 +110,8 @@ def test_restart_a_process_of_a_running_run(tmp_path, env):
 def test_stale_run_shows_orphaned_processes_and_counts_agree(tmp_path, env):
     # a server and a shell with two sleeping children (one process group)
     port = free_port()
-    sleeper = {"name": "sleeper", "role": "companion", "phase": "before", "argv": ["bash", "-c", "sleep 1000 & sleep 1000 & wait"]}
+    sleeper = {"name": "sleeper", "role": "companion", "phase": "before",
+               "argv": ["bash", "-c", "sleep 1000 & sleep 1000 & wait"]}
     r = _cli(env, "launch", _plan(tmp_path, [_web(port), sleeper]), "--wait")
     assert r.returncode == 0, r.stdout + r.stderr
     st = json.loads(_cli(env, "status", "--json").stdout)[0]

@@ -27,12 +27,20 @@ import httpx
 import psutil
 import pytest
 import yaml
-
 from children import run_cli
-from polling import wait_until_async
 from e2e_env import E2EUnavailable, cache_root, lmcache_env, router_env, tiny_model, vllm_env
+from polling import wait_until_async
+
 from vllm_deploy_wizard.launcher import (
-    ProcessEvent, ProcessSpec, Probe, RestartPolicy, RunClient, RunFinished, RunSpec, Snapshot, State,
+    Probe,
+    ProcessEvent,
+    ProcessSpec,
+    RestartPolicy,
+    RunClient,
+    RunFinished,
+    RunSpec,
+    Snapshot,
+    State,
     start_run,
 )
 from vllm_deploy_wizard.launcher.ports import free_port
@@ -186,7 +194,7 @@ async def test_real_chain_lmcache_vllm_router(real):
         if info2.status == "running":
             try:
                 await RunClient(info.run_id).stop()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 — best-effort cleanup; the test already has its verdict
                 pass
             with contextlib.suppress(AssertionError):  # cleanup goes on: stale leftovers are stopped below
                 await wait_until_async(lambda: find_run(info.run_id).status != "running", 60, "the run stopped",

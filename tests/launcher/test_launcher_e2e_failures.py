@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from e2e_env import E2EUnavailable, tiny_model, vllm_env
-from vllm_deploy_wizard.launcher import ProcessEvent, ProcessSpec, Probe, RestartPolicy, RunSpec, State, Supervisor
+
+from vllm_deploy_wizard.launcher import Probe, ProcessEvent, ProcessSpec, RestartPolicy, RunSpec, State, Supervisor
 from vllm_deploy_wizard.launcher.causes import is_wrapper
 from vllm_deploy_wizard.launcher.ports import free_port
 from vllm_deploy_wizard.launcher.preflight import check
@@ -46,7 +46,8 @@ def _serve(real, *extra: str, port: int) -> ProcessSpec:
 async def test_a_deterministic_bad_flag_goes_fatal_after_one_start_with_the_root_line(real, tmp_path):
     spec = RunSpec((_serve(real, "--tensor-parallel-size", "3", port=free_port()),))
     events: list[ProcessEvent] = []
-    sup = Supervisor(spec, log_dir=tmp_path, listeners=[lambda m: events.append(m) if isinstance(m, ProcessEvent) else None],
+    sup = Supervisor(spec, log_dir=tmp_path,
+                     listeners=[lambda m: events.append(m) if isinstance(m, ProcessEvent) else None],
                      metrics=False)
     assert await asyncio.wait_for(sup.run(), 240) == "fatal"
     states = [e.state for e in events if e.name == "vllm"]

@@ -8,8 +8,7 @@ import pytest
 import yaml
 
 from vllm_deploy_wizard.common.errors import LaunchError
-from vllm_deploy_wizard.launcher.launch import (NodeFacts, launch, node_facts, node_problems, placeholder_values,
-                                                 prepare)
+from vllm_deploy_wizard.launcher.launch import NodeFacts, launch, node_facts, node_problems, placeholder_values, prepare
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
 
 GIB = 2**30
@@ -60,7 +59,8 @@ def test_cpu_memory_fit_is_what_the_cpu_worker_checks():
     assert node_problems(flag, facts) == []
     big = RunSpec((_serve("--gpu-memory-utilization", "0.5", env={"VLLM_CPU_KVCACHE_SPACE": "12"}),))
     [problem] = node_problems(big, facts)
-    assert "VLLM_CPU_KVCACHE_SPACE=12 asks vLLM for a 12.0 GiB KV cache" in problem and "VLLM_CPU_KVCACHE_SPACE=10" in problem
+    assert "VLLM_CPU_KVCACHE_SPACE=12 asks vLLM for a 12.0 GiB KV cache" in problem
+    assert "VLLM_CPU_KVCACHE_SPACE=10" in problem
     # vLLM reads the variable with int(): a fraction would crash it at start
     [problem] = node_problems(RunSpec((_serve(env={"VLLM_CPU_KVCACHE_SPACE": "2.5"}),)), facts)
     assert "not a whole number of GiB" in problem
@@ -98,7 +98,8 @@ def test_launch_lists_every_problem_at_once_and_starts_nothing(tmp_path, monkeyp
         launch(plan, facts=HOST, check_flags=False)
     text = str(err.value)
     assert "--max-model-len has no value" in text and "not found" in text and "cuda plan" in text
-    assert not (tmp_path / "state" / "vllm-wizard" / "runs").exists() or not list((tmp_path / "state" / "vllm-wizard" / "runs").iterdir())
+    runs = tmp_path / "state" / "vllm-wizard" / "runs"
+    assert not runs.exists() or not list(runs.iterdir())
 
 
 def test_a_planned_single_gpu_plan_is_refused_on_a_node_without_accelerators(tmp_path):

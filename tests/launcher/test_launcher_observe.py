@@ -19,13 +19,17 @@ from vllm_deploy_wizard.launcher.vllm import StartupProgress
 
 @pytest.mark.parametrize("line, kind", [
     ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB", "device_oom"),
-    ("ERROR: [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use", "port_in_use"),
+    ("ERROR: [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
+     "port_in_use"),
     ("huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo", "hf_token_missing"),
     ("huggingface_hub.errors.GatedRepoError: 403 Client Error. Cannot access gated repo", "gated_model"),
-    ("OSError: foo/bar is not a local folder and is not a valid model identifier listed on 'https://huggingface.co/models'", "model_not_found"),
+    ("OSError: foo/bar is not a local folder and is not a valid model identifier listed on "
+     "'https://huggingface.co/models'", "model_not_found"),
     ("vllm serve: error: unrecognized arguments: --bogus-flag", "unknown_argument"),
-    ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error", "collective_network"),
-    ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now. Supported architectures: ...", "unsupported_architecture"),
+    ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
+     "collective_network"),
+    ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now. Supported architectures: ...",
+     "unsupported_architecture"),
     ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`", "kv_cache_oom"),
 ])
 def test_classify_known_failures(line, kind):
@@ -135,7 +139,8 @@ def test_preflight_lists_every_problem(tmp_path):
         calls.append(argv)
         if argv[-1] == "--version":
             return "INFO some log line 1.2.3\n0.9.1\n"
-        return "options:\n" + "\n".join(f"  --flag-{i}" for i in range(30)) + "\n  --max-model-len MAX_MODEL_LEN\n  --enable-prefix-caching, --no-enable-prefix-caching\n"
+        return ("options:\n" + "\n".join(f"  --flag-{i}" for i in range(30))
+                + "\n  --max-model-len MAX_MODEL_LEN\n  --enable-prefix-caching, --no-enable-prefix-caching\n")
 
     spec = RunSpec((
         ProcessSpec("vllm", (str(fake_vllm), "serve", "m", "--max-model-len", "256", "--max-modle-len=5",
@@ -170,7 +175,8 @@ def _fake_vllm(tmp_path, flags):
     def runner(argv, env, timeout):
         if argv[-1] == "--version":
             return "0.32.0+cpu\n"
-        return "options:\n" + "\n".join(f"  --flag-{i}" for i in range(30)) + "\n" + "\n".join(f"  {f} X" for f in flags)
+        return ("options:\n" + "\n".join(f"  --flag-{i}" for i in range(30)) + "\n"
+                + "\n".join(f"  {f} X" for f in flags))
 
     return exe, runner
 
@@ -179,7 +185,8 @@ def test_preflight_reads_flags_as_vllms_argparse_does(tmp_path):
     """vLLM's FlexibleArgumentParser (allow_abbrev=True) expands a unique prefix;
     an ambiguous one and an unknown one are refused; ``_`` reads as ``-``; ``--x.key`` needs ``--x``."""
     exe, runner = _fake_vllm(tmp_path, ["--max-num-seqs", "--max-num-batched-tokens", "--max-model-len",
-                                         "--compilation-config", "--enable-prefix-caching", "--no-enable-prefix-caching"])
+                                         "--compilation-config", "--enable-prefix-caching",
+                                         "--no-enable-prefix-caching"])
     argv = (str(exe), "serve", "m", "--max-num-seq", "4", "--max-num-b=8", "--max_model_len", "9",
             "--compilation-config.level", "3", "--max", "1", "--max-num", "2", "--no-such-flag-xyz", "3",
             "--max-modle-len", "5", "--bogus.key", "1")
@@ -211,7 +218,8 @@ def test_vllm_probe_needed_says_whether_vllm_must_be_run(tmp_path):
     cache = tmp_path / "cache"
     no_vllm = RunSpec((ProcessSpec("py", (sys.executable, "-V")),))
     assert vllm_probe_needed(no_vllm, cache=cache) is None
-    spec = RunSpec((ProcessSpec("vllm", (str(exe), "serve", "m", "--port", "1")), ProcessSpec("py", (sys.executable, "-V"))))
+    spec = RunSpec((ProcessSpec("vllm", (str(exe), "serve", "m", "--port", "1")),
+                    ProcessSpec("py", (sys.executable, "-V"))))
     assert vllm_probe_needed(spec, cache=cache) is True
     assert check(spec, runner=runner, cache=cache) == []
     assert vllm_probe_needed(spec, cache=cache) is False
@@ -228,7 +236,8 @@ def test_child_env_orders_gpus_by_pci_bus_and_keeps_plan_env():
     env = child_env(ProcessSpec("v", ("vllm",), env={"VLLM_CPU_KVCACHE_SPACE": "1"}), base={"PATH": "/bin"})
     assert env == {"PATH": "/bin", "VLLM_CPU_KVCACHE_SPACE": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
     # an explicit choice in the plan wins
-    assert child_env(ProcessSpec("v", ("x",), env={"CUDA_DEVICE_ORDER": "FASTEST_FIRST"}), base={})["CUDA_DEVICE_ORDER"] == "FASTEST_FIRST"
+    pinned = ProcessSpec("v", ("x",), env={"CUDA_DEVICE_ORDER": "FASTEST_FIRST"})
+    assert child_env(pinned, base={})["CUDA_DEVICE_ORDER"] == "FASTEST_FIRST"
 
 
 def test_log_file_rotates_and_tail_is_bounded(tmp_path):

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import pytest
+import yaml
 
+from vllm_deploy_wizard.launcher.causes import WAITS_ON_PEER, explain
 from vllm_deploy_wizard.launcher.policy import (
     CancelTimer,
     Exited,
     Finished,
     KillTree,
     Policy,
-    ProbeHealth,
     ProbeFailed,
+    ProbeHealth,
     ProbePassed,
     RestartRequested,
     Signal,
@@ -23,7 +26,8 @@ from vllm_deploy_wizard.launcher.policy import (
     StopRequested,
     TimerFired,
 )
-from vllm_deploy_wizard.launcher.spec import ProcessSpec, Probe as ProbeSpec, RestartPolicy, RunSpec
+from vllm_deploy_wizard.launcher.spec import Probe as ProbeSpec
+from vllm_deploy_wizard.launcher.spec import ProcessSpec, RestartPolicy, RunSpec
 from vllm_deploy_wizard.launcher.states import InvalidTransition, ProcessState, State, transition
 
 
@@ -154,7 +158,8 @@ def test_stop_escalates_to_sigkill_after_the_timeout():
     h = History(_spec())
     _bring_up(h)
     acts = h.at(60.0, StopRequested("user"))
-    assert acts == [CancelTimer("router", "ready"), Signal("router", signal.SIGTERM), StartTimer("router", "kill", 20.0)]
+    assert acts == [CancelTimer("router", "ready"), Signal("router", signal.SIGTERM),
+                    StartTimer("router", "kill", 20.0)]
     h.at(60.1, Exited("router", 0))
     acts = h.at(60.2, Exited("router", 0))  # a duplicate report changes nothing
     assert acts == []
@@ -257,8 +262,10 @@ def test_transition_table_refuses_impossible_moves():
 # ---------------------------------------------------------------- deterministic vs transient causes
 
 DIVISIBILITY = {"kind": "divisibility", "summary": "52 attention heads cannot be split over --tensor-parallel-size 8",
-                "fix": "set --tensor-parallel-size 4", "line": "ValueError: Total number of attention heads (52) must be "
-                "divisible by tensor parallel size (8).", "fix_args": ["--tensor-parallel-size", "4"], "retryable": False}
+                "fix": "set --tensor-parallel-size 4",
+                "line": "ValueError: Total number of attention heads (52) must be "
+                        "divisible by tensor parallel size (8).",
+                "fix_args": ["--tensor-parallel-size", "4"], "retryable": False}
 PORT_RACE = {"kind": "port_in_use", "summary": "port 8000 is already in use", "fix": "stop its holder",
              "line": "OSError: [Errno 98] Address already in use", "retryable": True}
 
@@ -403,11 +410,6 @@ def test_a_process_without_probe_failing_deterministically_soon_after_start_is_f
 
 # ---------------------------------------------------------------- retry only what can change
 
-import yaml  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from vllm_deploy_wizard.launcher.causes import WAITS_ON_PEER, explain  # noqa: E402
-
 CORPUS = yaml.safe_load((Path(__file__).parent / "failure_corpus.yaml").read_text(encoding="utf-8"))
 #: the failure kinds the launcher learnt to tell from "no root cause" (one replay each, from the corpus)
 NEW_KINDS = ("dtype_unsupported", "max_model_len_too_long", "tpu_busy", "engines_not_ready", "device_error",
@@ -417,7 +419,8 @@ NEW_KINDS = ("dtype_unsupported", "max_model_len_too_long", "tpu_busy", "engines
 
 def _replay_cause(entry: dict) -> dict:
     """The cause the supervisor hands the policy for this corpus entry's log (explain → dict)."""
-    return explain(entry["excerpt"].splitlines(), entry.get("rc"), entry.get("argv") or (), entry.get("env") or {}).to_dict()
+    return explain(entry["excerpt"].splitlines(), entry.get("rc"), entry.get("argv") or (),
+                   entry.get("env") or {}).to_dict()
 
 
 def _fail_start(h: History, t: float, cause, pid: int) -> list:
@@ -485,7 +488,8 @@ def test_different_root_lines_or_a_ready_start_between_them_keep_restarting():
 
 
 @pytest.mark.parametrize("cause", [
-    {"kind": "master_unreachable", "summary": "", "fix": "", "line": "failed to connect/validate to host 10.0.0.1:29500"},
+    {"kind": "master_unreachable", "summary": "", "fix": "",
+     "line": "failed to connect/validate to host 10.0.0.1:29500"},
     {"kind": "port_in_use", "summary": "", "fix": "", "line": "OSError: [Errno 98] Address already in use"},
     {"kind": "engine_dead", "summary": "", "fix": "", "line": "Engine core proc EngineCore_DP0 died unexpectedly"},
 ])

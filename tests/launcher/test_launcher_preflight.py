@@ -22,7 +22,8 @@ def test_a_relative_recipe_chat_template_is_refused_with_how_to_get_it_for_the_i
     p = _serve("--chat-template", "examples/tool_chat_template_gemma4.jinja", cwd=str(tmp_path))
     [problem] = path_problems(p, "0.32.0+cpu")  # a local build's version: the release tag has no +cpu
     assert "--chat-template examples/tool_chat_template_gemma4.jinja does not exist" in problem
-    assert "https://raw.githubusercontent.com/vllm-project/vllm/v0.32.0/examples/tool_chat_template_gemma4.jinja" in problem
+    assert ("https://raw.githubusercontent.com/vllm-project/vllm/v0.32.0/examples/tool_chat_template_gemma4.jinja"
+            in problem)
     assert "vllm/vllm-openai:v0.32.0" in problem
     (tmp_path / "examples").mkdir()
     (tmp_path / "examples" / "tool_chat_template_gemma4.jinja").write_text("{{ messages }}")
@@ -65,7 +66,8 @@ def test_flags_with_values_pass():
 
 
 def test_ports_set_through_env_and_flags_are_bound_ports():
-    nixl = ProcessSpec(name="prefill", argv=("vllm", "serve", "m", "--tensor-parallel-size", "2", "--kv-transfer-config",
+    nixl = ProcessSpec(name="prefill", argv=("vllm", "serve", "m", "--tensor-parallel-size", "2",
+                                            "--kv-transfer-config",
                                             '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'), ports=(8100,))
     side = "NIXL side channel (VLLM_NIXL_SIDE_CHANNEL_PORT, vLLM default)"
     # vLLM 0.32 binds one listener per DP rank (nixl/base_scheduler.py); vLLM 0.10 one per TP rank
@@ -89,8 +91,8 @@ def test_preflight_names_a_busy_env_port_and_two_processes_sharing_a_side_channe
         a = ProcessSpec(name="prefill", argv=(str(exe), "serve", "m"), env={"VLLM_NIXL_SIDE_CHANNEL_PORT": str(port)})
         b = ProcessSpec(name="decode", argv=(str(exe), "serve", "m"), env={"VLLM_NIXL_SIDE_CHANNEL_PORT": str(port)})
         problems = check(RunSpec((a, b)), check_flags=False, free_ram=lambda: 1 << 40)
-    assert any(f"port {port} (needed by 'prefill' for the NIXL side channel (VLLM_NIXL_SIDE_CHANNEL_PORT)) is in use" in x
-               for x in problems), problems
+    assert any(f"port {port} (needed by 'prefill' for the NIXL side channel (VLLM_NIXL_SIDE_CHANNEL_PORT)) "
+               "is in use" in x for x in problems), problems
     assert any(f"port {port}: claimed by both 'prefill' and 'decode'" in x for x in problems), problems
     assert str(os.getpid()) in " ".join(problems) or "in use;" in " ".join(problems)
 

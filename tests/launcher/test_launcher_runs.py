@@ -9,12 +9,22 @@ import stat
 
 import psutil
 import pytest
-
 from children import HEALTH_SERVER, PY, cleanup_runs, read_pty_until, until, until_sync
+
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.launcher import (
-    ProcessEvent, ProcessSpec, Probe, RunClient, RunFinished, RunSpec, Snapshot, State,
-    find_run, list_runs, start_run, stop_stale,
+    Probe,
+    ProcessEvent,
+    ProcessSpec,
+    RunClient,
+    RunFinished,
+    RunSpec,
+    Snapshot,
+    State,
+    find_run,
+    list_runs,
+    start_run,
+    stop_stale,
 )
 from vllm_deploy_wizard.launcher.ports import free_port
 
@@ -90,7 +100,8 @@ async def test_detach_reattach_and_stop(state_home):
 
 async def test_stale_run_after_supervisor_sigkill_is_found_and_stopped():
     info = start_run(_spec(free_port()))
-    await until(lambda: (info.run_dir / "state.json").exists() and '"READY"' in (info.run_dir / "state.json").read_text(),
+    await until(lambda: (info.run_dir / "state.json").exists()
+                and '"READY"' in (info.run_dir / "state.json").read_text(),
                 20, "READY recorded")
     snap = await RunClient(info.run_id).status()
     child = snap.processes[0]["pid"]

@@ -118,8 +118,10 @@ def test_self_dependency_and_cycles_are_refused_naming_them():
 
 def test_unknown_dependency_suggests_the_closest_name():
     with pytest.raises(LaunchError) as exc:
-        parse_plan(_plan(LMCACHE, {**VLLM, "argv": ["vllm", "serve", "m"], "env": {}, "depends_on": ["kv_offload:lmcach"]}))
-    assert "process 'vllm' depends_on unknown 'kv_offload:lmcach' (did you mean 'kv_offload:lmcache'?)" in str(exc.value)
+        parse_plan(_plan(LMCACHE, {**VLLM, "argv": ["vllm", "serve", "m"], "env": {},
+                                   "depends_on": ["kv_offload:lmcach"]}))
+    assert ("process 'vllm' depends_on unknown 'kv_offload:lmcach' (did you mean 'kv_offload:lmcache'?)"
+            in str(exc.value))
     with pytest.raises(LaunchError, match="depends_on must be a list of process names, got 'cache'"):
         parse_plan(_plan({"name": "a", "argv": ["x"], "depends_on": "cache"}))
 
@@ -159,7 +161,8 @@ def test_ready_cadence_defaults_to_5_s_unless_configured():
     assert Probe("http://h/health").ready_cadence_s == 5.0
     assert Probe("http://h/health", interval_s=10).ready_cadence_s == 10
     assert Probe("http://h/health", ready_interval_s=0.5).ready_cadence_s == 0.5
-    spec = parse_plan(_plan({"name": "s", "argv": ["x"], "health": {"url": "http://h:1/health", "ready_interval_s": 2}}))
+    spec = parse_plan(_plan({"name": "s", "argv": ["x"],
+                             "health": {"url": "http://h:1/health", "ready_interval_s": 2}}))
     assert spec.processes[0].probe.ready_cadence_s == 2
 
 
@@ -187,7 +190,8 @@ def test_a_default_dependency_cycle_is_listed_with_the_other_problems():
 
 def test_double_dollar_is_a_literal_dollar_never_a_placeholder():
     """``$$NAME`` → ``$NAME`` for a shell; other ``$$`` and lower-case ``$x`` untouched."""
-    from vllm_deploy_wizard.common.placeholders import fill, names as placeholders_in
+    from vllm_deploy_wizard.common.placeholders import fill
+    from vllm_deploy_wizard.common.placeholders import names as placeholders_in
     from vllm_deploy_wizard.launcher.plan_file import plan_placeholders
 
     proc = {"name": "sh", "argv": ["bash", "-c", 'echo "$$HOME $${USER} pid $$ $x"; sleep 1', "$PORT", "$$PORT"],

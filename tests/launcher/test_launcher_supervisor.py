@@ -8,11 +8,11 @@ import shlex
 import signal
 
 import psutil
-
 from children import FAIL, HEALTH_SERVER, LONG_LINE, PY, until
+
 from vllm_deploy_wizard.launcher.logs import TAIL_LINES
 from vllm_deploy_wizard.launcher.ports import free_port
-from vllm_deploy_wizard.launcher.spec import ProcessSpec, Probe, RestartPolicy, RunSpec
+from vllm_deploy_wizard.launcher.spec import Probe, ProcessSpec, RestartPolicy, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.supervisor import RunFinished, Supervisor
 
@@ -111,7 +111,8 @@ async def test_sigkill_of_main_process_reaps_orphans_and_restarts(tmp_path):
 
 async def test_a_deterministic_failure_goes_fatal_after_one_start_with_its_cause_and_fix(tmp_path):
     spec = RunSpec((ProcessSpec(
-        name="vllm", argv=(PY, "-c", FAIL, "1", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"),
+        name="vllm",
+        argv=(PY, "-c", FAIL, "1", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"),
         restart=RestartPolicy(backoff_initial_s=0.05, max_failures=3, window_s=60),
     ),))
     rec = Recorder()
@@ -136,7 +137,8 @@ async def test_a_transient_failure_backs_off_until_the_crash_loop_limit(tmp_path
     states = rec.states("vllm")
     assert states.count(State.BACKOFF) == 2 and states[-1] is State.FATAL
     fatal = rec.events("vllm")[-1]
-    assert fatal.cause["kind"] == "port_in_use" and fatal.cause["facts"]["port"] == 8000 and "crash loop" in fatal.detail
+    assert fatal.cause["kind"] == "port_in_use" and fatal.cause["facts"]["port"] == 8000
+    assert "crash loop" in fatal.detail
 
 
 async def test_missing_executable_is_classified():
@@ -240,7 +242,7 @@ async def test_probes_never_overlap_and_a_slow_poll_stretches_the_cycle():
     sup.stop()
     await asyncio.wait_for(task, 30)
     assert peak[0] == 1
-    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
     # the next poll starts when the slow one ends; waiting another interval would make it >= 0.4
     assert all(0.3 <= g < 0.39 for g in gaps), gaps
 
@@ -265,7 +267,7 @@ async def test_health_polls_slow_down_once_ready():
     await asyncio.wait_for(task, 30)
     assert [st for _, st in polls[:4]] == ["STARTING"] * 4
     ready = [t for t, st in polls if st == "READY"]
-    gaps = [b - a for a, b in zip(ready[1:], ready[2:])]  # after the first READY poll: the READY cadence
+    gaps = [b - a for a, b in zip(ready[1:], ready[2:], strict=False)]  # after the first READY poll: the READY cadence
     assert gaps and min(gaps) >= 0.4 - 0.01, gaps
 
 

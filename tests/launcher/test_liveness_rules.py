@@ -13,9 +13,17 @@ from vllm_deploy_wizard.launcher.health import EngineWatch, HealthResult
 from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot
 from vllm_deploy_wizard.launcher.plan_file import parse_plan
 from vllm_deploy_wizard.launcher.policy import (
-    Exited, Policy, ProbePassed, Signal, Started, StartTimer, StopRequested, TimerFired, Unhealthy,
+    Exited,
+    Policy,
+    ProbePassed,
+    Signal,
+    Started,
+    StartTimer,
+    StopRequested,
+    TimerFired,
+    Unhealthy,
 )
-from vllm_deploy_wizard.launcher.spec import Liveness, ProcessSpec, Probe, RunSpec
+from vllm_deploy_wizard.launcher.spec import Liveness, Probe, ProcessSpec, RunSpec
 from vllm_deploy_wizard.launcher.states import State
 from vllm_deploy_wizard.launcher.vllm import auth_headers, served_model_name
 
@@ -51,7 +59,8 @@ def test_served_model_name_follows_vllm(argv, name):
 
 def test_the_v1_routes_of_a_server_with_an_api_key_get_its_bearer_token():
     assert auth_headers(["vllm", "serve", "m", "--api-key", "k1", "k2"]) == {"Authorization": "Bearer k1"}
-    assert auth_headers(["vllm", "serve", "m", "--api-key=k3"], {"VLLM_API_KEY": "env"}) == {"Authorization": "Bearer k3"}
+    assert auth_headers(["vllm", "serve", "m", "--api-key=k3"], {"VLLM_API_KEY": "env"}) == {
+        "Authorization": "Bearer k3"}
     assert auth_headers(["vllm", "serve", "m"], {"VLLM_API_KEY": "env"}) == {"Authorization": "Bearer env"}
     assert auth_headers(["vllm", "serve", "m"], {}) == {} and auth_headers(["vllm-router", "--api-key", "x"]) == {}
 
@@ -96,7 +105,8 @@ PD = _plan(
 
 
 def test_a_router_on_its_own_machine_waits_for_the_engines_it_routes_to():
-    router = parse_plan(PD, node="router", values={"PREFILL_NODE_1": "10.0.0.1", "DECODE_NODE_1": "10.0.0.2"}).get("router")
+    router = parse_plan(PD, node="router",
+                        values={"PREFILL_NODE_1": "10.0.0.1", "DECODE_NODE_1": "10.0.0.2"}).get("router")
     assert router.depends_on == ()  # they run elsewhere …
     assert router.wait_for == ("http://10.0.0.1:8001/health", "http://10.0.0.2:8002/health")  # … so it waits
     with pytest.raises(LaunchError, match=r"\$DECODE_NODE_1 .*--set DECODE_NODE_1=VALUE"):
@@ -155,7 +165,8 @@ def test_frozen_counters_count_only_while_requests_wait():
     assert w.metrics(_snap(50.0, waiting=0.0), 30.0) is None  # idle: frozen counters are fine
     assert w.metrics(_snap(50.0), 40.0) is None
     assert w.metrics(_snap(50.0), 90.0) is None  # 50 s frozen with work queued
-    assert "2 requests running or waiting while the token counters stayed at 50 for 60 s" in w.metrics(_snap(50.0), 100.0)
+    assert ("2 requests running or waiting while the token counters stayed at 50 for 60 s"
+            in w.metrics(_snap(50.0), 100.0))
 
 
 # ------------------------------------------------------------ stop grace (policy, fake clock)

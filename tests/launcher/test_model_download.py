@@ -10,7 +10,11 @@ from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNot
 
 from vllm_deploy_wizard import cli
 from vllm_deploy_wizard.workflows.model_download import (
-    DownloadError, download_hint, download_model, hf_id_of, served_models,
+    DownloadError,
+    download_hint,
+    download_model,
+    hf_id_of,
+    served_models,
 )
 
 
@@ -45,7 +49,8 @@ def test_local_paths_and_offline_mode_are_refused(tmp_path):
     with pytest.raises(DownloadError, match="HF_HUB_OFFLINE=1 forbids downloading acme/tiny.*`hf download acme/tiny`"):
         download_model("acme/tiny", hub=hub, env={"HF_HUB_OFFLINE": "1"})
     assert hub.calls == []
-    assert hf_id_of("acme/tiny") == "acme/tiny" and hf_id_of("./x/y") is None and download_hint("a/b") == "hf download a/b"
+    assert hf_id_of("acme/tiny") == "acme/tiny" and hf_id_of("./x/y") is None
+    assert download_hint("a/b") == "hf download a/b"
 
 
 @pytest.mark.parametrize("error, expect", [
@@ -60,7 +65,8 @@ def test_local_paths_and_offline_mode_are_refused(tmp_path):
      r"rejected the token.*huggingface.co/settings/tokens"),
 ])
 def test_hub_errors_are_explained_with_the_launcher_causes(error, expect):
-    model = {"GatedRepoError": "meta-llama/L", "RepositoryNotFoundError": "acme/nope"}.get(type(error).__name__, "acme/x")
+    model = {"GatedRepoError": "meta-llama/L", "RepositoryNotFoundError": "acme/nope"}.get(type(error).__name__,
+                                                                                            "acme/x")
     with pytest.raises(DownloadError, match=expect):
         download_model(model, hub=FakeHub(error), env={})
 

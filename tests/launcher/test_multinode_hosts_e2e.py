@@ -16,12 +16,21 @@ import signal
 import time
 
 import httpx
-import pytest
-
 import netns_hosts
+import pytest
 from multinode_e2e_support import (
-    READY_S, all_ready, causes, host_env, kill_namespace, launch_on, netns_pids, processes, real_env, stop_on,
-    wait_for, write_plan,
+    READY_S,
+    all_ready,
+    causes,
+    host_env,
+    kill_namespace,
+    launch_on,
+    netns_pids,
+    processes,
+    real_env,
+    stop_on,
+    wait_for,
+    write_plan,
 )
 
 pytestmark = pytest.mark.e2e
@@ -73,8 +82,11 @@ def test_two_hosts_serve_recover_from_a_dead_worker_and_stop_clean(hosts, tmp_pa
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    recovered = lambda: (all_ready(runs)() and processes(worker_run)["vllm-worker-1"]["pid"] != w["pid"]  # noqa: E731
-                         and processes(head_run)["vllm-head"]["pid"] != h["pid"])
+
+    def recovered() -> bool:
+        return (all_ready(runs)() and processes(worker_run)["vllm-worker-1"]["pid"] != w["pid"]
+                and processes(head_run)["vllm-head"]["pid"] != h["pid"])
+
     wait_for(recovered, READY_S, "the group READY again on both hosts with new processes", runs)
     t_recover = time.monotonic() - t_kill
     head_after = processes(head_run)["vllm-head"]
@@ -82,7 +94,7 @@ def test_two_hosts_serve_recover_from_a_dead_worker_and_stop_clean(hosts, tmp_pa
     assert _complete(head.ip)["choices"][0]["text"]
 
     t_stop0 = time.monotonic()
-    for host, env in zip(hosts, envs):
+    for host, env in zip(hosts, envs, strict=True):
         r = stop_on(host, env)
         assert r.returncode == 0, r.stdout + r.stderr
     wait_for(lambda: not any(netns_pids(x) for x in hosts), 30, "no process left in either host")
@@ -120,7 +132,7 @@ def test_a_worker_that_cannot_reach_the_head_is_diagnosed_on_both_hosts(hosts, t
     w, h = found["vllm-worker-1"], found["vllm-head"]
     assert w["kind"] == "master_unreachable" and f"{wrong}:" in w["summary"], w
     assert h["kind"] == "ready_timeout" and "every worker node" in h["summary"], h
-    for host, env in zip(hosts, envs):
+    for host, env in zip(hosts, envs, strict=True):
         assert stop_on(host, env).returncode == 0
     wait_for(lambda: not any(netns_pids(x) for x in hosts), 30, "no process left in either host")
     print(f"\nmulti-node figures: unreachable head diagnosed on both hosts after {took:.1f} s "

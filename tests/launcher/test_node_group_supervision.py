@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 
 import pytest
 import yaml
-
 from children import PY, until
+
 from vllm_deploy_wizard.catalog.node_groups import add_group_supervision, groups, master_address
 from vllm_deploy_wizard.cli import main
 from vllm_deploy_wizard.common.errors import LaunchError
+from vllm_deploy_wizard.launcher.plan_file import parse_plan
 from vllm_deploy_wizard.launcher.policy import Exited, Policy, ProbePassed, Signal, Started, StartTimer, Unhealthy
 from vllm_deploy_wizard.launcher.ports import free_port
-from vllm_deploy_wizard.launcher.plan_file import parse_plan
-from vllm_deploy_wizard.launcher.spec import Liveness, ProcessSpec, Probe, RestartPolicy, RunSpec
+from vllm_deploy_wizard.launcher.spec import Liveness, Probe, ProcessSpec, RestartPolicy, RunSpec
 from vllm_deploy_wizard.launcher.states import ProcessEvent, State
 from vllm_deploy_wizard.launcher.supervisor import Supervisor
 
@@ -73,7 +72,7 @@ def test_every_mooncake_instance_is_its_own_group(tmp_path, recipes) -> None:
                  "--kv-instances", "2")
     found = groups(data["plan"]["processes"])
     assert sorted(found) == ["instance-0", "instance-1"]
-    for prefix, g in found.items():
+    for g in found.values():
         addr = master_address(g["head"]["argv"])
         assert g["head"]["env"]["VLLM_HOST_IP"] == addr
         assert all(w["health"]["url"].startswith(f"http://{addr}:") for w in g["workers"])
@@ -120,7 +119,8 @@ def test_unhealthy_while_ready_stops_and_restarts_with_a_cause() -> None:
     pol.start(0)
     pol.handle(Started("vllm-head", 10), 1)
     pol.handle(ProbePassed("vllm-head"), 2)
-    acts = pol.handle(Unhealthy("vllm-head", "http://127.0.0.1:8000/v1/completions failed 2 polls in a row: HTTP 500"), 30)
+    acts = pol.handle(Unhealthy("vllm-head", "http://127.0.0.1:8000/v1/completions failed 2 polls in a row: HTTP 500"),
+                      30)
     assert acts == [Signal("vllm-head", 15), StartTimer("vllm-head", "kill", 10)]
     assert pol.states["vllm-head"].state is State.READY  # until it has exited
     acts = pol.handle(Exited("vllm-head", 0), 31)
@@ -176,7 +176,8 @@ async def test_a_failing_liveness_restarts_the_process_and_a_remote_probe_counts
         name="worker", argv=(PY, "-c", "import time; time.sleep(600)"), depends_on=(), stop_timeout_s=5,
         probe=Probe(f"http://127.0.0.1:{port}/health", interval_s=0.1, remote=True))
     seen: list[ProcessEvent] = []
-    sup = Supervisor(RunSpec((head, worker)), listeners=[lambda m: seen.append(m) if isinstance(m, ProcessEvent) else None],
+    sup = Supervisor(RunSpec((head, worker)),
+                     listeners=[lambda m: seen.append(m) if isinstance(m, ProcessEvent) else None],
                      metrics=False)
     task = asyncio.create_task(sup.run())
     try:
@@ -254,7 +255,8 @@ def test_a_head_not_ready_in_time_says_its_group_never_formed() -> None:
 
     pol.handle(TimerFired("vllm-head", "ready"), 151)
     pol.handle(TimerFired("vllm-head", "kill"), 156)
-    pol.handle(Exited("vllm-head", -9, cause={"kind": "killed", "summary": "killed by SIGKILL", "fix": "", "line": None}), 157)
+    pol.handle(Exited("vllm-head", -9,
+                      cause={"kind": "killed", "summary": "killed by SIGKILL", "fix": "", "line": None}), 157)
     cause = events[-1].cause
     assert cause["kind"] == "ready_timeout"  # our own SIGKILL after the timeout is no OOM kill
     assert "every worker node has joined" in cause["summary"] and "status" in cause["fix"]

@@ -18,12 +18,11 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
-import yaml
-
 import netns_hosts
+import pytest
 import slurm_cluster
 import sshd_hosts
+import yaml
 from e2e_env import E2EUnavailable, router_env
 from multinode_e2e_support import WIZARD, kill_namespace, netns_pids, wait_for
 
@@ -83,7 +82,7 @@ def _serves_both_paths(router: str, hosts: list[netns_hosts.Host]) -> None:
                    json={"model": "standin-model", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4})
     assert c.status_code == 200 and "decoded by" in c.json()["choices"][0]["message"]["content"], c.text
     stats = {role: httpx.get(f"http://{h.ip}:{PORTS[role]}/stats", timeout=10, trust_env=False).json()
-             for role, h in zip(("prefill", "decode"), hosts)}
+             for role, h in zip(("prefill", "decode"), hosts, strict=True)}
     for role in PORTS:
         assert stats[role]["completions"] == 1 and stats[role]["chat"] == 1, stats
     assert stats["decode"]["kv_pulls"] == 2, stats

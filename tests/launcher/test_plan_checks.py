@@ -18,8 +18,9 @@ TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_si
         "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 4, "vocab_size": 1000,
         "max_position_embeddings": 2048, "torch_dtype": "float32"}
 #: What the stand-in `vllm serve --help=all` lists (more than 20 flags: the preflight caches only a real list).
-FLAGS = ["--max-model-len", "--port", "--host", "--dtype", "--enforce-eager", "--max-num-seqs", "--max-num-batched-tokens",
-         "--gpu-memory-utilization", "--tensor-parallel-size", "--served-model-name", "--api-key", "--seed",
+FLAGS = ["--max-model-len", "--port", "--host", "--dtype", "--enforce-eager", "--max-num-seqs",
+         "--max-num-batched-tokens", "--gpu-memory-utilization", "--tensor-parallel-size", "--served-model-name",
+         "--api-key", "--seed",
          "--block-size", "--swap-space", "--kv-cache-dtype", "--quantization", "--trust-remote-code",
          "--tokenizer", "--revision", "--download-dir", "--load-format", "--compilation-config"]
 
@@ -47,7 +48,8 @@ def test_typed_flag_unknown_to_the_installed_vllm_is_refused_with_did_you_mean(f
     env = dict(os.environ, PATH=f"{fake_vllm}{os.pathsep}{os.environ['PATH']}", XDG_CACHE_HOME=str(tmp_path / "cache"))
     r = _plan(env, "--model", str(model), "--hardware", "h200", "--arg=--max-modle-len=1024", "--arg=--port 8100")
     assert r.returncode == 2
-    assert "--arg --max-modle-len: vLLM 0.32.0 has no flag --max-modle-len (did you mean '--max-model-len'?)" in r.stderr
+    assert ("--arg --max-modle-len: vLLM 0.32.0 has no flag --max-modle-len (did you mean '--max-model-len'?)"
+            in r.stderr)
     assert "--port" not in r.stderr.split("problem(s)")[1]
     r = _plan(env, "--model", str(model), "--hardware", "h200", "--arg=--max-model-len=4096")
     assert r.returncode == 2
@@ -57,7 +59,8 @@ def test_typed_flag_unknown_to_the_installed_vllm_is_refused_with_did_you_mean(f
     assert r.returncode == 0, r.stderr  # 2000 ≤ 2048; --enforce is a unique prefix: a warning
     assert "warning: --arg --enforce: vLLM expands --enforce to --enforce-eager" in r.stderr
     r = _plan(env, "--model", str(model), "--hardware", "h200", "--arg=--max-n", "--json")
-    assert r.returncode == 2 and "--max-n is ambiguous, it could be any of --max-num-batched-tokens, --max-num-seqs" in r.stderr
+    assert r.returncode == 2
+    assert "--max-n is ambiguous, it could be any of --max-num-batched-tokens, --max-num-seqs" in r.stderr
     without = dict(env, PATH="/usr/bin:/bin")  # no vLLM installed: flags are not checked
     r = _plan(without, "--model", str(model), "--hardware", "h200", "--arg=--max-modle-len=1024", "--json")
     assert r.returncode == 0, r.stderr
@@ -66,9 +69,12 @@ def test_typed_flag_unknown_to_the_installed_vllm_is_refused_with_did_you_mean(f
 @pytest.mark.parametrize("config, expect", [
     ({"max_position_embeddings": 4096}, (4096, "max_position_embeddings")),
     ({"max_position_embeddings": 4096, "seq_length": 2048}, (2048, "seq_length")),
-    ({"max_position_embeddings": 4096, "rope_scaling": {"rope_type": "linear", "factor": 4.0}}, (16384, "max_position_embeddings")),
-    ({"max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, (131072, "max_position_embeddings")),
-    ({"model_type": "gemma3", "max_position_embeddings": 131072, "rope_scaling": {"rope_type": "linear", "factor": 8.0}},
+    ({"max_position_embeddings": 4096, "rope_scaling": {"rope_type": "linear", "factor": 4.0}},
+     (16384, "max_position_embeddings")),
+    ({"max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}},
+     (131072, "max_position_embeddings")),
+    ({"model_type": "gemma3", "max_position_embeddings": 131072,
+      "rope_scaling": {"rope_type": "linear", "factor": 8.0}},
      (131072, "max_position_embeddings")),
     ({"text_config": {"max_position_embeddings": 8192}}, (8192, "max_position_embeddings")),
     ({"hidden_size": 1}, (None, None)),
@@ -80,8 +86,13 @@ def test_derived_max_len_mirrors_vllm(config, expect):
 def test_max_model_len_values_and_model_max_length(tmp_path):
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps({"max_position_embeddings": 2048, "model_max_length": 8192}))
-    procs = lambda v: [{"argv": ["vllm", "serve", "m", "--max-model-len", v]}]  # noqa: E731
-    find = lambda model: cfg  # noqa: E731
+
+    def procs(v):
+        return [{"argv": ["vllm", "serve", "m", "--max-model-len", v]}]
+
+    def find(model):
+        return cfg
+
     assert max_model_len_problems(procs("8192"), find) == []  # allowed up to model_max_length (vLLM's override)
     assert "above the 2048 tokens" in max_model_len_problems(procs("8193"), find)[0]
     assert max_model_len_problems(procs("-1"), find) == [] and max_model_len_problems(procs("auto"), find) == []

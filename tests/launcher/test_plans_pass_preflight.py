@@ -7,7 +7,7 @@ total memory) and the chat templates a recipe names from a vLLM checkout are the
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -34,7 +34,7 @@ def _idle(facts: NodeFacts, ram: int | None) -> NodeFacts:
                    shm_total_bytes=shm, shm_free_bytes=shm)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _node(fixture: str | None):
     from vllm_deploy_wizard.detect import detect
     from vllm_deploy_wizard.detect.fixture import FixtureFacts

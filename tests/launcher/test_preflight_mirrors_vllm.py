@@ -12,8 +12,15 @@ from vllm_deploy_wizard.launcher.launch import NodeFacts, node_problems, node_re
 from vllm_deploy_wizard.launcher.ports import free_port, port_free
 from vllm_deploy_wizard.launcher.preflight import _version_path, bound_ports, check
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
-from vllm_deploy_wizard.launcher.vllm_checks import (RULES, cpu_memory_refusals, human_bytes, local_dp_ranks,
-                                                     nixl_side_channel_ports, rule_for, shm_segments)
+from vllm_deploy_wizard.launcher.vllm_checks import (
+    RULES,
+    cpu_memory_refusals,
+    human_bytes,
+    local_dp_ranks,
+    nixl_side_channel_ports,
+    rule_for,
+    shm_segments,
+)
 
 GIB = 2**30
 MIB = 2**20
@@ -70,7 +77,8 @@ def test_node_refusals_carry_the_fix_they_name():
 def test_local_dp_ranks_follow_vllms_arguments():
     assert list(local_dp_ranks(["vllm", "serve", "m"])) == [0]
     assert list(local_dp_ranks(["vllm", "serve", "m", "--data-parallel-size", "2"])) == [0, 1]
-    assert list(local_dp_ranks(["vllm", "serve", "m", "-dp", "4", "-dpl", "2", "--data-parallel-start-rank", "2"])) == [2, 3]
+    assert list(local_dp_ranks(["vllm", "serve", "m", "-dp", "4", "-dpl", "2",
+                                "--data-parallel-start-rank", "2"])) == [2, 3]
     assert list(local_dp_ranks(["vllm", "serve", "m", "--data-parallel-size", "4", "--data-parallel-rank", "3"])) == [3]
 
 
@@ -147,17 +155,17 @@ def test_docker_volume_mounts_get_home_expanded_before_docker_sees_them():
     argv = ["docker", "run", "-v", "~/.cache/huggingface:/root/.cache/huggingface", "-v=~/m:/m:ro",
             "--mount", "type=bind,source=~/cfg,target=/cfg", "-e", "X=~/keep", "img", "~/model", "--arg", "~"]
     got = expand_home(argv, {"HOME": "/home/ann"})
-    assert got == ("docker", "run", "-v", "/home/ann/.cache/huggingface:/root/.cache/huggingface", "-v=/home/ann/m:/m:ro",
-                   "--mount", "type=bind,source=/home/ann/cfg,target=/cfg", "-e", "X=~/keep", "img", "~/model", "--arg",
-                   "~")
+    assert got == ("docker", "run", "-v", "/home/ann/.cache/huggingface:/root/.cache/huggingface",
+                   "-v=/home/ann/m:/m:ro", "--mount", "type=bind,source=/home/ann/cfg,target=/cfg", "-e", "X=~/keep",
+                   "img", "~/model", "--arg", "~")
     assert expand_home(["vllm", "serve", "~/model"], {"HOME": "/h"}) == ("vllm", "serve", "~/model")
 
 
 def test_prepare_hands_docker_the_expanded_mount(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     plan = {"plan_version": 1, "plan": {"accelerator": "cpu", "processes": [
-        {"name": "vllm", "role": "serve", "argv": ["docker", "run", "-v", "~/.cache/huggingface:/root/.cache/huggingface",
-                                                   "--ipc=host", "img", "m"]}]}}
+        {"name": "vllm", "role": "serve",
+         "argv": ["docker", "run", "-v", "~/.cache/huggingface:/root/.cache/huggingface", "--ipc=host", "img", "m"]}]}}
     prepared = prepare(plan, values={}, check_flags=False)
     assert prepared.spec.processes[0].argv[3] == f"{tmp_path}/.cache/huggingface:/root/.cache/huggingface"
 

@@ -15,8 +15,8 @@ import threading
 import time
 
 import pytest
-
 from e2e_env import E2EUnavailable, tiny_model, vllm_env
+
 from vllm_deploy_wizard.launcher.launch import NodeFacts, node_facts, node_problems
 from vllm_deploy_wizard.launcher.ports import free_port
 from vllm_deploy_wizard.launcher.preflight import installed_version

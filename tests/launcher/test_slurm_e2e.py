@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
-
 import netns_hosts
+import pytest
 import slurm_cluster
 from multinode_e2e_support import CPU_ARGS, READY_S, WIZARD, host_env, kill_namespace, real_env, wait_for, wizard_left
 
@@ -26,8 +25,8 @@ def test_sbatch_script_serves_on_two_slurm_nodes_and_scancel_stops_clean(tmp_pat
     real = real_env()
     plan, script = tmp_path / "plan.yaml", tmp_path / "job.sbatch"
     r = subprocess.run([*WIZARD, "plan", "--model", str(real["model"]), "--hardware", "xeon6", "--strategy",
-                        "multi_node_tp", "--nodes", "2", "--gpus", "1", "--allow-unverified", *CPU_ARGS, "--out", str(plan),
-                        "--slurm", str(script)], capture_output=True, text=True, timeout=120)
+                        "multi_node_tp", "--nodes", "2", "--gpus", "1", "--allow-unverified", *CPU_ARGS,
+                        "--out", str(plan), "--slurm", str(script)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     text = script.read_text()
     assert "#SBATCH --nodes=2" in text and '--node "node-$SLURM_NODEID" --foreground' in text
@@ -46,7 +45,8 @@ def test_sbatch_script_serves_on_two_slurm_nodes_and_scancel_stops_clean(tmp_pat
 
                 def serving() -> bool:
                     try:
-                        return httpx.get(f"http://{hosts[0].ip}:8000/health", timeout=2, trust_env=False).status_code == 200
+                        r = httpx.get(f"http://{hosts[0].ip}:8000/health", timeout=2, trust_env=False)
+                        return r.status_code == 200
                     except httpx.HTTPError:
                         assert cluster.run("squeue", "-h", "-j", job).stdout.strip(), \
                             f"job ended early:\n{out.read_text(errors='replace')[-3000:] if out.exists() else ''}"

@@ -77,7 +77,8 @@ def _run_script(tmp_path: Path, script: Path, nodes: int, **env: str) -> list[li
     r = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=30,
                        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "NODES": str(nodes), "SLURM_JOB_NODELIST": "n[0-9]",
                             "SLURM_JOB_NUM_NODES": str(nodes),
-                            "ENGINES_DONE": str(tmp_path / f"engines-done-{len(list(tmp_path.glob('engines-done-*')))}"),
+                            "ENGINES_DONE": str(tmp_path
+                                                / f"engines-done-{len(list(tmp_path.glob('engines-done-*')))}"),
                             **env})
     assert r.returncode == 0, r.stderr
     return sorted([ln.split()[0].strip("[]"), *ln.split()[1:]] for ln in r.stdout.splitlines() if "launch" in ln)

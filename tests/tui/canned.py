@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vllm_deploy_wizard.launcher import LogLines, Metrics, Progress, ProcessEvent, State
+from vllm_deploy_wizard.launcher import LogLines, Metrics, ProcessEvent, Progress, State
 from vllm_deploy_wizard.launcher.metrics import MetricsSnapshot
 
 

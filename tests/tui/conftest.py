@@ -4,12 +4,11 @@ events, and an app factory wiring them through the real core seam (``make_app``)
 from __future__ import annotations
 
 import pytest
+from fakes import FakeCandidate, FakeGroup, FakeInventory  # tests/tui is on sys.path (pytest rootdir mode)
 
 from vllm_deploy_wizard.catalog import load_catalog
 from vllm_deploy_wizard.tui.app import make_app
 from vllm_deploy_wizard.tui.services import real_services
-
-from fakes import FakeCandidate, FakeGroup, FakeInventory  # noqa: E402  (tests/tui on sys.path)
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,7 @@ TPUT = {1: 100.0, 2: 190.0, 4: 260.0, 8: 262.0}
 
 def fake_step(argv, env, deadline, progress, cancel, log=None):
     """``vllm bench serve`` stand-in: the result JSON vLLM 0.32 writes, throughput from :data:`TPUT`."""
-    a = dict(zip(argv, argv[1:]))
+    a = dict(zip(argv, argv[1:], strict=False))
     c, n = int(a["--max-concurrency"]), int(a["--num-prompts"])
     progress(n, n)
     data = {"completed": n, "failed": 0, "duration": 1.0, "request_throughput": n / 1.0, "output_throughput": TPUT[c],

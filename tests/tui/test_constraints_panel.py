@@ -84,4 +84,5 @@ async def test_insufficient_vram_banner_on_small_hardware(build_app):
         await pick_hardware(pilot, "rtx_5090")
         await pick_model(pilot, "Qwen/Qwen3-235B-A22B-Instruct-2507")  # no variant fits 32 GB
         panel = app.screen.query_one(ConstraintPanel)
-        assert any(line.startswith("⚠ Insufficient VRAM for single-node: RTX 5090") for line in panel.lines), panel.lines
+        assert any(line.startswith("⚠ Insufficient VRAM for single-node: RTX 5090")
+                   for line in panel.lines), panel.lines

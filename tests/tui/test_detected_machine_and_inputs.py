@@ -19,13 +19,13 @@ from vllm_deploy_wizard.tui.catalog_view import recipe_rows
 from vllm_deploy_wizard.tui.dom_ids import dom_id
 from vllm_deploy_wizard.tui.help_text import help_lines, help_text
 from vllm_deploy_wizard.tui.inventory_view import detected_memory_gb
-from vllm_deploy_wizard.workflows.planning import detected_device_count
 from vllm_deploy_wizard.tui.plan_view import machine_choices
 from vllm_deploy_wizard.tui.screen_configure import AxisList, ConfigureScreen
 from vllm_deploy_wizard.tui.screen_model import ModelScreen
 from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen
 from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 from vllm_deploy_wizard.tui.services import real_services
+from vllm_deploy_wizard.workflows.planning import detected_device_count
 
 GIB = 2**30
 
@@ -102,7 +102,8 @@ async def test_model_screen_fit_and_count_use_the_detected_machine(snapshot):
         status = str(screen.query_one("#model-status", Static).render())
         listed = sum(1 for r in screen.rows if r.listing == "available")
         unlisted = sum(1 for r in screen.rows if r.listing == "unlisted")
-        assert unlisted > 0 and status.startswith(f"{listed} of {len(snapshot.recipes)} recipes for Xeon 6 +{unlisted} ⚠ unlisted")
+        assert unlisted > 0
+        assert status.startswith(f"{listed} of {len(snapshot.recipes)} recipes for Xeon 6 +{unlisted} ⚠ unlisted")
         assert "Fit vs 24 GiB detected host RAM" in status
         table = screen.query_one("#recipes", DataTable)
         row = table.get_row("Qwen/Qwen3-32B")
@@ -132,7 +133,8 @@ async def test_model_flag_checks_choices_against_the_detected_profile(tmp_path, 
         await until(pilot, lambda: app.selection.get("hardware"), 10, "the detected hardware chosen")
         await settle(pilot, 5)
         assert app.options is not None
-        assert app.options.resolved["hardware"] == "xeon6" and app.options.resolved["gpus"] == 1  # NUMA nodes, like plan --detect
+        # gpus counts NUMA nodes, like plan --detect
+        assert app.options.resolved["hardware"] == "xeon6" and app.options.resolved["gpus"] == 1
         kv = {c.id: c.state for c in app.options.kv_offload}
         assert kv.get("mooncake") == "disabled"
         assert not any("of 8 GPUs" in w for w in app.options.warnings)

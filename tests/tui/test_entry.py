@@ -77,10 +77,12 @@ async def test_attach_flag_opens_the_monitor(build_app):
 
 
 def test_wizard_help_lists_its_flags_without_importing_textual():
-    out = subprocess.run([sys.executable, "-m", "vllm_deploy_wizard", "wizard", "--help"], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "vllm_deploy_wizard", "wizard", "--help"],
+                         capture_output=True, text=True, check=True)
     assert "--recipes" in out.stdout and "--model" in out.stdout and "--attach" in out.stdout
     code = "import sys, vllm_deploy_wizard.cli as c; c.build_parser(); print('textual' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "False"
 
 
 async def test_hardware_list_follows_the_chosen_model(build_app, catalog):
@@ -93,7 +95,8 @@ async def test_hardware_list_follows_the_chosen_model(build_app, catalog):
         await settle(pilot)
         plist = app.screen.query_one("#profiles", OptionList)
         listed = {plist.get_option_at_index(i).id for i in range(plist.option_count)} - {None}
-        gates = options(catalog, Selection(model="Qwen/Qwen3-235B-A22B-Instruct-2507", hardware="h200"), detected_profile="h200")
+        gates = options(catalog, Selection(model="Qwen/Qwen3-235B-A22B-Instruct-2507", hardware="h200"),
+                        detected_profile="h200")
         assert listed == {c.id for c in gates.hardware if c.state != "hidden"}
         assert "rtx_5090" not in listed  # restricted and not declared by the recipe (H1)
 

@@ -82,7 +82,8 @@ async def test_monitor_header_names_the_endpoint_and_counts_are_integers(build_a
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         app.launched_plans["run-1"] = {"processes": [{
-            "name": "vllm", "role": "serve", "argv": ["vllm", "serve", "m", "--port", "8001", "--api-key", "sk-0123456789abcdef"],
+            "name": "vllm", "role": "serve",
+            "argv": ["vllm", "serve", "m", "--port", "8001", "--api-key", "sk-0123456789abcdef"],
             "health": {"url": "http://127.0.0.1:8001/health"}}]}
         screen = MonitorScreen("run-1")
         await app.push_screen(screen)

@@ -77,7 +77,8 @@ async def test_fatal_kv_oom_relaunches_with_smaller_max_model_len(build_app, tmp
         assert first.commands == ["stop"]
         # x applies the fix AND launches again: a second start whose plan carries the flag, then the monitor
         assert len(launcher.started) == 2
-        assert "--max-model-len" in launcher.started[-1][0].read_text() and "8192" in launcher.started[-1][0].read_text()
+        started_plan = launcher.started[-1][0].read_text()
+        assert "--max-model-len" in started_plan and "8192" in started_plan
         assert isinstance(app.screen, MonitorScreen)
 
 
@@ -98,7 +99,8 @@ def test_model_bounds_log_tail_and_counts_restarts():
     model = MonitorModel()
     model.feed(LogLines("vllm", [f"line {i}" for i in range(5000)]))
     assert len(model.logs["vllm"]) == 2000 and model.logs["vllm"][-1] == "line 4999"
-    for prev, new in [(State.STOPPED, State.STARTING), (State.STARTING, State.BACKOFF), (State.BACKOFF, State.STARTING)]:
+    for prev, new in [(State.STOPPED, State.STARTING), (State.STARTING, State.BACKOFF),
+                      (State.BACKOFF, State.STARTING)]:
         model.feed(ProcessEvent("vllm", new, prev, 0))
     assert model.procs["vllm"].restarts == 1 and model.procs["vllm"].state == "STARTING"
 
@@ -132,7 +134,8 @@ def test_smoke_targets_the_router_when_the_plan_has_one(catalog):
     from vllm_deploy_wizard.catalog import Selection, plan_to_json, synthesize
     from vllm_deploy_wizard.tui.smoke import endpoint_of
 
-    pd = plan_to_json(synthesize(catalog, Selection(model="Qwen/Qwen3-235B-A22B-Instruct-2507", hardware="h200", strategy="pd_cluster")))
+    pd = plan_to_json(synthesize(catalog, Selection(model="Qwen/Qwen3-235B-A22B-Instruct-2507", hardware="h200",
+                                                    strategy="pd_cluster")))
     base, model = endpoint_of(pd)
     assert base == "http://$ROUTER_HOST:$ROUTER_PORT" and model == "Qwen/Qwen3-235B-A22B-Instruct-2507"
     single = plan_to_json(synthesize(catalog, Selection(model="Qwen/Qwen3-32B", hardware="h200")))

@@ -9,14 +9,13 @@ cut at 80 columns and a detach that did not say how to come back.
 from __future__ import annotations
 
 import pytest
-
 from fakes import FakeLauncher
 from rich.console import Console
 from textual.renderables.sparkline import Sparkline as SparklineRenderable
 from textual.widgets import DataTable
 from tui_steps import monitor_caught_up, settle, until
 
-from vllm_deploy_wizard.launcher import LogLines, Progress, ProcessEvent, Snapshot, State
+from vllm_deploy_wizard.launcher import LogLines, ProcessEvent, Progress, Snapshot, State
 from vllm_deploy_wizard.launcher.causes import explain
 from vllm_deploy_wizard.tui.fixes import flag_fix
 from vllm_deploy_wizard.tui.log_pane import LogPane
@@ -43,9 +42,11 @@ def mem_util_crash_loop(name: str = "vllm") -> list:
     return [
         ProcessEvent(name, State.STARTING, State.STOPPED, 0),
         LogLines(name, [CONFIG_DUMP, MEM_UTIL_LINE, *after,
-                        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"]),
+                        "RuntimeError: Engine core initialization failed. See root cause above. "
+                        "Failed core proc(s): {}"]),
         ProcessEvent(name, State.FATAL, State.STARTING, 0, detail="exited with status 1; crash loop: 3 failures "
-                     "within 300 s", cause=explain([CONFIG_DUMP, MEM_UTIL_LINE, *after], 1).to_dict(), tail=after[-40:]),
+                     "within 300 s", cause=explain([CONFIG_DUMP, MEM_UTIL_LINE, *after], 1).to_dict(),
+                     tail=after[-40:]),
     ]
 
 
@@ -57,7 +58,8 @@ def test_mem_util_crash_loop_shows_the_launchers_cause_detail_and_flag_fix():
     model.feed(mem_util_crash_loop()[2])
     row = model.procs["vllm"]
     assert model.failure() is row and row.cause["kind"] == "mem_util"
-    assert detail_text(row).startswith("free CPU memory (11.0/12.59 GiB) is below the requested --gpu-memory-utilization")
+    assert detail_text(row).startswith(
+        "free CPU memory (11.0/12.59 GiB) is below the requested --gpu-memory-utilization")
     assert "crash loop" in detail_text(row)
     assert len(model.logs["vllm"]) == 123  # the event's tail was already streamed: not added twice
     # the fix the launcher computed from the figures in the log (11.0/12.59 → 0.87 − margin)

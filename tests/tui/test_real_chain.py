@@ -13,19 +13,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
 from polling import wait_until
+from textual.widgets import Input
 from tui_steps import settle, until
 
 from vllm_deploy_wizard.tui.app import make_app
-from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
 from vllm_deploy_wizard.tui.prompts import ConfirmPrompt
+from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
 from vllm_deploy_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
 from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launcher"))
-from children import cleanup_runs  # noqa: E402
-from e2e_env import E2EUnavailable, tiny_model, vllm_env  # noqa: E402
+from children import cleanup_runs  # tests/launcher, on sys.path from the line above
+from e2e_env import E2EUnavailable, tiny_model, vllm_env
 
 pytestmark = pytest.mark.e2e
 
@@ -70,7 +70,8 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_
         await until(pilot, lambda: app.catalog is not None and app.inventory is not None
                     and app.selection.get("hardware"), 60, "detection and the catalog")
         profile = app.catalog.taxonomy.hardware_profiles[app.selection["hardware"]]
-        assert profile.brand == "Intel" and app.selection["hardware"].startswith("xeon"), app.selection  # the CPU profile
+        # the CPU profile
+        assert profile.brand == "Intel" and app.selection["hardware"].startswith("xeon"), app.selection
         await pilot.press("ctrl+n")
         await settle(pilot)
         custom = app.screen.query_one("#custom", Input)
@@ -81,7 +82,8 @@ async def test_real_chain_from_the_app(real, tmp_path, monkeypatch, no_leftover_
         assert app.selection["model"] == str(real["model"])
         args = app.screen.query_one("#advanced-args", Input)
         args.focus()
-        args.value = f"--host 127.0.0.1 --port {port} --tensor-parallel-size 1 --max-model-len 256 --enforce-eager --dtype float32"
+        args.value = (f"--host 127.0.0.1 --port {port} --tensor-parallel-size 1 --max-model-len 256 "
+                      "--enforce-eager --dtype float32")
         await pilot.press("enter")
         await settle(pilot)
         await pilot.press("ctrl+n")

@@ -13,9 +13,9 @@ from fakes import FakeCandidate, FakeGroup, FakeInventory
 from tui_steps import settle
 
 from vllm_deploy_wizard.catalog import Selection, load_catalog, options, plan_to_json, synthesize
+from vllm_deploy_wizard.catalog.planner import landing_selection as planned_selection
 from vllm_deploy_wizard.catalog.render import command_lines, group_by_node, plan_text
 from vllm_deploy_wizard.tui.app import make_app
-from vllm_deploy_wizard.catalog.planner import landing_selection as planned_selection
 from vllm_deploy_wizard.tui.dom_ids import dom_id
 from vllm_deploy_wizard.tui.screen_configure import AxisList, ConfigureScreen
 from vllm_deploy_wizard.tui.screen_review import ReviewScreen

@@ -30,7 +30,8 @@ def test_every_port_is_a_slot_including_the_defaults():
     slots = {s.key: s for s in port_slots(_plan().processes)}
     assert {k: s.value for k, s in slots.items()} == {
         "kv_offload:lmcache|--port": "5555", "kv_offload:lmcache|--http-port": "8080", "vllm|--port": "8000",
-        "vllm|VLLM_NIXL_SIDE_CHANNEL_PORT": "5600", "router|--port": "$ROUTER_PORT", "router|--prometheus-port": "29000"}
+        "vllm|VLLM_NIXL_SIDE_CHANNEL_PORT": "5600", "router|--port": "$ROUTER_PORT",
+        "router|--prometheus-port": "29000"}
     assert slots["vllm|--port"].default and slots["vllm|--port"].label == "vllm --port (default)"
 
 

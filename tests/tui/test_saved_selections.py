@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 from fakes import FakeLauncher
 from textual.widgets import OptionList
 from tui_steps import settle, walk

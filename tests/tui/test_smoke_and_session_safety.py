@@ -1,7 +1,8 @@
 """Smoke requests with an API key, smoke on an attached run, stale runs, escape and help, owner-only
 plan files, the detected devices and plan warnings, and the monitor at 80×24 (the confirm prompts of
-r and s are in test_monitor), each checked against the real thing where it matters: a tiny HTTP server that demands ``Authorization: Bearer``, runs started by
-the real launcher (``sys.executable`` children), a supervisor killed with SIGKILL."""
+r and s are in test_monitor), each checked against the real thing where it matters: a tiny HTTP server
+that demands ``Authorization: Bearer``, runs started by the real launcher (``sys.executable`` children),
+a supervisor killed with SIGKILL."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 from fakes import FakeCandidate, FakeLauncher
-from textual.widgets import Static
 from polling import wait_until, wait_until_async
+from textual.widgets import Static
 from tui_steps import pick_model, settle, until, walk
 
 from vllm_deploy_wizard.catalog import load_catalog
@@ -402,7 +403,8 @@ async def test_smoke_after_a_wizard_launch_uses_the_typed_api_key(build_app, tmp
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     port = free_port()
-    server = subprocess.Popen([str(fake_vllm), "serve", "Qwen/Qwen3-32B", "--port", str(port), "--api-key", "sk-Wiz666"],
+    server = subprocess.Popen([str(fake_vllm), "serve", "Qwen/Qwen3-32B", "--port", str(port),
+                               "--api-key", "sk-Wiz666"],
                               stdout=subprocess.DEVNULL)
     try:
         wait_health(port)

@@ -102,7 +102,10 @@ def test_monitor_screen(snap_compare, build_app, size):
     async def before(pilot):
         await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
         await pilot.press("l")
-        screen = lambda: pilot.app.screen  # noqa: E731
+
+        def screen():
+            return pilot.app.screen
+
         await until(pilot, lambda: monitor_caught_up(screen()) and screen().model.procs["vllm"].ready
                     and len(screen().model.metrics["generation_tokens_per_s"]) == 2, 5,
                     "the canned history folded in and painted")

@@ -48,7 +48,7 @@ def test_recipe_rows_verified_first_then_unlisted_then_unsupported(catalog, hw):
               else 2 if r.listing == "unlisted" else 3 for r in rows]
     assert groups == sorted(groups) and groups[0] == 0 and len(set(groups)) > 1
     for g in set(groups):  # provider, then title, inside each group
-        names = [(r.provider.lower(), r.title.lower()) for r, rg in zip(rows, groups) if rg == g]
+        names = [(r.provider.lower(), r.title.lower()) for r, rg in zip(rows, groups, strict=True) if rg == g]
         assert names == sorted(names), g
     plain = recipe_rows(catalog.recipes)  # no hardware chosen: one group, provider then title
     names = [(r.provider.lower(), r.title.lower()) for r in plain]
@@ -136,7 +136,8 @@ def test_pd_pool_mode_pick_writes_the_pd_mapping(catalog):
 def test_apply_fix_appends_fix_args_and_drops_flags_from_the_advanced_args():
     cause = {"fix_args": ["--max-model-len", "3664"], "drop_flags": ["--task"]}
     assert flag_fix(cause) == ["--max-model-len", "3664"] and flag_fix({"kind": "port_in_use"}) is None
-    assert apply_fix(["--task", "embed", "--enforce-eager"], cause) == (["--enforce-eager", "--max-model-len", "3664"], [])
+    assert apply_fix(["--task", "embed", "--enforce-eager"], cause) == (
+        ["--enforce-eager", "--max-model-len", "3664"], [])
     assert apply_fix(["--task=embed"], {"drop_flags": ["--task"]}) == ([], [])
     # a flag the recipe wrote is not in the advanced args: reported, not silently kept
     assert apply_fix([], {"drop_flags": ["--config"]}) == ([], ["--config"])

@@ -69,7 +69,8 @@ async def test_review_actions_work_from_a_placeholder_input(build_app, tmp_path,
     monkeypatch.chdir(tmp_path)
     app = build_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await walk(pilot, "h200", "Qwen/Qwen3-235B-A22B-Instruct-2507", [("strategy", "pd_cluster"), ("pd_connector", "nixl")])
+        await walk(pilot, "h200", "Qwen/Qwen3-235B-A22B-Instruct-2507",
+                   [("strategy", "pd_cluster"), ("pd_connector", "nixl")])
         assert isinstance(app.screen, ReviewScreen), app.errors
         box = app.screen.query_one("#ph-ROUTER_HOST", Input)
         box.focus()
@@ -101,7 +102,8 @@ async def test_copy_puts_the_focused_command_with_typed_values_on_the_clipboard(
     app = build_app()
     copied: list[str] = []
     async with app.run_test(size=(120, 40)) as pilot:
-        await walk(pilot, "h200", "Qwen/Qwen3-235B-A22B-Instruct-2507", [("strategy", "pd_cluster"), ("pd_connector", "nixl")])
+        await walk(pilot, "h200", "Qwen/Qwen3-235B-A22B-Instruct-2507",
+                   [("strategy", "pd_cluster"), ("pd_connector", "nixl")])
         assert isinstance(app.screen, ReviewScreen), app.errors
         app.copy_to_clipboard = copied.append
         app.screen.query_one("#ph-ROUTER_HOST", Input).value = "10.0.0.7"
@@ -135,4 +137,4 @@ async def test_configure_footer_shows_unverified_and_fit_fix_within_80_columns(b
         keys = {getattr(c, "key", None): str(c.render()) for c in app.screen.query_one(Footer).children}
         assert "Unverified" in keys.get("ctrl+u", "") and "Fit fix" in keys.get("ctrl+g", "")
         assert {"escape", "ctrl+n", "ctrl+q", "f1"} <= set(keys)
-        assert all(a.right <= b.x for a, b in zip(items, items[1:])) and items[-1].right <= 80
+        assert all(a.right <= b.x for a, b in zip(items, items[1:], strict=False)) and items[-1].right <= 80
