@@ -98,7 +98,8 @@ def test_co_located_pools_with_dp_above_one_clash_on_side_channels_outside_docke
     apart: DP 2 binds base and base + 1 (vLLM 0.32), so prefill's second listener is decode's first.
     In docker each container has its own ports."""
     sel = Selection(model="MiniMaxAI/MiniMax-M2", hardware="h200", strategy="pd_cluster", nodes=1,
-                    install_mode=install_mode, advanced_args=["--tensor-parallel-size", "2", "--data-parallel-size", "2"])
+                    install_mode=install_mode,
+                    advanced_args=["--tensor-parallel-size", "2", "--data-parallel-size", "2"])
     envs = [p.env for p in synthesize(CAT, sel).processes if p.role in ("prefill", "decode")]
     assert [int(e["VLLM_NIXL_SIDE_CHANNEL_PORT"]) for e in envs] == [5557, 5558]
     why = engine_shortfall(CAT, sel)

@@ -63,7 +63,8 @@ def test_ascend_pins_logic_ids_and_passes_the_physical_files(profiles) -> None:
     host = SimpleNamespace(devices=[{"index": i, "name": "910B3", "memory_bytes": 64 * GIB, "visible_id": i,
                                      "dev_node": f"/dev/davinci{p}"} for i, p in enumerate((0, 1, 2, 4))])
     proc = PlanProcess(name="serve", role="serve", argv=["docker", "run", "--device", "/dev/davinci0",
-                                                         "--device", "/dev/davinci1", "--device", "/dev/davinci_manager",
+                                                         "--device", "/dev/davinci1",
+                                                         "--device", "/dev/davinci_manager",
                                                          "img", "serve", "m"])
     pin_devices(profiles["ascend_910c"], _plan(proc, image="img"), [1, 3], host)
     notes = ascend_device_nodes(_plan(proc), host)

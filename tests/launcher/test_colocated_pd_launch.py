@@ -67,8 +67,8 @@ def _colocated_pd_plan() -> dict:
     from vllm_deploy_wizard.catalog.planner import plan_selection
     from vllm_deploy_wizard.catalog.render import plan_file
 
-    planned = plan_selection(load_catalog(), Selection(model="MiniMaxAI/MiniMax-M2", hardware="h200", strategy="pd_cluster",
-                                                       install_mode="pip"))
+    selection = Selection(model="MiniMaxAI/MiniMax-M2", hardware="h200", strategy="pd_cluster", install_mode="pip")
+    planned = plan_selection(load_catalog(), selection)
     return plan_file(planned.plan, {"catalog_source": "bundled"}, "test")
 
 

@@ -313,7 +313,8 @@ def test_preflight_names_l1_size_above_free_ram():
     ))
     problems = check(spec, check_flags=False, free_ram=lambda: 24 * 2**30)
     assert problems == [
-        "'lmcache': --l1-size-gb 512 asks for 512 GiB of RAM but only 24.0 GiB is available; lower --l1-size-gb below 24",
+        "'lmcache': --l1-size-gb 512 asks for 512 GiB of RAM but only 24.0 GiB is available; "
+        "lower --l1-size-gb below 24",
         "'bad': --l1-size-gb 'lots' is not a number of GiB",
     ]
     assert check(spec, check_flags=False, free_ram=lambda: 1024 * 2**30) == [

@@ -134,7 +134,8 @@ def _pool(value: str, flag: str) -> dict[str, Any]:
 
 #: Selection key → the flag that sets it (error messages name the flag, not the field).
 FLAG_OF = {"model": "--model", "variant": "--variant", "hardware": "--hardware", "strategy": "--strategy",
-           "nodes": "--nodes", "gpus": "--gpus", "devices": "--devices", "kv_offload": "--kv-offload", "frontend": "--frontend",
+           "nodes": "--nodes", "gpus": "--gpus", "devices": "--devices", "kv_offload": "--kv-offload",
+           "frontend": "--frontend",
            "install_mode": "--install-mode", "connector": "--connector", "router": "--router", "task": "--task",
            "kv_instances": "--kv-instances", "features": "--feature", "feature_modes": "--feature",
            "pd.prefill": "--pd-prefill", "pd.decode": "--pd-decode", "advanced_args": "--arg",

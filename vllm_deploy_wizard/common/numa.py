@@ -10,7 +10,8 @@ those attributes works.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 def rank_numa_node(nodes: Iterable[Any]) -> Any | None:
