@@ -1,12 +1,15 @@
 """Bad input caught at plan time, before anything is launched (docs/benchmark.md §4).
 
-Two checks of what the person typed (the advanced args, ``plan --arg``), never of the recipe's own flags
+Three checks of what the person typed (the advanced args, ``plan --arg``), never of the recipe's own flags
 (those are the launcher preflight's, against the vLLM of the machine that runs them):
 
 * :func:`flag_problems` — each ``--flag`` against the installed vLLM's ``vllm serve`` flags. The
   flag list is the launcher preflight's (launcher/preflight.py ``vllm_version``/``serve_flags``, cached
   per vLLM install in ``<XDG cache>/vllm-wizard/vllm``), and each flag is judged by its
   ``flag_problem`` (did-you-mean, ambiguous prefix). Skipped when no ``vllm`` is on ``PATH``.
+* :func:`port_problems` — a ``--port`` typed in ``--arg`` that is not a TCP port: the wizard's rule
+  for a typed port (:func:`vllm_deploy_wizard.common.ports.check_port`, a whole number 1–65535).
+  Checked without vLLM (vLLM's own ``--port`` is ``type=int`` and would fail only at start).
 * :func:`max_model_len_problems` — ``--max-model-len`` above what the model's config.json allows.
   Mirrors vLLM 0.32.0 ``vllm/config/model.py`` ``_get_and_verify_max_len`` and the keys of
   ``vllm/transformers_utils/model_arch_config_convertor.py`` ``derive_max_model_len_and_key``: the
@@ -28,7 +31,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from vllm_deploy_wizard.common.flags import last_flag_value
+from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
+from vllm_deploy_wizard.common.ports import check_port
 
 #: vLLM 0.32.0 derive_max_model_len_and_key's keys, in its order.
 MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
@@ -45,6 +49,19 @@ def typed_flags(args: Iterable[str]) -> list[str]:
             name = tok.split("=", 1)[0]
             if name not in out:
                 out.append(name)
+    return out
+
+
+def port_problems(args: Iterable[str]) -> list[str]:
+    """A problem per ``--port`` value in the typed ``args`` (``--port N`` or ``--port=N``) that is not
+    a TCP port (:func:`~vllm_deploy_wizard.common.ports.check_port`), naming ``--arg --port`` and
+    what is valid; [] when every one is (or there is none)."""
+    out = []
+    for value in flag_values(list(args), "--port"):
+        try:
+            check_port(value)
+        except ValueError as exc:
+            out.append(f"--arg --port: {exc}")
     return out
 
 
