@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_deploy_wizard.commands import add_recipes_flag
+from vllm_deploy_wizard.common.contract import VLLM_FLAG_PROBE_S
 from vllm_deploy_wizard.workflows.planning import detect_defaults, host_capacity, node_plan_warnings, plan_document
 
 
@@ -107,7 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "when it is not there yet (huggingface_hub snapshot_download: resumable, HF_TOKEN honoured)")
     p.add_argument("--skip-flag-check", action="store_true",
                    help="do not check the --arg flags against the installed vLLM (`vllm serve --help=all`, "
-                   "read once and cached; ~30 s the first time)")
+                   f"read once and cached; ~{VLLM_FLAG_PROBE_S} s the first time)")
     p.add_argument("--save", metavar="NAME",
                    help="also save the selection as NAME (under the XDG config dir) for `vllm-wizard wizard "
                    "--open NAME` and the wizard's first screen")

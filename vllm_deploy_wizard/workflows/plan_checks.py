@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from vllm_deploy_wizard.common.contract import VLLM_FLAG_PROBE_S
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
 from vllm_deploy_wizard.common.ports import check_port
 
@@ -70,7 +71,8 @@ def flag_problems(args: list[str], env: Mapping[str, str] | None = None, *, exe:
                   notice: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
     """``(problems, warnings)`` of the typed ``args`` against the installed vLLM (``exe``, default
     ``vllm`` on ``PATH``); both empty when there is no vLLM or no flag. ``notice`` is told before the
-    flag list is read for the first time (``vllm serve --help=all`` takes ~30 s uncached)."""
+    flag list is read for the first time (``vllm --version`` and ``vllm serve --help=all`` take
+    :data:`~vllm_deploy_wizard.common.contract.VLLM_FLAG_PROBE_S` uncached)."""
     from vllm_deploy_wizard.launcher import preflight
 
     flags = typed_flags(args)
@@ -82,7 +84,8 @@ def flag_problems(args: list[str], env: Mapping[str, str] | None = None, *, exe:
     if runner is not None:
         kw["runner"] = runner
     if notice is not None and _probe_needed(exe, env, cache):
-        notice(f"checking the typed flags against {exe} (its flag list is read once and cached, ~30 s)")
+        notice(f"checking the typed flags against {exe} (its flag list is read once and cached, "
+               f"~{VLLM_FLAG_PROBE_S} s)")
     version = preflight.vllm_version(exe, env, **kw)
     if version is None:
         return [], [f"{exe} --version gave no version; the typed flags were not checked"]
