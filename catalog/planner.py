@@ -447,9 +447,9 @@ def head_warnings(recipe: Any, plan: Any) -> list[str]:
     """A warning per ``vllm serve`` process whose ``--tensor-parallel-size`` does not divide its model's
     attention heads, when that model's config.json is local (a custom model, or a recipe model in
     the HF cache: :func:`.custom.find_config`; heads unknown otherwise), naming the TPs up to it that
-    divide (one warning per model and TP). Mirrors vLLM 0.32.0 ``vllm/config/model.py`` ``ModelConfig.verify_with_parallel_config``
-    (``total_num_attention_heads % tensor_parallel_size``, heads = the text config's
-    ``num_attention_heads``), which refuses such a TP at start-up (docs/catalog.md §3)."""
+    divide (one warning per model and TP). Mirrors vLLM 0.32.0 ``vllm/config/model.py``
+    ``ModelConfig.verify_with_parallel_config`` (``total_num_attention_heads % tensor_parallel_size``;
+    heads = the text config's ``num_attention_heads``), which refuses such a TP at start-up (docs/catalog.md §3)."""
     from .custom import find_config
 
     out: list[str] = []

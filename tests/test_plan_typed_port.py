@@ -37,7 +37,8 @@ def test_a_valid_typed_port_plans_with_it(capsys) -> None:
 
 def test_port_problems_reads_both_spellings_and_every_occurrence() -> None:
     assert port_problems(["--port", "8001", "--max-model-len=4096"]) == []
-    assert port_problems(["--port", "65536", "--port=1"]) == ["--arg --port: '65536' is not a port: a whole number 1–65535"]
+    assert port_problems(["--port", "65536", "--port=1"]) == [
+        "--arg --port: '65536' is not a port: a whole number 1–65535"]
     assert port_problems(["--port=８０００"])  # full-width digits are not a port
 
 

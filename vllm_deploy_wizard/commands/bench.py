@@ -65,7 +65,7 @@ def step_lines(steps, other=None) -> list[str]:
             row.append(f"{theirs[s.concurrency]:.1f}" if s.concurrency in theirs else "-")
         rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [" ".join(cell.rjust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    return [" ".join(cell.rjust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
 def handle(args: argparse.Namespace) -> int:

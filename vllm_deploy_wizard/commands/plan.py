@@ -277,7 +277,8 @@ def download_missing(models: list[str], done: set[str] | None = None) -> None:
 
 def check_typed_input(typed: list[str], plan_json: dict, flags: bool = True) -> None:
     """Refuse typed ``--arg`` flags the installed vLLM lacks, a typed ``--port`` that is not a port
-    (1–65535) and a ``--max-model-len`` above the model's limit (workflows/plan_checks.py): SelectionError listing each with its did-you-mean / limit.
+    (1–65535) and a ``--max-model-len`` above the model's limit (workflows/plan_checks.py):
+    SelectionError listing each with its did-you-mean / limit.
     Warnings (an abbreviated flag) go to stderr."""
     from vllm_deploy_wizard.common.errors import SelectionError
     from vllm_deploy_wizard.workflows.plan_checks import flag_problems, max_model_len_problems, port_problems
