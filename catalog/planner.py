@@ -444,26 +444,35 @@ def refusals_for(opts: Any, selection: Selection) -> list[Refusal]:
 
 
 def head_warnings(recipe: Any, plan: Any) -> list[str]:
-    """TP that does not divide the attention heads, when the model's config.json says how many
-    (custom models; vLLM refuses such a TP at start-up)."""
+    """A warning per ``vllm serve`` process whose ``--tensor-parallel-size`` does not divide its model's
+    attention heads, when that model's config.json is local (a custom model, or a recipe model in
+    the HF cache: :func:`.custom.find_config`; heads unknown otherwise), naming the TPs up to it that
+    divide (one warning per model and TP). Mirrors vLLM 0.32.0 ``vllm/config/model.py``
+    ``ModelConfig.verify_with_parallel_config`` (``total_num_attention_heads % tensor_parallel_size``;
+    heads = the text config's ``num_attention_heads``), which refuses such a TP at start-up (docs/catalog.md §3)."""
     from .custom import find_config
 
-    if not getattr(recipe, "is_custom", False):  # recipe files carry no config.json: heads unknown
-        return []
-    try:
-        config = json.loads(find_config(recipe.hf_id).read_text(encoding="utf-8"))
-    except Exception:  # not a custom model, or no readable config: heads unknown
-        return []
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    heads = text.get("num_attention_heads") or text.get("n_head")
-    if not isinstance(heads, int) or heads <= 0:
-        return []
+    out: list[str] = []
+    seen: set[tuple[str, int]] = set()  # one warning per (model, TP): a multi-node plan repeats the serve
     for proc in plan.processes:
-        value = last_flag_value(proc.argv, "--tensor-parallel-size", "-tp")
-        if value is not None and value.isdigit():
-            tp = int(value)
-            if heads % tp:
-                return [f"warning: tensor parallel size {tp} ({proc.name}) does not divide the "
-                        f"model's {heads} attention heads; vLLM will refuse to start — pick a TP "
-                        f"that divides {heads} (--gpus or --arg=--tensor-parallel-size)"]
-    return []
+        argv = list(proc.argv)
+        value = last_flag_value(argv, "--tensor-parallel-size", "-tp")
+        if value is None or not value.isdigit() or int(value) <= 1 or "serve" not in argv[:3]:
+            continue
+        i = argv.index("serve")
+        model = argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("-") else recipe.hf_id
+        try:
+            config = json.loads(find_config(model).read_text(encoding="utf-8"))
+        except Exception:  # noqa: BLE001 — no readable local config.json: heads unknown
+            continue
+        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+        heads = text.get("num_attention_heads") or text.get("n_head")
+        tp = int(value)
+        if not isinstance(heads, int) or heads <= 0 or heads % tp == 0 or (model, tp) in seen:
+            continue
+        seen.add((model, tp))
+        fits = ", ".join(str(n) for n in range(1, tp) if heads % n == 0)
+        out.append(f"warning: tensor parallel size {tp} ({proc.name}) does not divide the model's {heads} "
+                   f"attention heads; vLLM will refuse to start — pick a TP that divides {heads} "
+                   f"({fits}; --gpus, --nodes or --arg=--tensor-parallel-size)")
+    return out

@@ -48,6 +48,29 @@ from vllm_deploy_wizard.launcher.runs import runs_root  # noqa: F401 — where l
 CSV_COLUMNS = ("concurrency", "num_prompts", "completed", "failed", "duration_s", "request_throughput",
                "output_throughput", "total_token_throughput", "ttft_p50_ms", "ttft_p99_ms", "itl_p50_ms",
                "itl_p99_ms", "tpot_p50_ms", "tpot_p99_ms")
+#: Headers of a sweep's step table (``vllm-wizard bench`` and the wizard's bench screen), units in
+#: each: requests and output tokens per second, latencies in milliseconds.
+TABLE_HEADERS = {"concurrency": "conc", "num_prompts": "prompts", "completed": "ok", "failed": "fail",
+                 "request_throughput": "req/s", "output_throughput": "out tok/s",
+                 "ttft_p50_ms": "TTFT p50 (ms)", "ttft_p99_ms": "TTFT p99 (ms)",
+                 "itl_p50_ms": "ITL p50 (ms)", "itl_p99_ms": "ITL p99 (ms)"}
+
+
+def format_ms(value: float | None) -> str:
+    """A latency in milliseconds for the step table: ``-`` when not measured; one decimal from
+    10 ms (``36.6``), two from 1 ms (``2.35``), three below (``0.042``: a CPU build's inter-token
+    latency is often sub-millisecond), ``<0.001`` for a positive value that would round to zero."""
+    if value is None:
+        return "-"
+    if value >= 10:
+        return f"{value:.1f}"
+    if value >= 1:
+        return f"{value:.2f}"
+    if 0 < value < 0.0005:
+        return "<0.001"
+    return f"{value:.3f}"
+
+
 #: What the launcher writes in place of a secret (launcher/logs.py).
 _MASKED = "***"
 #: The tqdm bar of ``vllm bench serve``: ``  50%|█████     | 2/4 [00:01<00:01, 1.9it/s]``.

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_deploy_wizard.common.flags import last_flag_value, set_flag
+from vllm_deploy_wizard.common.ports import check_port  # noqa: F401 — the screen's import; the rule is common's
 
 #: Port flags, in the order shown.
 PORT_FLAGS = ("--port", "--http-port", "--prometheus-port", "--data-parallel-rpc-port", "-rpc_port")
@@ -74,14 +75,6 @@ def port_slots(processes: Iterable[Any]) -> list[PortSlot]:
 
 def _get(p: Any, key: str) -> Any:
     return p.get(key) if isinstance(p, Mapping) else getattr(p, key, None)
-
-
-def check_port(text: str) -> int:
-    """``text`` as a TCP port; raises ``ValueError`` saying what is valid (a whole number 1–65535)."""
-    t = text.strip()
-    if not t.isdigit() or not 1 <= int(t) <= 65535:
-        raise ValueError(f"{text!r} is not a port: a whole number 1–65535")
-    return int(t)
 
 
 def conflicts(slots: list[PortSlot], edits: Mapping[str, int] | None = None,

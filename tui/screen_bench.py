@@ -98,9 +98,12 @@ class BenchScreen(Screen):
 
     def on_mount(self) -> None:
         table = self.query_one("#bench-table", DataTable)
-        for key, label in (("c", "conc"), ("ok", "ok"), ("fail", "fail"), ("req", "req/s"), ("out", "out tok/s"),
-                           ("ttft50", "TTFT p50"), ("ttft99", "TTFT p99"), ("itl50", "ITL p50"), ("itl99", "ITL p99")):
-            table.add_column(label, key=key)
+        from vllm_deploy_wizard.launcher.bench import TABLE_HEADERS
+
+        for key, field in (("c", "concurrency"), ("ok", "completed"), ("fail", "failed"), ("req", "request_throughput"),
+                           ("out", "output_throughput"), ("ttft50", "ttft_p50_ms"), ("ttft99", "ttft_p99_ms"),
+                           ("itl50", "itl_p50_ms"), ("itl99", "itl_p99_ms")):
+            table.add_column(TABLE_HEADERS[field], key=key)
         table.focus()  # g/c/v/e are keys of the screen; an Input in focus would take them as text
         self._paint_plots()
 
@@ -198,8 +201,7 @@ class BenchScreen(Screen):
         self.query_one("#bench-status", Static).update(text)
 
     def _add_row(self, s: Any) -> None:
-        def ms(v: float | None) -> str:
-            return "-" if v is None else f"{v:.1f}"
+        from vllm_deploy_wizard.launcher.bench import format_ms as ms
 
         self.query_one("#bench-table", DataTable).add_row(
             str(s.concurrency), str(s.completed), str(s.failed), f"{s.request_throughput:.2f}",

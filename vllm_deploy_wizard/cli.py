@@ -34,7 +34,7 @@ def build_parser(only: tuple[str, ...] | None = None) -> argparse.ArgumentParser
     wizard's (importing and registering the ten headless commands costs tens of milliseconds
     before the first screen, ``bench/bench_terminal_start.py``), ``vllm-wizard plan …`` just plan's
     (``bench/bench_cli_start.py``)."""
-    parser = argparse.ArgumentParser(
+    parser = WizardArgumentParser(
         prog="vllm-wizard",
         description="Detect this node's accelerators, plan the vLLM recipe commands for a model, "
         "launch and supervise vLLM and its companions. With no command, opens the wizard.",
@@ -65,7 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     if "wizard" in commands and (not argv or (argv[0] not in commands and argv[0] not in TOP_LEVEL_FLAGS)):
         # `vllm-wizard` and `vllm-wizard --model X`: the wizard is the default command.
         argv = ["wizard", *argv]
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # the sub-command's own usage, with a did-you-mean for a mistyped flag
+        unknown_arguments(selected_parser(parser, args), extras)
     if args.command is None:
         parser.print_help()
         return 0
@@ -81,6 +83,44 @@ def main(argv: list[str] | None = None) -> int:
         # Point stdout at devnull so the interpreter's final flush does not raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for the same case
+
+
+class WizardArgumentParser(argparse.ArgumentParser):
+    """An ArgumentParser whose "invalid choice" error (a mistyped sub-command such as ``catalog modles``,
+    or a value outside ``choices=``) ends with a did-you-mean over the valid choices
+    (:func:`vllm_deploy_wizard.common.suggest.did_you_mean`). Sub-parsers inherit the class."""
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as exc:
+            from vllm_deploy_wizard.common.suggest import did_you_mean
+
+            hint = did_you_mean(str(value), [str(c) for c in action.choices or ()])
+            raise argparse.ArgumentError(action, f"{exc.message}{hint}") from None
+
+
+def selected_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The deepest sub-parser ``args`` went through (``catalog models`` → the ``models`` parser);
+    ``parser`` itself when no sub-command was chosen."""
+    while True:
+        action = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(args, action.dest, None) if action is not None else None
+        if action is None or name not in action.choices:
+            return parser
+        parser = action.choices[name]
+
+
+def unknown_arguments(parser: argparse.ArgumentParser, extras: list[str]) -> None:
+    """Exit with status 2 through ``parser.error``: its usage line, then ``unrecognized arguments: …``
+    and, for the first ``--flag`` among ``extras`` (``--flag=value`` cut at ``=``), the closest of
+    ``parser``'s option strings."""
+    from vllm_deploy_wizard.common.suggest import did_you_mean
+
+    options = [s for a in parser._actions for s in a.option_strings]
+    flag = next((e.split("=", 1)[0] for e in extras if e.startswith("-") and len(e) > 1), None)
+    hint = did_you_mean(flag, options) if flag else ""
+    parser.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
 
 
 def sub_commands(parser: argparse.ArgumentParser) -> set[str]:

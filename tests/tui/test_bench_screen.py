@@ -98,7 +98,11 @@ async def test_b_runs_a_sweep_with_plots_exports_svg_and_compares(build_app, tmp
         await pilot.press("g")
         await _until(pilot, lambda: screen.sweep is not None)
         assert [s.concurrency for s in screen.steps] == [1, 2, 4, 8]  # 260 → 262 is < 5 %: stop
-        assert screen.query_one("#bench-table", DataTable).row_count == 4
+        table = screen.query_one("#bench-table", DataTable)
+        assert table.row_count == 4
+        labels = [str(col.label) for col in table.columns.values()]
+        assert {"out tok/s", "TTFT p50 (ms)", "TTFT p99 (ms)", "ITL p50 (ms)", "ITL p99 (ms)"} <= set(labels)
+        assert table.get_row_at(0)[labels.index("ITL p50 (ms)")] == "1.00"  # the fake's 1.0 ms at concurrency 1
         status = str(screen.query_one("#bench-status").render())
         assert "from concurrency 4 to 8" in status and "sweep.json" in status
         assert (screen.sweep.path / "sweep.csv").read_text().count("\n") == 5

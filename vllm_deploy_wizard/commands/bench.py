@@ -53,21 +53,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def step_lines(steps, other=None) -> list[str]:
     """The table of ``steps`` (:class:`~vllm_deploy_wizard.launcher.bench.StepResult`), with the output
     throughput of sweep ``other`` at the same concurrency when given."""
-    def ms(v):
-        return "-" if v is None else f"{v:.1f}"
+    from vllm_deploy_wizard.launcher.bench import TABLE_HEADERS, format_ms
 
     theirs = {s.concurrency: s.output_throughput for s in (other.steps if other else [])}
-    head = f"{'conc':>5} {'prompts':>7} {'ok':>4} {'fail':>4} {'req/s':>8} {'out tok/s':>10} " \
-           f"{'TTFT p50':>9} {'TTFT p99':>9} {'ITL p50':>8} {'ITL p99':>8}" + ("  vs earlier" if other else "")
-    out = [head]
+    rows = [list(TABLE_HEADERS.values()) + (["vs earlier (out tok/s)"] if other else [])]
     for s in steps:
-        line = (f"{s.concurrency:>5} {s.num_prompts:>7} {s.completed:>4} {s.failed:>4} {s.request_throughput:>8.2f} "
-                f"{s.output_throughput:>10.1f} {ms(s.ttft_p50_ms):>9} {ms(s.ttft_p99_ms):>9} {ms(s.itl_p50_ms):>8} "
-                f"{ms(s.itl_p99_ms):>8}")
+        row = [str(s.concurrency), str(s.num_prompts), str(s.completed), str(s.failed),
+               f"{s.request_throughput:.2f}", f"{s.output_throughput:.1f}", format_ms(s.ttft_p50_ms),
+               format_ms(s.ttft_p99_ms), format_ms(s.itl_p50_ms), format_ms(s.itl_p99_ms)]
         if other:
-            line += f"  {theirs[s.concurrency]:.1f}" if s.concurrency in theirs else "  -"
-        out.append(line)
-    return out
+            row.append(f"{theirs[s.concurrency]:.1f}" if s.concurrency in theirs else "-")
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [" ".join(cell.rjust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
 def handle(args: argparse.Namespace) -> int:

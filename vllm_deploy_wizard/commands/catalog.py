@@ -222,6 +222,14 @@ def handle_models(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(objects)
         return 0
+    hidden = 0
+    if hw:  # the filtered recipes the profile leaves out (H1), counted apart
+        shown = {r.hf_id for r in rows}
+        hidden = sum(1 for r in model_rows(cat.recipes, hw, args.search or "", task, args.arch or "")
+                     if r.hf_id not in shown)
+    if not objects and hidden:  # everything the filters match is hidden there: say why, as with some shown
+        print(_models_summary(cat, rows, hw, hidden))
+        return 0
     if not objects:
         print("no model matches" + (f" --search {args.search!r}" if args.search else "")
               + (f" --task {task}" if task else "") + (f" --arch {args.arch}" if args.arch else ""),
@@ -233,11 +241,6 @@ def handle_models(args: argparse.Namespace) -> int:
     _print_rows(header, [[o["hf_id"], *([o["status"]] if hw else []), ",".join(o["tasks"]) or "-",
                           o["architecture"] or "-", ",".join(o["variants"]), ",".join(o["verified_on"]) or "-",
                           *([_one_line(o["reason"])] if why else [])] for o in objects])
-    hidden = 0
-    if hw:  # the filtered recipes the profile leaves out (H1), counted apart
-        shown = {r.hf_id for r in rows}
-        hidden = sum(1 for r in model_rows(cat.recipes, hw, args.search or "", task, args.arch or "")
-                     if r.hf_id not in shown)
     print(_models_summary(cat, rows, hw, hidden))
     return 0
 
@@ -300,6 +303,7 @@ def handle_hardware(args: argparse.Namespace) -> int:
             "selectable": profile_selectable(p, hw, detected),
             "models": sum(1 for s in statuses if s in ("verified", "available", "unlisted")),
             "verified_models": statuses.count("verified"),
+            "unlisted_models": statuses.count("unlisted"),  # offered only because detected here (H1)
             "detected": None if i is None else "preselected" if i == 0 else "alternative",
             "match": quality,
         })
@@ -313,12 +317,15 @@ def handle_hardware(args: argparse.Namespace) -> int:
         if o["restricted"] and o["selectable"]:
             selectable = "yes (detected)"
         mark = {"preselected": f"★ preselected ({o['match']})", "alternative": f"alternative ({o['match']})"}
+        unlisted = f", {o['unlisted_models']} unlisted" if o["unlisted_models"] else ""
         rows.append([o["id"], o["brand"], o["name"], o["devices"] or "?", mem, selectable,
-                     f"{o['models']} ({o['verified_models']} verified)", mark.get(o["detected"] or "", "")])
+                     f"{o['models']} ({o['verified_models']} verified{unlisted})", mark.get(o["detected"] or "", "")])
     _print_rows(["ID", "BRAND", "NAME", "DEVICES", "MEM/DEVICE", "SELECTABLE", "MODELS", "DETECTED"], rows)
     where = f"on {args.replay}" if args.replay is not None else "on this machine"
     print(f"{len(objects)} profiles; detect preselects {detected or 'none'} {where}. "
-          "restricted: offered only to the models whose recipe lists it (rule H1), unless detected")
+          "restricted: offered only to the models whose recipe lists it (rule H1), unless detected"
+          + ("; unlisted: offered only because detected — `catalog models --hardware ID --detect` lists them"
+             if any(o["unlisted_models"] for o in objects) else ""))
     return 0
 
 

@@ -42,6 +42,7 @@ import time
 from typing import Any, TextIO
 
 from vllm_deploy_wizard.commands import ctrl_c_interrupts
+from vllm_deploy_wizard.common.contract import VLLM_FLAG_PROBE_S
 from vllm_deploy_wizard.workflows.launching import host_ready_or_raise, label_rank, launch_facts, resolve_values
 
 COLORS = (36, 33, 35, 32, 34, 91, 96, 93)
@@ -73,7 +74,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--force", action="store_true",
                    help="launch even when the plan's hardware does not match this node (a GPU plan on a CPU node)")
     p.add_argument("--skip-flag-check", action="store_true",
-                   help="skip the vLLM version/flag preflight (`vllm serve --help=all`, ~12 s when not cached)")
+                   help="skip the vLLM version/flag preflight (`vllm --version`, `vllm serve --help=all`: "
+                   f"~{VLLM_FLAG_PROBE_S} s when not cached)")
     p.add_argument("--skip-host-check", action="store_true",
                    help="skip the host readiness check of backends that need host setup (IAXL KVShrink: "
                    "IOMMU kernel options, QAT devices and service, the intel-accel-for-llm checkout)")
@@ -169,10 +171,12 @@ class Printer:
 
 
 def summary(processes: list[dict[str, Any]], out: TextIO = sys.stdout) -> None:
-    """Print one line per process: name, state, restarts, last status, cause."""
+    """Print one line per process: name, state, restarts, last exit status (``last_status=N``, only
+    once the process has exited: none is shown while it never has), cause."""
     from vllm_deploy_wizard.common import tables
 
-    rows = [[p["name"], p["state"], f"restarts={p.get('restarts', 0)}", f"last_status={p.get('last_rc')}",
+    rows = [[p["name"], p["state"], f"restarts={p.get('restarts', 0)}",
+             f"last_status={p['last_rc']}" if p.get("last_rc") is not None else "",
              f"cause: {(p.get('cause') or {}).get('summary')}" if (p.get("cause") or {}).get("summary") else ""]
             for p in processes]
     tables.print_table(rows, out=out)
@@ -204,7 +208,7 @@ def handle(args: argparse.Namespace) -> int:
     probe = None if args.skip_flag_check else vllm_probe_needed(spec)
     print("preflight: ports, executables, files, memory" + {
         None: "", False: ", vLLM version and flags (cached)",
-        True: ", vLLM version and flags (not cached yet: ~30 s per vLLM install)"}[probe] + " …",
+        True: f", vLLM version and flags (not cached yet: ~{VLLM_FLAG_PROBE_S} s per vLLM install)"}[probe] + " …",
         file=sys.stderr, flush=True)
     prepared = prepare(args.plan, node, args.node_rank, values, launch_facts(spec), force=getattr(args, "force", False),
                        check_flags=not args.skip_flag_check)

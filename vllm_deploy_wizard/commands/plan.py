@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_deploy_wizard.commands import add_recipes_flag
+from vllm_deploy_wizard.common.contract import VLLM_FLAG_PROBE_S
 from vllm_deploy_wizard.workflows.planning import detect_defaults, host_capacity, node_plan_warnings, plan_document
 
 
@@ -107,7 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "when it is not there yet (huggingface_hub snapshot_download: resumable, HF_TOKEN honoured)")
     p.add_argument("--skip-flag-check", action="store_true",
                    help="do not check the --arg flags against the installed vLLM (`vllm serve --help=all`, "
-                   "read once and cached; ~30 s the first time)")
+                   f"read once and cached; ~{VLLM_FLAG_PROBE_S} s the first time)")
     p.add_argument("--save", metavar="NAME",
                    help="also save the selection as NAME (under the XDG config dir) for `vllm-wizard wizard "
                    "--open NAME` and the wizard's first screen")
@@ -276,14 +277,16 @@ def download_missing(models: list[str], done: set[str] | None = None) -> None:
 
 
 def check_typed_input(typed: list[str], plan_json: dict, flags: bool = True) -> None:
-    """Refuse typed ``--arg`` flags the installed vLLM lacks and a ``--max-model-len`` above the model's
-    limit (workflows/plan_checks.py): SelectionError listing each with its did-you-mean / limit.
+    """Refuse typed ``--arg`` flags the installed vLLM lacks, a typed ``--port`` that is not a port
+    (1–65535) and a ``--max-model-len`` above the model's limit (workflows/plan_checks.py):
+    SelectionError listing each with its did-you-mean / limit.
     Warnings (an abbreviated flag) go to stderr."""
     from vllm_deploy_wizard.common.errors import SelectionError
-    from vllm_deploy_wizard.workflows.plan_checks import flag_problems, max_model_len_problems
+    from vllm_deploy_wizard.workflows.plan_checks import flag_problems, max_model_len_problems, port_problems
 
     problems, warnings = flag_problems(typed, notice=lambda text: print(text + " …", file=sys.stderr)) \
         if flags and typed else ([], [])
+    problems += port_problems(typed)
     problems += max_model_len_problems(plan_json.get("processes") or [])
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)

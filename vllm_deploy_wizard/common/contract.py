@@ -14,3 +14,9 @@ MAX_NODES = 16
 #: The port ``vllm serve`` binds when the argv has no ``--port`` (vLLM's ``--port`` default,
 #: vllm/entrypoints/openai/cli_args.py, every release the catalog targets).
 VLLM_DEFAULT_PORT = 8000
+
+#: Rough seconds reading an uncached vLLM install's version and ``vllm serve`` flag list takes
+#: (``vllm --version`` then ``vllm serve --help=all``, ~12 s each on the vLLM 0.32.0 CPU build,
+#: launcher/preflight.py); read once per install and cached. The one figure ``plan --help``,
+#: ``launch --help`` and their progress notices quote.
+VLLM_FLAG_PROBE_S = 30

@@ -1,12 +1,15 @@
 """Bad input caught at plan time, before anything is launched (docs/benchmark.md §4).
 
-Two checks of what the person typed (the advanced args, ``plan --arg``), never of the recipe's own flags
+Three checks of what the person typed (the advanced args, ``plan --arg``), never of the recipe's own flags
 (those are the launcher preflight's, against the vLLM of the machine that runs them):
 
 * :func:`flag_problems` — each ``--flag`` against the installed vLLM's ``vllm serve`` flags. The
   flag list is the launcher preflight's (launcher/preflight.py ``vllm_version``/``serve_flags``, cached
   per vLLM install in ``<XDG cache>/vllm-wizard/vllm``), and each flag is judged by its
   ``flag_problem`` (did-you-mean, ambiguous prefix). Skipped when no ``vllm`` is on ``PATH``.
+* :func:`port_problems` — a ``--port`` typed in ``--arg`` that is not a TCP port: the wizard's rule
+  for a typed port (:func:`vllm_deploy_wizard.common.ports.check_port`, a whole number 1–65535).
+  Checked without vLLM (vLLM's own ``--port`` is ``type=int`` and would fail only at start).
 * :func:`max_model_len_problems` — ``--max-model-len`` above what the model's config.json allows.
   Mirrors vLLM 0.32.0 ``vllm/config/model.py`` ``_get_and_verify_max_len`` and the keys of
   ``vllm/transformers_utils/model_arch_config_convertor.py`` ``derive_max_model_len_and_key``: the
@@ -28,7 +31,9 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from vllm_deploy_wizard.common.flags import last_flag_value
+from vllm_deploy_wizard.common.contract import VLLM_FLAG_PROBE_S
+from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
+from vllm_deploy_wizard.common.ports import check_port
 
 #: vLLM 0.32.0 derive_max_model_len_and_key's keys, in its order.
 MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
@@ -48,12 +53,26 @@ def typed_flags(args: Iterable[str]) -> list[str]:
     return out
 
 
+def port_problems(args: Iterable[str]) -> list[str]:
+    """A problem per ``--port`` value in the typed ``args`` (``--port N`` or ``--port=N``) that is not
+    a TCP port (:func:`~vllm_deploy_wizard.common.ports.check_port`), naming ``--arg --port`` and
+    what is valid; [] when every one is (or there is none)."""
+    out = []
+    for value in flag_values(list(args), "--port"):
+        try:
+            check_port(value)
+        except ValueError as exc:
+            out.append(f"--arg --port: {exc}")
+    return out
+
+
 def flag_problems(args: list[str], env: Mapping[str, str] | None = None, *, exe: str | None = None,
                   cache: Path | None = None, runner: Callable | None = None,
                   notice: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
     """``(problems, warnings)`` of the typed ``args`` against the installed vLLM (``exe``, default
     ``vllm`` on ``PATH``); both empty when there is no vLLM or no flag. ``notice`` is told before the
-    flag list is read for the first time (``vllm serve --help=all`` takes ~30 s uncached)."""
+    flag list is read for the first time (``vllm --version`` and ``vllm serve --help=all`` take
+    :data:`~vllm_deploy_wizard.common.contract.VLLM_FLAG_PROBE_S` uncached)."""
     from vllm_deploy_wizard.launcher import preflight
 
     flags = typed_flags(args)
@@ -65,7 +84,8 @@ def flag_problems(args: list[str], env: Mapping[str, str] | None = None, *, exe:
     if runner is not None:
         kw["runner"] = runner
     if notice is not None and _probe_needed(exe, env, cache):
-        notice(f"checking the typed flags against {exe} (its flag list is read once and cached, ~30 s)")
+        notice(f"checking the typed flags against {exe} (its flag list is read once and cached, "
+               f"~{VLLM_FLAG_PROBE_S} s)")
     version = preflight.vllm_version(exe, env, **kw)
     if version is None:
         return [], [f"{exe} --version gave no version; the typed flags were not checked"]
