@@ -212,7 +212,8 @@ def recipe_from_config(config: dict[str, Any], *, model_id: str, source: Path | 
         },
         "variants": {"default": {
             "precision": precision, "vram_minimum_gb": vram,
-            "description": (f"{precision.upper()} weights ≈ {total * BYTES_PER_PARAM.get(precision, 2.0) / 1e9:.1f} GB; "
+            "description": (f"{precision.upper()} weights ≈ "
+                            f"{total * BYTES_PER_PARAM.get(precision, 2.0) / 1e9:.1f} GB; "
                             f"minimum {vram} GB = weights × {VRAM_OVERHEAD} (estimate)"),
         }},
         "compatible_strategies": strategies,

@@ -29,24 +29,24 @@ Decisions:
   ``pd_cluster.dynamo.docs`` — docs/synthesis.md §4.7–4.8) are not declared by the models (nothing
   reads them); :data:`EXTRA_KNOWN_KEYS` lists them so they don't warn.
 * When a catalog-wide id set is empty because its source is broken (no hardware profiles, no
-  strategy loads), the per-recipe "unknown hardware/strategy id" warnings are skipped: the one error says what is wrong, instead of
-  hundreds of consequential warnings.
+  strategy loads), the per-recipe "unknown hardware/strategy id" warnings are skipped: the one error
+  says what is wrong, instead of hundreds of consequential warnings.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .models import DynamoRouter, KvStore, Recipe, SmgRouter, Strategy, Taxonomy
-
 from vllm_deploy_wizard.common import suggest, yamlio
 
+from .models import DynamoRouter, KvStore, Recipe, SmgRouter, Strategy, Taxonomy
 
 #: Keys some models don't declare but catalogs legitimately carry (model class → extra key names).
 #: The seed's PD routers have a ``docs`` link (docs/synthesis.md §4.7–4.8).
@@ -174,7 +174,8 @@ def _is_union_tag(part: Any) -> bool:
     return isinstance(part, str) and ("[" in part or part in {"str", "int", "float", "bool", "list", "dict"})
 
 
-def unknown_keys(model: type[BaseModel], data: Any, loc: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str, list[str]]]:
+def unknown_keys(model: type[BaseModel], data: Any,
+                 loc: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str, list[str]]]:
     """Keys of ``data`` that ``model`` does not declare, recursively through nested models.
 
     Returns ``[(loc_of_key, key, known_keys)]``. Dict-valued fields (``dict[str, Model]``) and lists
@@ -357,7 +358,8 @@ def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Re
     for i, sid in enumerate(recipe.compatible_strategies if check_strategy_ids else ()):
         if sid not in strategies:
             report.warnings.append(f"{f.line(('compatible_strategies', i), key=False)}: unknown strategy id "
-                                   f"{sid!r} in `compatible_strategies` (ignored){suggest.did_you_mean(sid, strategies)}")
+                                   f"{sid!r} in `compatible_strategies` (ignored)"
+                                   f"{suggest.did_you_mean(sid, strategies)}")
     if check_strategy_ids and recipe.default_strategy and recipe.default_strategy not in strategies:
         report.warnings.append(f"{f.line(('default_strategy',))}: unknown strategy id {recipe.default_strategy!r} "
                                f"in `default_strategy`{suggest.did_you_mean(recipe.default_strategy, strategies)}")
@@ -392,12 +394,14 @@ def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Re
                                    f"{suggest.did_you_mean(feat, recipe.features)}")
     for key, v in recipe.variants.items():
         for feat, mode in v.default_modes.items():
-            modes = (recipe.features.get(feat).modes or {}) if feat in recipe.features else {}
-            if feat not in recipe.features or mode not in modes:
+            feature = recipe.features.get(feat)
+            modes = (feature.modes or {}) if feature is not None else {}
+            if feature is None or mode not in modes:
+                hint = (suggest.did_you_mean(mode, modes) if feature is not None
+                        else suggest.did_you_mean(feat, recipe.features))
                 report.warnings.append(
                     f"{f.line(('variants', key, 'default_modes', feat))}: `variants.{key}.default_modes` "
-                    f"names {feat}={mode}, which is not a mode of this recipe"
-                    f"{suggest.did_you_mean(mode, modes) if feat in recipe.features else suggest.did_you_mean(feat, recipe.features)}")
+                    f"names {feat}={mode}, which is not a mode of this recipe{hint}")
 
 
 def _yaml_files(folder: Path, pattern: str) -> list[Path]:

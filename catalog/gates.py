@@ -10,7 +10,8 @@ constraints API (``options``) can reuse them so the two never disagree.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, TypeVar
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from vllm_deploy_wizard.common.contract import MAX_NODES
 
@@ -219,7 +220,8 @@ def single_node_tp(recipe: Recipe, variant: Variant, strategy: str, hw_id: str,
         return gpu_count
     so = recipe.strategy_overrides.get("single_node_tp")
     for source in (variant.tp, so.tp if so else None):
-        tp = source if isinstance(source, (int, float)) else keyed(source, hw_id, profile) if isinstance(source, dict) else None
+        tp = (source if isinstance(source, (int, float))
+              else keyed(source, hw_id, profile) if isinstance(source, dict) else None)
         if isinstance(tp, (int, float)) and not isinstance(tp, bool) and tp > 0:
             return int(tp) if profile.gen == "cpu" else min(int(tp), gpu_count)
     per_gpu = profile.vram_per_device_gb

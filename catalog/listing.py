@@ -20,9 +20,10 @@ group, case ignored. Without a hardware profile every row is ``available`` and i
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from .constraints import AVAILABLE, DISABLED, HIDDEN, hardware_listing
 

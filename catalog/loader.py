@@ -38,10 +38,10 @@ import contextlib
 import gc
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -51,7 +51,6 @@ from vllm_deploy_wizard.common.errors import CatalogError, SelectionError
 
 from .data import DATA_DIR
 from .models import KvStore, Recipe, Strategy, Taxonomy
-
 
 
 @dataclass
@@ -105,7 +104,7 @@ class Catalog:
         """The recipe for ``model_id`` (case-insensitive; variant aliases resolve to their parent)."""
         return self.resolve_model(model_id)[0]
 
-    def with_recipe(self, recipe: Recipe) -> "Catalog":
+    def with_recipe(self, recipe: Recipe) -> Catalog:
         """A copy of this catalog with ``recipe`` added (e.g. a custom model derived from its
         ``config.json``); the original is left untouched."""
         recipes = {**self.recipes, recipe.hf_id: recipe}

@@ -167,7 +167,8 @@ def facts_from_config(config: dict[str, Any], *, model: str, source: str = "conf
                 or text.get("dtype") or "bfloat16").lower().replace("torch.", "")
     quant = config.get("quantization_config") or text.get("quantization_config")
     experts = next((text[k] for k in custom._EXPERT_KEYS if isinstance(text.get(k), int) and text[k] > 1), 0)
-    per_tok = get(text, "num_experts_per_tok", "num_experts_per_token", "moe_top_k", "top_k", default=0) if experts else 0
+    per_tok = (get(text, "num_experts_per_tok", "num_experts_per_token", "moe_top_k", "top_k", default=0)
+               if experts else 0)
     kinds, window, notes = _layer_kinds(text, layers)
     return ModelFacts(
         model=model, source=str(source), architectures=tuple(config.get("architectures") or ()),

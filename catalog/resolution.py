@@ -8,20 +8,21 @@ facts land in ``checks`` (docs/plan-file.md §3.7). :func:`did_you_mean` builds 
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from vllm_deploy_wizard.common import suggest
-from vllm_deploy_wizard.common.suggest import casefold_key
 from vllm_deploy_wizard.common.errors import SelectionError
+from vllm_deploy_wizard.common.suggest import casefold_key
 
-from . import gates as G
 from . import backends as B
+from . import gates as G
 from .ascend import UNSUPPORTED_950PR, unsupported_by_backend
 from .defaults import offered_by_hardware_match, unlisted_strategy_text
 from .loader import Catalog
 from .models import KvOffloadOption, PdRoleOverride, Recipe, Strategy, StrategyOverride, Variant
 from .selection import PdPool, Selection
-from .synthesis_context import PD_ROLES, _Pool, SynthesisContext
+from .synthesis_context import PD_ROLES, SynthesisContext, _Pool
 
 
 def did_you_mean(kind: str, value: str, choices: Iterable[str], where: str,
@@ -123,7 +124,8 @@ def resolve(cat: Catalog, sel: Selection) -> SynthesisContext:
                 ctx.checks["kv_hardware_ok"] = not G.gated_off(opt.hardware, hw, profile)
             if opt.docker is False:  # docs/synthesis.md §4.3: unavailable in docker mode
                 ctx.checks["kv_docker_ok"] = install_mode != "docker"
-            usable = all(facts.values()) and ctx.checks.get("kv_hardware_ok", True) and ctx.checks.get("kv_docker_ok", True)
+            usable = (all(facts.values()) and ctx.checks.get("kv_hardware_ok", True)
+                      and ctx.checks.get("kv_docker_ok", True))
             if usable:
                 ctx.kv_option = opt
                 if opt.requires_opt_in and recipe.kv_offload_support.get(kv_key) != "verified":

@@ -20,7 +20,8 @@ from __future__ import annotations
 from vllm_deploy_wizard.common import versions as vllm_versions
 from vllm_deploy_wizard.common.errors import SelectionError
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value, set_flag
-from vllm_deploy_wizard.common.placeholders import is_placeholder, names_in as placeholder_names
+from vllm_deploy_wizard.common.placeholders import is_placeholder
+from vllm_deploy_wizard.common.placeholders import names_in as placeholder_names
 
 from . import backends as B
 from .backends import last_port
@@ -31,8 +32,8 @@ from .plan import PHASES, Health, LaunchPlan, PlanProcess, find_placeholders
 from .plan_notes import config_files, notes, placeholder_defaults, resolved
 from .processes import companions, single_or_multi, strategy_companion
 from .resolution import did_you_mean, resolve
-from .synthesis_context import PD_ROLES, SynthesisContext
 from .selection import Selection
+from .synthesis_context import PD_ROLES, SynthesisContext
 
 ROUTER_INSTALL = "uv pip install vllm-router"
 
@@ -185,7 +186,8 @@ def _finish(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:
             extra_flags += ["--network", "host"]
         extra_flags += ctx.connector.docker.flags
     setup = ctx.kv_option.setup if ctx.kv_option is not None and ctx.kv_option.setup else None
-    multi_node = (ctx.deploy == "multi_node" and ctx.nodes > 1) or (ctx.is_pd and any(q.nodes >= 2 for q in ctx.pools.values()))
+    multi_node = ((ctx.deploy == "multi_node" and ctx.nodes > 1)
+                  or (ctx.is_pd and any(q.nodes >= 2 for q in ctx.pools.values())))
     for p in procs:
         if p.role in _SERVE_ROLES:
             port = last_port(p.argv)

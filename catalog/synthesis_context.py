@@ -18,8 +18,8 @@ from typing import Any
 
 from vllm_deploy_wizard.common.flags import flag_values
 
-from . import gates as G
 from . import backends as B
+from . import gates as G
 from .loader import Catalog
 from .models import (
     Connector,
@@ -34,7 +34,6 @@ from .models import (
     Variant,
 )
 from .selection import Selection
-
 
 #: Env keys only NVL4 trays (GB200/GB300) keep under PD (§2.7 step 12).
 NVL4_ENV_KEYS = ("VLLM_USE_NCCL_SYMM_MEM", "NCCL_CUMEM_ENABLE", "NCCL_MNNVL_ENABLE", "NCCL_NVLS_ENABLE",

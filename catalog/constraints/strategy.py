@@ -7,12 +7,11 @@ from __future__ import annotations
 from vllm_deploy_wizard.common.contract import MAX_NODES
 
 from .. import backends, gates
+from ..defaults import has_multi_node, hidden_by_nodes, offered_by_hardware_match, scales_out, unlisted_strategy_text
 from ..device_fit import engine_shortfall
 from ..models import Strategy
 from ..selection import Selection
-from ..defaults import (scales_out, hidden_by_nodes, has_multi_node, offered_by_hardware_match,
-                        unlisted_strategy_text)
-from .choices import Choice, DISABLED, HIDDEN, _num
+from .choices import DISABLED, HIDDEN, Choice, _num
 from .context import _Ctx
 
 
