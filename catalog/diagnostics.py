@@ -442,14 +442,15 @@ def check_catalog(path: Path | str | None = None) -> Report:
     if bundled:
         sp = root / "strategies.json"
         f = _read(sp, report) if sp.is_file() else None
-        for sid, entry in (f.data.items() if f else []):
-            if isinstance(entry, dict):
-                entry = {"name": sid, **entry}
-            s = _validate(f, Strategy, entry, report, prefix=(sid,))
-            if s is not None:
-                ids["strategies"].add(s.name)
-                ids["serving"].add(s.name)
-                _check_strategy_numbers(f, s, report, prefix=(sid,))
+        if f is not None:
+            for sid, entry in f.data.items():
+                if isinstance(entry, dict):
+                    entry = {"name": sid, **entry}
+                s = _validate(f, Strategy, entry, report, prefix=(sid,))
+                if s is not None:
+                    ids["strategies"].add(s.name)
+                    ids["serving"].add(s.name)
+                    _check_strategy_numbers(f, s, report, prefix=(sid,))
         if not ids["serving"]:
             report.errors.append(f"{sp}: no strategy loads — plan needs at least one "
                                  "(a JSON map of strategy id → strategy, e.g. \"single_node_tp\")")

@@ -120,7 +120,7 @@ def default_hardware(recipe: Recipe, variant: Variant, profiles: Mapping[str, Ha
     """``pickDefaultHardware`` (§2.14, docs/plan-file.md §2)."""
     cands = [hw for hw, p in profiles.items() if hw_candidate(recipe, variant, hw, p)]
     if recipe.meta.default_hardware in cands:
-        return recipe.meta.default_hardware  # type: ignore[return-value]
+        return recipe.meta.default_hardware
     if demands_blackwell(variant):
         for hw in ("b200", "gb200"):
             if hw in cands:

@@ -116,7 +116,7 @@ class HostCapacity:
             cgroup_limit_bytes=getattr(host, "cgroup_limit_bytes", None),
             cpus=getattr(cpu, "usable_cpus", None) or getattr(cpu, "logical_cpus", None),
             numa_cpus=numa_cpus if numa_cpus and all(numa_cpus) else None,
-            numa_free_bytes=tuple(int(f) for f in free) if free and all(f for f in free) else None,
+            numa_free_bytes=tuple(int(f) for f in free if f) if free and all(f for f in free) else None,
             preload_libraries=tuple(libs) if libs else None,
             numa_nodes=len(nodes) or getattr(host, "numa_nodes_with_cpus", None) or None,
             numa_node_bytes=getattr(rank_node, "mem_bytes", None) or None,

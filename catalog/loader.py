@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from vllm_deploy_wizard.common import suggest, yamlio
 from vllm_deploy_wizard.common.errors import CatalogError, SelectionError
@@ -171,7 +171,9 @@ def _variant_ids(recipes: Mapping, hf_id: str) -> list[tuple[str, str | None]]:
     if isinstance(recipes, LazyRecipes):
         raw = recipes.raw(hf_id)
         variants = raw.get("variants") or {}
-        model = raw.get("model") if isinstance(raw.get("model"), dict) else {}
+        model = raw.get("model")
+        if not isinstance(model, dict):
+            model = {}
         own = [(k, v.get("model_id") if isinstance(v, dict) else None) for k, v in variants.items()]
         base = model.get("model_id")
     else:
@@ -235,7 +237,7 @@ class _Reader:
             self.problems.append(yamlio.error_message(path, exc))
         return None
 
-    def validate(self, model: type, data: Any, path: Path, prefix: str = "") -> Any:
+    def validate(self, model: type[BaseModel], data: Any, path: Path, prefix: str = "") -> Any:
         """``model.model_validate(data)``; on failure records one problem per pydantic error."""
         if not isinstance(data, dict):
             self.problems.append(f"{path}: {prefix or 'top level'}: expected a mapping, got {type(data).__name__}")
@@ -341,7 +343,9 @@ def _load_recipe_facts(reader: _Reader, path: Path) -> tuple[Mapping[str, Recipe
     for hf_id, data in doc["recipes"].items():
         if not isinstance(data, dict) or "/" not in str(hf_id):
             reader.problems.append(f"{path}: recipes.{hf_id}: expected a recipe mapping keyed by org/repo")
-    source = doc.get("source") if isinstance(doc.get("source"), dict) else {}
+    source = doc.get("source")
+    if not isinstance(source, dict):
+        source = {}
     return LazyRecipes(path, doc["recipes"]), str(source.get("revision") or "")
 
 

@@ -161,6 +161,7 @@ def facts_from_config(config: dict[str, Any], *, model: str, source: str = "conf
     get = custom._int
     h, layers = get(text, "hidden_size", "d_model", "n_embd"), get(text, "num_hidden_layers", "num_layers", "n_layer")
     heads = get(text, "num_attention_heads", "n_head")
+    assert h and layers and heads, "estimate_parameters raises SelectionError when any of them is missing"
     kv_heads = get(text, "num_key_value_heads", "num_kv_heads", default=heads)
     head_dim = get(text, "head_dim", default=None) or h // heads
     dtype = str(config.get("torch_dtype") or config.get("dtype") or text.get("torch_dtype")

@@ -25,9 +25,11 @@ def _fit_selection(ctx: _Ctx, sid: str, nodes: int) -> Selection | None:
     """The selection ``ctx`` reads with ``sid`` at ``nodes`` nodes, for the device-fit rule (S7, N6);
     None when it is not one (the rows that own the bad value say why)."""
     try:
-        return Selection(model=ctx.recipe.hf_id, variant=ctx.variant_key, hardware=ctx.hw_id, gpus=ctx.gpus,
-                         strategy=sid, nodes=nodes, install_mode=ctx.install_mode, pd=ctx.pd or None,
-                         router=ctx.router, connector=ctx.connector, advanced_args=list(ctx.advanced_args))
+        # model_validate: install_mode and pd are the raw values pydantic checks and converts
+        return Selection.model_validate(dict(
+            model=ctx.recipe.hf_id, variant=ctx.variant_key, hardware=ctx.hw_id, gpus=ctx.gpus, strategy=sid,
+            nodes=nodes, install_mode=ctx.install_mode, pd=ctx.pd or None, router=ctx.router,
+            connector=ctx.connector, advanced_args=list(ctx.advanced_args)))
     except ValueError:
         return None
 
