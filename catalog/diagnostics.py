@@ -291,7 +291,7 @@ def _validate(f: _File, model: type[BaseModel], data: dict, report: Report, pref
     return obj
 
 
-def _positive(f: _File, loc: tuple[Any, ...], value: Any, report: Report, *, integer: bool = True,
+def _positive(f: _File | _Within, loc: tuple[Any, ...], value: Any, report: Report, *, integer: bool = True,
               zero_ok: bool = False) -> None:
     """Error when ``value`` (a count, a size) is a number ≤ 0 (< 0 with ``zero_ok``):
     ``file:line: `a.b` must be …, got …``."""
@@ -322,7 +322,7 @@ def _check_strategy_numbers(f: _File, s: Any, report: Report, prefix: tuple[Any,
             _positive(f, (*prefix, role, "tp"), block.tp, report)
 
 
-def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Report) -> None:
+def _check_recipe(f: _File | _Within, recipe: Recipe, ids: dict[str, set[str]], report: Report) -> None:
     """One recipe: ``variants.default``, positive numbers and at least one loadable strategy
     (errors); unknown ids and precisions (warnings)."""
     if "default" not in recipe.variants:
@@ -535,7 +535,7 @@ def _check_recipe_facts(path: Path, ids: dict[str, set[str]], loaded: dict[str, 
         prefix = ("recipes", hf_id)
         recipe = _validate(f, Recipe, {**data, "hf_org": org, "hf_repo": repo, "hf_id": hf_id}, report, prefix)
         if recipe is not None:
-            _check_recipe(_Within(f, prefix), recipe, ids, report)  # type: ignore[arg-type]
+            _check_recipe(_Within(f, prefix), recipe, ids, report)
             loaded.setdefault(recipe.hf_id, path)
 
 

@@ -316,7 +316,8 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
                             ctx.kv_store.min_vllm_version if ctx.kv_store else None) if x]
     return LaunchPlan(
         deploy_type=deploy,
-        install_mode=ctx.install_mode,  # type: ignore[arg-type]
+        # resolve_install_mode returns str: it passes on the Selection's (pydantic-checked) pip|docker
+        install_mode=ctx.install_mode,  # type: ignore[arg-type]  # pip|docker, see above
         pd_pool_nodes={r: ctx.pools[r].nodes for r in PD_ROLES} if ctx.is_pd else None,
         resolved=resolved(ctx, omni, task_key),
         processes=procs,
