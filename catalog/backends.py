@@ -20,20 +20,27 @@ runs, and the difference is listed in ``tests/catalog/golden_differences.json``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from vllm_deploy_wizard.common.backends_registry import family_for_profile
 from vllm_deploy_wizard.common.flags import flag_values
 from vllm_deploy_wizard.common.parallelism import devices_on_node
 
+from .ascend import ASCEND_RELEASE, ASCEND_REPOSITORY, ascend_image, ascend_pip_install, ascend_pip_ok
+
+# The sizing moved to cpu_sizing; its names stay importable from here (B.omp_threads_bind, ...): the
+# ``name as name`` form marks them as re-exports for ruff (F401) and mypy.
+from .cpu_sizing import API_SERVER_CPUS as API_SERVER_CPUS
+from .cpu_sizing import CPU_KV_SHARE as CPU_KV_SHARE
+from .cpu_sizing import GIB as GIB
+from .cpu_sizing import cpu_kvcache_space_gib as cpu_kvcache_space_gib
+from .cpu_sizing import cpu_node_env
+from .cpu_sizing import format_cpu_list as format_cpu_list
+from .cpu_sizing import omp_threads_bind as omp_threads_bind
 from .models import HardwareProfile, ModelSpec, Recipe, Variant
 from .tpu import tensorcores_per_chip, tpu_note, tpu_placement
-from .ascend import ASCEND_REPOSITORY, ASCEND_RELEASE, ascend_image, ascend_pip_install, ascend_pip_ok
-from .cpu_sizing import (  # the sizing moved there; its names stay importable from here (B.omp_threads_bind, ...)
-    API_SERVER_CPUS, CPU_KV_SHARE, GIB, cpu_kvcache_space_gib, cpu_node_env, format_cpu_list, omp_threads_bind,
-)
-
 
 HF_CACHE_MOUNT = "~/.cache/huggingface:/root/.cache/huggingface"
 CUDA_KEYS = ("cu129", "cu130")
@@ -126,7 +133,8 @@ def backend_for(profile: HardwareProfile) -> Backend:
 
 
 def resolve_install_mode(recipe: Recipe, profile: HardwareProfile, requested: str | None) -> str:
-    """Effective install mode ``pip`` | ``docker`` (docs/plan-file.md §2 ``install_mode``; docs/synthesis.md §2.10; docs/constraints.md §3.1 I1).
+    """Effective install mode ``pip`` | ``docker`` (docs/plan-file.md §2 ``install_mode``;
+    docs/synthesis.md §2.10; docs/constraints.md §3.1 I1).
 
     Nothing requested: the recipe's first install tab, docker when pip is off (recipe or seed
     hardware ``install.pip: false``). pip is forced to docker on TPU/XPU (the reference offers no

@@ -6,10 +6,10 @@ binding per rank (:func:`omp_threads_bind`, :func:`format_cpu_list`) and the env
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from vllm_deploy_wizard.common.parallelism import devices_on_node
-
 
 # ---------------------------------------------------------------------------------------------
 # node-sized CPU settings

@@ -50,7 +50,7 @@ import functools
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from vllm_deploy_wizard.common.errors import SelectionError
 
@@ -212,7 +212,8 @@ def recipe_from_config(config: dict[str, Any], *, model_id: str, source: Path | 
         },
         "variants": {"default": {
             "precision": precision, "vram_minimum_gb": vram,
-            "description": (f"{precision.upper()} weights ≈ {total * BYTES_PER_PARAM.get(precision, 2.0) / 1e9:.1f} GB; "
+            "description": (f"{precision.upper()} weights ≈ "
+                            f"{total * BYTES_PER_PARAM.get(precision, 2.0) / 1e9:.1f} GB; "
                             f"minimum {vram} GB = weights × {VRAM_OVERHEAD} (estimate)"),
         }},
         "compatible_strategies": strategies,
@@ -237,7 +238,14 @@ def is_moe(config: dict[str, Any]) -> bool:
     return any(isinstance(config.get(k), int) and config[k] > 1 for k in _EXPERT_KEYS)
 
 
+@overload
+def _int(config: dict[str, Any], *keys: str, default: int) -> int: ...
+@overload
+def _int(config: dict[str, Any], *keys: str, default: None = None) -> int | None: ...
+
+
 def _int(config: dict[str, Any], *keys: str, default: int | None = None) -> int | None:
+    """The first of ``keys`` whose value is a number (bools excluded), as an int; else ``default``."""
     for k in keys:
         v = config.get(k)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -256,8 +264,12 @@ def estimate_parameters(config: dict[str, Any], *, source: Path | str = "config.
                 "num_hidden_layers": ("num_hidden_layers", "num_layers", "n_layer"),
                 "num_attention_heads": ("num_attention_heads", "n_head"),
                 "vocab_size": ("vocab_size",)}
-    vals = {name: _int(config, *keys) for name, keys in required.items()}
-    missing = [name for name, v in vals.items() if not v]
+    vals: dict[str, int] = {}
+    for name, keys in required.items():
+        v = _int(config, *keys)
+        if v:
+            vals[name] = v
+    missing = [name for name in required if name not in vals]
     if missing:
         raise SelectionError(f"{source}: can't size the model, missing {', '.join(missing)}")
     h, layers, heads, vocab = (vals["hidden_size"], vals["num_hidden_layers"],

@@ -15,8 +15,6 @@ from . import gates
 from .models import HardwareProfile, Recipe, Strategy, Variant
 
 
-
-
 def precision_ok_on(variant: Variant, profile: HardwareProfile | None) -> bool:
     """P1 (docs/constraints.md §3.1): see :func:`.gates.precision_compatible`; False for an unknown profile."""
     return profile is not None and gates.precision_compatible(profile, variant)

@@ -29,24 +29,24 @@ Decisions:
   ``pd_cluster.dynamo.docs`` — docs/synthesis.md §4.7–4.8) are not declared by the models (nothing
   reads them); :data:`EXTRA_KNOWN_KEYS` lists them so they don't warn.
 * When a catalog-wide id set is empty because its source is broken (no hardware profiles, no
-  strategy loads), the per-recipe "unknown hardware/strategy id" warnings are skipped: the one error says what is wrong, instead of
-  hundreds of consequential warnings.
+  strategy loads), the per-recipe "unknown hardware/strategy id" warnings are skipped: the one error
+  says what is wrong, instead of hundreds of consequential warnings.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .models import DynamoRouter, KvStore, Recipe, SmgRouter, Strategy, Taxonomy
-
 from vllm_deploy_wizard.common import suggest, yamlio
 
+from .models import DynamoRouter, KvStore, Recipe, SmgRouter, Strategy, Taxonomy
 
 #: Keys some models don't declare but catalogs legitimately carry (model class → extra key names).
 #: The seed's PD routers have a ``docs`` link (docs/synthesis.md §4.7–4.8).
@@ -174,7 +174,8 @@ def _is_union_tag(part: Any) -> bool:
     return isinstance(part, str) and ("[" in part or part in {"str", "int", "float", "bool", "list", "dict"})
 
 
-def unknown_keys(model: type[BaseModel], data: Any, loc: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str, list[str]]]:
+def unknown_keys(model: type[BaseModel], data: Any,
+                 loc: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str, list[str]]]:
     """Keys of ``data`` that ``model`` does not declare, recursively through nested models.
 
     Returns ``[(loc_of_key, key, known_keys)]``. Dict-valued fields (``dict[str, Model]``) and lists
@@ -290,7 +291,7 @@ def _validate(f: _File, model: type[BaseModel], data: dict, report: Report, pref
     return obj
 
 
-def _positive(f: _File, loc: tuple[Any, ...], value: Any, report: Report, *, integer: bool = True,
+def _positive(f: _File | _Within, loc: tuple[Any, ...], value: Any, report: Report, *, integer: bool = True,
               zero_ok: bool = False) -> None:
     """Error when ``value`` (a count, a size) is a number ≤ 0 (< 0 with ``zero_ok``):
     ``file:line: `a.b` must be …, got …``."""
@@ -321,7 +322,7 @@ def _check_strategy_numbers(f: _File, s: Any, report: Report, prefix: tuple[Any,
             _positive(f, (*prefix, role, "tp"), block.tp, report)
 
 
-def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Report) -> None:
+def _check_recipe(f: _File | _Within, recipe: Recipe, ids: dict[str, set[str]], report: Report) -> None:
     """One recipe: ``variants.default``, positive numbers and at least one loadable strategy
     (errors); unknown ids and precisions (warnings)."""
     if "default" not in recipe.variants:
@@ -357,7 +358,8 @@ def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Re
     for i, sid in enumerate(recipe.compatible_strategies if check_strategy_ids else ()):
         if sid not in strategies:
             report.warnings.append(f"{f.line(('compatible_strategies', i), key=False)}: unknown strategy id "
-                                   f"{sid!r} in `compatible_strategies` (ignored){suggest.did_you_mean(sid, strategies)}")
+                                   f"{sid!r} in `compatible_strategies` (ignored)"
+                                   f"{suggest.did_you_mean(sid, strategies)}")
     if check_strategy_ids and recipe.default_strategy and recipe.default_strategy not in strategies:
         report.warnings.append(f"{f.line(('default_strategy',))}: unknown strategy id {recipe.default_strategy!r} "
                                f"in `default_strategy`{suggest.did_you_mean(recipe.default_strategy, strategies)}")
@@ -392,12 +394,14 @@ def _check_recipe(f: _File, recipe: Recipe, ids: dict[str, set[str]], report: Re
                                    f"{suggest.did_you_mean(feat, recipe.features)}")
     for key, v in recipe.variants.items():
         for feat, mode in v.default_modes.items():
-            modes = (recipe.features.get(feat).modes or {}) if feat in recipe.features else {}
-            if feat not in recipe.features or mode not in modes:
+            feature = recipe.features.get(feat)
+            modes = (feature.modes or {}) if feature is not None else {}
+            if feature is None or mode not in modes:
+                hint = (suggest.did_you_mean(mode, modes) if feature is not None
+                        else suggest.did_you_mean(feat, recipe.features))
                 report.warnings.append(
                     f"{f.line(('variants', key, 'default_modes', feat))}: `variants.{key}.default_modes` "
-                    f"names {feat}={mode}, which is not a mode of this recipe"
-                    f"{suggest.did_you_mean(mode, modes) if feat in recipe.features else suggest.did_you_mean(feat, recipe.features)}")
+                    f"names {feat}={mode}, which is not a mode of this recipe{hint}")
 
 
 def _yaml_files(folder: Path, pattern: str) -> list[Path]:
@@ -438,14 +442,15 @@ def check_catalog(path: Path | str | None = None) -> Report:
     if bundled:
         sp = root / "strategies.json"
         f = _read(sp, report) if sp.is_file() else None
-        for sid, entry in (f.data.items() if f else []):
-            if isinstance(entry, dict):
-                entry = {"name": sid, **entry}
-            s = _validate(f, Strategy, entry, report, prefix=(sid,))
-            if s is not None:
-                ids["strategies"].add(s.name)
-                ids["serving"].add(s.name)
-                _check_strategy_numbers(f, s, report, prefix=(sid,))
+        if f is not None:
+            for sid, entry in f.data.items():
+                if isinstance(entry, dict):
+                    entry = {"name": sid, **entry}
+                s = _validate(f, Strategy, entry, report, prefix=(sid,))
+                if s is not None:
+                    ids["strategies"].add(s.name)
+                    ids["serving"].add(s.name)
+                    _check_strategy_numbers(f, s, report, prefix=(sid,))
         if not ids["serving"]:
             report.errors.append(f"{sp}: no strategy loads — plan needs at least one "
                                  "(a JSON map of strategy id → strategy, e.g. \"single_node_tp\")")
@@ -530,7 +535,7 @@ def _check_recipe_facts(path: Path, ids: dict[str, set[str]], loaded: dict[str, 
         prefix = ("recipes", hf_id)
         recipe = _validate(f, Recipe, {**data, "hf_org": org, "hf_repo": repo, "hf_id": hf_id}, report, prefix)
         if recipe is not None:
-            _check_recipe(_Within(f, prefix), recipe, ids, report)  # type: ignore[arg-type]
+            _check_recipe(_Within(f, prefix), recipe, ids, report)
             loaded.setdefault(recipe.hf_id, path)
 
 

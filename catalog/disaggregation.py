@@ -10,13 +10,14 @@ Pools, connector and router are resolved in :mod:`.resolution`.
 from __future__ import annotations
 
 from . import args as A
+from .models import KvStore
 from .plan import PlanProcess
 from .processes import serve_process, single_or_multi
 from .synthesis_context import PD_PORTS, PD_ROLES, SynthesisContext
 
 
-def _mooncake_infra(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:
-    store = ctx.kv_store
+def _mooncake_infra(store: KvStore, procs: list[PlanProcess]) -> None:
+    """Append the Mooncake master / store processes ``store`` declares (those with a command)."""
     if store.mooncake_master is not None and store.mooncake_master.command:
         procs.append(PlanProcess(name="mooncake-master", role="mooncake_master", node_rank=None,
                                  argv=A.split_shell_text(store.mooncake_master.command), env={},
@@ -29,7 +30,8 @@ def _mooncake_infra(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:
 
 def _pd_router_argv(ctx: SynthesisContext) -> list[str]:
     pools = ctx.pools
-    policy = (ctx.strategy.router.policy if ctx.strategy.router else None) or "round_robin"
+    strategy = ctx.serving_strategy
+    policy = (strategy.router.policy if strategy.router else None) or "round_robin"
     argv = ["vllm-router", "--policy", policy, "--vllm-pd-disaggregation"]
     conn = ctx.connector
     if conn is not None and conn.router.get("kv_connector") == "moriio":
@@ -57,9 +59,9 @@ def _pd_router_argv(ctx: SynthesisContext) -> list[str]:
 def pd_processes(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:
     """Append the PD shape to ``procs``: infra, one engine per pool node and role, the router."""
     if ctx.kv_store is not None and ctx.kv_store.pd is not None:
-        _mooncake_infra(ctx, procs)
+        _mooncake_infra(ctx.kv_store, procs)
     router = ctx.router
-    dyn = ctx.strategy.dynamo if router == "dynamo" else None
+    dyn = ctx.serving_strategy.dynamo if router == "dynamo" else None
     if dyn is not None and dyn.infra is not None and dyn.infra.command:
         procs.append(PlanProcess(name="etcd", role="infra", node_rank=None, argv=A.split_shell_text(dyn.infra.command),
                                  env={}, label=dyn.infra.label, description=dyn.infra.description, phase="infra"))
@@ -111,7 +113,8 @@ def _smg_argv(ctx: SynthesisContext) -> list[str]:
     passthrough mode (decode recomputes every prompt). SMG is started in PD mode with no workers
     and each worker is registered with ``{"url", "worker_type", "kv_connector"}``: the process is
     ``sh -c`` :data:`SMG_SCRIPT` with ``smg launch --pd-disaggregation …`` as its arguments."""
-    smg = ctx.strategy.smg
+    smg = ctx.serving_strategy.smg
+    assert smg is not None, "router 'smg' is offered only by a strategy that declares it (resolution.py)"
     connector = "NixlConnector"
     if ctx.connector is not None:
         connector = str(ctx.connector.prefill.config.get("kv_connector") or connector)
@@ -128,11 +131,12 @@ def _smg_argv(ctx: SynthesisContext) -> list[str]:
 
 def kv_store_lb_processes(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:
     """Append the Mooncake kv_store shape to ``procs``: infra, the instances, a load balancer for 2+."""
-    _mooncake_infra(ctx, procs)
+    store = ctx.kv_store
+    assert store is not None, "the kv_store_lb shape is planned only with a kv_store selected"
+    _mooncake_infra(store, procs)
     for i in range(ctx.kv_count):
         single_or_multi(ctx, procs, instance=i, prefix=f"instance-{i}")
     if ctx.kv_count >= 2:
-        store = ctx.kv_store
         argv = ["vllm-router", "--policy", store.router.policy]
         for i in range(1, ctx.kv_count + 1):
             argv += ["--backend-url", f"http://$VLLM_INSTANCE_{i}:{store.vllm.port}"]

@@ -141,7 +141,7 @@ def _page_bytes(facts: ModelFacts, shape: ServeShape, block_size: int) -> int:
     """One layer's page of ``block_size`` tokens (vLLM ``AttentionSpec.page_size_bytes``)."""
     width = kv_dtype_bytes(facts, shape.kv_cache_dtype)
     if facts.is_mla:
-        return block_size * (facts.kv_lora_rank + (facts.qk_rope_head_dim or 0)) * width
+        return block_size * ((facts.kv_lora_rank or 0) + (facts.qk_rope_head_dim or 0)) * width  # is_mla: rank set
     heads = max(1, facts.kv_heads // max(1, shape.tp))
     return block_size * heads * 2 * facts.head_dim * width
 
@@ -374,12 +374,12 @@ def _fixes(facts: ModelFacts, shape: ServeShape, cap: KVCapacity | None) -> list
         for tp in (2, 4, 8):
             if tp > shape.tp and facts.attention_heads % tp == 0:
                 other = fit_quiet(facts, replace(shape, tp=tp))
-                if other is not None and other.fits:
+                if other is not None and other.fits and other.capacity is not None:
                     out.append(f"--tensor-parallel-size {tp} ({other.capacity.tokens:,} tokens)")
                     break
     if not str(shape.kv_cache_dtype).startswith("fp8") and kv_dtype_bytes(facts, shape.kv_cache_dtype) > 1:
         other = fit_quiet(facts, replace(shape, kv_cache_dtype="fp8"))
-        if other is not None and other.fits:
+        if other is not None and other.fits and other.capacity is not None:
             out.append(f"--kv-cache-dtype fp8 ({other.capacity.tokens:,} tokens)")
         elif other is not None and other.capacity is not None and other.capacity.longest_model_len > (
                 cap.longest_model_len if cap is not None else 0):

@@ -10,7 +10,8 @@ constraints API (``options``) can reuse them so the two never disagree.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, TypeVar
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from vllm_deploy_wizard.common.contract import MAX_NODES
 
@@ -119,7 +120,7 @@ def default_hardware(recipe: Recipe, variant: Variant, profiles: Mapping[str, Ha
     """``pickDefaultHardware`` (§2.14, docs/plan-file.md §2)."""
     cands = [hw for hw, p in profiles.items() if hw_candidate(recipe, variant, hw, p)]
     if recipe.meta.default_hardware in cands:
-        return recipe.meta.default_hardware  # type: ignore[return-value]
+        return recipe.meta.default_hardware
     if demands_blackwell(variant):
         for hw in ("b200", "gb200"):
             if hw in cands:
@@ -219,7 +220,8 @@ def single_node_tp(recipe: Recipe, variant: Variant, strategy: str, hw_id: str,
         return gpu_count
     so = recipe.strategy_overrides.get("single_node_tp")
     for source in (variant.tp, so.tp if so else None):
-        tp = source if isinstance(source, (int, float)) else keyed(source, hw_id, profile) if isinstance(source, dict) else None
+        tp = (source if isinstance(source, (int, float))
+              else keyed(source, hw_id, profile) if isinstance(source, dict) else None)
         if isinstance(tp, (int, float)) and not isinstance(tp, bool) and tp > 0:
             return int(tp) if profile.gen == "cpu" else min(int(tp), gpu_count)
     per_gpu = profile.vram_per_device_gb

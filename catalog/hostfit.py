@@ -22,8 +22,8 @@ Decisions:
 * **How much of it an L1 / CPU tier may take**: the recipe's own rule, "size --l1-size-gb to ~75 %
   of the host DRAM you can dedicate" (taxonomy comment; docs/detection.md §5.1), on accelerator nodes;
   half on CPU profiles (``gen: cpu``), where vLLM's own KV cache lives in the same RAM
-  (``VLLM_CPU_KVCACHE_SPACE``, default half the RAM, docs/detection.md §3.4). The suggested value is that share, floored to
-  whole GiB, and never above the RAM free right now (``launch`` preflight refuses an
+  (``VLLM_CPU_KVCACHE_SPACE``, default half the RAM, docs/detection.md §3.4). The suggested value
+  is that share, floored to whole GiB, and never above the RAM free right now (``launch`` preflight refuses an
   ``--l1-size-gb`` above free RAM, launcher/preflight.py).
 * **Units**: ``--l1-size-gb`` is read as GiB, as the launcher's preflight reads it; connector byte
   counts are bytes.
@@ -88,8 +88,9 @@ class HostCapacity:
     """The primary accelerator group's devices in vLLM's order (docs/fit.md §10), each
     ``{"index", "name", "memory_bytes", "visible_id", "dev_node"}``: ``visible_id`` is what the
     backend's visibility variable takes (Ascend: the npu-smi logic id), ``dev_node`` the device file
-    docker passes (Ascend: ``/dev/davinci<phy-id>`` when it exists, detect/ascend.py); None for a CPU node, a partitioned or MIG group
-    (:func:`.detect.partitions.vllm_view` describes those) or one seen on PCI only."""
+    docker passes (Ascend: ``/dev/davinci<phy-id>`` when it exists, detect/ascend.py); None for a CPU
+    node, a partitioned or MIG group (:func:`.detect.partitions.vllm_view` describes those) or one
+    seen on PCI only."""
 
     @property
     def usable_bytes(self) -> int | None:
@@ -98,7 +99,7 @@ class HostCapacity:
         return min(known) if known else None
 
     @classmethod
-    def from_inventory(cls, inventory: Any) -> "HostCapacity":
+    def from_inventory(cls, inventory: Any) -> HostCapacity:
         """From a ``vllm_deploy_wizard.detect`` Inventory (read by attribute: ``host.ram_bytes`` else
         ``host.mem_total_bytes``, ``host.mem_available_bytes``, ``host.cgroup_limit_bytes``,
         ``cpu.usable_cpus`` else ``cpu.logical_cpus``). Missing attributes read as unknown."""
@@ -115,7 +116,7 @@ class HostCapacity:
             cgroup_limit_bytes=getattr(host, "cgroup_limit_bytes", None),
             cpus=getattr(cpu, "usable_cpus", None) or getattr(cpu, "logical_cpus", None),
             numa_cpus=numa_cpus if numa_cpus and all(numa_cpus) else None,
-            numa_free_bytes=tuple(int(f) for f in free) if free and all(f for f in free) else None,
+            numa_free_bytes=tuple(int(f) for f in free if f) if free and all(f for f in free) else None,
             preload_libraries=tuple(libs) if libs else None,
             numa_nodes=len(nodes) or getattr(host, "numa_nodes_with_cpus", None) or None,
             numa_node_bytes=getattr(rank_node, "mem_bytes", None) or None,

@@ -20,9 +20,10 @@ group, case ignored. Without a hardware profile every row is ``available`` and i
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from .constraints import AVAILABLE, DISABLED, HIDDEN, hardware_listing
 
@@ -164,7 +165,7 @@ def model_rows(
         state, reason = listing(rec) if listing is not None else (AVAILABLE, None)
         if state == HIDDEN:
             continue
-        verified = bool(hardware_id) and bool(verified_profiles(rec, (hardware_id,)))
+        verified = bool(hardware_id and verified_profiles(rec, (hardware_id,)))
         variants = tuple(str(k) for k in (_get(rec, "variants", default={}) or {}))
         rows.append(ModelRow(rid, title, provider, tasks, arch, variants, verified, str(state), reason or "", rec))
     return sorted(rows, key=lambda r: (status_rank(r.status), r.provider.lower(), r.title.lower()))

@@ -38,20 +38,19 @@ import contextlib
 import gc
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from vllm_deploy_wizard.common import suggest, yamlio
 from vllm_deploy_wizard.common.errors import CatalogError, SelectionError
 
 from .data import DATA_DIR
 from .models import KvStore, Recipe, Strategy, Taxonomy
-
 
 
 @dataclass
@@ -105,7 +104,7 @@ class Catalog:
         """The recipe for ``model_id`` (case-insensitive; variant aliases resolve to their parent)."""
         return self.resolve_model(model_id)[0]
 
-    def with_recipe(self, recipe: Recipe) -> "Catalog":
+    def with_recipe(self, recipe: Recipe) -> Catalog:
         """A copy of this catalog with ``recipe`` added (e.g. a custom model derived from its
         ``config.json``); the original is left untouched."""
         recipes = {**self.recipes, recipe.hf_id: recipe}
@@ -172,7 +171,9 @@ def _variant_ids(recipes: Mapping, hf_id: str) -> list[tuple[str, str | None]]:
     if isinstance(recipes, LazyRecipes):
         raw = recipes.raw(hf_id)
         variants = raw.get("variants") or {}
-        model = raw.get("model") if isinstance(raw.get("model"), dict) else {}
+        model = raw.get("model")
+        if not isinstance(model, dict):
+            model = {}
         own = [(k, v.get("model_id") if isinstance(v, dict) else None) for k, v in variants.items()]
         base = model.get("model_id")
     else:
@@ -236,7 +237,7 @@ class _Reader:
             self.problems.append(yamlio.error_message(path, exc))
         return None
 
-    def validate(self, model: type, data: Any, path: Path, prefix: str = "") -> Any:
+    def validate(self, model: type[BaseModel], data: Any, path: Path, prefix: str = "") -> Any:
         """``model.model_validate(data)``; on failure records one problem per pydantic error."""
         if not isinstance(data, dict):
             self.problems.append(f"{path}: {prefix or 'top level'}: expected a mapping, got {type(data).__name__}")
@@ -342,7 +343,9 @@ def _load_recipe_facts(reader: _Reader, path: Path) -> tuple[Mapping[str, Recipe
     for hf_id, data in doc["recipes"].items():
         if not isinstance(data, dict) or "/" not in str(hf_id):
             reader.problems.append(f"{path}: recipes.{hf_id}: expected a recipe mapping keyed by org/repo")
-    source = doc.get("source") if isinstance(doc.get("source"), dict) else {}
+    source = doc.get("source")
+    if not isinstance(source, dict):
+        source = {}
     return LazyRecipes(path, doc["recipes"]), str(source.get("revision") or "")
 
 

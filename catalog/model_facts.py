@@ -161,13 +161,15 @@ def facts_from_config(config: dict[str, Any], *, model: str, source: str = "conf
     get = custom._int
     h, layers = get(text, "hidden_size", "d_model", "n_embd"), get(text, "num_hidden_layers", "num_layers", "n_layer")
     heads = get(text, "num_attention_heads", "n_head")
+    assert h and layers and heads, "estimate_parameters raises SelectionError when any of them is missing"
     kv_heads = get(text, "num_key_value_heads", "num_kv_heads", default=heads)
     head_dim = get(text, "head_dim", default=None) or h // heads
     dtype = str(config.get("torch_dtype") or config.get("dtype") or text.get("torch_dtype")
                 or text.get("dtype") or "bfloat16").lower().replace("torch.", "")
     quant = config.get("quantization_config") or text.get("quantization_config")
     experts = next((text[k] for k in custom._EXPERT_KEYS if isinstance(text.get(k), int) and text[k] > 1), 0)
-    per_tok = get(text, "num_experts_per_tok", "num_experts_per_token", "moe_top_k", "top_k", default=0) if experts else 0
+    per_tok = (get(text, "num_experts_per_tok", "num_experts_per_token", "moe_top_k", "top_k", default=0)
+               if experts else 0)
     kinds, window, notes = _layer_kinds(text, layers)
     return ModelFacts(
         model=model, source=str(source), architectures=tuple(config.get("architectures") or ()),

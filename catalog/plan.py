@@ -129,7 +129,8 @@ def plan_to_json(plan: LaunchPlan, extras: bool = True) -> dict[str, Any]:
     Process objects always carry ``name, role, node_rank, argv, env``; ``instance`` only when set
     (docs/plan-file.md §3.2: absent = null). With ``extras`` they also carry ``node`` (the machine, see
     :func:`node_label` — ``node_rank`` alone is per group, so PD prefill-0 and decode-0 share rank 0),
-    ``phase, depends_on, ports, health, setup``, and the plan carries ``placeholders``, ``placeholder_defaults``, ``base_install``, ``notes``,
+    ``phase, depends_on, ports, health, setup``, and the plan carries ``placeholders``,
+    ``placeholder_defaults``, ``base_install``, ``notes``,
     ``device_count``, ``min_vllm_version``, ``unverified`` and, when the planner computed it, ``fit``
     (docs/fit.md §6) — all ignored by the golden tool, §4.
     """

@@ -12,8 +12,8 @@ from typing import Any
 
 from vllm_deploy_wizard.common import suggest
 
-from . import gates as G
 from . import backends as B
+from . import gates as G
 from .synthesis_context import PD_ROLES, SynthesisContext
 
 

@@ -43,19 +43,15 @@ docs/constraints.md §3):
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_deploy_wizard.common.errors import SelectionError
 from vllm_deploy_wizard.common.flags import last_flag_value
-
-from . import gates
 from vllm_deploy_wizard.common.suggest import did_you_mean
 
 from .hostfit import HostCapacity
-from .models import HardwareProfile, Recipe, Strategy, Variant
 from .selection import Selection
 
 #: What a refusal tells the person to do when allow_unverified would lift every gate.

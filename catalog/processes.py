@@ -17,9 +17,9 @@ from .plan import PlanProcess
 from .synthesis_context import SynthesisContext
 
 
-def serve_process(ctx: SynthesisContext, name: str, role: str, node_rank: int | None, toks: list[str], env: dict[str, str],
-           instance: int | None = None, launcher: list[str] | None = None,
-           remove: list[str] | None = None) -> PlanProcess:
+def serve_process(ctx: SynthesisContext, name: str, role: str, node_rank: int | None, toks: list[str],
+                  env: dict[str, str], instance: int | None = None, launcher: list[str] | None = None,
+                  remove: list[str] | None = None) -> PlanProcess:
     """One ``vllm serve`` (or launcher) process from raw tokens: deduped (§2.5), strategy removals applied."""
     kept = A.typed_last(A.dedupe_units(toks + B.serve_args(ctx.profile, toks)), list(ctx.sel.advanced_args))
     removals = list(ctx.strategy.remove_args) if ctx.strategy else []
@@ -39,7 +39,8 @@ def single_or_multi(ctx: SynthesisContext, procs: list[PlanProcess], instance: i
     env = ctx.build_env()
     base = prefix or "vllm"
     if ctx.deploy == "multi_node" and ctx.nodes > 1:
-        procs.append(serve_process(ctx, f"{base}-head", "head", 0, ctx.build_args("head", 0, addr), dict(env), instance))
+        procs.append(serve_process(ctx, f"{base}-head", "head", 0, ctx.build_args("head", 0, addr), dict(env),
+                                   instance))
         for r in range(1, ctx.nodes):
             procs.append(serve_process(ctx, f"{base}-worker-{r}", "worker", r, ctx.build_args("worker", r, addr),
                                 dict(env), instance))

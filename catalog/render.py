@@ -28,12 +28,13 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
+from itertools import pairwise
 from typing import Any
 
-from .node_groups import add_group_supervision
 from vllm_deploy_wizard.common import placeholders as ph
 from vllm_deploy_wizard.common.contract import PLAN_VERSION
 
+from .node_groups import add_group_supervision
 from .plan import PHASES, LaunchPlan, PlanProcess, node_label, plan_to_json
 
 _BARE = re.compile(r"[A-Za-z0-9_./=:@,+%~-]+")
@@ -79,7 +80,7 @@ def engine_health_urls(argv: list[str]) -> list[str]:
     """The ``/health`` URL of every engine a router command routes to (the values of
     :data:`ENGINE_URL_FLAGS` that are http(s) URLs), in argv order."""
     out = []
-    for flag, value in zip(argv, argv[1:]):
+    for flag, value in pairwise(argv):
         if flag in ENGINE_URL_FLAGS and value.startswith(("http://", "https://")):
             url = value.rstrip("/") + "/health"
             if url not in out:
@@ -117,7 +118,7 @@ def command_lines(argv: list[str]) -> str:
     current: list[str] = []
     has_value = False  # the current line is a flag that already took its one value
     lead = 3 if len(argv) > 2 and argv[1] == "-m" else 1  # `python3 -m module` stays together
-    for i, (raw, word) in enumerate(zip(argv, words)):
+    for i, (raw, word) in enumerate(zip(argv, words, strict=True)):  # words: one per argv token
         is_flag = raw.startswith("-") and i >= lead
         if current and (is_flag or has_value):
             lines.append(" ".join(current))
@@ -286,7 +287,8 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
             config_lines += [f"export {name}=${{{name}:-{default}}}", f'mkdir -p "$(dirname "${name}")"',
                              f'cat > "${name}" <<EOF', text, "EOF"]
         for name in secrets:
-            lines.append(f': "${{{name}:?export {name} (the value of --{name.lower().replace("_", "-")}) before running this script}}"')
+            flag = "--" + name.lower().replace("_", "-")
+            lines.append(f': "${{{name}:?export {name} (the value of {flag}) before running this script}}"')
         routes_here = any(p.role == "router" for p in procs)
         for name in sorted(set(placeholders) - set(configs) - set(secrets)):
             # the plan's default unless exported — the router's address (localhost) only on its own
@@ -296,7 +298,8 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
             else:
                 lines.append(f': "${{{name}:?export {name} before running this script}}"')
         lines += config_lines
-        lines.append("trap 'rc=$?; jobs -p | xargs -r kill 2>/dev/null || true; exit $rc' EXIT  # no orphans, keep status")
+        lines.append("trap 'rc=$?; jobs -p | xargs -r kill 2>/dev/null || true; exit $rc' EXIT"
+                     "  # no orphans, keep status")
         lines += WAIT_READY
         routes = {p.name: engine_health_urls(p.argv) for p in procs if p.role == "router"}
         if any(routes.values()):

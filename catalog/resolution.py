@@ -8,20 +8,21 @@ facts land in ``checks`` (docs/plan-file.md §3.7). :func:`did_you_mean` builds 
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from vllm_deploy_wizard.common import suggest
-from vllm_deploy_wizard.common.suggest import casefold_key
 from vllm_deploy_wizard.common.errors import SelectionError
+from vllm_deploy_wizard.common.suggest import casefold_key
 
-from . import gates as G
 from . import backends as B
+from . import gates as G
 from .ascend import UNSUPPORTED_950PR, unsupported_by_backend
 from .defaults import offered_by_hardware_match, unlisted_strategy_text
 from .loader import Catalog
 from .models import KvOffloadOption, PdRoleOverride, Recipe, Strategy, StrategyOverride, Variant
 from .selection import PdPool, Selection
-from .synthesis_context import PD_ROLES, _Pool, SynthesisContext
+from .synthesis_context import PD_ROLES, SynthesisContext, _Pool
 
 
 def did_you_mean(kind: str, value: str, choices: Iterable[str], where: str,
@@ -107,7 +108,9 @@ def resolve(cat: Catalog, sel: Selection) -> SynthesisContext:
         ctx.checks["backend_supports_hardware"] = False
         if sel.allow_unverified:
             ctx.unverified.append(f"hardware {profile.display_name or hw} ({hw}): {UNSUPPORTED_950PR}")
-    if not omni and offered_by_hardware_match(recipe, strategy_id, strategy, gpu_count, nodes):
+    # strategy and strategy_id are set exactly when the recipe is not omni (looked up above)
+    if (strategy is not None and strategy_id is not None
+            and offered_by_hardware_match(recipe, strategy_id, strategy, gpu_count, nodes)):
         ctx.checks["strategy_offered_by_hardware_match"] = True  # docs/constraints.md §3.2
         if sel.allow_unverified:
             ctx.unverified.append(unlisted_strategy_text(recipe, strategy, strategy_id))
@@ -123,7 +126,8 @@ def resolve(cat: Catalog, sel: Selection) -> SynthesisContext:
                 ctx.checks["kv_hardware_ok"] = not G.gated_off(opt.hardware, hw, profile)
             if opt.docker is False:  # docs/synthesis.md §4.3: unavailable in docker mode
                 ctx.checks["kv_docker_ok"] = install_mode != "docker"
-            usable = all(facts.values()) and ctx.checks.get("kv_hardware_ok", True) and ctx.checks.get("kv_docker_ok", True)
+            usable = (all(facts.values()) and ctx.checks.get("kv_hardware_ok", True)
+                      and ctx.checks.get("kv_docker_ok", True))
             if usable:
                 ctx.kv_option = opt
                 if opt.requires_opt_in and recipe.kv_offload_support.get(kv_key) != "verified":
@@ -169,7 +173,8 @@ def _checks(ctx: SynthesisContext, omni: bool) -> dict[str, Any]:
     checks["strategy_min_nodes"] = G.nodes_for(r, sid, hw, ctx.gpu_count)
     checks["single_node_tp"] = G.single_node_tp(r, v, sid, hw, p, ctx.gpu_count)
     skipped = [k for k in ctx.features
-               if k in r.features and r.features[k].strategies is not None and sid not in r.features[k].strategies]
+               if (feat := r.features.get(k)) is not None and feat.strategies is not None
+               and sid not in feat.strategies]
     if skipped:
         checks["features_skipped_by_strategy"] = skipped
     return checks
@@ -178,6 +183,7 @@ def _checks(ctx: SynthesisContext, omni: bool) -> dict[str, Any]:
 def _resolve_pd(ctx: SynthesisContext) -> None:
     """PD pools (§2.6 PD role, §2.14) and seed connector / router choice (§4.7–4.8)."""
     allowed = G.pool_modes(ctx.recipe, ctx.hw, ctx.profile, ctx.gpu_count)
+    strategy = ctx.serving_strategy
     sel_pd = ctx.sel.pd
     for role in PD_ROLES:
         pool_sel: PdPool | None = getattr(sel_pd, role) if sel_pd is not None else None
@@ -187,13 +193,12 @@ def _resolve_pd(ctx: SynthesisContext) -> None:
             nodes = 1 if ctx.nodes > 1 else 0
         pool_gpus = ctx.gpu_count // 2 if nodes == 0 else nodes * ctx.gpu_count
         so_role = ctx.so.role(role) if ctx.so else PdRoleOverride()
-        st_role = ctx.strategy.role(role)
+        st_role = strategy.role(role)
         raw = (pool_sel.mode if pool_sel else None) or so_role.parallelism or st_role.parallelism or "tp"
         mode = raw if raw in allowed else allowed[0]
         tp = so_role.tp if so_role.tp is not None else st_role.tp
         dp_local = max(1, ctx.gpu_count // (tp or 1))
         ctx.pools[role] = _Pool(role, nodes, pool_gpus, mode, raw, tp, dp_local)
-    strategy = ctx.strategy
     if strategy.connectors:
         cid = ctx.sel.connector or next((k for k, c in strategy.connectors.items() if c.default),
                                         next(iter(strategy.connectors)))
@@ -216,8 +221,9 @@ def _resolve_pd(ctx: SynthesisContext) -> None:
                              f"(works with: {', '.join(ctx.connector.routers)})")
     if ctx.connector is not None and ctx.connector.routers is None and router != "vllm":
         raise SelectionError(f"connector {ctx.connector_id!r} works with the vllm router only")
-    if router == "dynamo" and strategy.dynamo.brands and ctx.brand not in strategy.dynamo.brands:
-        raise SelectionError(f"router 'dynamo' needs {' or '.join(strategy.dynamo.brands)} hardware")
+    dynamo = strategy.dynamo  # not None when router is "dynamo" (routers above)
+    if router == "dynamo" and dynamo is not None and dynamo.brands and ctx.brand not in dynamo.brands:
+        raise SelectionError(f"router 'dynamo' needs {' or '.join(dynamo.brands)} hardware")
     if router == "smg" and any(p.mode == "dep" for p in ctx.pools.values()):
         raise SelectionError("router 'smg' supports TP/TEP pools only; pick --pd-prefill/--pd-decode mode tp or tep")
     if router == "smg" and (ctx.kv_store is not None or ctx.kv_option is not None):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -70,7 +70,7 @@ class Selection(BaseModel):
     hardware: str | None = None
     strategy: str | None = None
     nodes: int | None = Field(default=None, ge=1, le=MAX_NODES)
-    features: Union[list[str], Literal["default", "none"], None] = None
+    features: list[str] | Literal["default", "none"] | None = None
     feature_modes: dict[str, str] = Field(default_factory=dict)
     advanced_args: list[str] = Field(default_factory=list)
     kv_offload: str | None = None
@@ -90,7 +90,7 @@ class Selection(BaseModel):
     """PD KV connector id (seed ``pd_cluster.connectors``); None = the connector marked default."""
     router: str | None = None
     """PD router: ``vllm`` (default), ``smg`` or ``dynamo`` (docs/synthesis.md §4.8)."""
-    companion_args: dict[str, Union[str, int, float]] = Field(default_factory=dict)
+    companion_args: dict[str, str | int | float] = Field(default_factory=dict)
     """Values for the companions' own arguments (docs/catalog.md §6): ``l1_size_gb`` and
     ``max_cpu_workers`` (the LMCache server), ``router_host`` and ``router_port`` (fill
     ``$ROUTER_HOST`` / ``$ROUTER_PORT``), ``prometheus_port`` (every vllm-router). Unknown keys are an

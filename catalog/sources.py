@@ -383,9 +383,11 @@ def _unpack(payload: bytes, into: Path, url: str) -> str | None:
                     why = "links and special files are not allowed"
                 if why:
                     raise SyncError(f"{url}: refusing archive member {m.name!r}: {why}")
-            kwargs = {"filter": "data"} if sys.version_info >= (3, 12) else {}
             try:
-                tf.extractall(into, members=members, **kwargs)
+                if sys.version_info >= (3, 12):
+                    tf.extractall(into, members=members, filter="data")
+                else:
+                    tf.extractall(into, members=members)
             except (tarfile.TarError, OSError) as exc:
                 raise SyncError(f"{url}: could not extract ({exc})") from None
             comment = tf.pax_headers.get("comment")

@@ -20,25 +20,35 @@ from __future__ import annotations
 from vllm_deploy_wizard.common import versions as vllm_versions
 from vllm_deploy_wizard.common.errors import SelectionError
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value, set_flag
-from vllm_deploy_wizard.common.placeholders import is_placeholder, names_in as placeholder_names
+from vllm_deploy_wizard.common.placeholders import is_placeholder
+from vllm_deploy_wizard.common.placeholders import names_in as placeholder_names
 
 from . import backends as B
 from .backends import last_port
 from .disaggregation import kv_store_lb_processes, pd_processes
 from .loader import Catalog
+from .models import DynamoRouter
 from .omni import omni_processes
 from .plan import PHASES, Health, LaunchPlan, PlanProcess, find_placeholders
 from .plan_notes import config_files, notes, placeholder_defaults, resolved
 from .processes import companions, single_or_multi, strategy_companion
 from .resolution import did_you_mean, resolve
-from .synthesis_context import PD_ROLES, SynthesisContext
 from .selection import Selection
+from .synthesis_context import PD_ROLES, SynthesisContext
 
 ROUTER_INSTALL = "uv pip install vllm-router"
 
 
 # ---------------------------------------------------------------------------------------------
 # install, docker, extras
+
+
+def _dynamo(ctx: SynthesisContext) -> DynamoRouter:
+    """The PD strategy's Dynamo block, for a plan routed by ``dynamo`` (resolution.py offers that
+    router only when the strategy declares it)."""
+    dynamo = ctx.serving_strategy.dynamo
+    assert dynamo is not None, "router 'dynamo' is offered only by a strategy that declares it"
+    return dynamo
 
 
 def _install(ctx: SynthesisContext, has_router: bool, extra_router: str | None = None) -> list[str]:
@@ -69,7 +79,7 @@ def _install(ctx: SynthesisContext, has_router: bool, extra_router: str | None =
         # docker mode: the Dynamo runtime image has it. pip: the ``ai-dynamo[vllm]`` extra pins the vLLM
         # that Dynamo release is built against (docs/backends.md §14); the seed's runtime-only steps
         # (``ai-dynamo-runtime``/``ai-dynamo`` beside an unpinned vLLM) are replaced by it
-        items.append((B.dynamo_pip_install(ctx.strategy.dynamo.version), False, ["pip"]))
+        items.append((B.dynamo_pip_install(_dynamo(ctx).version), False, ["pip"]))
     out: list[str] = []
     for cmd, optional, modes in items:
         if optional:
@@ -149,10 +159,10 @@ def _apply_companion_args(ctx: SynthesisContext, procs: list[PlanProcess]) -> No
                 p.argv = set_flag(p.argv, "--max-cpu-workers", given["max_cpu_workers"])
         if p.argv[:1] == ["vllm-router"] and "prometheus_port" in given:
             p.argv = set_flag(p.argv, "--prometheus-port", given["prometheus_port"], add=True)
-        for hole, value in fill.items():
-            if value is not None:
-                p.argv = [tok.replace(hole, value) for tok in p.argv]
-                p.env = {k: v.replace(hole, value) for k, v in p.env.items()}
+        for hole, filled in fill.items():
+            if filled is not None:
+                p.argv = [tok.replace(hole, filled) for tok in p.argv]
+                p.env = {k: v.replace(hole, filled) for k, v in p.env.items()}
 
 
 def _check_router_ports(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:
@@ -185,7 +195,8 @@ def _finish(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:
             extra_flags += ["--network", "host"]
         extra_flags += ctx.connector.docker.flags
     setup = ctx.kv_option.setup if ctx.kv_option is not None and ctx.kv_option.setup else None
-    multi_node = (ctx.deploy == "multi_node" and ctx.nodes > 1) or (ctx.is_pd and any(q.nodes >= 2 for q in ctx.pools.values()))
+    multi_node = ((ctx.deploy == "multi_node" and ctx.nodes > 1)
+                  or (ctx.is_pd and any(q.nodes >= 2 for q in ctx.pools.values())))
     for p in procs:
         if p.role in _SERVE_ROLES:
             port = last_port(p.argv)
@@ -222,13 +233,14 @@ def _finish(ctx: SynthesisContext, procs: list[PlanProcess]) -> None:
                 p.argv = B.docker_command_argv(p.argv, p.env, image, ctx.profile)
             p.ports = _port_values(p.argv)
             # a placeholder port ($ROUTER_PORT) is filled at launch, the health URL with it
-            http = next((v for v in reversed(flag_values(p.argv, "--port", "--http-port")) if not v.startswith("-")),
-                        None)
+            listen_port = next((v for v in reversed(flag_values(p.argv, "--port", "--http-port"))
+                                if not v.startswith("-")), None)
             host = last_flag_value(p.argv, "--host")
             if host is None:
                 host = "127.0.0.1"
-            if http:  # probed where it binds ($ROUTER_HOST when it binds that address)
-                p.health = Health(url=f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{http}/health")
+            if listen_port:  # probed where it binds ($ROUTER_HOST when it binds that address)
+                bind = '127.0.0.1' if host in ('0.0.0.0', '::') else host
+                p.health = Health(url=f"http://{bind}:{listen_port}/health")
     _check_router_ports(ctx, procs)
     procs.sort(key=lambda p: PHASES.index(p.phase))
     for i, p in enumerate(procs):
@@ -270,8 +282,9 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
         deploy = "pd_cluster"
         pd_processes(ctx, procs)
         install_router = ctx.router == "vllm"
-        if ctx.router == "smg" and ctx.strategy.smg is not None:
-            install_router, router_install = True, ctx.strategy.smg.install
+        smg = ctx.serving_strategy.smg
+        if ctx.router == "smg" and smg is not None:
+            install_router, router_install = True, smg.install
     elif ctx.kv_store is not None:
         deploy = "kv_store_lb"
         kv_store_lb_processes(ctx, procs)
@@ -286,15 +299,16 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
             comp = strategy_companion(ctx, procs[-1])
             if comp is not None:
                 after.insert(0, comp)
-                if ctx.strategy.companion.install:
-                    router_install = ctx.strategy.companion.install
+                companion = ctx.serving_strategy.companion  # set: strategy_companion returned one
+                if companion is not None and companion.install:
+                    router_install = companion.install
                     install_router = True
         procs.extend(after)
     install = _install(ctx, install_router, router_install)
     if ctx.install_mode == "docker":
         ctx.image = B.docker_image(ctx.profile, ctx.hw, ctx.recipe.model, ctx.variant)
         if ctx.is_pd and ctx.router == "dynamo":  # workers and frontend run where Dynamo is installed
-            ctx.image = B.dynamo_image(ctx.strategy.dynamo.version)
+            ctx.image = B.dynamo_image(_dynamo(ctx).version)
     image = ctx.image
     _finish(ctx, procs)
     files = config_files(ctx)
@@ -302,7 +316,8 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
                             ctx.kv_store.min_vllm_version if ctx.kv_store else None) if x]
     return LaunchPlan(
         deploy_type=deploy,
-        install_mode=ctx.install_mode,  # type: ignore[arg-type]
+        # resolve_install_mode returns str: it passes on the Selection's (pydantic-checked) pip|docker
+        install_mode=ctx.install_mode,  # type: ignore[arg-type]  # pip|docker, see above
         pd_pool_nodes={r: ctx.pools[r].nodes for r in PD_ROLES} if ctx.is_pd else None,
         resolved=resolved(ctx, omni, task_key),
         processes=procs,

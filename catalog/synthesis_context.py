@@ -18,8 +18,8 @@ from typing import Any
 
 from vllm_deploy_wizard.common.flags import flag_values
 
-from . import gates as G
 from . import backends as B
+from . import gates as G
 from .loader import Catalog
 from .models import (
     Connector,
@@ -27,6 +27,7 @@ from .models import (
     HardwareProfile,
     KvOffloadOption,
     KvStore,
+    KvStorePd,
     PdRoleOverride,
     Recipe,
     Strategy,
@@ -34,7 +35,6 @@ from .models import (
     Variant,
 )
 from .selection import Selection
-
 
 #: Env keys only NVL4 trays (GB200/GB300) keep under PD (§2.7 step 12).
 NVL4_ENV_KEYS = ("VLLM_USE_NCCL_SYMM_MEM", "NCCL_CUMEM_ENABLE", "NCCL_MNNVL_ENABLE", "NCCL_NVLS_ENABLE",
@@ -104,6 +104,14 @@ class SynthesisContext:
     @property
     def is_pd(self) -> bool:
         return self.deploy == "pd_cluster"
+
+    @property
+    def serving_strategy(self) -> Strategy:
+        """:attr:`strategy` on the paths that need one: every non-omni recipe resolves one (a PD role,
+        the PD router, a strategy companion all come from it). AssertionError on an omni context —
+        a caller bug, not bad input."""
+        assert self.strategy is not None, "an omni recipe's context has no serving strategy"
+        return self.strategy
 
     @property
     def brand(self) -> str:
@@ -250,8 +258,9 @@ class SynthesisContext:
             out.append("--enable-expert-parallel")
             return out
         so_role = self.so.role(pool.role) if self.so else PdRoleOverride()
-        st_role = self.strategy.role(pool.role)
-        flag = so_role.parallel_flag or st_role.parallel_flag or self.strategy.parallel_flag or "--tensor-parallel-size"
+        st_role = self.serving_strategy.role(pool.role)
+        flag = (so_role.parallel_flag or st_role.parallel_flag or self.serving_strategy.parallel_flag
+                or "--tensor-parallel-size")
         out = [flag, str(max(1, pool.pool_gpus))]
         if pool.mode == "tep":
             out.append("--enable-expert-parallel")
@@ -272,7 +281,7 @@ class SynthesisContext:
             toks += vex.extra_args
         # 3. strategy block + parallel args
         if role is not None:
-            toks += st.role(role).vllm_args
+            toks += self.serving_strategy.role(role).vllm_args
             toks += self._connector_args(role)
         elif st is not None:
             toks += st.vllm_args
@@ -300,15 +309,15 @@ class SynthesisContext:
             if role is None:
                 toks += self.kv_store.vllm.vllm_args
             elif self.kv_store.pd is not None:
-                toks += self._store_role_args(role)
+                toks += self._store_role_args(role, self.kv_store.pd)
         return toks
 
-    def _store_role_args(self, role: str) -> list[str]:
+    def _store_role_args(self, role: str, store_pd: KvStorePd) -> list[str]:
         """A Mooncake kv_store's PD role args with the selected connector as its transfer leg: the
         store's MultiConnector names NixlConnector for the prefill→decode transfer, so with another
         connector (Mooncake, MoRI-IO) that entry becomes the connector's own role config — the one
         the router is told about (``--kv-connector``)."""
-        args = list(getattr(self.kv_store.pd, role).args)
+        args = list(getattr(store_pd, role).args)
         transfer = self._connector_args(role)
         if not transfer:
             return args
@@ -356,7 +365,7 @@ class SynthesisContext:
 
     def _connector_args(self, role: str) -> list[str]:
         """Seed §4.7: ``--kv-transfer-config`` from the selected connector when the role lacks one."""
-        if self.connector is None or "--kv-transfer-config" in self.strategy.role(role).vllm_args:
+        if self.connector is None or "--kv-transfer-config" in self.serving_strategy.role(role).vllm_args:
             return []
         config = getattr(self.connector, role).config
         if not config:
@@ -378,13 +387,13 @@ class SynthesisContext:
         if vex is not None:
             env.update(vex.extra_env)
         if role is not None:
-            env.update(st.role(role).env)
+            env.update(self.serving_strategy.role(role).env)
             if self.connector is not None:
                 env.update(getattr(self.connector, role).env)
         elif st is not None:
             env.update(st.env)
         if self.kv_option is not None and self._kv_option_applies(role):
-            env.update(self._kv_option_env())
+            env.update(self._kv_option_env(self.kv_option))
         if self.kv_store is not None and (role is None or self.kv_store.pd is not None):
             env.update(self.kv_store.vllm.env)
         if role is not None:
@@ -420,9 +429,8 @@ class SynthesisContext:
         self._apply_frontend(env)
         return env
 
-    def _kv_option_env(self) -> dict[str, str]:
-        """Option env, seed hardware-override env merged over it, templates resolved (§4.3)."""
-        opt = self.kv_option
+    def _kv_option_env(self, opt: KvOffloadOption) -> dict[str, str]:
+        """The selected option's env, seed hardware-override env merged over it, templates resolved (§4.3)."""
         env = dict(opt.env)
         ho = self.kv_option_override()
         if ho is not None:

@@ -50,6 +50,7 @@ def tpu_placement(profile: HardwareProfile, nodes: int = 1) -> tuple[dict[str, s
     name = f"{profile.display_name} {profile.description}".lower()
     accelerator = next((v for k, v in GKE_TPU_ACCELERATOR.items() if k in name), None)
     chips = profile.chips_per_node or profile.gpu_count
+    topology: str | None
     if profile.slice_topology:
         topology = profile.slice_topology.replace("{n}", str(max(1, nodes)))
     else:

@@ -47,13 +47,13 @@ Modules of this package (the public names are importable from the package itself
 
 from __future__ import annotations
 
-from .choices import AVAILABLE, DISABLED, HIDDEN, KV_OFF, Choice, Options, visible
-from .hardware import hardware_listing
-from .strategy import MAX_NODES
-from .pd import POOL_MODE_TIPS, POOL_MODES
-from .kv_offload import MOONCAKE, MOONCAKE_ORDER
 from .advanced import ADVANCED_PRESETS, advanced_overlaps
 from .assemble import options
+from .choices import AVAILABLE, DISABLED, HIDDEN, KV_OFF, Choice, Options, visible
+from .hardware import hardware_listing
+from .kv_offload import MOONCAKE, MOONCAKE_ORDER
+from .pd import POOL_MODE_TIPS, POOL_MODES
+from .strategy import MAX_NODES
 
 __all__ = [
     "AVAILABLE", "DISABLED", "HIDDEN", "KV_OFF", "Choice", "Options", "visible", "hardware_listing",

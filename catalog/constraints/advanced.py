@@ -5,11 +5,10 @@ both a preset and a typed advanced arg).
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
-from .choices import AVAILABLE, Choice, HIDDEN
+from .choices import AVAILABLE, HIDDEN, Choice
 from .context import _Ctx
-
 
 #: Advanced presets always shown (§3.1, after A1): (id, label, args).
 ADVANCED_PRESETS = (

@@ -8,17 +8,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..defaults import effective_feature_mode
+from .advanced import _advanced_row, advanced_overlaps
+from .banners import _banners
 from .choices import Choice, Options, _sel
 from .context import _context
-from .hardware import _hardware_row
-from .variant import _variant_row
-from .strategy import _nodes_row, _strategy_row
-from .pd import _pd_mode, _pd_rows
-from .kv_offload import _kv_rows
 from .features import _feature_rows
+from .hardware import _hardware_row
 from .install import _install_row
-from .advanced import advanced_overlaps, _advanced_row
-from .banners import _banners
+from .kv_offload import _kv_rows
+from .pd import _pd_mode, _pd_rows
+from .strategy import _nodes_row, _strategy_row
+from .variant import _variant_row
 
 
 def options(catalog: Any, selection: Any, *, detected_profile: str | None = None) -> Options:

@@ -5,7 +5,7 @@ warning, the §2.8 text_only / encoder_parallel exclusion, and the B1 "Verified 
 from __future__ import annotations
 
 from .. import gates
-from .choices import KV_OFF, _num, Options
+from .choices import KV_OFF, Options, _num
 from .context import _Ctx
 
 

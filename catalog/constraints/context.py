@@ -8,15 +8,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_deploy_wizard.common.contract import MAX_NODES
 from vllm_deploy_wizard.common.errors import SelectionError
 
-from vllm_deploy_wizard.common.contract import MAX_NODES
-
 from .. import backends, gates
-from ..models import HardwareProfile, Recipe, Strategy, Variant
 from ..defaults import (  # §2.14 defaults and the facts they rest on live with the planner
-    variant_runs_on, pick_default_hardware, recommend_strategy, default_nodes, node_vram,
+    default_nodes,
+    node_vram,
+    pick_default_hardware,
+    recommend_strategy,
+    variant_runs_on,
 )
+from ..models import HardwareProfile, Recipe, Strategy, Variant
 from .choices import KV_OFF, _sel
 
 
@@ -114,5 +117,6 @@ def _feature_list(value: Any) -> list[str]:
 
 
 def _effective_install(recipe: Recipe, profile: HardwareProfile, requested: str | None) -> str:
-    """Effective install mode (docs/plan-file.md §2 ``install_mode``; docs/synthesis.md §2.10; docs/constraints.md §3.1 I1): the one rule synthesis uses."""
+    """Effective install mode (docs/plan-file.md §2 ``install_mode``; docs/synthesis.md §2.10;
+    docs/constraints.md §3.1 I1): the one rule synthesis uses."""
     return backends.resolve_install_mode(recipe, profile, requested)

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from .. import gates
-from .choices import Choice, DISABLED, HIDDEN, Options
+from .choices import DISABLED, HIDDEN, Choice, Options
 from .context import _Ctx
 
 

@@ -10,11 +10,10 @@ from typing import Any
 
 from .. import gates
 from ..ascend import UNSUPPORTED_950PR, unsupported_by_backend
+from ..defaults import fits_unscalable, precision_ok_on, variant_runs_on
 from ..models import HardwareProfile, Recipe, Variant
-from ..defaults import precision_ok_on, fits_unscalable, variant_runs_on
-from .choices import AVAILABLE, Choice, DISABLED, HIDDEN
+from .choices import AVAILABLE, DISABLED, HIDDEN, Choice
 from .context import _Ctx
-
 
 # --------------------------------------------------------------------------------------------
 # lookups and defaults — the facts live in :mod:`..gates` (shared with synthesis, so the plan and the

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..models import HardwareProfile, Recipe
-from .choices import Choice, HIDDEN
+from .choices import HIDDEN, Choice
 from .context import _Ctx
 
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from .. import backends, gates
 from ..models import KvOffloadOption
-from .choices import AVAILABLE, Choice, DISABLED, KV_OFF, Options
+from .choices import AVAILABLE, DISABLED, KV_OFF, Choice, Options
 from .context import _Ctx
 from .strategy import _short
-
 
 #: Row id of the merged Mooncake pill on the KV Offload row (§2.9: one pill, topologies in a sub-row).
 MOONCAKE = "mooncake"
@@ -119,7 +118,8 @@ def _kv_rows(ctx: _Ctx, opts: Options) -> None:
         name = ctx.profile.display_name or ctx.hw_id
         for sid, st in sorted(ctx.catalog.kv_stores.items(), key=lambda kv: kv[1].order):
             topo_reason = reason
-            if topo_reason is None and ctx.recipe.kv_cache_strategy_hardware.get(sid, {}).get(ctx.hw_id) == "unsupported":
+            support = ctx.recipe.kv_cache_strategy_hardware.get(sid, {}).get(ctx.hw_id)
+            if topo_reason is None and support == "unsupported":
                 topo_reason = f"{st.display_name or sid} is not supported on {name}."  # M4 topology pill
             opts.mooncake_topology.append(Choice(sid, st.label or st.display_name or sid,
                                                  DISABLED if topo_reason else AVAILABLE, topo_reason,

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from .. import gates
 from ..defaults import default_pool_mode
-from .choices import AVAILABLE, Choice, DISABLED, HIDDEN, KV_OFF, Options
+from .choices import AVAILABLE, DISABLED, HIDDEN, KV_OFF, Choice, Options
 from .context import _Ctx
-
 
 #: PD pool-mode pill tips (§3.1 PD1, verbatim).
 POOL_MODE_TIPS = {
@@ -74,7 +73,8 @@ def _pd_rows(ctx: _Ctx, opts: Options) -> None:
             modes = [(_pd_mode(ctx, r)) for r in ("prefill", "decode")]
             if "dep" in modes or ctx.kv != KV_OFF:
                 warning = f"{rname} serves TP/TEP pools without KV offload — DEP pools and KV options are turned off."
-        desc = s.dynamo.description if rid == "dynamo" and s.dynamo else s.smg.description if rid == "smg" and s.smg else None
+        desc = (s.dynamo.description if rid == "dynamo" and s.dynamo
+                else s.smg.description if rid == "smg" and s.smg else None)
         opts.pd_router.append(Choice(rid, rname, DISABLED if reason else AVAILABLE, reason, warning,
                                      description=desc))
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 from vllm_deploy_wizard.common.contract import MAX_NODES
 
 from .. import backends, gates
+from ..defaults import has_multi_node, hidden_by_nodes, offered_by_hardware_match, scales_out, unlisted_strategy_text
 from ..device_fit import engine_shortfall
 from ..models import Strategy
 from ..selection import Selection
-from ..defaults import (scales_out, hidden_by_nodes, has_multi_node, offered_by_hardware_match,
-                        unlisted_strategy_text)
-from .choices import Choice, DISABLED, HIDDEN, _num
+from .choices import DISABLED, HIDDEN, Choice, _num
 from .context import _Ctx
 
 
@@ -26,9 +25,11 @@ def _fit_selection(ctx: _Ctx, sid: str, nodes: int) -> Selection | None:
     """The selection ``ctx`` reads with ``sid`` at ``nodes`` nodes, for the device-fit rule (S7, N6);
     None when it is not one (the rows that own the bad value say why)."""
     try:
-        return Selection(model=ctx.recipe.hf_id, variant=ctx.variant_key, hardware=ctx.hw_id, gpus=ctx.gpus,
-                         strategy=sid, nodes=nodes, install_mode=ctx.install_mode, pd=ctx.pd or None,
-                         router=ctx.router, connector=ctx.connector, advanced_args=list(ctx.advanced_args))
+        # model_validate: install_mode and pd are the raw values pydantic checks and converts
+        return Selection.model_validate(dict(
+            model=ctx.recipe.hf_id, variant=ctx.variant_key, hardware=ctx.hw_id, gpus=ctx.gpus, strategy=sid,
+            nodes=nodes, install_mode=ctx.install_mode, pd=ctx.pd or None, router=ctx.router,
+            connector=ctx.connector, advanced_args=list(ctx.advanced_args)))
     except ValueError:
         return None
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..defaults import precision_ok_on, variant_runs_on, pick_default_hardware
-from .choices import Choice, DISABLED, _num
+from ..defaults import pick_default_hardware, precision_ok_on, variant_runs_on
+from .choices import DISABLED, Choice, _num
 from .context import _Ctx
 from .hardware import _hw_visible
 

@@ -28,19 +28,47 @@ Modules of this package (every public name is importable from the package itself
 
 from __future__ import annotations
 
-from .base import js_string, EnvValue, Env, Args, DateStr, CatalogModel
-from .taxonomy import (
-    HardwareProfile, Task, KvOffloadGroup, Companion, InstallStep, KvOffloadOverride, KvOffloadPd,
-    KvOffloadOption, Frontend, Taxonomy,
+from .base import Args, CatalogModel, DateStr, Env, EnvValue, js_string
+from .kv_store import CommandBlock, KvStore, KvStorePd, KvStorePdRole, KvStoreRouter, KvStoreVllm, VllmConfigTemplate
+from .recipe import (
+    ArgsOverride,
+    Dependency,
+    Feature,
+    FeatureMode,
+    HwOverride,
+    Meta,
+    ModelSpec,
+    Omni,
+    OmniTask,
+    PdRoleOverride,
+    Recipe,
+    StrategyOverride,
+    Variant,
 )
 from .strategy import (
-    HardwareMatch, PdRoleStrategy, RouterPolicy, ConnectorRole, ConnectorDocker, Connector, SmgRouter,
-    DynamoInfra, DynamoRole, DynamoRouter, Strategy,
+    Connector,
+    ConnectorDocker,
+    ConnectorRole,
+    DynamoInfra,
+    DynamoRole,
+    DynamoRouter,
+    HardwareMatch,
+    PdRoleStrategy,
+    RouterPolicy,
+    SmgRouter,
+    Strategy,
 )
-from .kv_store import KvStoreRouter, KvStoreVllm, KvStorePdRole, KvStorePd, CommandBlock, VllmConfigTemplate, KvStore
-from .recipe import (
-    Meta, ModelSpec, HwOverride, Variant, ArgsOverride, FeatureMode, Feature, PdRoleOverride, StrategyOverride,
-    Dependency, OmniTask, Omni, Recipe,
+from .taxonomy import (
+    Companion,
+    Frontend,
+    HardwareProfile,
+    InstallStep,
+    KvOffloadGroup,
+    KvOffloadOption,
+    KvOffloadOverride,
+    KvOffloadPd,
+    Task,
+    Taxonomy,
 )
 
 __all__ = [

@@ -10,7 +10,6 @@ from pydantic import Field
 
 from .base import Args, CatalogModel, Env
 
-
 # ---------------------------------------------------------------------------------------------
 # kv_store (Mooncake, §1.4)
 

@@ -5,13 +5,12 @@ tasks (:class:`Omni`).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
 from .base import Args, CatalogModel, DateStr, Env
 from .taxonomy import Companion
-
 
 # ---------------------------------------------------------------------------------------------
 # recipes (§1.1)
@@ -42,12 +41,12 @@ class ModelSpec(CatalogModel):
     model_id: str = ""
     min_vllm_version: str | None = None
     architecture: str | None = None
-    parameter_count: Union[str, int, float, None] = None
-    active_parameters: Union[str, int, float, None] = None
+    parameter_count: str | int | float | None = None
+    active_parameters: str | int | float | None = None
     context_length: int | None = None
     base_args: Args = Field(default_factory=list)
     base_env: Env = Field(default_factory=dict)
-    docker_image: Union[str, dict[str, Any], None] = None
+    docker_image: str | dict[str, Any] | None = None
     """String (NVIDIA pin), brand map, CUDA map or brand map of CUDA maps (§2.10)."""
     nightly_required: bool = False
     install: dict[str, Any] | None = None
@@ -62,7 +61,7 @@ class HwOverride(CatalogModel):
     extra_args: Args = Field(default_factory=list)
     extra_env: Env = Field(default_factory=dict)
     install_note: str | None = None
-    docker_image: Union[str, dict[str, Any], None] = None
+    docker_image: str | dict[str, Any] | None = None
     """Only read for a variant's exact-id override (§2.10)."""
 
 
@@ -76,13 +75,13 @@ class Variant(CatalogModel):
     label: str | None = None
     extra_args: Args = Field(default_factory=list)
     extra_env: Env = Field(default_factory=dict)
-    tp: Union[int, dict[str, int], None] = None
+    tp: int | dict[str, int] | None = None
     supported_hardware: list[str] | None = None
     precision_hardware: dict[str, Any] | None = None
     default_modes: dict[str, str] = Field(default_factory=dict)
     min_vllm_version: str | None = None
     nightly_required: bool = False
-    docker_image: Union[str, dict[str, Any], None] = None
+    docker_image: str | dict[str, Any] | None = None
     hardware_overrides: dict[str, HwOverride] = Field(default_factory=dict)
 
     @property
@@ -126,7 +125,7 @@ class Feature(CatalogModel):
 class PdRoleOverride(CatalogModel):
     """``strategy_overrides.pd_cluster.<role>`` (§1.1)."""
 
-    nodes: Union[int, dict[str, int], None] = None
+    nodes: int | dict[str, int] | None = None
     parallelism: str | None = None
     tp: int | None = None
     parallel_flag: str | None = None
@@ -139,7 +138,7 @@ class PdRoleOverride(CatalogModel):
 class StrategyOverride(CatalogModel):
     """``strategy_overrides.<strategy_id>`` (§1.1, §2.4, §2.7)."""
 
-    tp: Union[int, dict[str, int], None] = None
+    tp: int | dict[str, int] | None = None
     extra_args: Args = Field(default_factory=list)
     vllm_args: Args = Field(default_factory=list)
     env: Env = Field(default_factory=dict)
@@ -162,7 +161,7 @@ class Dependency(CatalogModel):
     command: str
     note: str | None = None
     optional: bool = False
-    brand: Union[str, list[str], None] = None
+    brand: str | list[str] | None = None
     install_modes: list[str] | None = None
 
 
@@ -225,7 +224,7 @@ class Recipe(CatalogModel):
     hardware_overrides: dict[str, HwOverride] = Field(default_factory=dict)
     strategy_overrides: dict[str, StrategyOverride] = Field(default_factory=dict)
     strategy_hardware: dict[str, dict[str, str]] = Field(default_factory=dict)
-    strategy_min_gpus: Union[int, dict[str, Any], None] = None
+    strategy_min_gpus: int | dict[str, Any] | None = None
     default_strategy: str | None = None
     kv_offload_support: dict[str, str] = Field(default_factory=dict)
     kv_cache_strategy_hardware: dict[str, dict[str, str]] = Field(default_factory=dict)

@@ -11,7 +11,6 @@ from pydantic import Field
 from .base import Args, CatalogModel, Env
 from .taxonomy import Companion, InstallStep
 
-
 # ---------------------------------------------------------------------------------------------
 # strategies (§1.3, docs/synthesis.md §4.4-4.8)
 

@@ -5,12 +5,11 @@ and frontends.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pydantic import Field
 
 from .base import Args, CatalogModel, Env
-
 
 # ---------------------------------------------------------------------------------------------
 # taxonomy (§1.2, docs/synthesis.md §4.1-4.3)
@@ -21,7 +20,7 @@ class HardwareProfile(CatalogModel):
 
     brand: str = ""
     """Vendor: NVIDIA, AMD, Google, Intel, Huawei (seed: Zhenwu)."""
-    generation: Union[str, list[str]] = ""
+    generation: str | list[str] = ""
     """hopper, blackwell, ada, amd, tpu, cpu, xpu, npu (seed: rubin, ppu); a list uses its first item."""
     display_name: str = ""
     description: str = ""
