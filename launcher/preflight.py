@@ -181,10 +181,11 @@ def segment_problems(spec: RunSpec, free_bytes: int) -> list[str]:
                 config = json.loads(Path(path).read_text(encoding="utf-8")) if path else None
             except (OSError, ValueError):
                 continue
-            size = mooncake_size_bytes(config.get("global_segment_size")) if isinstance(config, dict) else None
+            segment = config.get("global_segment_size") if isinstance(config, dict) else None
+            size = mooncake_size_bytes(segment)
             if size and size * ranks > free_bytes:
                 each = f" × {ranks} ranks" if ranks > 1 else ""
-                problems.append(f"{p.name!r}: {path} global_segment_size {config['global_segment_size']}{each} pins "
+                problems.append(f"{p.name!r}: {path} global_segment_size {segment}{each} pins "
                                 f"{size * ranks / 2**30:.1f} GiB of RAM but only {free_bytes / 2**30:.1f} GiB is "
                                 "available; lower global_segment_size in that file")
     return problems

@@ -142,10 +142,10 @@ class HardwareScreen(WizardScreen):
         if chosen and chosen in profiles:
             gpus_input.placeholder = f"{getattr(profiles[chosen], 'gpu_count', '')} (profile)"
         devices = app.selection.get("devices")  # a pick made elsewhere (--selection file) is shown
-        shown = ",".join(str(i) for i in devices) if devices else ""
+        picked = ",".join(str(i) for i in devices) if devices else ""
         box = self.query_one("#devices", Input)
-        if devices and box.value.replace(" ", "") != shown:
-            box.value = shown
+        if devices and box.value.replace(" ", "") != picked:
+            box.value = picked
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "saved":
