@@ -3,6 +3,7 @@ per-task command each node runs (executed with a stand-in wizard)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -192,3 +193,14 @@ def test_a_site_specific_accelerator_is_named_in_a_comment(tmp_path) -> None:
                                     "argv": ["vllm", "serve", "m", "--tensor-parallel-size", "8"]}]}}
     (line,) = device_request(data)
     assert line.startswith("# ") and not line.startswith("#SBATCH") and "--gres=npu:8" in line
+
+
+def test_detected_cpu_facts_stay_out_of_the_plan_the_nodes_read(tmp_path, shared, capsys) -> None:
+    fixture = shared / "fixtures" / "detect" / "cpu_xeon6_amx.yaml"
+    args = ("--model", "Qwen/Qwen3-1.7B", "--replay", str(fixture))
+    assert main(["plan", "--recipes", str(RECIPES), *args, "--json"]) == 0
+    assert "VLLM_CPU_OMP_THREADS_BIND" in json.loads(capsys.readouterr().out)["processes"][-1]["env"]
+    _, script = _script(tmp_path, *args)
+    plan = yaml.safe_load(script.with_name("job.sbatch.plan.yaml").read_text())["plan"]
+    assert not [k for p in plan["processes"] for k in p.get("env") or {} if k.startswith("VLLM_CPU_")]
+    assert "--slurm: the export is for other machines" in capsys.readouterr().err
