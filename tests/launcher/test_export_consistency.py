@@ -6,7 +6,8 @@
   fit the node's devices and pods without devices request CPU and memory; no secret inline;
 * Slurm: every machine address the plan names is passed to every task, the router takes no node
   of its own, a GPU plan requests each node's GPUs (at least what the node's engines use, at most its
-  devices) and the router's step none, a CPU plan none, every other placeholder is filled by ``launch`` or listed in "fill before launch";
+  devices) and the router's step none, a CPU plan none, every other placeholder is filled by
+  ``launch`` or listed in "fill before launch";
 * per-node scripts: every placeholder a script reads has a default or stops the script unset (and is
   listed in "fill before launch"), pinned devices exist on the node, a router waits for the engines
   it routes to; no secret inline.
