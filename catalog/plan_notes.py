@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from vllm_deploy_wizard.common import suggest
+from vllm_deploy_wizard.common.flags import flag_values
+from vllm_deploy_wizard.common.vllm_source import UNKNOWN_VERSION, fetch_command, is_checkout_path
 
 from . import backends as B
 from . import gates as G
@@ -197,6 +199,22 @@ def _ignored_selection(ctx: SynthesisContext) -> list[str]:
 
 #: Address a placeholder for a machine of a one-machine plan defaults to: every process is local.
 LOCAL_ADDRESS = "127.0.0.1"
+
+
+def checkout_file_notes(processes: list[Any], install_mode: str) -> list[str]:
+    """One note per ``--chat-template`` a pip-mode plan passes as a vLLM source checkout path
+    (``examples/….jinja``, :func:`~vllm_deploy_wizard.common.vllm_source.is_checkout_path`): a pip
+    install has no ``examples/``, so the note gives the fetch command the launch preflight gives
+    (:func:`~vllm_deploy_wizard.common.vllm_source.fetch_command`, docs/plan-file.md §3.4). Docker
+    plans get none: the vLLM images have ``examples/``."""
+    if install_mode == "docker":
+        return []
+    paths = dict.fromkeys(path for proc in processes for path in flag_values(list(proc.argv), "--chat-template")
+                          if is_checkout_path(path))
+    return [f"--chat-template {path} is a file of a vLLM source checkout, which a pip-installed vLLM does not "
+            f"have: before launch, in the folder vLLM starts in, run {fetch_command(path, None)} "
+            f"({UNKNOWN_VERSION} = the installed vLLM's release, `vllm --version`, e.g. 0.32.0; `launch` checks "
+            "for the file and prints this line with the version filled in)" for path in paths]
 
 
 def placeholder_defaults(deploy: str, holes: list[str], pools: dict[str, int] | None = None) -> dict[str, str]:

@@ -30,7 +30,7 @@ from .loader import Catalog
 from .models import DynamoRouter
 from .omni import omni_processes
 from .plan import PHASES, Health, LaunchPlan, PlanProcess, find_placeholders
-from .plan_notes import config_files, notes, placeholder_defaults, resolved
+from .plan_notes import checkout_file_notes, config_files, notes, placeholder_defaults, resolved
 from .processes import companions, single_or_multi, strategy_companion
 from .resolution import did_you_mean, resolve
 from .selection import Selection
@@ -330,7 +330,7 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
                                                    if ctx.is_pd else None),
         base_install=B.base_install(ctx.profile, ctx.recipe, ctx.variant, ctx.install_mode, image,
                                     dynamo=ctx.is_pd and ctx.router == "dynamo"),
-        notes=notes(ctx),
+        notes=notes(ctx) + checkout_file_notes(procs, ctx.install_mode),
         device_count=ctx.gpu_count,
         accelerator=B.backend_for(ctx.profile).key,
         min_vllm_version=vllm_versions.highest(versions),

@@ -7,7 +7,9 @@ the wizard's review screen call. Decided here once:
   :data:`SELF_ADDRESS` (the head, the router host, the first prefill/decode node, the Mooncake
   master, the Dynamo control plane) default to this host's primary address when this launch is node
   0 — the node the wizard runs on — and :data:`SELF_IFACE` names to the interface carrying it on any
-  node; the plan's ``placeholder_defaults`` fill the rest; ``--set`` values win over both.
+  node; the plan's ``placeholder_defaults`` fill the rest; ``--set`` values win over both. Launched
+  as a machine label (``--node prefill-node-0``), only that machine's own pool address
+  (``$PREFILL_NODE_1``) is this host's: another pool's machine (``$DECODE_NODE_1``) is not.
 * Node checks beyond :func:`~vllm_deploy_wizard.launcher.preflight.check`, from :class:`NodeFacts`
   passed in (the launcher never imports detection): the plan's accelerators vs this node (a GPU plan
   on a CPU node is refused unless ``force``), memory fit (CPU: what the installed vLLM's CPU worker
@@ -23,6 +25,7 @@ the wizard's review screen call. Decided here once:
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -187,8 +190,25 @@ def self_facts_needed(names: Iterable[str], node_rank: int = 0) -> bool:
     return any(n in SELF_IFACE or n in NODE_ADDRESS or (n in SELF_ADDRESS and node_rank == 0) for n in names)
 
 
+#: Placeholders naming one pool machine's address (``launcher/engines/slurm.py`` ``address_placeholders``).
+_MACHINE_ADDRESS = re.compile(r"^((PREFILL|DECODE)_NODE|VLLM_INSTANCE)_\d+$")
+
+
+def _pool_default(name: str, node_rank: int, node: str | None) -> bool:
+    """Whether pool address ``name`` defaults to this host's address: launched as machine label
+    ``node``, when ``name`` is that machine's own address (``prefill-node-0`` → ``PREFILL_NODE_1``,
+    ``instance-1-node-0`` → ``VLLM_INSTANCE_2``; ``launcher/engines/slurm.py`` ``address_placeholders``,
+    the one label → placeholder mapping); ``$ROUTER_HOST`` and a launch without a label: on node 0."""
+    from vllm_deploy_wizard.launcher.engines.slurm import address_placeholders
+
+    if node is None or name == "ROUTER_HOST" or not _MACHINE_ADDRESS.match(name):
+        return name in POOL_ADDRESS and node_rank == 0
+    return name in address_placeholders(node)
+
+
 def placeholder_values(names: Iterable[str], facts: NodeFacts | None = None, node_rank: int = 0,
-                         plan_defaults: Mapping[str, Any] | None = None, head: str | None = None) -> dict[str, str]:
+                         plan_defaults: Mapping[str, Any] | None = None, head: str | None = None,
+                         node: str | None = None) -> dict[str, str]:
     """``{name: default}`` for each placeholder name (no ``$``), ``""`` where nothing is known.
 
     In order: :data:`HEAD_ADDRESS` names on node 0, :data:`NODE_ADDRESS` and :data:`SELF_IFACE` names from this host's
@@ -196,7 +216,9 @@ def placeholder_values(names: Iterable[str], facts: NodeFacts | None = None, nod
     facts. ``facts`` None (nothing detected) uses the kernel's route choice for the address and the
     interface carrying it; a fact that ``facts`` lacks stays unknown (``""``). ``head``: the group's
     head address (``HEAD_IP`` as given): this node's address and interface are then those of the
-    route to it (:func:`route_to`) — on a node with two networks the default route may be the other."""
+    route to it (:func:`route_to`) — on a node with two networks the default route may be the other.
+    ``node``: the machine label launched (``--node``): of the pool addresses only its own defaults to
+    this host's (:func:`_pool_default`); a co-located PD plan's ``127.0.0.1`` comes from ``plan_defaults``."""
     names = list(names)
     plan_defaults = {k: str(v) for k, v in (plan_defaults or {}).items() if v not in (None, "")}
     address, iface = (facts.primary_ip or "", facts.default_iface or "") if facts is not None else ("", "")
@@ -214,7 +236,7 @@ def placeholder_values(names: Iterable[str], facts: NodeFacts | None = None, nod
             out[name] = iface
         elif name in plan_defaults:
             out[name] = plan_defaults[name]
-        elif name in POOL_ADDRESS and node_rank == 0:
+        elif _pool_default(name, node_rank, node):
             out[name] = address
         else:
             out[name] = ""
@@ -420,7 +442,7 @@ def prepare(plan: str | Path | Mapping[str, Any], node: str | None = None, node_
     inner = data.get("plan") if isinstance(data, Mapping) else None
     plan_defaults = (inner or {}).get("placeholder_defaults") or {} if isinstance(inner, Mapping) else {}
     defaults = placeholder_values([n for n in names if n not in given], facts, node_rank, plan_defaults,
-                                  head=given.get("HEAD_IP"))
+                                  head=given.get("HEAD_IP"), node=node)
     planned = {n: v for n, v in defaults.items() if v and str(plan_defaults.get(n, "")) == v}
     detected = {n: v for n, v in defaults.items() if v and n not in planned}
     used = {**detected, **planned, **given}

@@ -44,6 +44,7 @@ from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
 from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.common.placeholders import names as placeholders_in
+from vllm_deploy_wizard.common.vllm_source import fetch_command, release_version
 from vllm_deploy_wizard.launcher.ports import port_free, port_holder
 from vllm_deploy_wizard.launcher.process import child_env
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
@@ -308,11 +309,11 @@ def path_problems(p: ProcessSpec, version: str | None = None, vllm_exe: str | No
                                                      for d in vllm_package_dirs(vllm_exe)):
                     continue
                 if flag == "--chat-template" and not Path(path).is_absolute():
-                    v = (version or "<version>").split("+", 1)[0]  # 0.32.0+cpu: the release tag is v0.32.0
+                    v = release_version(version)  # 0.32.0+cpu: the release tag is v0.32.0
                     problems.append(
                         f"{p.name!r}: --chat-template {path} does not exist in {cwd} — it is a path in a vLLM source "
                         f"checkout and a pip-installed vLLM ships no examples/ folder; get it for vLLM {v}: "
-                        f"curl -fLo {full} https://raw.githubusercontent.com/vllm-project/vllm/v{v}/{path} "
+                        f"{fetch_command(path, version, str(full))} "
                         f"(then launch again), or use the docker image vllm/vllm-openai:v{v}, which has examples/")
                 else:
                     problems.append(f"{p.name!r}: {flag} {path} does not exist ({full}); fix the path")

@@ -26,7 +26,8 @@ def node_facts(inventory: Any = None) -> NodeFacts | None:
 
 
 def offered_defaults(names: Iterable[str], inventory: Any = None,
-                      plan_defaults: Mapping[str, Any] | None = None) -> dict[str, str]:
+                      plan_defaults: Mapping[str, Any] | None = None, node: str | None = None) -> dict[str, str]:
     """``{name: default}`` for each placeholder name (no ``$``); ``""`` where nothing is known — the
-    launcher's rule (:func:`~vllm_deploy_wizard.launcher.launch.placeholder_values`) for node 0."""
-    return placeholder_values(names, node_facts(inventory), 0, plan_defaults)
+    launcher's rule (:func:`~vllm_deploy_wizard.launcher.launch.placeholder_values`) for node 0, run
+    as machine label ``node`` when the plan has several (only that machine's pool address is this host's)."""
+    return placeholder_values(names, node_facts(inventory), 0, plan_defaults, node=node)

@@ -155,7 +155,8 @@ class ReviewScreen(WizardScreen):
         placeholders = plan.get("placeholders") or []
         if placeholders:
             widgets.append(Label("Placeholders (filled at launch; detected defaults shown)", classes="section"))
-            self.values = offered_defaults(placeholders, self.app.inventory, plan.get("placeholder_defaults"))
+            self.values = offered_defaults(placeholders, self.app.inventory, plan.get("placeholder_defaults"),
+                                           node=self.node)
             self.values.update({k: v for k, v in typed.items() if k in self.values})
             for name in placeholders:
                 widgets.append(

@@ -118,7 +118,8 @@ class _Exporter:
     def __init__(self, data: Mapping[str, Any], image: str, vendor: str | None, arch: str | None, name: str,
                  namespace: str | None, values: Mapping[str, str] | None = None, router_image: str | None = None,
                  hf_cache_claim: str | None = None, cpu_requests: Mapping[str, str] | None = None,
-                 node_selector: Mapping[str, str] | None = None, devices_per_unit: int = 1):
+                 node_selector: Mapping[str, str] | None = None, devices_per_unit: int = 1,
+                 model_claim: tuple[str, str] | None = None):
         if not isinstance(data, Mapping) or not isinstance(data.get("plan"), Mapping):
             raise ExportError("not a plan file: expected a mapping with a 'plan' key (docs/contracts.md §2)")
         self.plan = data["plan"]
@@ -132,6 +133,7 @@ class _Exporter:
         self.values = {str(k): str(v) for k, v in (values or {}).items()}
         self.router_image = router_image
         self.hf_cache_claim = hf_cache_claim
+        self.model_claim = model_claim  # (PVC, the local model path it is mounted at)
         self.node_selector = dict(node_selector or {})
         self.devices_per_unit = max(1, int(devices_per_unit))
         self.cpu_requests = {**CPU_ENGINE_REQUESTS, **(cpu_requests or {})}
@@ -367,6 +369,8 @@ class _Exporter:
         if engine:
             mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
             mounts.append({"name": "hf-cache", "mountPath": HF_CACHE_DIR})
+            if self.model_claim:
+                mounts.append({"name": "model", "mountPath": self.model_claim[1], "readOnly": True})
         if mounts:
             c["volumeMounts"] = mounts
         if engine and self.resource:
@@ -411,6 +415,9 @@ class _Exporter:
             volumes.append({"name": "hf-cache", **(
                 {"persistentVolumeClaim": {"claimName": self.hf_cache_claim}} if self.hf_cache_claim
                 else {"hostPath": {"path": HF_CACHE_HOST_PATH, "type": "DirectoryOrCreate"}})})
+            if self.model_claim:
+                volumes.append({"name": "model", "persistentVolumeClaim": {"claimName": self.model_claim[0],
+                                                                           "readOnly": True}})
         if volumes:
             spec["volumes"] = volumes
         if self.node_selector and proc.get("role") in ENGINE_ROLES:
@@ -567,7 +574,8 @@ def kubernetes_manifests(data: Mapping[str, Any], image: str, vendor: str | None
                          values: Mapping[str, str] | None = None, router_image: str | None = None,
                          hf_cache_claim: str | None = None,
                          cpu_requests: Mapping[str, str] | None = None, node_selector: Mapping[str, str] | None = None,
-                         devices_per_unit: int = 1) -> list[tuple[str, list[dict[str, Any]]]]:
+                         devices_per_unit: int = 1,
+                         model_claim: tuple[str, str] | None = None) -> list[tuple[str, list[dict[str, Any]]]]:
     """The manifests of plan-file ``data``: ``[(file name, [manifest dict, …]), …]`` in start order
     (``10-`` infra, ``20-`` companions, ``30-`` engines, ``40-`` routers).
 
@@ -579,7 +587,9 @@ def kubernetes_manifests(data: Mapping[str, Any], image: str, vendor: str | None
     Hugging Face cache (default: a hostPath on the node); ``cpu_requests``: ``{"cpu", "memory"}`` of a
     CPU engine pod (default :data:`CPU_ENGINE_REQUESTS`); ``node_selector``: labels every engine pod
     selects (TPU node pools); ``devices_per_unit``: devices vLLM counts per requested resource (TPU7x: 2
-    TensorCores per ``google.com/tpu`` chip). Raises :class:`ExportError`.
+    TensorCores per ``google.com/tpu`` chip); ``model_claim``: ``(PVC, path)``, a PersistentVolumeClaim
+    mounted read-only at ``path`` in every engine pod (a model served from a local path). Raises
+    :class:`ExportError`.
     """
     return _Exporter(data, image, vendor, arch, name, namespace, values, router_image, hf_cache_claim,
-                     cpu_requests, node_selector, devices_per_unit).build()
+                     cpu_requests, node_selector, devices_per_unit, model_claim).build()

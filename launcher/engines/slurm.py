@@ -13,6 +13,12 @@ supervisor's stop: every tree, SIGKILL after the stop timeout) before Slurm's Ki
 ``srun --kill-on-bad-exit=1``: one node's run ending in failure ends the others (a group is
 useless with a member gone).
 
+Devices: a GPU plan (NVIDIA, AMD) asks for each node's GPUs (``#SBATCH --gpus-per-node=N``,
+:func:`devices_per_node`): a cluster that confines a job to the GPUs it requested shows an engine
+none otherwise. Other accelerators (Ascend NPUs, TPUs, Intel GPUs) are named per site (``--gres=npu:N``
+on one, a partition on another): the script says N in a comment instead. The router's step asks
+for no devices (``--gres=none``).
+
 The script holds no shell text from the plan: labels are checked against a safe pattern, paths
 are quoted with :func:`shlex.quote`, per-task values come through the environment.
 """
@@ -25,8 +31,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from vllm_deploy_wizard.common import backends_registry
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.files import write_atomic
+from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.common.placeholders import names as placeholders_in
 from vllm_deploy_wizard.launcher.plan_file import plan_node_labels
 
@@ -70,6 +78,57 @@ def address_placeholders(label: str) -> list[str]:
     return ["MOONCAKE_MASTER_IP", "DYN_CONTROL_IP"] if label == "services" else []
 
 
+#: Roles of the processes that hold accelerators (as the Kubernetes export's engine roles).
+_DEVICE_ROLES = ("serve", "head", "worker", "prefill", "decode")
+
+
+def devices_per_node(data: Mapping[str, Any]) -> int:
+    """Accelerators the plan uses on its busiest machine (0 for a CPU plan or one without engines).
+
+    Per machine label: the ids its engines pin (``*_VISIBLE_DEVICES``, e.g. a co-located PD plan's
+    ``0,1,2,3`` and ``4,5,6,7`` on one machine → 8), else the most any of its engines uses by its
+    parallel-size flags (:func:`~vllm_deploy_wizard.common.parallelism.devices_on_node`), else the
+    plan's ``device_count``; never more than ``device_count`` (the node's devices)."""
+    plan = data.get("plan") or {}
+    if plan.get("accelerator") == "cpu":
+        return 0
+    count = int(plan.get("device_count") or 1)
+    pinned: dict[str, set[str]] = {}
+    flagged: dict[str, int] = {}
+    for proc in plan.get("processes") or []:
+        if proc.get("role") not in _DEVICE_ROLES:
+            continue
+        label = str(proc.get("node") or "")
+        env = {str(k): str(v) for k, v in (proc.get("env") or {}).items()}
+        ids = [x.strip() for k, v in env.items() if k.endswith("_VISIBLE_DEVICES") and not placeholders_in(v)
+               for x in v.split(",") if x.strip()]
+        if ids:
+            pinned.setdefault(label, set()).update(ids)
+        else:
+            flagged[label] = max(flagged.get(label, 0), devices_on_node([str(a) for a in proc.get("argv") or []])
+                                 or count)
+    used = [len(v) for v in pinned.values()] + list(flagged.values())
+    return min(count, max(used, default=0))
+
+
+def device_request(data: Mapping[str, Any]) -> list[str]:
+    """The ``#SBATCH`` lines asking for each node's devices: ``--gpus-per-node=N`` for a GPU plan
+    (NVIDIA, AMD); for other accelerators a comment naming N (their Slurm name is the site's);
+    [] for CPU plans."""
+    n = devices_per_node(data)
+    family = str((data.get("plan") or {}).get("accelerator") or "")
+    if n <= 0 or family == "cpu":
+        return []
+    try:
+        kind, unit = backends_registry.entry(family).kind, backends_registry.entry(family).unit
+    except KeyError:
+        kind, unit = "device", "device"
+    if family in ("cuda", "rocm"):
+        return [f"#SBATCH --gpus-per-node={n}"]
+    return [f"# devices: {n} {unit}(s) of kind {kind} per node; their Slurm name is site-specific (e.g. "
+            f"--gres={kind}:{n}): add the #SBATCH line your cluster uses"]
+
+
 def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vllm-wizard",
                   time_limit: str | None = None, partition: str | None = None) -> str:
     """The sbatch script text for plan-file ``data`` stored at ``plan_path`` (a path every node can read).
@@ -103,6 +162,8 @@ def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vll
         "#SBATCH --exclusive",
         "#SBATCH --signal=TERM@120",
     ]
+    devices = device_request(data)
+    lines += devices
     if time_limit:
         lines.append(f"#SBATCH --time={time_limit}")
     if partition:
@@ -149,9 +210,12 @@ def sbatch_script(data: Mapping[str, Any], plan_path: Path, job_name: str = "vll
         return "\n".join([*lines, *step, ""])
     router_task = (sets_bash
                    + f'exec "$WIZARD_BIN" launch "$WIZARD_PLAN" --node {ROUTER_LABEL} --foreground "${{sets[@]}}"')
+    # a step gets the job's GRES unless told otherwise (and reads SLURM_GPUS_PER_NODE): none for the router
+    no_devices = ("env -u SLURM_GPUS_PER_NODE srun --overlap --gres=none"
+                  if any(x.startswith("#SBATCH --gpus") for x in devices) else "srun --overlap")
     lines += [
         f"# the router: its own step (no devices) on the node of {engines[first]}",
-        f'srun --overlap --nodes=1 --ntasks=1 --nodelist="${{job_hosts[{first}]}}" --kill-on-bad-exit=1 --label \\',
+        f'{no_devices} --nodes=1 --ntasks=1 --nodelist="${{job_hosts[{first}]}}" --kill-on-bad-exit=1 --label \\',
         f"  bash -c {shlex.quote(router_task)} &",
         "router_step=$!",
         step[0],

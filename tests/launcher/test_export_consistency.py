@@ -5,7 +5,9 @@
   placeholder left and every ``$(VAR)`` a command reads is set in its container; device requests
   fit the node's devices and pods without devices request CPU and memory; no secret inline;
 * Slurm: every machine address the plan names is passed to every task, the router takes no node
-  of its own, every other placeholder is filled by ``launch`` or listed in "fill before launch";
+  of its own, a GPU plan requests each node's GPUs (at least what the node's engines use, at most its
+  devices) and the router's step none, a CPU plan none, every other placeholder is filled by
+  ``launch`` or listed in "fill before launch";
 * per-node scripts: every placeholder a script reads has a default or stops the script unset (and is
   listed in "fill before launch"), pinned devices exist on the node, a router waits for the engines
   it routes to; no secret inline.
@@ -309,6 +311,35 @@ def _fill_before_launch(text: str) -> set[str]:
     return set(re.findall(r"\$([A-Z_][A-Z0-9_]*)", line))
 
 
+def _slurm_device_problems(sbatch: str, plan: dict) -> list[str]:
+    """What is wrong in the devices an sbatch script asks for (see the module docstring)."""
+    asked = [int(n) for n in re.findall(r"^#SBATCH --(?:gpus-per-node=|gres=gpu:)(\d+)", sbatch, re.M)]
+    if plan.get("accelerator") not in ("cuda", "rocm"):
+        return [f"a {plan.get('accelerator')} plan requests GPUs: {asked}"] if asked else []
+    pinned: dict[str, int] = collections.Counter()  # co-located pools pin disjoint ids: they add up
+    flagged: dict[str, int] = collections.Counter()
+    for p in plan["processes"]:
+        if p.get("role") not in ("serve", "head", "worker", "prefill", "decode"):
+            continue
+        pins = [v for k, v in (p.get("env") or {}).items() if k.endswith("_VISIBLE_DEVICES") and "$" not in v]
+        if pins:
+            pinned[p["node"]] += len(pins[0].split(","))
+        else:
+            flagged[p["node"]] = max(flagged[p["node"]], devices_on_node(p["argv"]) or int(plan["device_count"]))
+    need = max([*pinned.values(), *flagged.values(), 0])
+    if not asked:
+        return [f"a GPU plan whose engines use {need} GPUs per node requests none"] if need else []
+    problems = []
+    if asked[0] > int(plan["device_count"]):
+        problems.append(f"requests {asked[0]} GPUs per node, the node has {plan['device_count']}")
+    if asked[0] < need:
+        problems.append(f"requests {asked[0]} GPUs per node, its engines use {need}")
+    router = next((ln for ln in sbatch.splitlines() if "srun --overlap" in ln), None)
+    if router is not None and "--gres=none" not in router:
+        problems.append("the router's step takes the job's GPUs")
+    return problems
+
+
 def slurm_problems(sbatch: str, doc: dict, text: str, secrets: list[str]) -> list[str]:
     """What is wrong in an sbatch script for plan-file ``doc`` (see the module docstring)."""
     problems = [f"secret {s[:6]}… written inline" for s in secrets if s in sbatch]
@@ -317,6 +348,7 @@ def slurm_problems(sbatch: str, doc: dict, text: str, secrets: list[str]) -> lis
     nodes = int(re.search(r"#SBATCH --nodes=(\d+)", sbatch).group(1))
     if "router" in labels and len(labels) > 1 and nodes != len(labels) - 1:
         problems.append(f"{nodes} nodes asked for {len(labels)} machines: the router takes a node of its own")
+    problems += _slurm_device_problems(sbatch, plan)
     line = next(ln for ln in sbatch.splitlines() if ln.startswith("export WIZARD_SETS="))
     passed = set(shlex.split(line.partition("=")[2])[0].split())
     for name in passed:
@@ -426,3 +458,15 @@ def test_engines_pinging_their_own_pod_for_the_router_fail_the_checker(catalogs)
     problems = all_problems(planted)
     assert "vllm-prefill-0/prefill-0: MoRIIO proxy_ip reaches 0.0.0.0:36367, which no Service serves" in problems
     assert "$ROUTER_HOST (the router machine's address) is not passed to the tasks" in problems
+
+
+def test_a_gpu_job_without_a_gpu_request_fails_the_checker(catalogs) -> None:
+    ex = exports(catalogs, {**DSV3, "strategy": "pd_cluster", "nodes": 2})
+    assert not all_problems(ex)
+    planted = copy.deepcopy(ex)
+    planted["sbatch"] = planted["sbatch"].replace("#SBATCH --gpus-per-node=8\n", "")
+    assert "a GPU plan whose engines use 8 GPUs per node requests none" in all_problems(planted)
+    planted["sbatch"] = ex["sbatch"].replace("--gpus-per-node=8", "--gpus-per-node=4").replace(" --gres=none", "")
+    problems = all_problems(planted)
+    assert "requests 4 GPUs per node, its engines use 8" in problems
+    assert "the router's step takes the job's GPUs" in problems

@@ -400,3 +400,53 @@ def test_dynamo_etcd_runs_its_own_image_behind_a_service(tmp_path) -> None:
     assert [p["port"] for p in _named(files, "Service", "etcd")["spec"]["ports"]] == [2379]
     router = _named(files, "Deployment", "router")["spec"]["template"]["spec"]["containers"][0]
     assert {"name": "ETCD_ENDPOINTS", "value": "http://vllm-etcd:2379"} in router["env"]
+
+
+def _engine_env(files: dict[str, list[dict]]) -> dict[str, str]:
+    c = _named(files, "Deployment", "vllm")["spec"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value") for e in c["env"]}
+
+
+def test_detected_cpu_facts_stay_out_of_the_export(tmp_path, capsys) -> None:
+    fixture = SHARED / "fixtures" / "detect" / "cpu_xeon6_amx.yaml"
+    args = ("--model", "Qwen/Qwen3-1.7B", "--replay", str(fixture))
+    assert main(["plan", "--recipes", str(RECIPES), *args, "--json"]) == 0
+    here = json.loads(capsys.readouterr().out)["processes"][-1]["env"]
+    assert {"VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_KVCACHE_SPACE"} <= set(here)  # planned for this node
+    env = _engine_env(export(tmp_path, *args))
+    assert not {k for k in env if k.startswith("VLLM_CPU_")}, env
+    assert "--k8s: the export is for other machines, so it is planned without this node's detected facts" \
+        in capsys.readouterr().err
+
+
+def _local_model(tmp_path: Path) -> Path:
+    model = tmp_path / "models" / "tiny"
+    model.mkdir(parents=True)
+    model.joinpath("config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 372, "intermediate_size": 256,
+        "max_position_embeddings": 512, "torch_dtype": "bfloat16"}))
+    return model
+
+
+def test_a_local_model_path_is_warned_about_or_mounted_from_a_claim(tmp_path, capsys) -> None:
+    model = str(_local_model(tmp_path))
+    base = ("--model", model, "--hardware", "h200", "--allow-unverified")
+    files = export(tmp_path / "bare", *base)
+    err = capsys.readouterr().err
+    assert f"warning: --k8s: the engines serve the local path {model}, which no pod has" in err
+    assert "--k8s-model-claim PVC" in err
+    files = export(tmp_path / "claim", *base, "--k8s-model-claim", "models")
+    assert "which no pod has" not in capsys.readouterr().err
+    spec = _named(files, "Deployment", "vllm")["spec"]["template"]["spec"]
+    assert {"name": "model", "mountPath": model, "readOnly": True} in spec["containers"][0]["volumeMounts"]
+    assert {"name": "model", "persistentVolumeClaim": {"claimName": "models", "readOnly": True}} in spec["volumes"]
+    for docs in files.values():
+        for d in docs:
+            validate(d)
+
+
+def test_a_model_claim_for_a_hub_model_is_refused(tmp_path, capsys) -> None:
+    assert main(["plan", "--recipes", str(RECIPES), "--model", "Qwen/Qwen3-32B", "--hardware", "h200",
+                 "--k8s", str(tmp_path / "k8s"), "--k8s-model-claim", "models"]) == 2
+    assert "--k8s-model-claim models: the model 'Qwen/Qwen3-32B' is a Hugging Face id" in capsys.readouterr().err

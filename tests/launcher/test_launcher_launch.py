@@ -27,6 +27,50 @@ def test_placeholder_defaults_head_and_iface_from_facts_then_plan_then_pool_name
     assert placeholder_values(["HEAD_IP"], NodeFacts(), 0) == {"HEAD_IP": ""}
 
 
+def test_only_the_launched_machines_own_pool_address_is_this_hosts():
+    pools = ["PREFILL_NODE_1", "DECODE_NODE_1", "ROUTER_HOST"]
+    plan = {"ROUTER_HOST": "localhost"}
+    assert placeholder_values(pools, HOST, 0, plan, node="prefill-node-0") == {
+        "PREFILL_NODE_1": "10.1.2.3", "DECODE_NODE_1": "", "ROUTER_HOST": "localhost"}
+    assert placeholder_values(pools, HOST, 0, plan, node="decode-node-0") == {
+        "PREFILL_NODE_1": "", "DECODE_NODE_1": "10.1.2.3", "ROUTER_HOST": "localhost"}
+    assert placeholder_values(pools[:2], HOST, 0, plan, node="router") == {"PREFILL_NODE_1": "", "DECODE_NODE_1": ""}
+    assert placeholder_values(["PREFILL_NODE_2", "PREFILL_NODE_1"], HOST, 1, node="prefill-node-1") == {
+        "PREFILL_NODE_2": "10.1.2.3", "PREFILL_NODE_1": ""}
+    assert placeholder_values(["VLLM_INSTANCE_1", "VLLM_INSTANCE_2"], HOST, 0, node="instance-1-node-0") == {
+        "VLLM_INSTANCE_1": "", "VLLM_INSTANCE_2": "10.1.2.3"}
+    # a co-located PD plan: both pools on this machine, as the plan says
+    local = {"PREFILL_NODE_1": "127.0.0.1", "DECODE_NODE_1": "127.0.0.1"}
+    assert placeholder_values(pools[:2], HOST, 0, local, node="node-0") == local
+
+
+def test_launching_one_pd_machine_leaves_the_other_pools_address_to_set(tmp_path):
+    import io
+    import json
+
+    from vllm_deploy_wizard.catalog import load_catalog, synthesize
+    from vllm_deploy_wizard.catalog.render import plan_file
+    from vllm_deploy_wizard.catalog.selection import selection_from_data
+    from vllm_deploy_wizard.launcher.plan_file import parse_plan
+    from vllm_deploy_wizard.workflows.launching import resolve_values
+
+    plan = synthesize(load_catalog(), selection_from_data({"model": "deepseek-ai/DeepSeek-V3", "hardware": "h200",
+                                                           "strategy": "pd_cluster", "nodes": 2}))
+    data = json.loads(json.dumps(plan_file(plan, {"catalog_source": "test"}, "0.1.0")))
+    err = io.StringIO()
+    values = resolve_values(data, [], 0, err, host_facts=lambda: NS(primary_ip="192.0.2.2", default_iface="eth0"),
+                            node="decode-node-0")
+    assert values.get("DECODE_NODE_1") == "192.0.2.2" and "PREFILL_NODE_1" not in values
+    assert "DECODE_NODE_1=192.0.2.2" in err.getvalue() and "PREFILL_NODE_1=" not in err.getvalue()
+    assert [p.name for p in parse_plan(data, values=values, node="decode-node-0").processes] == ["decode-0"]
+    # the router's machine is neither pool's: both are for --set, and the launch says so
+    values = resolve_values(data, [], 0, io.StringIO(), host_facts=lambda: NS(primary_ip="192.0.2.2"), node="router")
+    assert not {"PREFILL_NODE_1", "DECODE_NODE_1"} & set(values)
+    with pytest.raises(LaunchError, match=r"PREFILL_NODE_1") as refused:
+        parse_plan(data, values=values, node="router")
+    assert "DECODE_NODE_1" in str(refused.value) and "--set" in str(refused.value)
+
+
 def _serve(*args, env=None):
     return ProcessSpec(name="vllm", argv=("vllm", "serve", "Qwen/Qwen3-0.6B", *args), env=env or {})
 

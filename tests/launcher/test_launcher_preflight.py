@@ -150,3 +150,26 @@ def test_preflight_refuses_mooncake_segments_above_the_free_ram(tmp_path):
     assert "500GB pins 500.0 GiB" in segment_problems(RunSpec((store,)), 23 * 2**30)[0]
     missing = ProcessSpec(name="s", argv=("vllm", "serve", "m"), env={"MOONCAKE_CONFIG_PATH": str(tmp_path / "no")})
     assert segment_problems(RunSpec((missing,)), 1) == []  # unreadable: the process names it itself
+
+
+def test_a_pip_plan_says_how_to_fetch_its_checkout_chat_template_as_the_preflight_does(tmp_path):
+    import shlex
+
+    from vllm_deploy_wizard.catalog import load_catalog, synthesize
+    from vllm_deploy_wizard.catalog.selection import selection_from_data
+
+    cat = load_catalog()
+    pick = {"model": "deepseek-ai/DeepSeek-V3", "hardware": "h200"}
+    plan = synthesize(cat, selection_from_data(pick))
+    serve = next(p for p in plan.processes if p.argv[:2] == ["vllm", "serve"])
+    path = serve.argv[serve.argv.index("--chat-template") + 1]
+    assert path.startswith("examples/")
+    [note] = [n for n in plan.notes if f"--chat-template {path}" in n]
+    fetch = note.split(" run ", 1)[1].split(" (", 1)[0]
+    words = shlex.split(fetch)
+    assert words[0] == "curl" and words[-1].endswith(f"/v<version>/{path}") and words[-2] == path
+    # the preflight's fix is the same command, with the installed version and the full path
+    [problem] = path_problems(_serve("--chat-template", path, cwd=str(tmp_path)), "0.32.0+cpu")
+    assert fetch.replace("<version>", "0.32.0").replace(f" {path} ", f" {tmp_path / path} ", 1) in problem
+    docker = synthesize(cat, selection_from_data({**pick, "install_mode": "docker"}))
+    assert not [n for n in docker.notes if "--chat-template" in n]  # the vLLM images have examples/

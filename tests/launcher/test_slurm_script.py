@@ -3,6 +3,7 @@ per-task command each node runs (executed with a stand-in wizard)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -159,3 +160,48 @@ def test_out_is_the_plan_the_nodes_read(tmp_path) -> None:
 def test_slurm_into_a_folder_is_refused(tmp_path, capsys) -> None:
     assert main(["plan", "--recipes", str(RECIPES), "--model", "Qwen/Qwen3-32B", "--slurm", str(tmp_path)]) == 2
     assert "--slurm" in capsys.readouterr().err
+
+
+def test_gpu_plans_request_each_nodes_gpus_and_the_router_step_none(tmp_path) -> None:
+    text, script = _script(tmp_path, "--model", "deepseek-ai/DeepSeek-V3", "--hardware", "h200",
+                           "--strategy", "pd_cluster", "--nodes", "2")
+    plan = yaml.safe_load(script.with_name("job.sbatch.plan.yaml").read_text())["plan"]
+    pins = {p["env"]["CUDA_VISIBLE_DEVICES"] for p in plan["processes"] if p["role"] in ("prefill", "decode")}
+    assert pins == {"0,1,2,3,4,5,6,7"}  # what each engine uses on its node
+    assert re.findall(r"^#SBATCH --gpus[-=a-z]*\S*", text, re.M) == ["#SBATCH --gpus-per-node=8"]
+    router = next(ln for ln in text.splitlines() if "--nodelist=" in ln)
+    assert "--gres=none" in router and "env -u SLURM_GPUS_PER_NODE srun --overlap" in router
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    assert len(_run_script(tmp_path, script, nodes=2)) == 3  # the stand-in srun still runs every launch
+
+
+def test_co_located_pools_request_the_union_of_their_pins(tmp_path) -> None:
+    text, _ = _script(tmp_path, "--model", "Qwen/Qwen3-Coder-480B-A35B-Instruct", "--hardware", "h200",
+                      "--strategy", "pd_cluster", "--pd-prefill", "0", "--pd-decode", "0")
+    assert "#SBATCH --gpus-per-node=8" in text  # prefill 0-3 and decode 4-7 on one node
+
+
+def test_cpu_plans_request_no_devices(tmp_path) -> None:
+    text, _ = _script(tmp_path, "--model", "Qwen/Qwen3-1.7B", "--hardware", "xeon6")
+    assert "--gpus" not in text and "--gres" not in text
+
+
+def test_a_site_specific_accelerator_is_named_in_a_comment(tmp_path) -> None:
+    from vllm_deploy_wizard.launcher.engines.slurm import device_request
+
+    data = {"plan": {"accelerator": "ascend", "device_count": 16,
+                     "processes": [{"name": "vllm", "node": "node-0", "role": "serve",
+                                    "argv": ["vllm", "serve", "m", "--tensor-parallel-size", "8"]}]}}
+    (line,) = device_request(data)
+    assert line.startswith("# ") and not line.startswith("#SBATCH") and "--gres=npu:8" in line
+
+
+def test_detected_cpu_facts_stay_out_of_the_plan_the_nodes_read(tmp_path, shared, capsys) -> None:
+    fixture = shared / "fixtures" / "detect" / "cpu_xeon6_amx.yaml"
+    args = ("--model", "Qwen/Qwen3-1.7B", "--replay", str(fixture))
+    assert main(["plan", "--recipes", str(RECIPES), *args, "--json"]) == 0
+    assert "VLLM_CPU_OMP_THREADS_BIND" in json.loads(capsys.readouterr().out)["processes"][-1]["env"]
+    _, script = _script(tmp_path, *args)
+    plan = yaml.safe_load(script.with_name("job.sbatch.plan.yaml").read_text())["plan"]
+    assert not [k for p in plan["processes"] for k in p.get("env") or {} if k.startswith("VLLM_CPU_")]
+    assert "--slurm: the export is for other machines" in capsys.readouterr().err

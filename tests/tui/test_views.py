@@ -148,6 +148,9 @@ def test_placeholder_defaults_prefer_detection_then_plan():
     inv = SimpleNamespace(host=SimpleNamespace(primary_ip="10.1.2.3", default_iface="ens5"))
     got = offered_defaults(["HEAD_IP", "IFACE_NAME", "ROUTER_PORT", "DECODE_NODE_2"], inv, {"ROUTER_PORT": 30000})
     assert got == {"HEAD_IP": "10.1.2.3", "IFACE_NAME": "ens5", "ROUTER_PORT": "30000", "DECODE_NODE_2": ""}
+    # the machine this wizard runs (a PD plan's "This machine runs"): only its pool is this host
+    got = offered_defaults(["PREFILL_NODE_1", "DECODE_NODE_1"], inv, {}, node="decode-node-0")
+    assert got == {"PREFILL_NODE_1": "", "DECODE_NODE_1": "10.1.2.3"}
 
 
 def test_review_blocks_fill_placeholders_before_rendering_shell_text():

@@ -196,7 +196,7 @@ def handle(args: argparse.Namespace) -> int:
         return nodes.launch(args, data)
     node = getattr(args, "node", None)
     rank = args.node_rank if node is None else label_rank(node)
-    values = resolve_values(data, args.values, rank)
+    values = resolve_values(data, args.values, rank, node=node)
     spec = parse_plan(data, source=str(args.plan), node_rank=args.node_rank, values=values, node=node)
     if getattr(args, "download", False):  # before preflight: a missing model would be its problem
         from vllm_deploy_wizard.commands.plan import download_missing

@@ -35,7 +35,13 @@ from typing import Any
 
 from vllm_deploy_wizard.commands import add_recipes_flag
 from vllm_deploy_wizard.common.contract import VLLM_FLAG_PROBE_S
-from vllm_deploy_wizard.workflows.planning import detect_defaults, host_capacity, node_plan_warnings, plan_document
+from vllm_deploy_wizard.workflows.planning import (
+    detect_defaults,
+    host_capacity,
+    host_for_exports,
+    node_plan_warnings,
+    plan_document,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -332,6 +338,8 @@ def handle(args: argparse.Namespace) -> int:
     selection = selection_from_data(data, where, flags=flags_given(args))
     detected = snapshot.get("matched_profile") if snapshot is not None else None
     host = host_capacity(snapshot, selection.hardware)  # node facts only when planning for this node
+    host, off_node = host_for_exports(host, [f for f in ("--k8s", "--slurm") if getattr(args, f[2:], None) is not None])
+    warnings += off_node
     # an exact --recipes checkout is the reference builder's view: gated selections plan with warnings
     planned = plan_selection(cat, selection, host, detected_profile=detected, strict=source.kind != "dir")
     typed = selection  # what the person asked for; --save keeps it (defaults resolve again when opened)

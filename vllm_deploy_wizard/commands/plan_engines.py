@@ -31,6 +31,9 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k8s-hf-cache-claim", metavar="PVC",
                    help="PersistentVolumeClaim for the --k8s engines' Hugging Face cache (default: a hostPath on "
                    "each node, kept across pod restarts)")
+    p.add_argument("--k8s-model-claim", metavar="PVC",
+                   help="PersistentVolumeClaim holding a --model given as a local path, mounted read-only at that "
+                   "path in the --k8s engine pods (without it such a model is on no pod)")
     p.add_argument("--k8s-cpu-request", metavar="CPUS", help="cpu request of a --k8s CPU engine pod (default 8)")
     p.add_argument("--k8s-memory-request", metavar="MEM",
                    help="memory request of a --k8s CPU engine pod (default 32Gi)")
@@ -51,6 +54,40 @@ def image_of(cat: Any, selection: Any, plan_json: dict[str, Any]) -> str:
     except Exception:  # noqa: BLE001 - no docker form for this selection: the generic image
         return DEFAULT_IMAGE
     return str((other.get("docker") or {}).get("image") or DEFAULT_IMAGE)
+
+
+def local_model_path(model: str) -> str | None:
+    """``model`` when it names a folder on this machine rather than a Hugging Face id (an absolute,
+    ``./``/``../`` or ``~`` path, or an existing folder); None for an id such as ``Qwen/Qwen3-32B``."""
+    if model.startswith(("/", "./", "../", "~")) or Path(model).is_dir():
+        return model
+    return None
+
+
+def model_volume(args: argparse.Namespace, doc: dict[str, Any]) -> tuple[str, str] | None:
+    """``(PVC, path)`` mounting ``--k8s-model-claim`` at the plan's local model path; None for a
+    Hugging Face id. A local path without the claim is warned about on stderr (no pod has it: the
+    engines would fail to start); SelectionError for a claim with a relative path or with a model id."""
+    from vllm_deploy_wizard.common.errors import SelectionError
+
+    model = str(doc["plan"].get("resolved", {}).get("model") or "")
+    path = local_model_path(model)
+    claim = getattr(args, "k8s_model_claim", None)
+    if path is None:
+        if claim:
+            raise SelectionError(f"--k8s-model-claim {claim}: the model {model!r} is a Hugging Face id, not a local "
+                                 "path; the engines download it into the Hugging Face cache (--k8s-hf-cache-claim)")
+        return None
+    if claim:
+        if not path.startswith("/"):
+            raise SelectionError(f"--k8s-model-claim {claim}: the model path {path!r} is relative; give --model "
+                                 "as an absolute path, where the claim is mounted in the pods")
+        return claim, path
+    print(f"warning: --k8s: the engines serve the local path {path}, which no pod has: provide it with "
+          f"--k8s-model-claim PVC (a PersistentVolumeClaim holding the model, mounted read-only at {path}) or an "
+          "image that contains it (--k8s-image), or plan with a Hugging Face model id (downloaded into the "
+          "Hugging Face cache: a hostPath on each node, or --k8s-hf-cache-claim PVC)", file=sys.stderr)
+    return None
 
 
 def export(args: argparse.Namespace, cat: Any, selection: Any, doc: dict[str, Any]) -> list[str]:
@@ -97,7 +134,7 @@ def export(args: argparse.Namespace, cat: Any, selection: Any, doc: dict[str, An
                                          node_selector=selector, devices_per_unit=per_unit,
                                          router_image=getattr(args, "k8s_router_image", None),
                                          hf_cache_claim=getattr(args, "k8s_hf_cache_claim", None),
-                                         cpu_requests=requests)
+                                         cpu_requests=requests, model_claim=model_volume(args, doc))
             written += [str(p) for p in write_manifests(args.k8s, files)]
         except ExportError as exc:
             raise SelectionError(f"--k8s: {exc}") from None

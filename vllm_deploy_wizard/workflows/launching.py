@@ -48,13 +48,14 @@ def detected_values(names: list[str], given: dict[str, str], node_rank: int,
 
 
 def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sys.stderr,
-                   host_facts: Callable[[], Any] = host_facts) -> dict[str, str]:
+                   host_facts: Callable[[], Any] = host_facts, node: str | None = None) -> dict[str, str]:
     """The placeholder values for plan-file ``data``: ``--set`` ``items``, then detected defaults,
     then the plan's own ``placeholder_defaults`` (contracts §2: docs/synthesis.md §2.13's
     ``ROUTER_HOST``/``ROUTER_PORT``; 127.0.0.1 for the pools of a co-located PD plan).
 
     Warns on ``err`` about each ``--set NAME`` that is no placeholder of the plan (naming the ones
-    it has) and prints every default it used (never applied silently, contracts §2). Raises
+    it has) and prints every default it used (never applied silently, contracts §2). ``node``: the
+    machine label launched (``--node``): another pool machine's address is not this host's. Raises
     ``LaunchError`` for a malformed item.
     """
     from vllm_deploy_wizard.launcher.plan_file import plan_placeholders
@@ -73,7 +74,7 @@ def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sy
     facts = node_facts(host_facts()) if self_facts_needed(open_names, node_rank) else None
     offered = {k: str(v) for k, v in (data["plan"].get("placeholder_defaults") or {}).items() if v not in (None, "")}
     chosen = {n: v for n, v in placeholder_values(open_names, facts or node_facts(None), node_rank, offered,
-                                                  head=values.get("HEAD_IP")).items() if v}
+                                                  head=values.get("HEAD_IP"), node=node).items() if v}
     planned = {n: v for n, v in chosen.items() if offered.get(n) == v}
     defaults = {n: v for n, v in chosen.items() if n not in planned}
     if defaults:

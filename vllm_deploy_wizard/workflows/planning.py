@@ -112,6 +112,22 @@ def host_capacity(snapshot: dict[str, Any] | None, hardware: str | None) -> Any:
     return HostCapacity(**snapshot["host_capacity"])
 
 
+def host_for_exports(host: Any, exports: list[str]) -> tuple[Any, list[str]]:
+    """``(host, warnings)`` for a plan also written as ``exports`` (the flags given, e.g. ``["--k8s"]``).
+
+    The exports run on other machines: the settings the planner derives from this node's facts
+    (CPU thread binding ``VLLM_CPU_OMP_THREADS_BIND``, ``VLLM_CPU_KVCACHE_SPACE``, offload sizes
+    lowered to its RAM, device pins) would be this node's, measured here and different run to run.
+    With ``exports`` the plan is made without them (``host`` None) and one warning says so; otherwise
+    ``host`` is returned as given."""
+    if host is None or not exports:
+        return host, []
+    flags = " and ".join(exports)
+    return None, [f"{flags}: the export is for other machines, so it is planned without this node's detected "
+                  "facts (no CPU thread binding, KV cache space or offload sizes measured here; the profile's "
+                  f"values apply): plan without {flags} for this node's own settings"]
+
+
 def plan_provenance(plan: Any, selection: Any, catalog: Any, source: Any,
                     snapshot: dict[str, Any] | None) -> dict[str, Any]:
     """The provenance block of a plan file (docs/contracts.md §2): catalog source and revision,
