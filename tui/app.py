@@ -38,33 +38,9 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 
+from vllm_deploy_wizard.tui.messages import CatalogLoaded, DataChanged, InventoryDetected, SelectionChanged
+from vllm_deploy_wizard.tui.run_offers import offer_runs
 from vllm_deploy_wizard.tui.services import LauncherPort, Services
-
-
-class DataChanged(Message):
-    """Catalog, inventory or candidates arrived (or failed): screens re-read ``app`` state."""
-
-
-class SelectionChanged(Message):
-    """The selection changed; ``app.options`` already holds the new constraints answer."""
-
-
-class CatalogLoaded(Message):
-    """Worker result: the catalog (or the error text when loading failed)."""
-
-    def __init__(self, catalog: Any, error: str | None = None) -> None:
-        super().__init__()
-        self.catalog = catalog
-        self.error = error
-
-
-class InventoryDetected(Message):
-    """Worker result: the detection inventory (detect never raises; ``error`` is for a crash)."""
-
-    def __init__(self, inventory: Any, error: str | None = None) -> None:
-        super().__init__()
-        self.inventory = inventory
-        self.error = error
 
 
 class WizardApp(App):
@@ -96,7 +72,7 @@ class WizardApp(App):
 
     def _live_runs_text(self) -> str | None:
         """One "run … keeps running; …" line per live run, or None when there is none (or no launcher)."""
-        from vllm_deploy_wizard.tui.screen_monitor import keeps_running_text
+        from vllm_deploy_wizard.tui.run_offers import keeps_running_text
 
         launcher = self.launcher
         try:
@@ -236,35 +212,7 @@ class WizardApp(App):
         except Exception:  # noqa: BLE001
             stale = []
         if runs or stale:
-            self.call_from_thread(self._offer_runs, stale, runs)
-
-    def _offer_runs(self, stale: list, runs: list[str]) -> None:
-        if stale:
-            self._offer_stop_stale(stale[0], lambda: self._offer_runs(stale[1:], runs))
-        elif runs:
-            self._offer_attach(runs)
-
-    @staticmethod
-    def stale_question(stale: Any) -> str:
-        """"A previous run <id> lost its supervisor; N processes still run (ports …). Stop them?" """
-        n = len(stale.pids)
-        ports = f" (ports {', '.join(map(str, stale.ports))})" if stale.ports else ""
-        return (f"A previous run {stale.run_id} lost its supervisor; {n} process{'es' if n != 1 else ''} "
-                f"still run{'s' if n == 1 else ''}{ports}. Stop them?")
-
-    def _offer_stop_stale(self, stale: Any, then: Callable[[], None]) -> None:
-        from vllm_deploy_wizard.tui.prompts import ConfirmPrompt
-
-        def answer(yes: bool | None) -> None:
-            if yes:
-                self.notify(f"Stopping the leftovers of run {stale.run_id}…")
-                self._stop_stale(stale.run_id)
-            else:
-                self.notify(f"Left run {stale.run_id} alone; `vllm-wizard stop {stale.run_id}` stops it later.",
-                            timeout=10)
-            then()
-
-        self.push_screen(ConfirmPrompt(self.stale_question(stale), yes="stop them", no="ignore"), answer)
+            self.call_from_thread(offer_runs, self, stale, runs)
 
     @work(thread=True, group="stale", exit_on_error=False)
     def _stop_stale(self, run_id: str) -> None:
@@ -281,16 +229,6 @@ class WizardApp(App):
         self.stopped_stale = (run_id, list(pids))
         self.call_from_thread(self.notify, f"Run {run_id}: stopped {len(pids)} leftover processes {list(pids)}.",
                               timeout=10)
-
-    def _offer_attach(self, runs: list[str]) -> None:
-        self.live_runs = runs
-        from vllm_deploy_wizard.tui.screen_monitor import AttachPrompt
-
-        def answer(run_id: str | None) -> None:
-            if run_id:
-                self.open_monitor(run_id)
-
-        self.push_screen(AttachPrompt(runs), answer)
 
     def on_catalog_loaded(self, message: CatalogLoaded) -> None:
         if message.error:

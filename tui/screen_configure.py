@@ -20,10 +20,10 @@ from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from vllm_deploy_wizard.tui.app import DataChanged, SelectionChanged
 from vllm_deploy_wizard.tui.axes import AxisView, apply_choice, axis_views, warnings_of
 from vllm_deploy_wizard.tui.constraint_panel import ConstraintPanel
 from vllm_deploy_wizard.tui.dom_ids import dom_id
+from vllm_deploy_wizard.tui.messages import DataChanged, SelectionChanged
 from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 

@@ -22,9 +22,9 @@ from textual.widgets import Footer, Header, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from vllm_deploy_wizard.common.contract import MAX_NODES
-from vllm_deploy_wizard.tui.app import DataChanged, SelectionChanged
 from vllm_deploy_wizard.tui.catalog_view import profile_groups
 from vllm_deploy_wizard.tui.inventory_view import inventory_lines, match_lines
+from vllm_deploy_wizard.tui.messages import DataChanged, SelectionChanged
 from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 #: Nodes range of the Nodes input (docs/synthesis.md §2.3 ``MAX_NODES`` = 16; Selection ``nodes`` 1..16).

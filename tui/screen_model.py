@@ -23,9 +23,9 @@ from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 from textual.widgets.data_table import ColumnKey
 
 from vllm_deploy_wizard.catalog.listing import TASKS
-from vllm_deploy_wizard.tui.app import DataChanged
 from vllm_deploy_wizard.tui.catalog_view import recipe_rows
 from vllm_deploy_wizard.tui.inventory_view import detected_memory_gb
+from vllm_deploy_wizard.tui.messages import DataChanged
 from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 FIT_MARK = {"yes": "✓ fits", "multi": "multi-node", "no": "✗ too big", "?": ""}

@@ -34,9 +34,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Header, Input, Label, OptionList, ProgressBar, Sparkline, Static
-from textual.widgets.option_list import Option
+from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar, Sparkline, Static
 
 from vllm_deploy_wizard.tui.host_stats import PERIOD_S
 from vllm_deploy_wizard.tui.log_pane import LogPane
@@ -51,6 +49,7 @@ from vllm_deploy_wizard.tui.monitor_model import (
     spark_series,
     uptime_text,
 )
+from vllm_deploy_wizard.tui.run_offers import keeps_running_text
 from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 #: Rich styles of log levels in the log pane.
@@ -98,12 +97,6 @@ def api_key_hint(key: str | None) -> str:
     if not key:
         return "no API key"
     return f"API key …{key[-4:]}" if len(key) >= 12 else "API key set"
-
-
-def keeps_running_text(run_id: str) -> str:
-    """What to tell a person leaving the monitor of a live run ``run_id`` (detach, quit)."""
-    return (f"run {run_id} keeps running; re-attach with `vllm-wizard attach {run_id}` or `vllm-wizard`, "
-            f"stop with `vllm-wizard stop {run_id}`")
 
 
 #: The monitor's actions in the command palette (action, title, help): the palette lists every action
@@ -601,25 +594,3 @@ class MonitorScreen(WizardScreen):
         review = ReviewScreen()
         self.app.switch_screen(review)
         review.call_after_refresh(review.action_launch)  # x = fix AND relaunch
-
-
-class AttachPrompt(ModalScreen[str | None]):
-    """"A run is live — attach?" Lists live runs; escape / "new plan" dismisses with None."""
-
-    BINDINGS = [Binding("escape", "dismiss_none", "New plan")]
-
-    def __init__(self, runs: list[str]) -> None:
-        super().__init__()
-        self.runs = runs
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="attach-box"):
-            yield Label("A vllm-wizard run is live on this node. Attach to it?")
-            yield OptionList(*[Option(f"Attach to {r}", id=r) for r in self.runs],
-                             Option("Start a new plan", id="__new__"), id="attach-list")
-
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(None if event.option.id == "__new__" else event.option.id)
-
-    def action_dismiss_none(self) -> None:
-        self.dismiss(None)

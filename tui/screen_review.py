@@ -304,7 +304,7 @@ class ReviewScreen(WizardScreen):
         """Back from the monitor (detach): the run goes on; say so and how to get back to it."""
         run_id = getattr(self, "run_id", None)
         if run_id:
-            from vllm_deploy_wizard.tui.screen_monitor import keeps_running_text
+            from vllm_deploy_wizard.tui.run_offers import keeps_running_text
 
             text = keeps_running_text(run_id)
             self.query_one("#review-status", Static).update(

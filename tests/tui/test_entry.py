@@ -124,7 +124,7 @@ def test_live_runs_offer_starting_and_running_runs(monkeypatch):
 
 async def test_attach_prompt_lists_real_looking_run_ids(build_app):
     """Run ids start with a digit ("20261130-101129-5f82"): the prompt lists and returns them."""
-    from vllm_deploy_wizard.tui.screen_monitor import AttachPrompt
+    from vllm_deploy_wizard.tui.run_offers import AttachPrompt
 
     launcher = FakeLauncher(events=ready_run())
     launcher.live = ["20261130-101129-5f82"]

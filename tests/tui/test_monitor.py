@@ -11,7 +11,8 @@ from tui_steps import monitor_caught_up, settle, until, walk
 from vllm_deploy_wizard.tui.log_pane import LogPane
 from vllm_deploy_wizard.tui.monitor_model import MonitorModel
 from vllm_deploy_wizard.tui.prompts import ConfirmPrompt
-from vllm_deploy_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
+from vllm_deploy_wizard.tui.run_offers import AttachPrompt
+from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen
 from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 
 

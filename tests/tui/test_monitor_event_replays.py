@@ -20,7 +20,8 @@ from vllm_deploy_wizard.launcher.causes import explain
 from vllm_deploy_wizard.tui.fixes import flag_fix
 from vllm_deploy_wizard.tui.log_pane import LogPane
 from vllm_deploy_wizard.tui.monitor_model import MonitorModel, detail_text, spark_series, uptime_text
-from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen, keeps_running_text
+from vllm_deploy_wizard.tui.run_offers import keeps_running_text
+from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen
 
 #: vLLM 0.32 CPU worker's refusal (v1/worker/cpu_worker.py) as it lands in the log.
 MEM_UTIL_LINE = (

@@ -19,8 +19,9 @@ from tui_steps import settle, until
 
 from vllm_deploy_wizard.tui.app import make_app
 from vllm_deploy_wizard.tui.prompts import ConfirmPrompt
+from vllm_deploy_wizard.tui.run_offers import AttachPrompt
 from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
-from vllm_deploy_wizard.tui.screen_monitor import AttachPrompt, MonitorScreen
+from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen
 from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "launcher"))
