@@ -57,12 +57,16 @@ class ProfileRow:
     quality: str
 
 
-def profile_groups(profiles: Mapping[str, Any], candidates: Iterable[Any] = ()) -> list[tuple[str, list[ProfileRow]]]:
+def profile_groups(profiles: Mapping[str, Any], candidates: Iterable[Any] = (),
+                   detected_size: str | None = None) -> list[tuple[str, list[ProfileRow]]]:
     """Profiles grouped by brand (NVIDIA, AMD, then alphabetical), each group sorted by display name.
 
     ``candidates`` are detect's ranked ``Candidate(profile_id, quality, notes)``; the first one with
     a quality other than ``none`` is marked ``detected``. The detected profile is always listed,
-    even when ``restricted`` (the H1 exception, docs/constraints.md §3.1).
+    even when ``restricted`` (the H1 exception, docs/constraints.md §3.1). Each label carries the
+    profile's own size ("4 dev, 1024 GB/node"), except the detected profile's when ``detected_size``
+    is given: what this node has ("1 dev, 16 GiB/node", the ★ detected mark follows it;
+    :func:`vllm_deploy_wizard.tui.inventory_view.detected_node_size`).
     """
     best, quality = None, ""
     for cand in candidates:
@@ -76,6 +80,8 @@ def profile_groups(profiles: Mapping[str, Any], candidates: Iterable[Any] = ()) 
         name = str(field(prof, "display_name", default=pid))
         count, vram = field(prof, "gpu_count"), field(prof, "vram_gb")
         size = f" · {count} dev, {vram:g} GB/node" if count and vram else ""
+        if pid == best and detected_size:
+            size = f" · {detected_size}"
         row = ProfileRow(pid, f"{name}{size}", brand, pid == best, quality if pid == best else "")
         groups.setdefault(brand, []).append(row)
     order = sorted(groups, key=lambda b: (BRAND_ORDER.index(b) if b in BRAND_ORDER else len(BRAND_ORDER), b))

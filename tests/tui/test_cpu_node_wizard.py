@@ -72,3 +72,19 @@ async def test_fit_counts_only_variants_that_run_on_the_node(xeon_app, catalog):
             v = rec.variants["default"]
             if variant_runs_on(rec, v, "xeon5", profile, vram=float("inf")):
                 assert (v.vram_minimum_gb or 0) <= 16 * GIB / 1e9, r.hf_id
+
+
+async def test_detected_profile_row_shows_this_nodes_devices_and_memory(xeon_app, catalog):
+    from textual.widgets import OptionList
+
+    app = xeon_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.selection.get("hardware") == "xeon5", 10, "xeon5 detected")
+        await settle(pilot)
+        plist = app.screen.query_one("#profiles", OptionList)
+        labels = {plist.get_option_at_index(i).id: str(plist.get_option_at_index(i).prompt)
+                  for i in range(plist.option_count) if plist.get_option_at_index(i).id}
+        assert "Xeon 5 · 1 dev, 16 GiB/node  ★ detected" in labels["xeon5"]
+        assert "4 dev" not in labels["xeon5"]
+        other = catalog.taxonomy.hardware_profiles["h200"]  # the others keep the profile's own figures
+        assert f"{other.gpu_count} dev, {other.vram_gb:g} GB/node" in labels["h200"]
