@@ -9,17 +9,21 @@ from types import SimpleNamespace
 
 import pytest
 from fakes import FakeCandidate
-from textual.widgets import DataTable
-from tui_steps import settle, until
+from textual.widgets import DataTable, Input, OptionList, Static
+from tui_steps import pick_model, settle, until
 
 from vllm_deploy_wizard.catalog.defaults import variant_runs_on
 from vllm_deploy_wizard.tui.app import make_app
+from vllm_deploy_wizard.tui.dom_ids import dom_id
+from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
+from vllm_deploy_wizard.tui.screen_review import ReviewScreen
 from vllm_deploy_wizard.tui.screen_model import ModelScreen
 from vllm_deploy_wizard.tui.services import real_services
 
 GIB = 2**30
 GEMMA_26B = "Google/gemma-4-26B-A4B-it"
 GEMMA_12B = "Google/gemma-4-12B-it"
+QWEN_32B = "Qwen/Qwen3-32B"
 
 
 def numa_inventory(node_gib: int = 16, ram_gib: int = 24) -> SimpleNamespace:
@@ -88,3 +92,59 @@ async def test_detected_profile_row_shows_this_nodes_devices_and_memory(xeon_app
         assert "4 dev" not in labels["xeon5"]
         other = catalog.taxonomy.hardware_profiles["h200"]  # the others keep the profile's own figures
         assert f"{other.gpu_count} dev, {other.vram_gb:g} GB/node" in labels["h200"]
+
+
+async def _to_review(pilot, app, model: str) -> None:
+    """Detected xeon5 → the model step → ``model`` → configure; stops on the configure step."""
+    await until(pilot, lambda: app.selection.get("hardware") == "xeon5", 10, "xeon5 detected")
+    await pilot.press("ctrl+n")
+    await until(pilot, lambda: isinstance(app.screen, ModelScreen) and app.screen.rows, 10, "the model table")
+    await pick_model(pilot, model)
+    await until(pilot, lambda: isinstance(app.screen, ConfigureScreen), 10, "the configure step")
+    await settle(pilot)
+
+
+async def test_configure_and_review_name_the_variant_alike(xeon_app):
+    app = xeon_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _to_review(pilot, app, QWEN_32B)
+        row = app.screen.query_one(f"#{dom_id('axis', 'variant')}", OptionList)
+        labels = [str(row.get_option_at_index(i).prompt) for i in range(row.option_count)]
+        chosen = next(label for label in labels if label.startswith("● "))
+        assert chosen.startswith("● BF16 (default)")
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen.plan_json, 20, "the review")
+        summary = str(app.screen.query_one("#plan-summary", Static).render())
+        assert " · variant BF16 (default) · " in summary
+
+
+async def test_export_is_refused_while_a_port_field_is_invalid(xeon_app, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = xeon_app()
+    async with app.run_test(size=(120, 60)) as pilot:
+        await _to_review(pilot, app, QWEN_32B)
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: isinstance(app.screen, ReviewScreen) and app.screen.plan_json, 20, "the review")
+        screen = app.screen
+        slot = next(s for s in screen.slots if s.node == 0 and s.label.startswith("vllm") and "--port" in s.label)
+        box = screen.query_one(f"#{dom_id('port', slot.key)}", Input)
+        box.value = "99999"
+        await settle(pilot)
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        assert not list(tmp_path.glob("vllm-wizard-*/plan.yaml"))  # nothing written with the old 8000
+        status = str(screen.query_one("#review-status", Static).render())
+        assert "Export refused" in status and f"{slot.label}: '99999' is not a port" in status
+        box.value = "8100"  # a valid port typed but not applied is refused too: it would write 8000
+        await settle(pilot)
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        assert not list(tmp_path.glob("vllm-wizard-*/plan.yaml"))
+        assert "8100 is typed but not applied" in str(screen.query_one("#review-status", Static).render())
+        box.focus()
+        await pilot.press("enter")  # applied: the export goes ahead and writes 8100
+        await settle(pilot, 5)
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        written = list(tmp_path.glob("vllm-wizard-*/plan.yaml"))
+        assert len(written) == 1 and "8100" in written[0].read_text()
