@@ -196,6 +196,8 @@ def axis_views(opts: Any, selection: Mapping[str, Any], features: list[str] | No
             else:
                 selected = current is not None and cid == str(current)
             label = str(_get(c, "label") or cid)
+            if axis == "variant":
+                label = variant_name(label, cid)
             if axis == "frontend" and not selection.get("frontend") and cid == frontend_default:
                 selected = True
                 label += (" (default — nothing picked: vLLM's own frontend)" if cid == "python"
@@ -207,6 +209,16 @@ def axis_views(opts: Any, selection: Mapping[str, Any], features: list[str] | No
             key = f"{axis}:{sub}" if sub else axis
             views.append(AxisView(key, title.format(sub=sub or ""), multi, tuple(shown)))
     return views
+
+
+def variant_name(label: str, key: str) -> str:
+    """A variant as the configure step and the review both name it: its display name (the pill
+    label, e.g. ``BF16``) and its catalog key (``default``, what ``plan`` prints and a selection
+    file holds) — ``"BF16 (default)"``; the display name alone when it only differs in case
+    (``FP8`` for ``fp8``), the key alone without a display name."""
+    if not label:
+        return key
+    return label if label.lower() == key.lower() else f"{label} ({key})"
 
 
 def warnings_of(opts: Any) -> list[str]:

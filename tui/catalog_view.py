@@ -6,11 +6,16 @@ from the catalog (docs/synthesis.md §1.1/§1.2) but a custom-model recipe or a 
 plain mapping.
 
 Fit and verified marks (model screen):
-- *fits*: some variant's ``vram_minimum_gb`` ≤ the memory of one node — the detected machine's when
-  the chosen profile is the detected one (host RAM on CPU, devices × memory on GPUs), else the
-  profile's nominal per-node ``vram_gb`` — or the
-  recipe declares a multi-node/PD strategy and the profile is scalable (``multi``); else ``no``.
-  Precision gates (P1) are left to the constraints API on the next screen.
+- Only variants that run on the chosen hardware count (the catalog's variant rules,
+  ``catalog.defaults.variant_runs_on``: not ``unsupported``, P1 precision, ``supported_hardware``;
+  an nvfp4 variant limited to B200 is not counted on a CPU node). The memory is one node's: the
+  detected machine's when the chosen profile is the detected one (host RAM or NUMA node memory on
+  CPU, devices × memory on GPUs), else the profile's nominal per-node ``vram_gb``.
+  ``yes``: the variant the plan lands on (``default`` when it runs there, else the largest running
+  one, docs/constraints.md §3.1 H4) fits — the variant whose N5 check ``plan --detect`` makes;
+  ``variant``: only a smaller running variant fits (:attr:`RecipeRow.fit_variant` names it);
+  ``multi``: none fits, the recipe declares a multi-node/PD strategy and the profile is scalable;
+  ``no``: none fits; ``none``: no variant runs there at all.
 - *verified*: ``meta.hardware[hw] == "verified"`` (badge rule B1).
 
 Filters, status and row order (model screen) are the catalog's
@@ -52,12 +57,16 @@ class ProfileRow:
     quality: str
 
 
-def profile_groups(profiles: Mapping[str, Any], candidates: Iterable[Any] = ()) -> list[tuple[str, list[ProfileRow]]]:
+def profile_groups(profiles: Mapping[str, Any], candidates: Iterable[Any] = (),
+                   detected_size: str | None = None) -> list[tuple[str, list[ProfileRow]]]:
     """Profiles grouped by brand (NVIDIA, AMD, then alphabetical), each group sorted by display name.
 
     ``candidates`` are detect's ranked ``Candidate(profile_id, quality, notes)``; the first one with
     a quality other than ``none`` is marked ``detected``. The detected profile is always listed,
-    even when ``restricted`` (the H1 exception, docs/constraints.md §3.1).
+    even when ``restricted`` (the H1 exception, docs/constraints.md §3.1). Each label carries the
+    profile's own size ("4 dev, 1024 GB/node"), except the detected profile's when ``detected_size``
+    is given: what this node has ("1 dev, 16 GiB/node", the ★ detected mark follows it;
+    :func:`vllm_deploy_wizard.tui.inventory_view.detected_node_size`).
     """
     best, quality = None, ""
     for cand in candidates:
@@ -71,6 +80,8 @@ def profile_groups(profiles: Mapping[str, Any], candidates: Iterable[Any] = ()) 
         name = str(field(prof, "display_name", default=pid))
         count, vram = field(prof, "gpu_count"), field(prof, "vram_gb")
         size = f" · {count} dev, {vram:g} GB/node" if count and vram else ""
+        if pid == best and detected_size:
+            size = f" · {detected_size}"
         row = ProfileRow(pid, f"{name}{size}", brand, pid == best, quality if pid == best else "")
         groups.setdefault(brand, []).append(row)
     order = sorted(groups, key=lambda b: (BRAND_ORDER.index(b) if b in BRAND_ORDER else len(BRAND_ORDER), b))
@@ -79,7 +90,7 @@ def profile_groups(profiles: Mapping[str, Any], candidates: Iterable[Any] = ()) 
 
 @dataclass(frozen=True)
 class RecipeRow:
-    """One model as listed on the model screen. ``fits`` is ``yes``/``multi``/``no``/``?``
+    """One model as listed on the model screen. ``fits`` is ``yes``/``variant``/``multi``/``no``/``none``/``?``
     (``?`` = no hardware chosen); ``verified`` is True when the recipe marks the hardware verified."""
 
     hf_id: str
@@ -94,6 +105,8 @@ class RecipeRow:
     ``unlisted`` (restricted profile the recipe does not list, offered because it was detected, H1)
     or ``disabled`` (H2/H3: no variant runs there); hidden recipes are not rows at all."""
     listing_reason: str = ""
+    fit_variant: str = ""
+    """For ``fits == "variant"``: the key of the smallest variant running here that fits."""
 
     @property
     def status(self) -> str:
@@ -113,17 +126,42 @@ def listing_rank(row: RecipeRow) -> int:
     return status_rank(row.status)
 
 
-def _fits(recipe: Any, profile: Any, have_gb: float | None = None) -> str:
+def _runs_here(recipe: Any, variant: Any, hw_id: str | None, profile: Any) -> bool:
+    """Whether ``variant`` runs on ``hw_id`` by the catalog's variant rules
+    (:func:`vllm_deploy_wizard.catalog.defaults.variant_runs_on`: not ``unsupported``, P1 precision,
+    the ``supported_hardware`` allowlist) — memory is left out here, the Fit mark judges it. A plain
+    mapping (custom model, test fake) has no rules to check and counts as running."""
+    if hw_id is None or isinstance(recipe, Mapping) or isinstance(variant, Mapping) or isinstance(profile, Mapping):
+        return True
+    from vllm_deploy_wizard.catalog.defaults import variant_runs_on
+
+    return variant_runs_on(recipe, variant, hw_id, profile, vram=float("inf"))
+
+
+def _fits(recipe: Any, profile: Any, have_gb: float | None = None, hw_id: str | None = None) -> tuple[str, str]:
+    """``(mark, variant key)``: the mark of :class:`RecipeRow` ``fits`` and, for ``variant``, the
+    smallest running variant that fits."""
     if profile is None:
-        return "?"
+        return "?", ""
     have = have_gb if have_gb is not None else field(profile, "vram_gb")
-    needs = [field(v, "vram_minimum_gb") for v in (field(recipe, "variants", default={}) or {}).values()]
-    needs = [n for n in needs if isinstance(n, (int, float))]
-    if have is None or not needs or min(needs) <= have:
-        return "yes"
+    variants = field(recipe, "variants", default={}) or {}
+    running = {k: v for k, v in variants.items() if _runs_here(recipe, v, hw_id, profile)}
+    if variants and not running:
+        return "none", ""
+    needs = {k: n for k, v in running.items() if isinstance(n := field(v, "vram_minimum_gb"), (int, float))}
+    if have is None or not needs:
+        return "yes", ""
+    # the variant the plan lands on (docs/constraints.md §3.1 H4): ``default`` when it runs here,
+    # else the largest running one — the one `plan --detect` checks N5 for
+    landing = "default" if "default" in running else max(needs, key=lambda k: needs[k])
+    if needs.get(landing, 0) <= have:
+        return "yes", ""
+    smaller = [k for k in needs if needs[k] <= have]
+    if smaller:
+        return "variant", min(smaller, key=lambda k: needs[k])
     strategies = field(recipe, "compatible_strategies", default=[]) or []
     multi = any(str(s).startswith("multi_node") or s == "pd_cluster" for s in strategies)
-    return "multi" if multi and field(profile, "scalable", default=True) is not False else "no"
+    return ("multi" if multi and field(profile, "scalable", default=True) is not False else "no"), ""
 
 
 def recipe_rows(
@@ -149,6 +187,9 @@ def recipe_rows(
     their state in :attr:`RecipeRow.listing`."""
     from vllm_deploy_wizard.catalog.listing import model_rows
 
-    return [RecipeRow(r.hf_id, r.title, r.provider, r.tasks, r.architecture, _fits(r.recipe, profile, have_gb),
-                      r.verified, r.listing, r.listing_reason)
-            for r in model_rows(recipes, hardware_id, query, task, architecture, listing)]
+    rows = []
+    for r in model_rows(recipes, hardware_id, query, task, architecture, listing):
+        fits, fit_variant = _fits(r.recipe, profile, have_gb, hardware_id)
+        rows.append(RecipeRow(r.hf_id, r.title, r.provider, r.tasks, r.architecture, fits, r.verified,
+                              r.listing, r.listing_reason, fit_variant))
+    return rows

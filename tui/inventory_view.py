@@ -134,3 +134,16 @@ def detected_memory_gb(inventory: Any) -> tuple[float, str] | None:
     if not ram:
         return None
     return float(ram) / 1e9, f"{float(ram) / 2**30:.0f} GiB detected host RAM"
+
+
+def detected_node_size(inventory: Any) -> str | None:
+    """What this node has, in the hardware list's words: ``"1 dev, 16 GiB/node"`` (GiB: measured) — the
+    devices per node a plan for it is sized with
+    (:func:`vllm_deploy_wizard.workflows.planning.detected_device_count`) and the memory a model must
+    fit into (:func:`detected_memory_gb`, in GiB). None when detection reported neither."""
+    from vllm_deploy_wizard.workflows.planning import detected_device_count
+
+    count = detected_device_count(inventory)
+    memory = detected_memory_gb(inventory)
+    parts = ([f"{count} dev"] if count else []) + ([f"{memory[0] * 1e9 / 2**30:.0f} GiB/node"] if memory else [])
+    return ", ".join(parts) or None

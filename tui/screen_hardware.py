@@ -23,7 +23,7 @@ from textual.widgets.option_list import Option
 
 from vllm_deploy_wizard.common.contract import MAX_NODES
 from vllm_deploy_wizard.tui.catalog_view import profile_groups
-from vllm_deploy_wizard.tui.inventory_view import inventory_lines, match_lines
+from vllm_deploy_wizard.tui.inventory_view import detected_node_size, inventory_lines, match_lines
 from vllm_deploy_wizard.tui.messages import DataChanged, SelectionChanged
 from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
@@ -107,7 +107,7 @@ class HardwareScreen(WizardScreen):
         chosen = app.selection.get("hardware")
         options: list = []
         gates = {c.id: c for c in getattr(app.options, "hardware", None) or []}  # model known: H1–H5
-        for brand, rows in profile_groups(profiles, app.candidates):
+        for brand, rows in profile_groups(profiles, app.candidates, detected_node_size(app.inventory)):
             shown = []
             for row in rows:
                 gate = gates.get(row.id)

@@ -28,7 +28,16 @@ from vllm_deploy_wizard.tui.inventory_view import detected_memory_gb
 from vllm_deploy_wizard.tui.messages import DataChanged
 from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
-FIT_MARK = {"yes": "✓ fits", "multi": "multi-node", "no": "✗ too big", "?": ""}
+
+def fit_mark(row: Any) -> str:
+    """The Fit cell of ``row`` (a :class:`~vllm_deploy_wizard.tui.catalog_view.RecipeRow`): ``✓ as KEY``
+    when only the smaller variant ``KEY`` fits, else :data:`FIT_MARK`'s mark."""
+    if row.fits == "variant":
+        return f"✓ as {row.fit_variant}"
+    return FIT_MARK.get(row.fits, row.fits)
+
+
+FIT_MARK = {"yes": "✓ fits", "multi": "multi-node", "no": "✗ too big", "none": "✗ no variant", "?": ""}
 
 
 #: The Status column per :attr:`RecipeRow.status` (``available`` rows show nothing).
@@ -144,7 +153,7 @@ class ModelScreen(WizardScreen):
         table.clear()
         for r in rows:
             table.add_row(
-                r.title, FIT_MARK.get(r.fits, r.fits), status_mark(r), r.architecture,
+                r.title, fit_mark(r), status_mark(r), r.architecture,
                 ",".join(r.tasks), r.provider, r.hf_id, key=r.hf_id,
             )
         self.rows = rows

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 from textual import work
@@ -23,6 +24,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 
+from vllm_deploy_wizard.tui.axes import variant_name
 from vllm_deploy_wizard.tui.dom_ids import dom_id
 from vllm_deploy_wizard.tui.placeholders import offered_defaults
 from vllm_deploy_wizard.tui.plan_export import default_export_dir, write_plan_file, write_scripts
@@ -30,12 +32,25 @@ from vllm_deploy_wizard.tui.plan_view import ProcessBlock, machine_choices, proc
 from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 
-def plan_header(plan) -> str:
-    """The plan's one-line summary exactly as ``vllm-wizard plan`` prints it (its first line without
-    ``# ``): model · variant · hardware (devices/node) · strategy or ``omni`` · layout · install mode."""
+def plan_header(plan, catalog: Any = None) -> str:
+    """The plan's one-line summary as ``vllm-wizard plan`` prints it (its first line without
+    ``# ``): model · variant · hardware (devices/node) · strategy or ``omni`` · layout · install mode.
+    With ``catalog``, the variant is named as the configure step names it (display name and key,
+    "variant BF16 (default)", :func:`~vllm_deploy_wizard.tui.axes.variant_name`)."""
     from vllm_deploy_wizard.catalog.render import plan_text
 
-    return plan_text(plan).split("\n", 1)[0].removeprefix("# ")
+    head = plan_text(plan).split("\n", 1)[0].removeprefix("# ")
+    resolved = getattr(plan, "resolved", None) or {}
+    key = resolved.get("variant")
+    if catalog is None or not key:
+        return head
+    try:
+        from vllm_deploy_wizard.catalog.custom import resolve_model
+
+        label = resolve_model(catalog, str(resolved.get("model"))).variant(str(key)).pill_label
+    except Exception:  # noqa: BLE001 — a model the catalog can't resolve: the key alone
+        return head
+    return head.replace(f" · variant {key} · ", f" · variant {variant_name(label, str(key))} · ", 1)
 
 
 class CommandBlockView(Static, can_focus=True):
@@ -125,7 +140,7 @@ class ReviewScreen(WizardScreen):
             record_recent(dict(self.app.selection), dict(getattr(self.app, "port_edits", {}) or {}))
         widgets: list[Widget] = [
             Static(
-                Text.assemble(("Plan: ", "bold"), plan_header(self.app.plan)),
+                Text.assemble(("Plan: ", "bold"), plan_header(self.app.plan, self.app.catalog)),
                 id="plan-summary",
             )
         ]
@@ -217,6 +232,26 @@ class ReviewScreen(WizardScreen):
             except ValueError as exc:
                 bad[slot.key] = str(exc)
         return edits, bad
+
+    def _refused_for_edits(self, what: str) -> bool:
+        """True (and says why, naming each field) when a port field holds a value that is no port, or
+        a port typed but not applied with enter: ``what`` ("Export", "Launch", …) would otherwise write
+        or run the plan with the old port."""
+        _, bad = self._port_edits_typed()
+        lines = []
+        for slot in getattr(self, "slots", []):
+            box = self.query(f"#{dom_id('port', slot.key)}")
+            typed = box.first(Input).value if box else slot.value
+            if slot.key in bad:
+                lines.append(f"{slot.label}: {bad[slot.key]}")
+            elif typed != slot.value:
+                lines.append(f"{slot.label}: {typed} is typed but not applied — press enter in the field")
+        if not lines:
+            return False
+        text = f"{what} refused — fix the port field(s) first:\n" + "\n".join(f"  - {line}" for line in lines)
+        self.query_one("#review-status", Static).update(Text("✗ " + text, style="red"))
+        self.notify(text, severity="error")
+        return True
 
     def _show_port_conflicts(self) -> None:
         from vllm_deploy_wizard.launcher.ports import port_free, port_holder
@@ -344,6 +379,8 @@ class ReviewScreen(WizardScreen):
         """Write the plan file (contracts §2) into ./vllm-wizard-<time>/plan.yaml."""
         if not self.plan_json:
             return
+        if self._refused_for_edits("Export"):
+            return
         path = self._export_dir() / "plan.yaml"
         write_plan_file(self.app, path)
         self.notify(f"Plan written to {path}")
@@ -351,6 +388,8 @@ class ReviewScreen(WizardScreen):
     def action_scripts(self) -> None:
         """Write one bash script per node next to the plan file."""
         if not self.plan_json:
+            return
+        if self._refused_for_edits("Scripts"):
             return
         paths = write_scripts(self.app.plan, self._export_dir())
         hint = " (export the placeholders before running them)" if self.plan_json.get("placeholders") else ""
@@ -360,6 +399,8 @@ class ReviewScreen(WizardScreen):
         """Run the launcher's preflight for this machine (``self.node``; None = node rank 0) now and show
         every problem (or that all passed)."""
         if not self.plan_json or self.app.launcher is None:
+            return
+        if self._refused_for_edits("Preflight"):
             return
         self.query_one("#review-status", Static).update(
             "Preflight running (vLLM flag check may take ~12 s the first time)…")
@@ -392,6 +433,8 @@ class ReviewScreen(WizardScreen):
         """Write the plan file and start a detached run of this machine's part (``self.node``, picked on
         the screen when the plan spans several machines; None = node rank 0) through the launcher seam."""
         if not self.plan_json:
+            return
+        if self._refused_for_edits("Launch"):
             return
         if self.app.launcher is None:
             self.notify("No launcher available on this install.", severity="error")

@@ -60,6 +60,10 @@ async def test_review_is_the_plan_of_what_configure_shows(snapshot, model, hardw
         app.push_screen(ConfigureScreen())
         await settle(pilot, 5)
         marked = None
+        variant_shown = None  # the variant as the configure step names it
+        if app.screen.query(f"#{dom_id('axis', 'variant')}"):
+            vrow = app.screen.query_one(f"#{dom_id('axis', 'variant')}", AxisList)
+            variant_shown = next((c.label for c in vrow.axis.choices if c.selected), None)
         if app.screen.query(f"#{dom_id('axis', 'strategy')}"):
             row = app.screen.query_one(f"#{dom_id('axis', 'strategy')}", AxisList)
             marked = next((c.id for c in row.axis.choices if c.selected), None)
@@ -72,7 +76,14 @@ async def test_review_is_the_plan_of_what_configure_shows(snapshot, model, hardw
         plan = app._plan(app.services.make_selection(expected_sel))
         assert app.plan_json == plan_to_json(plan)
         header = str(app.screen.query_one("#plan-summary").render())
-        assert header == "Plan: " + plan_text(plan).split("\n", 1)[0].removeprefix("# ")
+        # the plan's first line, the variant named as configure names it (display name and key)
+        head = plan_text(plan).split("\n", 1)[0].removeprefix("# ")
+        key = plan.resolved["variant"]
+        label = snapshot.recipe(model).variant(key).pill_label
+        named = label if label.lower() == key.lower() else f"{label} ({key})"
+        assert header == "Plan: " + head.replace(f" · variant {key} · ", f" · variant {named} · ", 1)
+        if variant_shown is not None:
+            assert variant_shown == named
         assert "None" not in header
         assert app.screen.commands() == [(p.name, command_lines(p.argv))
                                          for procs in group_by_node(plan).values() for p in procs]
