@@ -3,16 +3,14 @@
 
 from __future__ import annotations
 
-from fakes import FakeCandidate, FakeGroup, FakeInventory
-from tui_steps import settle
+from fakes import FakeGroup, FakeInventory
+from tui_steps import detected_app, settle
 
 from vllm_deploy_wizard.catalog import load_catalog
 from vllm_deploy_wizard.launcher.launch import NodeFacts, node_refusals
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
-from vllm_deploy_wizard.tui.app import make_app
 from vllm_deploy_wizard.tui.fixes import refusal_fix
 from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen
-from vllm_deploy_wizard.tui.services import real_services
 
 GIB = 2**30
 
@@ -35,11 +33,7 @@ def test_refusal_fix_keeps_flag_fixes_apart_from_hand_fixes():
 async def test_ctrl_g_applies_the_utilization_a_preflight_refusal_names():
     catalog = load_catalog()
     inventory = FakeInventory(accelerators=[FakeGroup(name="xeon6")], device_count=0)
-    services = real_services()
-    services.detect = lambda: inventory
-    services.match_profiles = lambda inv, profiles: [FakeCandidate("xeon6", "exact")]
-    services.launcher = None
-    app = make_app(catalog=catalog, inventory=inventory, services=services, stats_sampler=None)
+    app = detected_app(catalog, inventory, "xeon6")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         app.update_selection(model="Qwen/Qwen3-8B", hardware="xeon6")

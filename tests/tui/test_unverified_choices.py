@@ -3,14 +3,12 @@ allows them: the row marks them unverified and the plan lists them (docs/catalog
 
 from __future__ import annotations
 
-from fakes import FakeCandidate, FakeGroup, FakeInventory
-from tui_steps import settle
+from fakes import FakeGroup, FakeInventory
+from tui_steps import detected_app, settle
 
 from vllm_deploy_wizard.catalog import load_catalog
-from vllm_deploy_wizard.tui.app import make_app
 from vllm_deploy_wizard.tui.axes import axis_views
 from vllm_deploy_wizard.tui.screen_configure import ConfigureScreen, choice_prompt
-from vllm_deploy_wizard.tui.services import real_services
 
 
 def _kv_prompt(app) -> str:
@@ -22,11 +20,7 @@ def _kv_prompt(app) -> str:
 async def test_ctrl_u_allows_iaxl_without_a_verified_run_and_the_plan_marks_it():
     catalog = load_catalog()
     inventory = FakeInventory(accelerators=[FakeGroup(name="xeon6")], device_count=0)
-    services = real_services()
-    services.detect = lambda: inventory
-    services.match_profiles = lambda inv, profiles: [FakeCandidate("xeon6", "exact")]
-    services.launcher = None
-    app = make_app(catalog=catalog, inventory=inventory, services=services, stats_sampler=None)
+    app = detected_app(catalog, inventory, "xeon6")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         app.update_selection(model="Qwen/Qwen3-32B", hardware="xeon6")
@@ -96,11 +90,7 @@ async def test_host_fit_warning_offers_its_value_as_a_one_key_fix():
                                      numa_nodes_with_cpus=1)
     inventory.cpu = SimpleNamespace(usable_cpus=2, logical_cpus=2)
     inventory.primary = None  # a CPU node: no accelerator group (the hardware snapshot reads it)
-    services = real_services()
-    services.detect = lambda: inventory
-    services.match_profiles = lambda inv, profiles: [FakeCandidate("xeon6", "exact")]
-    services.launcher = None
-    app = make_app(catalog=catalog, inventory=inventory, services=services, stats_sampler=None)
+    app = detected_app(catalog, inventory, "xeon6")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         app.update_selection(model="Qwen/Qwen3-8B", hardware="xeon6", kv_offload="lmcache")
@@ -132,11 +122,7 @@ async def test_companion_args_are_editable_on_configure():
 
     catalog = load_catalog()
     inventory = FakeInventory()
-    services = real_services()
-    services.detect = lambda: inventory
-    services.match_profiles = lambda inv, profiles: [FakeCandidate("h200", "exact")]
-    services.launcher = None
-    app = make_app(catalog=catalog, inventory=inventory, services=services, stats_sampler=None)
+    app = detected_app(catalog, inventory, "h200")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         app.update_selection(model="Qwen/Qwen3-8B", hardware="h200", kv_offload="lmcache")

@@ -82,3 +82,18 @@ def monitor_caught_up(screen) -> bool:
         return False
     done = getattr(screen, "ended", False) or getattr(getattr(screen, "client", None), "replayed", False)
     return bool(done) and not model.changed and not model.pending
+
+
+def detected_app(catalog, inventory, profile: str, quality: str = "exact"):
+    """The real app on ``catalog`` whose detection finds ``inventory`` and matches it to ``profile``
+    (the real services otherwise; no launcher)."""
+    from fakes import FakeCandidate
+
+    from vllm_deploy_wizard.tui.app import make_app
+    from vllm_deploy_wizard.tui.services import real_services
+
+    services = real_services()
+    services.detect = lambda: inventory
+    services.match_profiles = lambda inv, profiles: [FakeCandidate(profile, quality)]
+    services.launcher = None
+    return make_app(catalog=catalog, inventory=inventory, services=services, stats_sampler=None)
