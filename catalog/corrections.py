@@ -58,14 +58,10 @@ def correct_plan(catalog: Any, selection: Any, plan: LaunchPlan) -> list[str]:
 
 
 def _serve_args(argv: list[str]) -> list[str] | None:
-    """The ``vllm serve`` arguments of a pip (``vllm serve …``) or docker (``docker run … IMAGE
-    MODEL …``) serve argv — the whole argv for docker, whose flags before the image are no vLLM
-    flags these rules read; None for any other command."""
-    if argv[:2] == ["vllm", "serve"]:
-        return argv[2:]
-    if argv[:2] == ["docker", "run"]:
-        return argv[2:]
-    return None
+    """The arguments of a pip (``vllm serve …``) or docker (``docker run … IMAGE MODEL …``) serve
+    argv — for docker everything after ``docker run``: its flags before the image are no vLLM flags
+    these rules read; None for any other command."""
+    return argv[2:] if argv[:2] in (["vllm", "serve"], ["docker", "run"]) else None
 
 
 def _balances_internally(args: list[str]) -> bool:
