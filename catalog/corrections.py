@@ -149,7 +149,8 @@ def host_companion_network(catalog: Any, selection: Any, plan: LaunchPlan) -> li
             changed.append(p.name)
     if changed:
         port = next((str(x) for x in companion.ports if isinstance(x, int)), "its port")
-        notes.append(f"corrected: {', '.join(changed)} run with --network host and no -p (the recipes builder "
+        verb = "runs" if len(changed) == 1 else "run"
+        notes.append(f"corrected: {', '.join(changed)} {verb} with --network host and no -p (the recipes builder "
                      f"prints a bridge-network container, where localhost:{port} is not the {companion.label or key} "
                      f"on the host; docs/synthesis.md §7.2)")
     if option.install:
