@@ -7,6 +7,8 @@ its two halves. The §2.14 defaults both are computed against live below them in
 the wizard's landing selection (:func:`landing_selection`) lives here. Rules (docs/catalog.md §3–§5,
 docs/constraints.md §3):
 
+* **Corrections** (docs/synthesis.md §7): right after synthesis, the builder's commands that
+  cannot run are corrected (:func:`.corrections.correct_plan`), each with a ``corrected:`` note.
 * **Custom models**: a model id that is no recipe is resolved as a custom model
   (:func:`.custom.resolve_model`) and added to the catalog for this plan.
 * **Node facts** (:class:`.hostfit.HostCapacity`, only when the plan is for the node they were read
@@ -193,6 +195,9 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
         blocking = [r for r in refusals if not (r.unverified and selection.allow_unverified)]
         if blocking:
             raise PlanRefused(blocking)
+    from .corrections import correct_plan
+
+    correct_plan(catalog, selection, plan)  # docs/synthesis.md §7: builder commands that cannot run
     warnings = head_warnings(catalog.recipe(selection.model), plan)
     fixes: dict[str, int] = {}
     if host is not None:

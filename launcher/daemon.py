@@ -250,9 +250,13 @@ class RunServer:
 
 
 def prepare_run_dir(spec: RunSpec) -> Path:
-    """New run directory with ``spec.json`` (secret env values masked)."""
+    """New run directory with ``spec.json`` (secret env values masked), after writing the plan's
+    config files the spec carries (``launcher/config_files.py``: before any process starts; raises
+    LaunchError naming a file that cannot be written, and then creates no run)."""
+    from vllm_deploy_wizard.launcher.config_files import write_config_files
     from vllm_deploy_wizard.launcher.logs import Redactor, secret_argv_values
 
+    write_config_files(spec)
     d = new_run_dir()
     data = spec.to_dict()
     red = Redactor({k: v for p in spec.processes for k, v in p.env.items()},

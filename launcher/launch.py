@@ -428,10 +428,14 @@ def prepare(plan: str | Path | Mapping[str, Any], node: str | None = None, node_
             values: Mapping[str, str] | None = None, facts: NodeFacts | None = None, *, force: bool = False,
             check_flags: bool = True, preflight_kw: Mapping[str, Any] | None = None) -> Prepared:
     """Read ``plan`` (a plan file path, or its parsed data), fill placeholders (``values`` first, then
-    :func:`placeholder_values`), select this machine's processes (``node`` label, else
-    ``node_rank``) and run every check: :func:`~vllm_deploy_wizard.launcher.preflight.check` and
-    :func:`node_problems`. Raises :class:`LaunchError` only when the plan cannot be read or selected
-    (unreadable, malformed, unresolved placeholders); everything else is in ``problems``."""
+    :func:`placeholder_values`; a config file's path variable, when not given, its
+    :func:`~vllm_deploy_wizard.launcher.config_files.config_file_defaults` path), select this
+    machine's processes (``node`` label, else ``node_rank``) with the config files they read
+    (``spec.config_files``, written when the run starts) and run every check:
+    :func:`~vllm_deploy_wizard.launcher.preflight.check` and :func:`node_problems`. Raises
+    :class:`LaunchError` only when the plan cannot be read or selected (unreadable, malformed,
+    unresolved placeholders); everything else is in ``problems``."""
+    from vllm_deploy_wizard.launcher.config_files import config_file_defaults, config_files_for
     from vllm_deploy_wizard.launcher.plan_file import parse_plan, plan_placeholders, read_plan_data
     from vllm_deploy_wizard.launcher.preflight import check
 
@@ -441,16 +445,21 @@ def prepare(plan: str | Path | Mapping[str, Any], node: str | None = None, node_
     names = plan_placeholders(data)
     inner = data.get("plan") if isinstance(data, Mapping) else None
     plan_defaults = (inner or {}).get("placeholder_defaults") or {} if isinstance(inner, Mapping) else {}
+    paths = config_file_defaults(inner)  # where the plan's config files go unless given (config_files.py)
+    given.update({n: v for n, v in paths.items() if not given.get(n)})
+    given.update({n: str(Path(given[n]).expanduser().absolute()) for n in paths})
     defaults = placeholder_values([n for n in names if n not in given], facts, node_rank, plan_defaults,
                                   head=given.get("HEAD_IP"), node=node)
     planned = {n: v for n, v in defaults.items() if v and str(plan_defaults.get(n, "")) == v}
     detected = {n: v for n, v in defaults.items() if v and n not in planned}
     used = {**detected, **planned, **given}
     spec = with_home_expanded(parse_plan(data, source=source, node_rank=node_rank, values=used, node=node))
+    files, file_problems = config_files_for(inner, spec, used)
+    spec = replace(spec, config_files=files)
     warnings: list[str] = []
     found_versions: dict[str, str | None] = {}
-    problems = check(spec, check_flags=check_flags, warnings=warnings, versions_out=found_versions,
-                     **dict(preflight_kw or {}))
+    problems = file_problems + check(spec, check_flags=check_flags, warnings=warnings,
+                                     versions_out=found_versions, **dict(preflight_kw or {}))
     accel = (inner or {}).get("accelerator") if isinstance(inner, Mapping) else None
     accel = str(accel) if accel else None  # plan files from before the field: judged by the argv
     refusals = node_refusals(spec, facts, accel, force, found_versions) if facts is not None else []

@@ -45,6 +45,7 @@ from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
 from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.common.placeholders import names as placeholders_in
 from vllm_deploy_wizard.common.vllm_source import fetch_command, release_version
+from vllm_deploy_wizard.launcher.config_files import content_at
 from vllm_deploy_wizard.launcher.ports import port_free, port_holder
 from vllm_deploy_wizard.launcher.process import child_env
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
@@ -178,8 +179,9 @@ def segment_problems(spec: RunSpec, free_bytes: int) -> list[str]:
         if any("mooncake_store_service" in t for t in p.argv):
             paths.append((last_flag_value(p.argv, "--config"), 1))
         for path, ranks in paths:
-            try:
-                config = json.loads(Path(path).read_text(encoding="utf-8")) if path else None
+            try:  # the content the launch writes there (config_files.py), else the file on disk
+                text = content_at(spec, path) or (Path(path).read_text(encoding="utf-8") if path else None)
+                config = json.loads(text) if text else None
             except (OSError, ValueError):
                 continue
             segment = config.get("global_segment_size") if isinstance(config, dict) else None

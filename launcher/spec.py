@@ -190,6 +190,19 @@ class ProcessSpec:
 
 
 @dataclass(frozen=True)
+class ConfigFile:
+    """A file the plan's processes read, written owner-only (0600) before any of them starts
+    (:func:`~vllm_deploy_wizard.launcher.config_files.write_config_files`, docs/plan-file.md §6.3):
+    ``name`` the plan's ``config_files`` key (``MOONCAKE_CONFIG_PATH``, the variable naming its path),
+    ``path`` where it goes (absolute, or relative to the launch's working directory), ``text`` its
+    content with every placeholder filled."""
+
+    name: str
+    path: str
+    text: str
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """Everything one launch supervises: processes in launch order, plus where it came from.
 
@@ -203,6 +216,8 @@ class RunSpec:
     min_vllm_version: str | None = None
     node: str | None = None
     """The plan's ``node`` label this run is for, when selected by label."""
+    config_files: tuple[ConfigFile, ...] = ()
+    """The plan's config files this machine's processes read (written before they start)."""
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.processes]
@@ -228,6 +243,7 @@ class RunSpec:
             "node_rank": self.node_rank,
             "min_vllm_version": self.min_vllm_version,
             "node": self.node,
+            "config_files": [asdict(f) for f in self.config_files],
         }
 
     @classmethod
@@ -239,6 +255,7 @@ class RunSpec:
             node_rank=int(data.get("node_rank", 0)),
             min_vllm_version=data.get("min_vllm_version"),
             node=data.get("node"),
+            config_files=tuple(ConfigFile(**f) for f in data.get("config_files") or ()),
         )
 
 

@@ -24,6 +24,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Label, Select, Static
 
+from vllm_deploy_wizard.launcher.config_files import config_file_defaults
 from vllm_deploy_wizard.tui.axes import variant_name
 from vllm_deploy_wizard.tui.dom_ids import dom_id
 from vllm_deploy_wizard.tui.placeholders import offered_defaults
@@ -170,8 +171,8 @@ class ReviewScreen(WizardScreen):
         placeholders = plan.get("placeholders") or []
         if placeholders:
             widgets.append(Label("Placeholders (filled at launch; detected defaults shown)", classes="section"))
-            self.values = offered_defaults(placeholders, self.app.inventory, plan.get("placeholder_defaults"),
-                                           node=self.node)
+            offered = {**config_file_defaults(plan), **(plan.get("placeholder_defaults") or {})}
+            self.values = offered_defaults(placeholders, self.app.inventory, offered, node=self.node)
             self.values.update({k: v for k, v in typed.items() if k in self.values})
             for name in placeholders:
                 widgets.append(

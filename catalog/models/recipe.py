@@ -51,6 +51,10 @@ class ModelSpec(CatalogModel):
     nightly_required: bool = False
     install: dict[str, Any] | None = None
     """Raw: ``{pip: false|null|{command?, note?}, docker: …}`` — key order and ``False`` matter."""
+    docker_source: dict[str, Any] | None = None
+    """``{mount_path: DIR}``: a source checkout the docker form mounts read-only and puts on
+    ``PYTHONPATH`` (MiniMax-H3's vLLM-Omni main); the builder does not read it, the plan's
+    correction does (``catalog/corrections.py``, docs/synthesis.md §7.3)."""
     supports_dcp: bool = False
     flashinfer_autotune: bool = False
 

@@ -14,7 +14,9 @@
 
 The shapes: one golden case per strategy shape (as in ``test_kubernetes_manifests``) plus single
 node on each backend, multi-node TP/TEP/DEP/TP+PP/TP+DP, PD with each connector and router, the
-Mooncake kv_store. A planted mistake (the router bound to localhost) makes the checker fail.
+Mooncake kv_store, and the builder commands the planner corrects (docs/synthesis.md §7), each
+planned as ``plan`` exports it (``plan_selection``, not ``synthesize`` alone). A planted mistake
+(the router bound to localhost) makes the checker fail.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from typing import Any
 
 import pytest
 
-from vllm_deploy_wizard.catalog import load_catalog, synthesize
+from vllm_deploy_wizard.catalog import load_catalog
 from vllm_deploy_wizard.catalog.plan import node_label
+from vllm_deploy_wizard.catalog.planner import plan_selection
 from vllm_deploy_wizard.catalog.render import node_scripts, plan_file, plan_text
 from vllm_deploy_wizard.catalog.selection import selection_from_data
 from vllm_deploy_wizard.common import placeholders as ph
@@ -105,6 +108,14 @@ EXPLICIT = [
                        "pd": {"prefill": {"nodes": 0}, "decode": {"nodes": 0}}}),
     ("kv_store", {"model": "Qwen/Qwen3-32B", "hardware": "h200", "kv_offload": "kv_store_centralized_mooncake",
                   "kv_instances": {"count": 2}}),
+    # the corrected builder commands (docs/synthesis.md §7): headless TP+DP workers, LMCache beside a
+    # docker serve, MiniMax-H3's source mount
+    *((f"multi-node TP+DP {m} (headless workers)", {"model": "thinkingmachines/Inkling", "hardware": "gb200",
+                                                     "strategy": "multi_node_tp_dp", "nodes": 2, "install_mode": m})
+      for m in ("pip", "docker")),
+    ("LMCache docker", {"model": "Qwen/Qwen3-8B", "hardware": "h200", "kv_offload": "lmcache",
+                        "install_mode": "docker"}),
+    ("MiniMax-H3 docker", {"model": "MiniMaxAI/MiniMax-H3", "hardware": "h200", "install_mode": "docker"}),
 ]
 SHAPES = [*EXPLICIT, *_golden_shapes()]
 
@@ -121,7 +132,8 @@ def exports(catalogs, selection: dict) -> dict[str, Any]:
     file data, its text, the node scripts, the sbatch script, the Kubernetes manifests (``{file: [docs]}``)."""
     selection = dict(selection)
     catalog = catalogs[selection.pop("_catalog", "bundled")]
-    plan = synthesize(catalog, selection_from_data(selection))
+    # as `plan` exports them: through the planner, so the corrections of docs/synthesis.md §7 apply
+    plan = plan_selection(catalog, selection_from_data(selection), strict=False).plan
     doc = json.loads(json.dumps(plan_file(plan, {"catalog_source": "test"}, "0.1.0")))
     profile = catalog.taxonomy.hardware_profiles[plan.resolved["hardware"]]
     k8s = kubernetes_manifests(doc, image="vllm/vllm-openai:latest", vendor=profile.brand,

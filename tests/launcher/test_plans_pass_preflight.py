@@ -2,7 +2,8 @@
 the plan asks for: each detect fixture's profile (and this CPU node, live) × every bundled model ×
 every strategy the wizard offers there, each node label of the plan. Static: no vLLM runs (flag check
 skipped), the ports count as free, the executables exist (stubs on PATH), the node is idle (free =
-total memory) and the chat templates a recipe names from a vLLM checkout are there."""
+total memory) and the chat templates a recipe names from a vLLM checkout are there. The builder
+commands the planner corrects (docs/synthesis.md §7) pass it too, on the fixture node each runs on."""
 
 from __future__ import annotations
 
@@ -150,3 +151,37 @@ def test_every_offered_plan_for_this_cpu_node_passes_its_preflight(static_prefli
     assert checked > 0
     _check(refused)
 
+
+
+#: The builder commands the planner corrects (docs/synthesis.md §7), each on the fixture node it runs on.
+CORRECTED = [
+    ("nvidia_gb200_tray_4x.yaml", {"model": "thinkingmachines/Inkling", "strategy": "multi_node_tp_dp", "nodes": 2,
+                                   "install_mode": "docker"}),
+    ("nvidia_gb200_tray_4x.yaml", {"model": "thinkingmachines/Inkling", "strategy": "multi_node_tp_dp", "nodes": 2,
+                                   "install_mode": "pip"}),
+    # the L1 pool sized to what this test machine has free (the preflight reads the live RAM)
+    ("nvidia_hgx_8x_h200.yaml", {"model": "Qwen/Qwen3-8B", "kv_offload": "lmcache", "install_mode": "docker",
+                                 "companion_args": {"l1_size_gb": 1}}),
+    ("nvidia_hgx_8x_h200.yaml", {"model": "MiniMaxAI/MiniMax-H3", "install_mode": "docker"}),
+]
+
+
+@pytest.mark.parametrize("fixture,sel", CORRECTED, ids=["tp_dp docker", "tp_dp pip", "lmcache docker", "h3 docker"])
+def test_every_corrected_plan_passes_its_nodes_preflight(fixture, sel, static_preflight):
+    """The corrected commands (headless workers, host network beside LMCache, H3's source mount)
+    pass the static preflight on every machine of the plan, like every offered plan."""
+    if fixture not in FIXTURE_FILES:
+        pytest.skip(f"fixture {fixture} not here")
+    bindir, cwd = static_preflight
+    data, inv, facts = _node(fixture)
+    planned = plan_selection(CAT, Selection(**sel, hardware=data["hardware"]), HostCapacity.from_inventory(inv))
+    assert any(n.startswith("corrected:") for n in planned.plan.notes)
+    doc = plan_file(planned.plan, {"catalog_source": "bundled"}, "test")
+    procs = doc["plan"]["processes"]
+    _stubs(bindir, {Path(str(p["argv"][0])).name for p in procs})
+    values = _placeholder_values(plan_placeholders(doc))
+    problems = []
+    for label in sorted({p.get("node") for p in procs if p.get("node")}):
+        problems += prepare(doc, node=label, values=values, facts=facts, check_flags=False,
+                            preflight_kw={"base_env": {"PATH": str(bindir), "HOME": str(cwd)}}).problems
+    assert not problems, problems

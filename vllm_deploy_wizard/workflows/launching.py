@@ -72,7 +72,10 @@ def resolve_values(data: Any, items: list[str], node_rank: int, err: TextIO = sy
 
     open_names = [n for n in names if n not in values]
     facts = node_facts(host_facts()) if self_facts_needed(open_names, node_rank) else None
+    from vllm_deploy_wizard.launcher.config_files import config_file_defaults
+
     offered = {k: str(v) for k, v in (data["plan"].get("placeholder_defaults") or {}).items() if v not in (None, "")}
+    offered = {**config_file_defaults(data["plan"]), **offered}  # where launch writes the plan's config files
     chosen = {n: v for n, v in placeholder_values(open_names, facts or node_facts(None), node_rank, offered,
                                                   head=values.get("HEAD_IP"), node=node).items() if v}
     planned = {n: v for n, v in chosen.items() if offered.get(n) == v}
