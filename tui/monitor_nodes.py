@@ -65,6 +65,8 @@ class NodeWatch:
     @classmethod
     def begin(cls, screen: Any, port: Any, nodes: list[Any]) -> None:
         """On the event loop: attach a watch to ``screen``, ask the nodes now and every :data:`CHECK_S`."""
+        if not screen.is_attached:
+            return
         try:
             screen.nodes = watch = cls(screen, port, nodes)
         except ValueError:  # no node on this machine: not a head we can show
@@ -74,9 +76,8 @@ class NodeWatch:
         screen.set_interval(CHECK_S, watch.poll)
 
     def poll(self) -> None:
-        """Ask every node that is due (:meth:`ClusterRows.due`), each in its own thread worker."""
-        if self.screen.ended:
-            return
+        """Ask every node that is due (:meth:`ClusterRows.due`), each in its own thread worker (also
+        after this machine's run ended: the other nodes may still run)."""
         for label in self.rows.due():
             self.rows.asking(label)
             self.screen.run_worker(partial(self._ask, label), thread=True, group=f"node-status-{label}",
@@ -92,6 +93,8 @@ class NodeWatch:
         _to_ui(self.screen, partial(self._answered, label, reply))
 
     def _answered(self, label: str, reply: dict[str, Any]) -> None:
+        if not self.screen.is_attached:  # the monitor was closed while ssh ran
+            return
         self.rows.answer(label, reply)
         self.screen.model.changed = True
         if self.screen.selected == f"{label}/":  # a node row on show: its answer changed
@@ -142,6 +145,8 @@ class NodeWatch:
         _to_ui(self.screen, partial(self._fetched, key, lines))
 
     def _fetched(self, key: str, lines: list[str]) -> None:
+        if not self.screen.is_attached:
+            return
         self.tails[key] = lines
         if self.screen.selected == key:
             self.screen.repaint_log()

@@ -14,7 +14,9 @@ asks nodes with, so the monitor and the command show the same states, pids and p
 
 Asking (:meth:`ClusterRows.due`): each node on its own, :data:`NODE_POLL_S` seconds after its last
 answer, never twice at once — ssh is slow and a node that does not answer (up to the launcher's
-``SSH_TIMEOUT_S``) holds back only its own rows. The screen does the asking in thread workers.
+``SSH_TIMEOUT_S``) holds back only its own rows. The screen does the asking in thread workers. An
+ask that has taken two periods adds ``no answer for Ns`` to the node row (one period is a normal
+ssh round trip plus a Python start on a busy machine).
 
 A node that cannot be asked: its node row's state is ``UNKNOWN`` and its detail ``unreachable:``
 with ssh's own error; the processes it last reported stay listed, marked stale with the age of
@@ -245,7 +247,7 @@ class ClusterRows:
     def _node_state(self, n: NodeView, reported: list[ProcRow], now: float) -> tuple[str, str, str]:
         """(state, ready, detail) cells of another node's row."""
         ready = f"{sum(1 for r in reported if r.ready)}/{len(reported)}" if n.run is not None else ""
-        slow = n.asked is not None and now - n.asked >= self.period  # the ask in flight is taking long
+        slow = n.asked is not None and now - n.asked >= 2 * self.period  # the ask in flight is taking long
         waiting = f" · no answer for {age_text(now - n.asked)}" if slow and n.asked is not None else ""
         if n.error is not None:
             return UNKNOWN, ready, f"unreachable: {n.error}{waiting}"
