@@ -60,3 +60,20 @@ def sample() -> dict[str, Any]:
         "ram_total_gib": round(vm.total / 2**30, 1),
         "gpus": gpu_stats(),
     }
+
+
+def stats_text(stats: dict[str, Any]) -> str:
+    """The side panel's lines for a sample (:func:`sample`'s shape: ``gpus`` with ``index``,
+    ``util_percent``, ``mem_used_gib``, ``mem_total_gib``; ``cpu_percent``, ``ram_used_gib``,
+    ``ram_total_gib``): one line per GPU, then CPU and RAM; "" for no sample."""
+    if not stats:
+        return ""
+    lines = []
+    for gpu in stats.get("gpus") or []:
+        g = gpu if isinstance(gpu, dict) else vars(gpu)
+        lines.append(f"GPU{g.get('index', '')} {g.get('util_percent', '?')}% · "
+                     f"{g.get('mem_used_gib', '?')}/{g.get('mem_total_gib', '?')} GiB")
+    if "cpu_percent" in stats:
+        lines.append(f"CPU {stats['cpu_percent']:.0f}% · "
+                     f"RAM {stats.get('ram_used_gib', '?')}/{stats.get('ram_total_gib', '?')} GiB")
+    return "\n".join(lines)

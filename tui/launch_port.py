@@ -35,6 +35,9 @@ class RealLauncher:
     #: This node's facts for the launch's node checks (set by the app from its detected inventory).
     facts = None
 
+    def __init__(self) -> None:
+        self._clusters: dict = {}  # head run id → its launcher.engines.ssh.Cluster (cluster_nodes)
+
     def preflight(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> list[str]:
         """Every problem that would stop this machine's part of ``plan_file`` from launching (empty =
         go): the processes labelled ``node`` (contracts §2), or node rank 0 plus the unbound ones when
@@ -98,3 +101,32 @@ class RealLauncher:
     def client(self, run_id: str) -> RunClient:
         """A client attached to ``run_id`` (raises LaunchError when its supervisor is gone)."""
         return RunClient(run_id)
+
+    def cluster_nodes(self, run_id: str) -> list | None:
+        """The nodes (``launcher.engines.ssh.NodeRun``: ``label``, ``dest``, ``run_id``) of the
+        cluster launch ``run_id`` heads on this machine, or None when it heads none or is alone in it.
+        Reads the cluster record (a small local file)."""
+        from vllm_deploy_wizard.launcher.engines.ssh import head_cluster
+
+        c = head_cluster(run_id)
+        if c is None or not any(n.dest for n in c.nodes):
+            return None
+        self._clusters[run_id] = c
+        return list(c.nodes)
+
+    def node_status(self, run_id: str, label: str) -> dict:
+        """Ask node ``label`` of the cluster ``run_id`` heads for its run, as ``status --all-nodes``
+        does (``launcher.engines.ssh.node_status``: ``ok``, ``error``, ``run``). Blocking, seconds over
+        ssh; call :meth:`cluster_nodes` first. Never raises for an unreachable node."""
+        from vllm_deploy_wizard.launcher.engines.ssh import node_of, node_status
+
+        c = self._clusters[run_id]
+        return node_status(c, node_of(c, label))
+
+    def node_log_tail(self, run_id: str, label: str, process: str, lines: int) -> list[str]:
+        """The last ``lines`` lines of ``process``'s log on node ``label`` (``logs`` run there over
+        ssh; ``launcher.engines.ssh.node_log_tail``). Blocking; raises LaunchError with ssh's error."""
+        from vllm_deploy_wizard.launcher.engines.ssh import node_log_tail, node_of
+
+        c = self._clusters[run_id]
+        return node_log_tail(c, node_of(c, label), process, lines)

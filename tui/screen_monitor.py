@@ -36,27 +36,25 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar, Sparkline, Static
 
-from vllm_deploy_wizard.tui.host_stats import PERIOD_S
+from vllm_deploy_wizard.tui.host_stats import PERIOD_S, stats_text
 from vllm_deploy_wizard.tui.log_pane import LogPane
 from vllm_deploy_wizard.tui.monitor_model import (
     LOG_TAIL,
     SPARK_METRICS,
     MonitorModel,
-    detail_text,
     level_of,
     metric_text,
     plain_text,
     spark_series,
-    uptime_text,
 )
+from vllm_deploy_wizard.tui.monitor_nodes import watch_cluster
+from vllm_deploy_wizard.tui.process_rows import FIXED_COLUMNS, detail_width, local_rows
+from vllm_deploy_wizard.tui.process_table import paint_rows
 from vllm_deploy_wizard.tui.run_offers import keeps_running_text
 from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 #: Rich styles of log levels in the log pane.
 LEVEL_STYLE = {"ERROR": "bold red", "WARNING": "yellow", "INFO": "", "DEBUG": "dim"}
-#: State colours of the process table.
-STATE_STYLE = {"READY": "green", "STARTING": "cyan", "BACKOFF": "yellow", "FATAL": "bold red", "EXITED": "red",
-               "STOPPING": "magenta", "STOPPED": "dim"}
 #: UI batch period, seconds: new log lines and state changes are painted at most this often (a
 #: flood repaints the pane's visible rows once per batch; keys are handled in between).
 BATCH_S = 0.1
@@ -70,20 +68,6 @@ FLOOD_REPAINT_S = 0.25
 CONSUME_SLICE_S = 0.004
 #: Least seconds between ``status()`` calls that look for the pid of a STARTING process.
 PID_REFRESH_S = 1.0
-
-
-#: The process table's fixed columns (key, label, width in cells); Detail takes what is left.
-FIXED_COLUMNS = (("name", "Process", 16), ("state", "State", 8), ("pid", "PID", 8), ("uptime", "Uptime", 7),
-                 ("restarts", "Restarts", 8), ("ready", "Ready", 5))
-
-
-def detail_width(screen_width: int) -> int:
-    """Width of the table's Detail column for a terminal ``screen_width`` cells wide: what the fixed
-    columns (and one cell of padding each side of every column) leave, between 10 and 40 — at 80
-    columns the table fits without a horizontal scrollbar (a scrollbar thumb would show as a stray
-    ``▌``); the full detail is also in the failure box."""
-    used = sum(w for _, _, w in FIXED_COLUMNS) + 2 * (len(FIXED_COLUMNS) + 1)
-    return max(10, min(40, screen_width - used))
 
 
 def level_style(plain: str) -> str:
@@ -147,6 +131,8 @@ class MonitorScreen(WizardScreen):
         self._lines_at = 0.0  # monotonic time the log pane last took new lines
         self._cells: dict[str, dict] = {}  # process → the table cells last painted
         self._painted: dict[str, object] = {}  # side-panel widget id → the value last painted
+        self.nodes: Any = None  # monitor_nodes.NodeWatch once the run is known to head a cluster launch
+        self._placed = False  # the cluster table's cursor was put on this machine's first process
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -190,6 +176,7 @@ class MonitorScreen(WizardScreen):
             self.model.changed = True
             return
         self.consume()
+        watch_cluster(self)  # the head of a `launch --all-nodes`: every node's processes in the table
 
     @work(exclusive=True, group="monitor-events", exit_on_error=False)
     async def consume(self) -> None:
@@ -223,7 +210,7 @@ class MonitorScreen(WizardScreen):
                 dropped = self.model.drain()
                 if self.selected is None:
                     self.selected = dropped[0][0]
-                self._repaint_log()
+                self.repaint_log()
             else:
                 self._flush_lines()
         if not self.model.changed:
@@ -280,26 +267,23 @@ class MonitorScreen(WizardScreen):
             self.sub_title = f"{self.run_id} · {target.base_url}/v1 · {api_key_hint(target.api_key)}"
 
     def _paint_table(self) -> None:
+        """The table's rows: the run's processes, or every node's when it heads a cluster launch
+        (tui/process_rows.py, painted by tui/process_table.py); a rebuild keeps the selection."""
         table = self.query_one("#procs", DataTable)
-        now = self.model.clock()
-        for name, row in self.model.procs.items():
-            cells = {
-                "name": name,
-                "state": Text(row.state, style=STATE_STYLE.get(row.state, "")),
-                "pid": str(row.pid or "–"),
-                "uptime": uptime_text(row, now),
-                "restarts": str(row.restarts),
-                "ready": "✓" if row.ready else "",
-                "detail": detail_text(row)[:60],
-            }
-            if name not in table.rows:
-                table.add_row(*cells.values(), key=name)
-            else:
-                shown = self._cells.setdefault(name, {})
-                for key, value in cells.items():
-                    if shown.get(key) != value:  # an unchanged cell costs the table no re-render
-                        table.update_cell(name, key, value)
-            self._cells[name] = cells
+        status = "running" if self._run_live() else (self.model.outcome or "ended")
+        rows = (self.nodes.rows.rows(self.model.procs, status) if self.nodes
+                else local_rows(self.model.procs, self.model.clock()))
+        # a cluster's table places its cursor itself: on the selection after a rebuild, and once on
+        # this machine's first process (not its node row, row 0) when that process is first shown
+        quiet = self.prevent(DataTable.RowHighlighted) if self.nodes is not None else None
+        if paint_rows(table, rows, self._cells, quiet) or (self.nodes is not None and not self._placed):
+            if self.nodes is not None and self.selected in (None, self.nodes.rows.local_key) and self.model.procs:
+                self.selected = next(iter(self.model.procs))
+                self.repaint_log()
+            self._placed = bool(self.model.procs)
+            keys = [r.key for r in rows]
+            if self.selected in keys:
+                table.move_cursor(row=keys.index(self.selected))
         if self.selected is None and self.model.procs:
             self.selected = next(iter(self.model.procs))
 
@@ -329,6 +313,9 @@ class MonitorScreen(WizardScreen):
             progress = 100 * (row.progress if row.progress is not None else (1.0 if row.ready else 0.0))
             if self._changed("weights", progress):
                 bar.update(progress=progress)
+        elif self.nodes is not None and self.nodes.owns(self.selected):  # a node row or another node's process
+            if self._changed("phase", text := self.nodes.where_text(self.selected)):
+                phase.update(text)
         for key in SPARK_METRICS:
             data = spark_series(list(self.model.metrics[key]))
             if self._changed(f"spark-{key}", data):
@@ -337,7 +324,7 @@ class MonitorScreen(WizardScreen):
             label = f"{SPARK_METRICS[key]}: {metric_text(key, latest)}" if latest is not None else SPARK_METRICS[key]
             if self._changed(f"lbl-{key}", label):
                 self.query_one(f"#lbl-{key}", Label).update(label)
-        stats = self._stats_text()
+        stats = stats_text(self.model.stats)
         if self._changed("stats", stats):
             self.query_one("#stats", Static).update(stats)
         failure = self.model.failure()
@@ -380,34 +367,28 @@ class MonitorScreen(WizardScreen):
         failure = self.model.failure()
         return flag_fix(failure.cause) if failure is not None else None
 
-    def _stats_text(self) -> str:
-        stats = self.model.stats
-        if not stats:
-            return ""
-        lines = []
-        for gpu in stats.get("gpus") or []:
-            g = gpu if isinstance(gpu, dict) else vars(gpu)
-            lines.append(f"GPU{g.get('index', '')} {g.get('util_percent', '?')}% · "
-                         f"{g.get('mem_used_gib', '?')}/{g.get('mem_total_gib', '?')} GiB")
-        if "cpu_percent" in stats:
-            lines.append(f"CPU {stats['cpu_percent']:.0f}% · "
-                         f"RAM {stats.get('ram_used_gib', '?')}/{stats.get('ram_total_gib', '?')} GiB")
-        return "\n".join(lines)
-
     # ------------------------------------------------------------------ actions
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.cursor_row != event.data_table.cursor_row:
+            return  # posted before the table was rebuilt: that row is elsewhere now
         name = str(event.row_key.value)
         if name != self.selected:
             self.selected = name
-            self._repaint_log()
+            if self.nodes is not None:
+                self.nodes.selected(name)  # another node's process: fetch its log tail
+            self.repaint_log()
             self.model.changed = True
 
-    def _repaint_log(self) -> None:
+    def repaint_log(self) -> None:
+        """Fill the log pane anew for the selected row: the process's kept tail (search applied), or
+        for another node's row what monitor_nodes says about it."""
         log = self.query_one("#log", LogPane)
         log.clear()
         log.border_title = f"log · {self.selected}" + (f" · /{self.search}" if self.search else "")
         log.set_highlight(self.search)
         shown: Iterable[str] = self.model.logs.get(self.selected, []) if self.selected is not None else []
+        if self.nodes is not None and self.nodes.owns(self.selected):
+            shown = self.nodes.pane_lines(self.selected)
         lines = [(line, False) for line in shown
                  if not self.search or self.search in plain_text(line)]
         self._prev_shown = bool(lines) or not self.search
@@ -431,7 +412,7 @@ class MonitorScreen(WizardScreen):
         if event.input.id == "log-search":
             self.search = event.value.strip()
             self._close_search()
-            self._repaint_log()
+            self.repaint_log()
 
     def _close_search(self) -> None:
         """Hide the log search box and give the keys back to the process table."""
@@ -452,11 +433,16 @@ class MonitorScreen(WizardScreen):
         if self.client is None:
             return
         names = ", ".join(self.model.procs) or self.run_id
-        self._confirm(f"Stop the run ({names})?", "stop", self._do_stop)
+        others = "\nThe other nodes keep running; `vllm-wizard stop --all-nodes` stops them all." if self.nodes else ""
+        self._confirm(f"Stop the run ({names})?{others}", "stop", self._do_stop)
 
     def action_restart(self) -> None:
         """Ask "Restart <process>? y/n", then restart the selected process."""
         if self.client is None or not self.selected:
+            return
+        if self.selected not in self.model.procs:  # a node row or another node's process
+            self.notify("r restarts this machine's processes; another node's: `vllm-wizard restart` on that node",
+                        severity="warning")
             return
         self._confirm(f"Restart {self.selected}?", "restart", self._do_restart)
 
@@ -531,21 +517,22 @@ class MonitorScreen(WizardScreen):
         from vllm_deploy_wizard.tui.smoke import smoke_request
 
         target = self.smoke_target()
+        pane = self.selected if self.selected in self.model.procs else next(iter(self.model.procs), "smoke")
         if isinstance(target, str):  # in the log pane too: a toast alone is easy to miss
             self.last_smoke_error = target
-            self.model.add_line(self.selected or "smoke", f"SMOKE ERROR {target}")
+            self.model.add_line(pane, f"SMOKE ERROR {target}")
             self.model.changed = True
             self.notify(target, severity="error", timeout=10)
             return
         if target.note:
-            self.model.add_line(self.selected or "smoke", f"SMOKE WARNING {target.note}")
+            self.model.add_line(pane, f"SMOKE WARNING {target.note}")
             self.model.changed = True
         auth = " (with the API key)" if target.api_key else ""
         self.notify(f"Smoke request to {target.base_url}{auth} …")
         result = await smoke_request(target.base_url, target.model, api_key=target.api_key)
         self.last_smoke = result
         style = "SMOKE OK" if result.ok else "SMOKE ERROR"
-        self.model.add_line(self.selected or "smoke",
+        self.model.add_line(pane,
                             f"{style} {result.latency_s * 1000:.0f} ms {result.url}: {result.text!r}")
         self.model.changed = True
         self.notify(f"{'✓' if result.ok else '✗'} {result.latency_s * 1000:.0f} ms: {result.text[:80]}",

@@ -44,6 +44,11 @@ class LauncherPort(Protocol):
     Optional (looked up with ``getattr``; a fake may leave them out): ``stale_runs()`` lists runs whose
     supervisor is gone but whose processes still run (``run_id``, ``pids``, ``ports``);
     ``stop_stale(run_id)`` stops them (blocking, returns the pids).
+    For the head of a cluster launch (``launch --all-nodes``; tui/monitor_nodes.py), all blocking:
+    ``cluster_nodes(run_id)`` → its nodes (``label``, ``dest`` None for this machine, ``run_id``) or
+    None; ``node_status(run_id, label)`` → that node's ``status`` reply (``ok``, ``error``, ``run``:
+    ``status``, ``outcome``, ``processes``); ``node_log_tail(run_id, label, process, lines)`` → its
+    last log lines (raises LaunchError).
     """
 
     def preflight(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> list[str]: ...

@@ -225,21 +225,52 @@ def launch_all_nodes(plan_path: Path, data: Mapping[str, Any], local_label: str,
     return c
 
 
-def cluster_status(c: Cluster) -> list[dict[str, Any]]:
-    """Per node: ``{label, dest, run_id, ok, error, run}`` with ``run`` the node's ``status --json`` row."""
-    def one(n: NodeRun) -> dict[str, Any]:
-        r = _run(node_command(c, n, ["status", n.started_run(), "--json"]), SSH_TIMEOUT_S)
-        row: dict[str, Any] = {"label": n.label, "dest": n.dest, "run_id": n.run_id, "ok": False, "error": None,
-                               "run": None}
-        try:
-            rows = json.loads((r.stdout or b"").decode())
-            row["run"], row["ok"] = (rows[0] if rows else None), bool(rows)
-        except ValueError:
-            row["error"] = _err(r)
-        return row
+def head_cluster(run_id: str) -> Cluster | None:
+    """The cluster launch whose head run is exactly ``run_id`` (its record on this machine), or None
+    when ``run_id`` heads none or the record cannot be read — a run is told apart as a cluster head
+    here only (``status``'s hint, the wizard's monitor)."""
+    try:
+        path = clusters_root() / f"{run_id}.json"
+        return Cluster.from_dict(json.loads(path.read_text())) if path.is_file() else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
+
+def node_status(c: Cluster, n: NodeRun, run=None) -> dict[str, Any]:
+    """Ask node ``n`` of ``c`` for its run: ``{label, dest, run_id, ok, error, run}`` with ``run`` the
+    node's ``status RUN --json`` row (``run_id``, ``status``, ``outcome``, ``processes``: the plan-state
+    dicts with ``name``, ``state``, ``pid``, ``ports``, ``restarts``, ``since``, ``create_time``, ``cause``,
+    ``log``) when ``ok``; else ``error``, ssh's (or the command's) last line of output. Blocking: up to
+    :data:`SSH_TIMEOUT_S` s; never raises for an unreachable node. ``run(argv, timeout)`` runs the
+    command (default: a subprocess)."""
+    r = (run or _run)(node_command(c, n, ["status", n.started_run(), "--json"]), SSH_TIMEOUT_S)
+    row: dict[str, Any] = {"label": n.label, "dest": n.dest, "run_id": n.run_id, "ok": False, "error": None,
+                           "run": None}
+    try:
+        rows = json.loads((r.stdout or b"").decode())
+    except ValueError:
+        row["error"] = _err(r)
+        return row
+    if not rows:
+        row["error"] = f"no run {n.run_id} recorded there"
+    row["run"], row["ok"] = (rows[0] if rows else None), bool(rows)
+    return row
+
+
+def cluster_status(c: Cluster, run=None) -> list[dict[str, Any]]:
+    """Every node's :func:`node_status`, asked in parallel, in the cluster's node order."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(c.nodes)) as pool:
-        return list(pool.map(one, c.nodes))
+        return list(pool.map(lambda n: node_status(c, n, run), c.nodes))
+
+
+def node_log_tail(c: Cluster, n: NodeRun, process: str, lines: int = 200, run=None) -> list[str]:
+    """The last ``lines`` lines of ``process``'s log on node ``n`` (``vllm-wizard logs RUN PROCESS -n
+    N`` there, over ssh for a remote node; its header lines included). Blocking, up to
+    :data:`SSH_TIMEOUT_S` s. Raises LaunchError with ssh's or the command's error."""
+    r = (run or _run)(node_command(c, n, ["logs", n.started_run(), process, "-n", str(lines)]), SSH_TIMEOUT_S)
+    if r.returncode != 0:
+        raise LaunchError(f"{n.label}: {_err(r)}")
+    return (r.stdout or b"").decode(errors="replace").splitlines()
 
 
 def stop_cluster(c: Cluster, timeout: float = 15.0) -> list[tuple[NodeRun, int, str]]:

@@ -223,3 +223,66 @@ def test_a_pd_plans_machine_addresses_come_from_their_hosts() -> None:
     given = {"DECODE_NODE_1": "192.168.9.9", "ROUTER_HOST": "10.1.2.3"}
     assert machine_addresses(data, "prefill-node-0", hosts, given, here=lambda: "10.1.2.3") == {
         "PREFILL_NODE_1": "10.1.2.3"}
+
+
+def _answers(by_dest: dict):
+    """A ``run(argv, timeout)`` answering each node's command from ``by_dest`` (dest or "local" →
+    (exit status, stdout, stderr)); records the argv."""
+    import subprocess
+
+    calls: list[list[str]] = []
+
+    def run(argv, timeout, stdin=None):
+        calls.append(list(argv))
+        dest = next((d for d in by_dest if d in argv), "?") if argv[0] == "ssh" else "local"
+        code, out, err = by_dest[dest]
+        return subprocess.CompletedProcess(argv, code, out.encode(), err.encode())
+
+    run.calls = calls  # type: ignore[attr-defined]
+    return run
+
+
+def test_node_status_is_the_nodes_status_row_or_ssh_s_error() -> None:
+    """The one ask of ``status --all-nodes`` and the wizard's monitor: ``status RUN --json`` on the node."""
+    import json
+
+    from vllm_deploy_wizard.launcher.engines.ssh import cluster_status, node_status
+
+    c = _cluster()
+    row = {"run_id": "run-b", "status": "running", "outcome": None,
+           "processes": [{"name": "vllm-worker-1", "state": "READY", "pid": 17, "ports": [8001]}]}
+    run = _answers({"local": (0, json.dumps([{**row, "run_id": "run-a"}]), ""),
+                    "10.0.0.2": (0, json.dumps([row]), ""),
+                    "worker.example": (255, "", "ssh: connect to host worker.example port 22: Connection refused\n")})
+    got = node_status(c, c.nodes[1], run)
+    assert got == {"label": "node-1", "dest": "10.0.0.2", "run_id": "run-b", "ok": True, "error": None, "run": row}
+    assert shlex.split(run.calls[-1][-1])[-3:] == ["status", "run-b", "--json"]
+    down = node_status(c, c.nodes[2], run)
+    assert not down["ok"] and down["run"] is None
+    assert down["error"] == "ssh: connect to host worker.example port 22: Connection refused"
+    assert [r["label"] for r in cluster_status(c, run)] == ["node-0", "node-1", "node-22"]
+    empty = node_status(c, c.nodes[1], _answers({"10.0.0.2": (0, "[]", "")}))
+    assert not empty["ok"] and empty["error"] == "no run run-b recorded there"
+
+
+def test_node_log_tail_runs_logs_there_and_names_the_node_on_failure() -> None:
+    from vllm_deploy_wizard.launcher.engines.ssh import node_log_tail
+
+    c = _cluster()
+    run = _answers({"10.0.0.2": (0, "run run-b  running\n==> vllm-worker-1 (READY) <==\nhello\n", ""),
+                    "worker.example": (255, "", "ssh: Could not resolve hostname worker.example\n")})
+    assert node_log_tail(c, c.nodes[1], "vllm-worker-1", 20, run)[-1] == "hello"
+    assert shlex.split(run.calls[-1][-1])[-5:] == ["logs", "run-b", "vllm-worker-1", "-n", "20"]
+    with pytest.raises(LaunchError, match="node-22: ssh: Could not resolve hostname worker.example"):
+        node_log_tail(c, c.nodes[2], "vllm-worker-1", 20, run)
+
+
+def test_head_cluster_finds_the_cluster_a_run_heads_exactly(tmp_path) -> None:
+    from vllm_deploy_wizard.launcher.engines.ssh import clusters_root, head_cluster, save_cluster
+
+    save_cluster(_cluster())
+    assert [n.label for n in head_cluster("run-a").nodes] == ["node-0", "node-1", "node-22"]
+    assert head_cluster("run") is None, "a prefix is not the head run"
+    assert head_cluster("run-b") is None, "a worker's run heads nothing here"
+    (clusters_root() / "run-x.json").write_text("{not json")
+    assert head_cluster("run-x") is None

@@ -1,11 +1,14 @@
 """``launch plan.yaml --all-nodes`` from the head host: the worker host's supervisor is started over
 real OpenSSH (an sshd in each network-namespace host), the plan copied there; ``status --all-nodes``
-shows both nodes, ``logs --node`` reads the worker's log, ``stop --all-nodes`` leaves nothing; an
-unreachable node is named with ssh's error and nothing starts."""
+shows both nodes, ``logs --node`` reads the worker's log, the wizard's monitor of the head run lists
+both nodes' processes (its table model fed by the same asks over the real sshd), ``stop --all-nodes``
+leaves nothing; an unreachable node is named with ssh's error and nothing starts."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -29,7 +32,40 @@ from multinode_e2e_support import (
 pytestmark = pytest.mark.e2e
 
 
-def test_all_nodes_from_the_head_over_ssh(tmp_path) -> None:
+def _monitor_of_the_head(head_run: str, worker, nowhere: str) -> None:
+    """The monitor's process table for the head run (tui/process_rows.py), fed by the real launcher
+    port: both nodes' processes READY with the pids ``status`` reports, the worker's log tail over ssh,
+    and a node that cannot be reached shown with ssh's error."""
+    from vllm_deploy_wizard.launcher.engines.ssh import NodeRun, head_cluster, node_status
+    from vllm_deploy_wizard.tui.launch_port import RealLauncher
+    from vllm_deploy_wizard.tui.monitor_model import MonitorModel
+    from vllm_deploy_wizard.tui.process_rows import ClusterRows
+
+    port = RealLauncher()
+    nodes = port.cluster_nodes(head_run)
+    assert nodes and [(n.label, n.dest) for n in nodes] == [("node-0", None), ("node-1", worker.ip)]
+    table = ClusterRows(nodes)
+    assert table.due() == ["node-1"]
+    for label in table.due():
+        table.asking(label)
+        table.answer(label, port.node_status(head_run, label))
+    rows = {r.key: r for r in table.rows(MonitorModel().procs)}
+    assert rows["node-1/"].cells["state"] == "running", rows["node-1/"].cells
+    assert rows["node-1/"].cells["detail"] == f"{worker.ip} · run {nodes[1].run_id}"
+    w = rows["node-1/vllm-worker-1"].cells
+    assert w["state"] == "READY" and w["ready"] == "✓" and w["pid"].isdigit(), w
+    tail = port.node_log_tail(head_run, "node-1", "vllm-worker-1", 20)
+    assert any(line.startswith("==> vllm-worker-1 (READY)") for line in tail), tail
+    c = head_cluster(head_run)  # the same cluster with the worker's address gone: ssh's error shown
+    assert c is not None
+    gone = dataclasses.replace(c, nodes=[c.nodes[0], NodeRun("node-1", nowhere, nodes[1].run_id)])
+    down = ClusterRows(gone.nodes)
+    down.answer("node-1", node_status(gone, gone.nodes[1]))
+    row = {r.key: r for r in down.rows({})}["node-1/"].cells
+    assert row["state"] == "UNKNOWN" and row["detail"].startswith("unreachable: ssh: connect to host"), row
+
+
+def test_all_nodes_from_the_head_over_ssh(tmp_path, monkeypatch) -> None:
     for why in (netns_hosts.unavailable(), sshd_hosts.unavailable()):
         if why:
             pytest.skip(why)
@@ -81,6 +117,12 @@ def test_all_nodes_from_the_head_over_ssh(tmp_path) -> None:
                 c = httpx.post(f"http://{head.ip}:8000/v1/completions", json={"prompt": "Hi", "max_tokens": 4},
                                timeout=120, trust_env=False)
                 assert c.status_code == 200, c.text
+                head_run = re.search(r"head run (\S+)", r.stdout)
+                assert head_run, r.stdout
+                with monkeypatch.context() as m:  # this test process reads the head's records, as its wizard would
+                    m.setenv("XDG_STATE_HOME", env["XDG_STATE_HOME"])
+                    m.setenv("PATH", env["PATH"])
+                    _monitor_of_the_head(head_run.group(1), worker, nowhere)
                 text = wizard("status", "--all-nodes", timeout=60).stdout
                 assert "node-1" in text and worker.ip in text and "vllm-worker-1" in text and "READY" in text
                 plain = wizard("status", timeout=60).stdout  # the head's own run points at the others

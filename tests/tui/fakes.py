@@ -88,3 +88,27 @@ class FakeLauncher:
     def client(self, run_id: str) -> FakeClient:
         self.clients[run_id] = FakeClient(self.events)
         return self.clients[run_id]
+
+
+class FakeClusterLauncher(FakeLauncher):
+    """A :class:`FakeLauncher` whose run heads a cluster launch: ``nodes`` (``launcher.engines.ssh.NodeRun``),
+    ``replies`` label → the ``node_status`` reply, or a callable making it (it may block, as ssh does);
+    ``tails`` (label, process) → the lines ``node_log_tail`` returns. ``asked``: the labels asked, in order."""
+
+    def __init__(self, nodes: list, replies: dict, tails: dict | None = None, **kw) -> None:
+        super().__init__(**kw)
+        self.nodes_of_cluster = nodes
+        self.replies = replies
+        self.tails = tails or {}
+        self.asked: list[str] = []
+
+    def cluster_nodes(self, run_id: str) -> list:
+        return self.nodes_of_cluster
+
+    def node_status(self, run_id: str, label: str) -> dict:
+        self.asked.append(label)
+        reply = self.replies[label]
+        return reply() if callable(reply) else reply
+
+    def node_log_tail(self, run_id: str, label: str, process: str, lines: int) -> list[str]:
+        return self.tails[(label, process)]

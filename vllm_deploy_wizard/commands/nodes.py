@@ -114,18 +114,12 @@ def machine_addresses(data: Any, local: str, hosts: dict[str, str], values: dict
 
 def cluster_hint(run_id: str) -> str | None:
     """For a run that is the head of a cluster launch: a line pointing at ``status --all-nodes``."""
-    from vllm_deploy_wizard.launcher.engines.ssh import clusters_root
+    from vllm_deploy_wizard.launcher.engines.ssh import head_cluster
 
-    try:
-        path = clusters_root() / f"{run_id}.json"
-        if not path.exists():
-            return None
-        import json
-
-        nodes = json.loads(path.read_text())["nodes"]
-    except (OSError, ValueError, KeyError, Exception):  # noqa: BLE001 - a hint only
+    c = head_cluster(run_id)
+    if c is None:
         return None
-    others = ", ".join(f"{n['label']} ({n['dest']})" for n in nodes if n.get("dest"))
+    others = ", ".join(f"{n.label} ({n.dest})" for n in c.nodes if n.dest)
     return f"head of a cluster launch; other nodes: {others} — `vllm-wizard status --all-nodes` shows them"
 
 
