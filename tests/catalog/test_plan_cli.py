@@ -555,3 +555,35 @@ def test_the_plan_lists_the_routers_api_port_for_launch_to_fill(capsys) -> None:
     assert code == 0, err
     router = next(p for p in json.loads(out)["processes"] if p["role"] == "router")
     assert router["ports"] == [29000, "$ROUTER_PORT"]  # metrics and API: preflight checks both
+
+
+def test_nodes_that_disagree_with_a_sized_pd_pool_are_refused_naming_both_flags(capsys, tmp_path: Path) -> None:
+    """``--nodes 2 --pd-prefill 3`` used to plan 3 prefill + 1 decode machines silently (issue #20):
+    the pools size a PD plan, so the conflict is an error naming both flags and the valid forms."""
+    base = ("--model", "MiniMaxAI/MiniMax-M2", "--hardware", "h200", "--strategy", "pd_cluster")
+    code, out, err = _plan(capsys, *base, "--nodes", "2", "--pd-prefill", "3")
+    assert code == 2 and out == ""
+    assert ("--nodes 2 conflicts with --pd-prefill 3: pd_cluster is sized by its pools, 3 prefill + 1 decode "
+            "= 4 engine machines plus the router") in err, err
+    assert "Valid: drop --nodes (plans those 4), --nodes 4, or pools that add up to 2 (e.g. --pd-prefill 1 " \
+           "--pd-decode 1)" in err
+    sel = tmp_path / "sel.yaml"
+    sel.write_text("model: MiniMaxAI/MiniMax-M2\nstrategy: pd_cluster\npd: {decode: {nodes: 2}}\n")
+    code, _, err = _plan(capsys, "--selection", str(sel), "--nodes", "1")
+    assert code == 2 and f"--nodes 1 conflicts with pd.decode.nodes 2 (in {sel})" in err, err
+    assert "e.g. --pd-prefill 0 --pd-decode 0: both co-located on one machine" in err
+    code, _, err = _plan(capsys, *base, "--nodes", "4", "--pd-prefill", "3", "--json")  # 3 + 1 = 4: agrees
+    assert code == 0 and "ignored" not in err, err
+
+
+def test_nodes_a_pd_plan_does_not_use_are_a_visible_warning(capsys) -> None:
+    """Without a pool size, ``nodes`` picks the legacy pools (> 1 = one node each): ``--nodes 3`` plans
+    2 engine machines, and the plan says so instead of dropping the 3 silently."""
+    code, out, _ = _plan(capsys, "--model", "MiniMaxAI/MiniMax-M2", "--hardware", "h200", "--strategy",
+                         "pd_cluster", "--nodes", "3")
+    assert code == 0
+    assert ("# warning: nodes 3 ignored: pd_cluster is sized by its pools, 1 prefill + 1 decode = 2 engine "
+            "machines, plus the router") in out
+    code, out, _ = _plan(capsys, "--model", "MiniMaxAI/MiniMax-M2", "--hardware", "h200", "--strategy",
+                         "pd_cluster", "--nodes", "2")
+    assert "ignored" not in out
