@@ -110,9 +110,10 @@ def _gate_warnings(ctx: SynthesisContext) -> list[str]:
     single = ctx.strategy is not None and ctx.deploy == "single_node"
     if single and c.get("fits_single_node") is False:
         per = p.vram_per_device_gb or 0
-        out.append(f"Insufficient VRAM for single-node: {name} provides {ctx.gpu_count}×{per:g}G = "
-                   f"{per * ctx.gpu_count:g}GB, but this variant needs at least {ctx.variant.vram_minimum_gb:g}GB "
-                   "for weights alone (rule N5)")
+        ram = " of RAM" if p.memory_term == "RAM" else ""  # a CPU profile's memory is host RAM, not VRAM
+        out.append(f"Insufficient {p.memory_term} for single-node: {name} provides {ctx.gpu_count}×{per:g}G = "
+                   f"{per * ctx.gpu_count:g}GB{ram}, but this variant needs at least "
+                   f"{ctx.variant.vram_minimum_gb:g}GB for weights alone (rule N5)")
     by_match = c.get("strategy_offered_by_hardware_match")  # unverified instead (docs/constraints.md §3.2)
     if c.get("strategy_offered") is False and not by_match:
         out.append(f"{ctx.recipe.hf_id} does not offer strategy {ctx.strategy_id} (rule S3)")
