@@ -142,3 +142,22 @@ def test_launch_download_fetches_the_served_models_before_preflight(monkeypatch,
     prepared.clear()
     assert cli.main(argv) == 2
     assert "is gated" in capsys.readouterr().err and prepared == []
+
+
+def test_plan_download_of_a_recipe_fetches_the_id_vllm_loads_once(monkeypatch, capsys):
+    """``plan --model Google/gemma-4-12B-it --download``: the recipe id and the model it serves differ in
+    case (issue #20); the HF cache folder keeps the case given, so only ``google/gemma-4-12B-it`` — what
+    ``vllm serve`` loads — is fetched, not the typed id first (a second, unused copy of the weights)."""
+    import huggingface_hub
+
+    from vllm_deploy_wizard.workflows import model_download
+
+    hub = FakeHub()
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", hub.snapshot_download)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(model_download, "is_cached", lambda model, cache_dir=None: False)
+    rc = cli.main(["plan", "--model", "Google/gemma-4-12B-it", "--hardware", "h200", "--install-mode", "pip",
+                   "--download", "--json"])
+    assert rc == 0, capsys.readouterr().err
+    assert hub.calls == [("google/gemma-4-12B-it", None)]

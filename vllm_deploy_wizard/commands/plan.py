@@ -282,6 +282,17 @@ def download_missing(models: list[str], done: set[str] | None = None) -> None:
         print(f"downloaded {hf} to {path}", file=sys.stderr)
 
 
+def _is_recipe(cat: Any, model: str) -> bool:
+    """Whether ``model`` names a recipe of ``cat`` (its id or a variant's ``model_id``, any case)."""
+    from vllm_deploy_wizard.common.errors import SelectionError
+
+    try:
+        cat.resolve_model(model)
+    except SelectionError:
+        return False
+    return True
+
+
 def check_typed_input(typed: list[str], plan_json: dict, flags: bool = True) -> None:
     """Refuse typed ``--arg`` flags the installed vLLM lacks, a typed ``--port`` that is not a port
     (1–65535) and a ``--max-model-len`` above the model's limit (workflows/plan_checks.py):
@@ -371,7 +382,10 @@ def handle(args: argparse.Namespace) -> int:
     if "model" not in data:
         raise SelectionError("no model: pass --model ID or a --selection file with a `model` key")
     fetched: set[str] = set()
-    if getattr(args, "download", False):
+    if getattr(args, "download", False) and not _is_recipe(cat, str(data["model"])):
+        # a custom model: its config.json is needed to plan it. A recipe's served models come after
+        # planning (served_models below): the typed id may differ from what vLLM loads in case
+        # (Google/gemma-… serves google/gemma-…) and the cache folder keeps the case given
         download_missing([str(data["model"])], fetched)
     where = str(args.selection) if args.selection else "flags"
     selection = selection_from_data(data, where, flags=flags_given(args))
