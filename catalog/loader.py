@@ -100,6 +100,22 @@ class Catalog:
         hf_id, variant = hit
         return self.recipes[hf_id], variant
 
+    def served_model_id(self, model_id: str, variant: str | None = None) -> str:
+        """The Hugging Face id ``vllm serve`` gets for a recipe id or variant alias (case-insensitive):
+        the variant's ``model_id``, else the recipe's ``model.model_id``, else the recipe id
+        (docs/synthesis.md §2 ``modelId``). ``variant``: a variant key (default: the alias's, else
+        ``default``).
+
+        Why: a recipe id is the recipes folder path and may differ from the model's own id in case
+        (``Google/gemma-4-12B-it`` serves ``google/gemma-4-12B-it``). The hub finds a repo in any
+        case, but the local cache folder (``models--<org>--<name>``) and vLLM's served model name
+        keep the case given, so downloading or reading config.json under the recipe id would miss
+        what vLLM loads.
+        """
+        recipe, alias = self.resolve_model(model_id)
+        v = recipe.variants.get(variant or alias or "default")
+        return (v.model_id if v is not None else None) or recipe.model.model_id or recipe.hf_id
+
     def recipe(self, model_id: str) -> Recipe:
         """The recipe for ``model_id`` (case-insensitive; variant aliases resolve to their parent)."""
         return self.resolve_model(model_id)[0]

@@ -13,6 +13,7 @@ on the same plan; synthesis fills it explicitly so the launcher needs no rules o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -115,6 +116,15 @@ def node_label(plan: LaunchPlan, proc: PlanProcess) -> str:
     if proc.instance is not None:
         return f"instance-{proc.instance}-node-{proc.node_rank}"
     return f"node-{proc.node_rank}"
+
+
+def pd_engine_machines(pool_nodes: Mapping[str, int]) -> int:
+    """How many engine machines a PD plan's pools (``pd_pool_nodes``) take, the router not counted:
+    each pool's own nodes, plus node-0 once when a pool is co-located (0 nodes: half of node-0's
+    devices, :func:`node_label`). Legacy layouts: ``nodes`` 1 → both co-located → 1; ``nodes`` > 1 →
+    one node per pool → 2."""
+    own = sum(n for n in pool_nodes.values() if n > 0)
+    return own + (1 if any(n == 0 for n in pool_nodes.values()) else 0)
 
 
 def find_placeholders(processes: list[PlanProcess]) -> list[str]:

@@ -74,7 +74,11 @@ def plan_fit(plan: Any, profile: Any, host: Any = None, *, cache_dir: str | None
     proc = next((p for p in plan.processes if p.role in _SERVE_ROLES and "serve" in p.argv), None)
     if proc is None:
         return None, []
-    model = str(plan.resolved.get("model") or "")
+    # the model the serve process loads, as vLLM gets it (a variant's own checkpoint; the model's
+    # own id, whose case may differ from the recipe id: Google/gemma-… serves google/gemma-…)
+    at = proc.argv.index("serve") + 1
+    loaded = proc.argv[at] if at < len(proc.argv) and not proc.argv[at].startswith("-") else None
+    model = loaded or str(plan.resolved.get("model") or "")
     try:
         facts = load_model_facts(model, cache_dir=cache_dir)
     except ConfigUnavailable:

@@ -16,6 +16,7 @@ from vllm_deploy_wizard.common.vllm_source import UNKNOWN_VERSION, fetch_command
 
 from . import backends as B
 from . import gates as G
+from .plan import pd_engine_machines
 from .synthesis_context import PD_ROLES, SynthesisContext
 
 
@@ -109,9 +110,10 @@ def _gate_warnings(ctx: SynthesisContext) -> list[str]:
     single = ctx.strategy is not None and ctx.deploy == "single_node"
     if single and c.get("fits_single_node") is False:
         per = p.vram_per_device_gb or 0
-        out.append(f"Insufficient VRAM for single-node: {name} provides {ctx.gpu_count}×{per:g}G = "
-                   f"{per * ctx.gpu_count:g}GB, but this variant needs at least {ctx.variant.vram_minimum_gb:g}GB "
-                   "for weights alone (rule N5)")
+        ram = " of RAM" if p.memory_term == "RAM" else ""  # a CPU profile's memory is host RAM, not VRAM
+        out.append(f"Insufficient {p.memory_term} for single-node: {name} provides {ctx.gpu_count}×{per:g}G = "
+                   f"{per * ctx.gpu_count:g}GB{ram}, but this variant needs at least "
+                   f"{ctx.variant.vram_minimum_gb:g}GB for weights alone (rule N5)")
     by_match = c.get("strategy_offered_by_hardware_match")  # unverified instead (docs/constraints.md §3.2)
     if c.get("strategy_offered") is False and not by_match:
         out.append(f"{ctx.recipe.hf_id} does not offer strategy {ctx.strategy_id} (rule S3)")
@@ -171,6 +173,10 @@ def _ignored_selection(ctx: SynthesisContext) -> list[str]:
     * ``task`` on a recipe that is not omni (§2.12);
     * ``kv_instances`` without a non-PD Mooncake kv_store deployment (§2.9);
     * ``nodes`` > 1 with a ``single_node_*`` strategy (the plan is one node);
+    * ``nodes`` under ``pd_cluster`` when the pools take another number of engine machines: the
+      pools size a PD plan, ``nodes`` only picks the legacy default of a pool left unsized
+      (docs/synthesis.md §2.6 PD role: 1 → co-located, > 1 → one node); ``plan --nodes`` with a
+      ``--pd-prefill``/``--pd-decode`` size refuses the conflict instead (commands/plan.py);
     * ``gpus`` above the profile's ``gpu_count`` (planned as asked, but the profile has fewer).
     """
     sel, out = ctx.sel, []
@@ -192,9 +198,29 @@ def _ignored_selection(ctx: SynthesisContext) -> list[str]:
     if ctx.nodes > 1 and ctx.strategy_id and ctx.deploy == "single_node":
         out.append(f"nodes {ctx.nodes} ignored: {ctx.strategy_id} runs on one node; pick a multi_node_* or "
                    "pd_cluster strategy to use more")
+    if ctx.is_pd and sel.nodes is not None:
+        out += pd_nodes_note(sel.nodes, {role: ctx.pools[role].nodes for role in PD_ROLES})
     if sel.gpus and sel.gpus > ctx.profile.gpu_count:
         out.append(f"the {ctx.hw} profile has {ctx.profile.gpu_count} devices per node; planning for {sel.gpus}")
     return out
+
+
+def pd_machines_words(pool_nodes: dict[str, int]) -> str:
+    """``3 prefill + 1 decode = 4 engine machines`` (a co-located pool is ``co-located``)."""
+    parts = [f"{n} {role}" if n else f"{role} co-located" for role, n in pool_nodes.items()]
+    total = pd_engine_machines(pool_nodes)
+    return f"{' + '.join(parts)} = {total} engine machine{'s' if total != 1 else ''}"
+
+
+def pd_nodes_note(nodes: int, pool_nodes: dict[str, int]) -> list[str]:
+    """The warning for a PD selection whose ``nodes`` differs from its pools' engine machines
+    (:func:`~vllm_deploy_wizard.catalog.plan.pd_engine_machines`); none when they agree."""
+    if pd_engine_machines(pool_nodes) == nodes:
+        return []
+    return [f"nodes {nodes} ignored: pd_cluster is sized by its pools, {pd_machines_words(pool_nodes)}, plus "
+            "the router (nodes only picks the default of a pool left unsized: 1 = co-located on one "
+            "machine, more = one node per pool); size the pools with --pd-prefill N --pd-decode M "
+            "(selection key pd.<role>.nodes)"]
 
 
 #: Address a placeholder for a machine of a one-machine plan defaults to: every process is local.

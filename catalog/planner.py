@@ -37,6 +37,9 @@ docs/constraints.md §3):
   node's devices, sets ``gpus`` to its count and pins the serve processes
   (:func:`.device_pick.pin_devices`); on Ascend docker processes pass the device files the node has;
   a node whose devices differ gets a warning naming each when none are picked.
+* **Open listeners** (:mod:`.listeners`): an engine serving its API on every interface without an
+  API key (vLLM's default without ``--host``), or a router bound to every interface, is a warning
+  naming the fix for the plan's shape.
 * **Fit** (docs/fit.md §6): the serve process's KV capacity from the model's own config, as
   ``plan.fit`` and notes (:func:`.plan_fit.plan_fit`); on the detected node the device memory is
   the smallest detected device the plan uses (:func:`.device_pick.device_bytes`).
@@ -226,6 +229,9 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
     plan.fit, fit_notes = plan_fit(plan, profile, host,
                                    device_bytes=device_bytes(host, devices, count) if host is not None else None)
     plan.notes += fit_notes
+    from .listeners import listener_notes  # engines on every interface without an API key (issue #21)
+
+    plan.notes += [n for n in listener_notes(plan) if n not in plan.notes]
     return Planned(catalog, selection, opts, plan, refusals, warnings, detected_profile, fixes)
 
 

@@ -9,7 +9,8 @@
   loading a large model takes minutes); the last process ``exec``s in the foreground so the script's lifetime is the
   node's service. A placeholder with a plan default (``placeholder_defaults``: the router's
   ``ROUTER_HOST``/``ROUTER_PORT``; ``ROUTER_HOST`` only on the router's machine) takes it unless
-  exported; the others must be exported before
+  exported — except the router's own ``ROUTER_HOST`` of a plan spanning machines, which is
+  :data:`REACHABLE_ROUTER_HOST` (see :func:`script_router_host`); the others must be exported before
   running: the script refuses to start (``${VAR:?}``) while one is unset. A router first waits
   for the ``/health`` of every engine it routes to (``wait_remote``; they may run on other
   machines). A secret flag's value (``--api-key``) is read from the environment (``$API_KEY``),
@@ -257,6 +258,39 @@ def _secrets_from_env(argv: list[str]) -> tuple[list[str], list[str]]:
     return out, list(dict.fromkeys(names))
 
 
+#: The router's bind address in the ``--script`` export of a plan spanning machines: every
+#: interface, as the Kubernetes export binds it (``launcher/engines/kubernetes.py``).
+REACHABLE_ROUTER_HOST = "0.0.0.0"
+
+
+def script_router_host(plan: LaunchPlan) -> str | None:
+    """The ``ROUTER_HOST`` default of the router's script, None when the plan has no default for it.
+
+    Decision (issue #21): the plan's default is docs/synthesis.md §2.13's ``localhost`` — right for
+    ``launch`` on one machine, but the router's script of a plan whose engines run on several
+    machines (PD pools on their own nodes, Mooncake instances, a ``services`` machine) runs on a
+    machine of its own, where ``localhost`` is reachable from no other machine: no client, no MoRIIO
+    engine (``proxy_ip``). There it binds :data:`REACHABLE_ROUTER_HOST`, as ``--k8s`` binds 0.0.0.0
+    and ``--slurm`` the node's address; a one-machine plan (co-located PD: every process local,
+    its pools 127.0.0.1) keeps ``localhost``. Either way the script says it at its top and
+    ``export ROUTER_HOST=ADDRESS`` before running picks another."""
+    default = plan.placeholder_defaults.get("ROUTER_HOST")
+    if default is None:
+        return None
+    machines = {node_label(plan, p) for p in plan.processes if p.role != "router"}
+    return REACHABLE_ROUTER_HOST if len(machines) > 1 else default
+
+
+def _router_host_lines(host: str) -> list[str]:
+    """The top-of-script comment naming the router's bind address and how to change it."""
+    if host == REACHABLE_ROUTER_HOST:
+        return [f"# The router binds $ROUTER_HOST, default {host}: every interface of this machine, so clients",
+                "# and the engines' machines reach it (the plan's own default, localhost, reaches no other",
+                "# machine). export ROUTER_HOST=ADDRESS before running to bind one address instead."]
+    return [f"# The router binds $ROUTER_HOST, default {host}: reachable from this machine only. export",
+            "# ROUTER_HOST=0.0.0.0 (or this machine's address) before running to serve other machines."]
+
+
 def node_scripts(plan: LaunchPlan) -> dict[str, str]:
     """``{file name: bash script}`` — one executable script per node (see module docstring)."""
     scripts: dict[str, str] = {}
@@ -290,10 +324,15 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
             flag = "--" + name.lower().replace("_", "-")
             lines.append(f': "${{{name}:?export {name} (the value of {flag}) before running this script}}"')
         routes_here = any(p.role == "router" for p in procs)
+        router_host = script_router_host(plan) if routes_here and "ROUTER_HOST" in placeholders else None
+        if router_host is not None:
+            lines[3:3] = _router_host_lines(router_host)
         for name in sorted(set(placeholders) - set(configs) - set(secrets)):
-            # the plan's default unless exported — the router's address (localhost) only on its own
-            # machine: elsewhere (a MoRIIO engine's proxy_ip) it names another machine
-            if name in plan.placeholder_defaults and (name != "ROUTER_HOST" or routes_here):
+            # the plan's default unless exported — the router's address only on its own machine
+            # (script_router_host): elsewhere (a MoRIIO engine's proxy_ip) it names another machine
+            if name == "ROUTER_HOST" and router_host is not None:
+                lines.append(f': "${{ROUTER_HOST:={router_host}}}"')
+            elif name in plan.placeholder_defaults and (name != "ROUTER_HOST" or routes_here):
                 lines.append(f': "${{{name}:={plan.placeholder_defaults[name]}}}"')
             else:
                 lines.append(f': "${{{name}:?export {name} before running this script}}"')

@@ -402,8 +402,13 @@ class WizardApp(App):
             self.resolved_features = list(getattr(plan, "resolved", {}).get("features") or [])
             # the plan's own "warning: …" notes (gate rules H1, N5, S3…, docs/constraints.md §3.1), shown
             # by the configure pane as review and `vllm-wizard plan` show them
+            # not the open-listener warning (catalog/listeners.py): it is about the deployment, not a
+            # choice of this screen, and would stand in the panel for nearly every plan; review shows it
+            from vllm_deploy_wizard.catalog.listeners import listener_note_set
+
+            listening = listener_note_set(plan)
             self.plan_warnings = [n.removeprefix("warning: ") for n in getattr(plan, "notes", []) or []
-                                  if isinstance(n, str) and n.startswith("warning: ")]
+                                  if isinstance(n, str) and n.startswith("warning: ") and n not in listening]
             rust = any((getattr(p, "env", None) or {}).get("VLLM_USE_RUST_FRONTEND") == "1"
                        for p in getattr(plan, "processes", []) or [])
             self.frontend_default = "rust" if rust else "python"

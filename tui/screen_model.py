@@ -213,13 +213,20 @@ class ModelScreen(WizardScreen):
         self.pick(hf_id)
 
     def download_target(self) -> str | None:
-        """What ctrl+d downloads: the custom box's HF id, else the highlighted recipe's."""
+        """What ctrl+d downloads: the custom box's HF id, else the model the highlighted recipe
+        serves (:meth:`~vllm_deploy_wizard.catalog.loader.Catalog.served_model_id`: the id vLLM
+        loads, in its case — the recipe id ``Google/gemma-…`` would fill another cache folder)."""
         typed = self.query_one("#custom", Input).value.strip()
         if typed:
             return typed
         table = self.query_one("#recipes", DataTable)
         if table.row_count:
-            return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+            key = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+            served = getattr(self.app.catalog, "served_model_id", None)
+            try:
+                return served(key) if served is not None else key
+            except Exception:  # noqa: BLE001 — a row of another catalog: its id as shown
+                return key
         return None
 
     def action_download(self) -> None:

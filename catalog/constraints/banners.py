@@ -18,11 +18,14 @@ def _banners(ctx: _Ctx, opts: Options) -> None:
     single = s is None or s.deploy_type == "single_node" or (s.deploy_type == "multi_node" and ctx.nodes == 1)
     if single and need is not None and ctx.node_vram is not None and need > ctx.node_vram:  # N5
         per = p.vram_per_device_gb
+        # a CPU node's "devices" are NUMA nodes and its memory host RAM: no VRAM, no GPU to switch to
+        cpu = p.memory_term == "RAM"
         opts.warnings.append(
-            f"Insufficient VRAM for single-node: {name} provides {ctx.gpus}×{_num(per)}G = "
-            f"{_num(ctx.node_vram)}GB, but this variant needs at least {_num(need)}GB for weights alone "
-            "(KV cache requires more). Switch to a higher-memory GPU, use multi-node TP, or lower "
-            "--max-model-len to shrink the KV cache footprint.")
+            f"Insufficient {p.memory_term} for single-node: {name} provides {ctx.gpus}×{_num(per)}G = "
+            f"{_num(ctx.node_vram)}GB{' of RAM' if cpu else ''}, but this variant needs at least {_num(need)}GB "
+            "for weights alone (KV cache requires more). "
+            + ("Switch to a machine with more RAM" if cpu else "Switch to a higher-memory GPU")
+            + ", use multi-node TP, or lower --max-model-len to shrink the KV cache footprint.")
     if ctx.strategy_id == "single_node_tp" and ctx.nodes == 1:  # §2.2 [UI] hint
         # Decision: the hint only when TP < devices, also on CPU (the
         # spec's "(or CPU)" printed "runs on 4 of 4 … to scale up"); CPU TP is not clamped (§2.2

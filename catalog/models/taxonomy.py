@@ -50,6 +50,13 @@ class HardwareProfile(CatalogModel):
         return (g[0] if g else "") if isinstance(g, list) else g
 
     @property
+    def memory_term(self) -> str:
+        """What this profile's ``vram_gb`` is, in words for messages: ``RAM`` on a CPU backend
+        (``generation: cpu``, where a "device" is a NUMA node and its memory is host RAM), else
+        ``VRAM`` (GPUs and the other accelerators' device memory)."""
+        return "RAM" if self.gen == "cpu" else "VRAM"
+
+    @property
     def vram_per_device_gb(self) -> float | None:
         """``vram_gb / gpu_count`` (None when the profile gives no VRAM)."""
         if not self.vram_gb or not self.gpu_count:

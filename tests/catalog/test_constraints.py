@@ -232,6 +232,21 @@ def test_n4_and_n5_variant_too_big_for_one_node(snap):
             "or lower --max-model-len to shrink the KV cache footprint.") in opts.warnings
 
 
+def test_n5_on_a_cpu_profile_speaks_of_ram_not_vram(snap):
+    """A CPU node's "devices" are NUMA nodes and its memory is host RAM (issue #20): the N5 banner and
+    the plan's N5 note say RAM and a machine with more of it, not VRAM and a higher-memory GPU."""
+    from vllm_deploy_wizard.catalog import Selection, synthesize
+
+    sel = {"model": "Qwen/Qwen3-Coder-480B-A35B-Instruct", "hardware": "xeon6", "strategy": "single_node_tp"}
+    assert ("Insufficient RAM for single-node: Xeon 6 provides 4×256G = 1024GB of RAM, but this variant needs at "
+            "least 1152GB for weights alone (KV cache requires more). Switch to a machine with more RAM, use "
+            "multi-node TP, or lower --max-model-len to shrink the KV cache footprint.") in options(snap, sel).warnings
+    notes = synthesize(snap, Selection(**sel)).notes
+    assert ("warning: Insufficient RAM for single-node: Xeon 6 (xeon6) provides 4×256G = 1024GB of RAM, but this "
+            "variant needs at least 1152GB for weights alone (rule N5)") in notes
+    assert not any("VRAM" in n or "GPU" in n for n in [*notes, *options(snap, sel).warnings] if "Insufficient" in n)
+
+
 def test_n5_not_raised_for_multi_node(snap):
     opts = options(snap, {"model": KIMI, "hardware": "h100", "nodes": 4, "strategy": "multi_node_tp"})
     assert not any(w.startswith("Insufficient VRAM") for w in opts.warnings)

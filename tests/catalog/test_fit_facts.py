@@ -135,3 +135,27 @@ def test_detected_host_gets_offload_sizes_in_the_fit_block(tmp_path, cat):
     sizes = planned.plan.fit["host"]
     assert sizes["lmcache_l1_size_gb"] == 17  # floor(0.75 × 23 GiB), below the 20 GiB free
     assert sizes["offloading_cpu_bytes_to_use"] == 17 * 2**30 < 512 * 2**30
+
+
+def test_the_fit_reads_the_config_of_the_model_vllm_loads_not_the_recipe_id(cat, monkeypatch, tmp_path):
+    """The recipe ``Google/gemma-4-12B-it`` serves ``google/gemma-4-12B-it`` (its model_id, issue #20):
+    the HF cache folder keeps the case given (``models--google--…``), so the fit looks up the served
+    id — the recipe id missed a config.json vLLM had downloaded, and its fetch command filled another
+    folder. A variant with its own checkpoint is looked up by that id."""
+    import huggingface_hub.constants as c
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(c, "HF_HUB_CACHE", str(tmp_path))
+    snap = tmp_path / "models--google--gemma-4-12B-it" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps(config("Qwen3-14B")))
+    (tmp_path / "models--google--gemma-4-12B-it" / "refs").mkdir()
+    (tmp_path / "models--google--gemma-4-12B-it" / "refs" / "main").write_text("abc")
+    sel = Selection(model="Google/gemma-4-12B-it", hardware="h200", install_mode="pip")
+    planned = plan_selection(cat, sel)
+    assert planned.plan.processes[0].argv[:3] == ["vllm", "serve", "google/gemma-4-12B-it"]
+    assert planned.plan.fit is not None and planned.plan.fit["available"] is True, planned.plan.fit
+    other = plan_selection(cat, sel.model_copy(update={"variant": "w4a16"})).plan.fit
+    assert other == {"available": False, "fetch": "hf download google/gemma-4-12B-it-qat-w4a16-ct config.json"}
+    assert cat.served_model_id("GOOGLE/Gemma-4-12b-IT") == "google/gemma-4-12B-it"
+    assert cat.served_model_id("Google/gemma-4-12B-it", "w4a16") == "google/gemma-4-12B-it-qat-w4a16-ct"

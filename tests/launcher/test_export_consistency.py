@@ -10,7 +10,8 @@
   ``launch`` or listed in "fill before launch";
 * per-node scripts: every placeholder a script reads has a default or stops the script unset (and is
   listed in "fill before launch"), pinned devices exist on the node, a router waits for the engines
-  it routes to; no secret inline.
+  it routes to and, in a plan spanning machines, binds an address they reach (not loopback); no
+  secret inline.
 
 The shapes: one golden case per strategy shape (as in ``test_kubernetes_manifests``) plus single
 node on each backend, multi-node TP/TEP/DEP/TP+PP/TP+DP, PD with each connector and router, the
@@ -49,6 +50,8 @@ pytestmark = pytest.mark.usefixtures("shared")
 
 #: What the cluster itself sets in a pod of a LeaderWorkerSet.
 LWS_VARS = {"LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX", "LWS_GROUP_SIZE"}
+#: Addresses only the machine itself reaches a listener on.
+LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 #: Addresses every other pod reaches a listener on.
 POD_REACHABLE = {"0.0.0.0", "::", "$(POD_IP)"}
 #: Per executable: (port flag, default port, host flag, default host) of each listener — vLLM 0.32.0
@@ -401,6 +404,11 @@ def script_problems(scripts: dict[str, str], doc: dict, text: str, secrets: list
                 problems.append(f"{fname}: reads ${name}, neither exported nor checked")
         if "start_router()" not in body and re.search(r'^: "\$\{ROUTER_HOST:=', body, re.M):
             problems.append(f"{fname}: defaults $ROUTER_HOST, the router's address, on a machine without the router")
+        bind = re.search(r'^: "\$\{ROUTER_HOST:=([^}]*)\}"', body, re.M)
+        if ("start_router()" in body and bind and bind.group(1) in LOOPBACK
+                and len([f for f in scripts if f != fname]) > 1):
+            problems.append(f"{fname}: the router binds {bind.group(1)} by default, which the plan's other "
+                            "machines (and clients) can't reach")
         for name in required - listed - secret_vars:
             problems.append(f"{fname}: stops without ${name}, which 'fill before launch' does not list")
         for ids in re.findall(r"_VISIBLE_DEVICES=([0-9,]+)", body):
@@ -439,6 +447,25 @@ def test_a_router_bound_to_localhost_fails_the_checker(catalogs) -> None:
     problems = all_problems(planted)
     assert any("Service vllm-router port 30000" in p for p in problems), problems
     assert any("readinessProbe on port 30000, which it binds on localhost" in p for p in problems), problems
+
+
+def test_the_router_script_of_a_plan_spanning_machines_binds_every_interface(catalogs) -> None:
+    """``plan --script``'s router.sh used to take the plan's one-machine ``ROUTER_HOST=localhost``
+    on a machine of its own (issue #21): no client or engine machine reached it. It binds 0.0.0.0
+    there (as ``--k8s`` does) and says so at the top; a one-machine (co-located) plan keeps
+    localhost. Planting localhost back fails the checker."""
+    ex = exports(catalogs, {**DSV3, "strategy": "pd_cluster", "nodes": 2})
+    router = ex["scripts"]["router.sh"]
+    assert ': "${ROUTER_HOST:=0.0.0.0}"' in router
+    assert "# The router binds $ROUTER_HOST, default 0.0.0.0: every interface of this machine" in router
+    planted = copy.deepcopy(ex)
+    planted["scripts"]["router.sh"] = router.replace("ROUTER_HOST:=0.0.0.0", "ROUTER_HOST:=localhost")
+    assert "router.sh: the router binds localhost by default, which the plan's other machines (and clients) " \
+           "can't reach" in all_problems(planted)
+    local = exports(catalogs, {"model": "MiniMaxAI/MiniMax-M2", "hardware": "h200", "strategy": "pd_cluster",
+                               "nodes": 1})["scripts"]
+    assert sorted(local) == ["node-0.sh", "router.sh"] and ': "${ROUTER_HOST:=localhost}"' in local["router.sh"]
+    assert "default localhost: reachable from this machine only" in local["router.sh"]
 
 
 def test_a_side_channel_on_a_service_name_and_an_unpassed_pool_address_fail_the_checker(catalogs) -> None:

@@ -69,3 +69,26 @@ async def test_ctrl_d_on_a_recipe_and_a_gated_refusal_shown_in_full(build_app):
         await _until(pilot, lambda: "✗" in str(status.render()))
         assert str(status.render()) == f"✗ {reason}"
         assert status.size.height >= 4  # not cut to one line at 80 columns
+
+
+async def test_ctrl_d_on_a_recipe_downloads_the_model_it_serves_in_its_case(build_app):
+    """The recipe ``Google/gemma-4-12B-it`` serves ``google/gemma-4-12B-it`` (issue #20): ctrl+d on its
+    row fetches that id, the cache folder vLLM reads, not ``models--Google--…``."""
+    app = build_app()
+    calls = []
+
+    def download(model):
+        calls.append(model)
+        return f"/hub/{model}"
+
+    app.services.download_model = download
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pick_hardware(pilot, "h200")
+        app.screen.query_one("#search", Input).value = "gemma-4-12B"
+        await settle(pilot)
+        table = app.screen.query_one("#recipes", DataTable)
+        assert str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value) == "Google/gemma-4-12B-it"
+        table.focus()
+        await pilot.press("ctrl+d")
+        await _until(pilot, lambda: calls)
+        assert calls == ["google/gemma-4-12B-it"]

@@ -17,6 +17,7 @@ import psutil
 import pytest
 from fakes import FakeCandidate, FakeLauncher
 from polling import wait_until, wait_until_async
+from textual.binding import Binding
 from textual.widgets import Static
 from tui_steps import pick_model, settle, until, walk
 
@@ -356,7 +357,12 @@ async def test_cpu_node_plans_like_the_cli_and_configure_shows_the_plan_warnings
     host = HostCapacity.from_inventory(app.services.detect())
     cli_plan = plan_selection(snapshot_catalog, Selection(model="Qwen/Qwen3-32B", hardware="xeon6"), host,
                               detected_profile="xeon6", strict=False).plan
-    cli_warnings = [n.removeprefix("warning: ") for n in cli_plan.notes if n.startswith("warning: ")]
+    from vllm_deploy_wizard.catalog.listeners import listener_note_set
+
+    listening = listener_note_set(cli_plan)  # review shows it (plan notes), the configure pane does not
+    assert listening
+    cli_warnings = [n.removeprefix("warning: ") for n in cli_plan.notes
+                    if n.startswith("warning: ") and n not in listening]
     assert any("(rule H1)" in w for w in cli_warnings) and cli_plan.device_count == 1
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, 5)
@@ -373,8 +379,10 @@ async def test_cpu_node_plans_like_the_cli_and_configure_shows_the_plan_warnings
         await pilot.press("ctrl+n")
         await settle(pilot)
         assert isinstance(app.screen, ReviewScreen) and app.plan.device_count == cli_plan.device_count
+        assert listening <= set(app.plan.notes)
+        assert not any(f"⚠ {n.removeprefix('warning: ')}" in panel.lines for n in listening)
         notes = str(app.screen.query_one("#plan-notes", Static).render())
-        assert all(w in notes for w in cli_warnings)
+        assert all(w in notes for w in cli_warnings) and "serves the model's API on every network interface" in notes
 
 
 # ------------------------------------------------------------------ monitor at 80×24
@@ -395,6 +403,26 @@ async def test_monitor_table_fits_80_columns_without_a_scrollbar(build_app):
         await until(pilot, lambda: table.row_count == len(app.screen.model.procs) > 0, 5, "the process rows")
         await settle(pilot)  # painted
         assert table.virtual_size.width <= table.size.width and not table.show_horizontal_scrollbar
+
+
+async def test_the_monitor_footer_shows_the_benchmark_key_at_80_columns(build_app):
+    """``b`` (benchmark) used to be hidden from the footer, listed only by F1 and the palette (issue
+    #20): at 80 columns every key the footer shows is inside the screen, b among them, with ^q Quit
+    and f1 Help; x (relaunch with the fix) is left to the failure box, which names it."""
+    from canned import ready_run
+    from textual.widgets._footer import FooterKey
+
+    app = build_app(launcher=FakeLauncher(events=ready_run()), attach="run-1")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor")
+        await settle(pilot)
+        keys = {k.key: k for k in app.screen.query(FooterKey)}
+        assert {"s", "r", "d", "m", "b", "ctrl+q", "f1"} <= set(keys) and "x" not in keys
+        for key in keys.values():
+            assert key.region.width > 0 and key.region.right <= 80, (key.key, key.region)
+        assert keys["b"].region.x < keys["ctrl+q"].region.x  # not pushed out past the app's keys
+        bindings = {b.key: b for b in MonitorScreen.BINDINGS if isinstance(b, Binding)}
+        assert bindings["x"].show is False and bindings["b"].show
 
 
 async def test_smoke_after_a_wizard_launch_uses_the_typed_api_key(build_app, tmp_path, monkeypatch, fake_vllm):

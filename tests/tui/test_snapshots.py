@@ -97,7 +97,8 @@ def test_review_screen(snap_compare, build_app, size):
 def test_monitor_screen(snap_compare, build_app, size):
     """You should see the process table with vllm READY (pid 4242, ✓ ready), its log with the WARNING
     line in yellow (no "[wizard] … → READY" supervisor notes), the side panel with "vllm: serving" and
-    the metric sparklines, and the footer "s Stop r Restart d Detach m Smoke x Fix+relaunch …"."""
+    the metric sparklines, and the footer "s Stop r Restart d Detach m Smoke b Bench ^q Quit f1 Help" (x, only
+    useful after a failure, is named by the failure box)."""
 
     async def before(pilot):
         await walk(pilot, "h200", "Qwen/Qwen3-32B", [])

@@ -282,6 +282,17 @@ def download_missing(models: list[str], done: set[str] | None = None) -> None:
         print(f"downloaded {hf} to {path}", file=sys.stderr)
 
 
+def _is_recipe(cat: Any, model: str) -> bool:
+    """Whether ``model`` names a recipe of ``cat`` (its id or a variant's ``model_id``, any case)."""
+    from vllm_deploy_wizard.common.errors import SelectionError
+
+    try:
+        cat.resolve_model(model)
+    except SelectionError:
+        return False
+    return True
+
+
 def check_typed_input(typed: list[str], plan_json: dict, flags: bool = True) -> None:
     """Refuse typed ``--arg`` flags the installed vLLM lacks, a typed ``--port`` that is not a port
     (1–65535) and a ``--max-model-len`` above the model's limit (workflows/plan_checks.py):
@@ -299,6 +310,45 @@ def check_typed_input(typed: list[str], plan_json: dict, flags: bool = True) -> 
     if problems:
         raise SelectionError(f"{len(problems)} problem(s) in the typed input:\n"
                              + "\n".join(f"  - {p}" for p in problems))
+
+
+def check_pd_nodes(args: argparse.Namespace, selection: Any, plan: Any) -> None:
+    """Refuse ``--nodes N`` with a PD pool sized (``--pd-prefill``/``--pd-decode``, or ``pd.<role>.nodes``
+    of the ``--selection`` file) when the pools take another number of engine machines.
+
+    Why an error, not the plan's warning: a pd_cluster plan is sized by its pools (docs/synthesis.md
+    §2.6 PD role); ``--nodes`` only picks the default of a pool left unsized (1 = co-located, more =
+    one node per pool), so ``--nodes 2 --pd-prefill 3`` would silently plan 3 prefill + 1 decode
+    machines. Typed on one command line, the two flags disagree; the message names both and the
+    valid forms. Without a pool size (``--nodes 3`` alone) the plan's ``nodes … ignored`` warning says
+    it instead (catalog/plan_notes.py ``pd_nodes_note``).
+
+    Raises:
+        SelectionError: the conflict, with the machines the pools take and what would be valid.
+    """
+    from vllm_deploy_wizard.catalog.plan import pd_engine_machines
+    from vllm_deploy_wizard.catalog.plan_notes import pd_machines_words
+    from vllm_deploy_wizard.common.errors import SelectionError
+
+    pools = plan.pd_pool_nodes
+    if args.nodes is None or pools is None or selection.pd is None:
+        return
+    sized = [(role, pool.nodes) for role in ("prefill", "decode")
+             if (pool := getattr(selection.pd, role)) is not None and pool.nodes is not None]
+    machines = pd_engine_machines(pools)
+    if not sized or machines == args.nodes:
+        return
+    file = f" (in {args.selection})" if args.selection is not None else ""
+    given = ", ".join(f"--pd-prefill {n}" if role == "prefill" and args.pd_prefill else
+                      f"--pd-decode {n}" if role == "decode" and args.pd_decode else
+                      f"pd.{role}.nodes {n}{file}" for role, n in sized)
+    fit = ("--pd-prefill 0 --pd-decode 0: both co-located on one machine" if args.nodes == 1 else
+           f"--pd-prefill {args.nodes // 2} --pd-decode {args.nodes - args.nodes // 2}")
+    raise SelectionError(
+        f"--nodes {args.nodes} conflicts with {given}: pd_cluster is sized by its pools, "
+        f"{pd_machines_words(pools)} plus the router (--nodes only picks the default of a pool left "
+        "unsized: 1 = co-located, more = one node per pool). Valid: drop --nodes (plans those "
+        f"{machines}), --nodes {machines}, or pools that add up to {args.nodes} (e.g. {fit})")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -332,7 +382,10 @@ def handle(args: argparse.Namespace) -> int:
     if "model" not in data:
         raise SelectionError("no model: pass --model ID or a --selection file with a `model` key")
     fetched: set[str] = set()
-    if getattr(args, "download", False):
+    if getattr(args, "download", False) and not _is_recipe(cat, str(data["model"])):
+        # a custom model: its config.json is needed to plan it. A recipe's served models come after
+        # planning (served_models below): the typed id may differ from what vLLM loads in case
+        # (Google/gemma-… serves google/gemma-…) and the cache folder keeps the case given
         download_missing([str(data["model"])], fetched)
     where = str(args.selection) if args.selection else "flags"
     selection = selection_from_data(data, where, flags=flags_given(args))
@@ -344,6 +397,7 @@ def handle(args: argparse.Namespace) -> int:
     planned = plan_selection(cat, selection, host, detected_profile=detected, strict=source.kind != "dir")
     typed = selection  # what the person asked for; --save keeps it (defaults resolve again when opened)
     cat, selection, plan = planned.catalog, planned.selection, planned.plan
+    check_pd_nodes(args, selection, plan)
     plan.notes += ["warning: " + w for w in warnings]
     plan.notes += node_plan_warnings(cat, plan, snapshot)
 
