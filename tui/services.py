@@ -152,7 +152,6 @@ def real_services() -> Services:
     building the services does not import the launcher (~70 ms of CPU that would otherwise delay the
     first usable screen, issue #21).
     """
-    from vllm_deploy_wizard import catalog as cat_mod
     from vllm_deploy_wizard import detect as det_mod
 
     extras: dict[str, Any] = {}
@@ -174,8 +173,10 @@ def real_services() -> Services:
         return catalog.with_recipe(recipe), recipe.hf_id
 
     def make_selection(values: dict):
+        from vllm_deploy_wizard.catalog.selection import Selection
+
         clean = {k: v for k, v in values.items() if v is not None}
-        return cat_mod.Selection(**clean)
+        return Selection(**clean)
 
     launcher: LauncherPort | None = None
     if importlib.util.find_spec("vllm_deploy_wizard.launcher") is not None:  # None: not built on this checkout
@@ -194,12 +195,26 @@ def real_services() -> Services:
         make_selection=make_selection,
         options=_planner_options,
         plan=_planner_plan,
-        synthesize=getattr(cat_mod, "synthesize", None) or missing("synthesize", "vllm_deploy_wizard.catalog"),
-        plan_to_json=cat_mod.plan_to_json,
+        synthesize=_synthesize,
+        plan_to_json=_plan_to_json,
         custom_recipe=custom,
         launcher=launcher,
         extras=extras,
     )
+
+
+def _synthesize(catalog, selection):
+    """:func:`vllm_deploy_wizard.catalog.synthesis.synthesize` (imported on first use)."""
+    from vllm_deploy_wizard.catalog.synthesis import synthesize
+
+    return synthesize(catalog, selection)
+
+
+def _plan_to_json(plan) -> dict:
+    """:func:`vllm_deploy_wizard.catalog.plan.plan_to_json` (imported on first use)."""
+    from vllm_deploy_wizard.catalog.plan import plan_to_json
+
+    return plan_to_json(plan)
 
 
 def _planner_options(catalog, selection, detected_profile=None, host=None):
