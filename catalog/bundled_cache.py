@@ -156,32 +156,33 @@ class CachedRecipes(LazyRecipes):
 def write(folder: Path, key: str, catalog: Any) -> bool:
     """Store ``catalog`` (every recipe validated first, where it validates) as the entry for
     ``key``; remove the entries of other keys. True when written; False when the folder is not
-    writable (the cache is an optimisation: nothing is raised)."""
-    for hf_id in list(catalog.recipes):
-        try:
-            catalog.recipes[hf_id]
-        except CatalogError:  # stays raw: reading it raises the same error after a cache hit
-            pass
-    stored = catalog
-    if isinstance(catalog.recipes, LazyRecipes):
-        stored = dataclasses.replace(catalog, recipes=CachedRecipes(catalog.recipes), _index=catalog._index)
+    writable (the cache is an optimisation: nothing is raised). A temporary file is opened in the
+    folder first, so a read-only cache costs no validation."""
     target = _entry(folder, key)
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        data = pickle.dumps((key, stored), protocol=pickle.HIGHEST_PROTOCOL)
         fd, tmp = tempfile.mkstemp(prefix=".bundled-", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for hf_id in list(catalog.recipes):
+                try:
+                    catalog.recipes[hf_id]
+                except CatalogError:  # stays raw: reading it raises the same error after a cache hit
+                    pass
+            stored = catalog
+            if isinstance(catalog.recipes, LazyRecipes):
+                stored = dataclasses.replace(catalog, recipes=CachedRecipes(catalog.recipes), _index=catalog._index)
+            fh.write(pickle.dumps((key, stored), protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, target)
         for old in folder.glob("bundled-*.pickle"):
             if old != target:
                 old.unlink(missing_ok=True)
     except (OSError, pickle.PicklingError):
         return False
+    finally:
+        Path(tmp).unlink(missing_ok=True)  # gone after the rename; left behind by a failure
     return True
 
 

@@ -17,6 +17,7 @@ from vllm_deploy_wizard.catalog import bundled_cache
 from vllm_deploy_wizard.catalog.loader import (
     DATA_DIR,
     RECIPES_FILE,
+    LazyRecipes,
     _load_bundled_uncached,
     load_bundled,
     load_catalog,
@@ -120,10 +121,13 @@ def test_a_corrupt_entry_is_ignored_and_rewritten(data, tmp_path):
     assert bundled_cache.read(cache, bundled_cache.entry_key(data)) is not None
 
 
-def test_an_unwritable_cache_folder_still_loads(data, tmp_path):
+def test_an_unwritable_cache_folder_still_loads_and_validates_no_more_than_without_a_cache(data, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("a file where the cache folder would be")
-    assert load_bundled(data, cache=blocker / "catalog").recipe("Qwen/Qwen3-8B").hf_id == "Qwen/Qwen3-8B"
+    cat = load_bundled(data, cache=blocker / "catalog")
+    assert isinstance(cat.recipes, LazyRecipes) and cat.recipes._done == {}  # nothing validated for an entry
+    assert cat.recipe("Qwen/Qwen3-8B").hf_id == "Qwen/Qwen3-8B"
+    assert sorted(tmp_path.iterdir()) == [data, blocker]
 
 
 def test_a_recipes_checkout_is_never_cached(tmp_path, shared):
