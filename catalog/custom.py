@@ -5,8 +5,8 @@ catalog when ``model_id`` is a recipe id (or a variant alias), else :func:`custo
 derives a :class:`~vllm_deploy_wizard.catalog.models.Recipe` from ``config.json`` found
 
 1. in ``model_id`` itself when it is a local directory (the served model id is its absolute path), or
-2. in the local Hugging Face cache (``huggingface_hub.try_to_load_from_cache`` — no network, ever;
-   honours ``HF_HUB_CACHE``/``HF_HOME``).
+2. in the local Hugging Face cache (``huggingface_hub.try_to_load_from_cache`` through
+   :func:`.hf_cache.cached_file` — no network, ever; honours ``HF_HUB_CACHE``/``HF_HOME``).
 
 No ``config.json`` in either place → :class:`~vllm_deploy_wizard.common.errors.SelectionError` naming every place
 tried and how to fix it.
@@ -123,11 +123,13 @@ def find_config(model_id: str, *, cache_dir: str | Path | None = None) -> Path:
         raise SelectionError(f"local model directory {local.absolute()} {what} — pass the folder that "
                              "holds config.json and the weights")
     if model_id.count("/") == 1 and not model_id.startswith(("/", ".", "~")):
-        from huggingface_hub import constants, try_to_load_from_cache
+        from huggingface_hub import constants
+
+        from .hf_cache import cached_file
 
         where = Path(cache_dir) if cache_dir else Path(constants.HF_HUB_CACHE)
         try:
-            hit = try_to_load_from_cache(model_id, "config.json", cache_dir=cache_dir)
+            hit = cached_file(model_id, "config.json", cache_dir=cache_dir)
         except Exception as exc:  # invalid repo id and the like
             hit = None
             tried.append(f"Hugging Face cache {where} ({type(exc).__name__}: {exc})")

@@ -224,9 +224,9 @@ def weight_bytes(folder: Path, *, model: str | None = None,
     index = folder / "model.safetensors.index.json"
     if not index.is_file() and model and model.count("/") == 1 and not custom.is_local_path(model):
         try:
-            from huggingface_hub import try_to_load_from_cache
+            from .hf_cache import cached_file
 
-            hit = try_to_load_from_cache(model, "model.safetensors.index.json", cache_dir=cache_dir)
+            hit = cached_file(model, "model.safetensors.index.json", cache_dir=cache_dir)
             index = Path(hit) if isinstance(hit, str) else index
         except Exception:  # an invalid id: no index
             pass

@@ -23,6 +23,8 @@ Every function here is *blocking* and *pure* with respect to the UI: the app run
 
 from __future__ import annotations
 
+import importlib.util
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,13 +103,60 @@ class Services:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
+class DeferredLauncher:
+    """The real :class:`LauncherPort` (:class:`vllm_deploy_wizard.tui.launch_port.RealLauncher`),
+    imported and built on first use: the wizard needs no launcher until the first look for live runs,
+    which it starts only once the first screen is usable (``app.on_mount``).
+
+    Every attribute read or write goes to the real launcher (``facts``, ``last_warnings``, the
+    optional ``stale_runs`` / ``stop_stale``); the first one imports ``vllm_deploy_wizard.launcher``
+    (thread-safe: the app's workers may race for it). An import failure raises there, as
+    :class:`ImportError`.
+    """
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_lock", threading.Lock())
+        object.__setattr__(self, "_real", None)
+
+    def _target(self) -> Any:
+        with self._lock:
+            if self._real is None:
+                from vllm_deploy_wizard.tui.launch_port import RealLauncher
+
+                object.__setattr__(self, "_real", RealLauncher())
+            return self._real
+
+    def preflight(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> list[str]:
+        """:meth:`RealLauncher.preflight`: every problem that would stop the launch (empty = go)."""
+        return self._target().preflight(plan_file, values, node)
+
+    def start(self, plan_file: Path, values: dict[str, str], node: str | None = None) -> str:
+        """:meth:`RealLauncher.start`: the run id; raises LaunchError listing every problem."""
+        return self._target().start(plan_file, values, node)
+
+    def live_runs(self) -> list[str]:
+        """:meth:`RealLauncher.live_runs`: ids of runs whose supervisor is alive, newest first."""
+        return self._target().live_runs()
+
+    def client(self, run_id: str) -> Any:
+        """:meth:`RealLauncher.client`: a client attached to ``run_id``."""
+        return self._target().client(run_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._target(), name, value)
+
+
 def real_services() -> Services:
     """:class:`Services` wired to the real cores (imported here, lazily — call from a worker).
 
-    The launcher is optional (``None`` when ``vllm_deploy_wizard.launcher`` cannot be imported): the
-    review screen then offers exports only.
+    The launcher is optional (``None`` when the ``vllm_deploy_wizard.launcher`` package is not
+    installed): the review screen then offers exports only. It is a :class:`DeferredLauncher`, so
+    building the services does not import the launcher (~70 ms of CPU that would otherwise delay the
+    first usable screen, issue #21).
     """
-    from vllm_deploy_wizard import catalog as cat_mod
     from vllm_deploy_wizard import detect as det_mod
 
     extras: dict[str, Any] = {}
@@ -129,16 +178,14 @@ def real_services() -> Services:
         return catalog.with_recipe(recipe), recipe.hf_id
 
     def make_selection(values: dict):
+        from vllm_deploy_wizard.catalog.selection import Selection
+
         clean = {k: v for k, v in values.items() if v is not None}
-        return cat_mod.Selection(**clean)
+        return Selection(**clean)
 
-    launcher = None
-    try:
-        from vllm_deploy_wizard.tui.launch_port import RealLauncher
-
-        launcher = RealLauncher()
-    except ImportError:  # launcher core not built on this checkout
-        launcher = None
+    launcher: LauncherPort | None = None
+    if importlib.util.find_spec("vllm_deploy_wizard.launcher") is not None:  # None: not built on this checkout
+        launcher = DeferredLauncher()
 
     def missing(name: str, module: str):
         def call(*_a, **_k):
@@ -153,12 +200,26 @@ def real_services() -> Services:
         make_selection=make_selection,
         options=_planner_options,
         plan=_planner_plan,
-        synthesize=getattr(cat_mod, "synthesize", None) or missing("synthesize", "vllm_deploy_wizard.catalog"),
-        plan_to_json=cat_mod.plan_to_json,
+        synthesize=_synthesize,
+        plan_to_json=_plan_to_json,
         custom_recipe=custom,
         launcher=launcher,
         extras=extras,
     )
+
+
+def _synthesize(catalog, selection):
+    """:func:`vllm_deploy_wizard.catalog.synthesis.synthesize` (imported on first use)."""
+    from vllm_deploy_wizard.catalog.synthesis import synthesize
+
+    return synthesize(catalog, selection)
+
+
+def _plan_to_json(plan) -> dict:
+    """:func:`vllm_deploy_wizard.catalog.plan.plan_to_json` (imported on first use)."""
+    from vllm_deploy_wizard.catalog.plan import plan_to_json
+
+    return plan_to_json(plan)
 
 
 def _planner_options(catalog, selection, detected_profile=None, host=None):

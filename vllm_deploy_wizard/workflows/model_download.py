@@ -55,10 +55,10 @@ def served_models(plan_json: dict) -> list[str]:
 
 def is_cached(model: str, cache_dir: str | Path | None = None) -> bool:
     """True when ``model``'s ``config.json`` is in the local Hugging Face cache (no network)."""
-    from huggingface_hub import try_to_load_from_cache
+    from vllm_deploy_wizard.catalog.hf_cache import cached_file
 
     try:
-        hit = try_to_load_from_cache(model, "config.json", cache_dir=cache_dir)
+        hit = cached_file(model, "config.json", cache_dir=cache_dir)
     except Exception:  # noqa: BLE001 — an invalid id: not cached
         return False
     return isinstance(hit, str) and Path(hit).is_file()
