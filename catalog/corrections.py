@@ -123,8 +123,10 @@ def _host_network(argv: list[str]) -> list[str]:
     return [*out[:at], "--network", "host", *out[at:]]
 
 
-def _on_host_network(argv: list[str]) -> bool:
-    return "host" in flag_values(argv, *_NETWORK_FLAGS)
+def on_host_network(argv: list[str]) -> bool:
+    """Whether a ``docker run`` argv puts the container on the host's network (``--network host``,
+    ``--net host``, ``--network=host``): its servers then bind the host's own addresses."""
+    return argv[:2] == ["docker", "run"] and "host" in flag_values(argv, *_NETWORK_FLAGS)
 
 
 def host_companion_network(catalog: Any, selection: Any, plan: LaunchPlan) -> list[str]:
@@ -144,7 +146,7 @@ def host_companion_network(catalog: Any, selection: Any, plan: LaunchPlan) -> li
     notes = []
     changed = []
     for p in plan.processes:
-        if p.argv[:2] == ["docker", "run"] and p.role in ("serve", "head", "worker") and not _on_host_network(p.argv):
+        if p.argv[:2] == ["docker", "run"] and p.role in ("serve", "head", "worker") and not on_host_network(p.argv):
             p.argv = _host_network(p.argv)
             changed.append(p.name)
     if changed:

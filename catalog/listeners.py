@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
 
+from .corrections import on_host_network
 from .plan import LaunchPlan, PlanProcess, node_label
 
 #: ``--host`` values that bind every interface (``""`` and None: vLLM's default).
@@ -82,7 +83,7 @@ def listener_notes(plan: LaunchPlan) -> list[str]:
             fix = (f"add the vLLM arg `--api-key KEY` {how}; clients then send it through the router. Not "
                    "--host 127.0.0.1: the router reaches the engines from its machine; else keep their ports "
                    "on a private network")
-        elif plan.install_mode == "docker":
+        elif plan.install_mode == "docker" and not all(on_host_network(p.argv) for p in engines):
             fix = ("add the vLLM arg `--api-key KEY` (`plan --arg`, the wizard's advanced args). Not "
                    "--host 127.0.0.1: docker publishes the "
                    "container's port, which that would cut off")

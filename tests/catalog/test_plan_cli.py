@@ -617,6 +617,11 @@ def test_an_engine_on_every_interface_without_an_api_key_is_warned_with_the_fix(
         assert code == 0 and "every network interface" not in out
     code, out, _ = _plan(capsys, *base, "--docker")
     assert "Fix: add the vLLM arg `--api-key KEY`" in out and "docker publishes the container's port" in out
+    # a container on the host's network (the LMCache correction, docs/synthesis.md §7.2) binds the
+    # host's addresses: --host 127.0.0.1 keeps it on this machine, as in pip
+    code, out, _ = _plan(capsys, *base, "--docker", "--kv-offload", "lmcache")
+    assert "--network host" in out and "docker publishes the container's port" not in out
+    assert "Fix: add the vLLM arg `--host 127.0.0.1` (this machine only) or `--api-key KEY`" in out
     code, out, _ = _plan(capsys, "--model", "deepseek-ai/DeepSeek-V3", "--hardware", "h200", "--strategy",
                          "pd_cluster", "--nodes", "2", "--router-host", "0.0.0.0")
     assert "# warning: prefill-0 (port 8001), decode-0 (port 8002) serve the model's API" in out
