@@ -19,7 +19,10 @@ the machine and of tmux. Phases:
 Targets: key → screen p50 ≤ 50 ms and p95 ≤ 100 ms in phases 2 and 4; TUI CPU during the flood
 ≤ 15 % of a core. Each prints PASS/FAIL; the exit status is 0 (figures, not a test). On a small
 shared box (2 cores running five flooders, the supervisor, tmux and the TUI) the figures include
-the neighbours' load; the quiet phase shows the floor.
+the neighbours' load; the quiet phase shows the floor. Each line also prints its p50/p95 minus the
+minimal app's (``floor +p50 +p95``): what the monitor adds to what any Textual app costs here; and,
+outside the flood, the wizard's CPU per key (``CPU/key``: its CPU over the phase's keys, divided by
+their number — a figure the neighbours' load barely moves, unlike the latencies).
 
 Run: ``python bench/bench_monitor_flood.py [--samples 20] [--flood-seconds 20] [--cmd vllm-wizard]``
 (needs tmux).
@@ -129,9 +132,23 @@ def key_samples(pane: Pane, n: int, steps=KEYS["process switch (down/up)"]) -> l
     return out
 
 
-def all_keys(pane: Pane, n: int) -> dict[str, list[float]]:
-    """``n`` samples of each of :data:`KEYS`."""
-    return {name: key_samples(pane, n, steps) for name, steps in KEYS.items()}
+def all_keys(pane: Pane, n: int, proc: psutil.Process | None = None,
+             cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
+    """``n`` samples of each of :data:`KEYS`; with ``proc`` and ``cpu``, the CPU ``proc`` used while
+    they were taken is added to ``cpu[name]`` (ms, total; see :func:`cpu_per_key`)."""
+    out = {}
+    for name, steps in KEYS.items():
+        c0 = cpu_s(proc) if proc is not None else 0.0
+        out[name] = key_samples(pane, n, steps)
+        if proc is not None and cpu is not None:
+            cpu.setdefault(name, []).append((cpu_s(proc) - c0) * 1e3)
+    return out
+
+
+def cpu_per_key(spent_ms: list[float], keys: int) -> float:
+    """Mean CPU ms per key from the totals of :func:`all_keys` (process CPU times tick every 10 ms, so
+    only a sum over many keys says what one key costs; it includes what the process did meanwhile)."""
+    return sum(spent_ms) / max(1, keys)
 
 
 FLOOR_APP = """
@@ -149,6 +166,10 @@ Floor().run()
 """
 
 
+#: CPU (ms) the minimal app used over its samples (filled by :func:`floor_samples`).
+FLOOR_CPU_MS: list[float] = []
+
+
 def floor_samples(n: int) -> list[float]:
     """Key → screen of a minimal Textual app showing/clearing one line on ``/``/``escape``."""
     script = Path(tempfile.mkdtemp(prefix="bench-floor-")) / "floor.py"
@@ -157,7 +178,11 @@ def floor_samples(n: int) -> list[float]:
     try:
         pane.wait_for(lambda t: "floor ready" in t, 30, "the minimal app")
         time.sleep(0.3)
-        return key_samples(pane, n, KEYS["search box (/ escape)"])
+        proc = psutil.Process(pane.pid())
+        c0 = cpu_s(proc)
+        samples = key_samples(pane, n, KEYS["search box (/ escape)"])
+        FLOOR_CPU_MS.append((cpu_s(proc) - c0) * 1e3)
+        return samples
     finally:
         pane.close()
         shutil.rmtree(script.parent, ignore_errors=True)
@@ -213,7 +238,8 @@ def main() -> None:
         pane.wait_for(lambda t: "flood0" in t and "flood child 0 up" in t, 60, "the monitor")
         wizard = psutil.Process(pane.pid())
         settle_s = wait_idle(wizard)
-        results: dict[str, dict[str, list[float]]] = {"quiet": all_keys(pane, args.samples)}
+        key_cpu: dict[str, dict[str, list[float]]] = {"quiet": {}, "after the flood": {}, "after a 2 MB line": {}}
+        results: dict[str, dict[str, list[float]]] = {"quiet": all_keys(pane, args.samples, wizard, key_cpu["quiet"])}
         (work / "flood").touch()
         time.sleep(1.0)  # the flood is under way
         window = max(2.0, (args.flood_seconds - 1.0) / 2)  # first half: CPU with no key pressed
@@ -228,24 +254,29 @@ def main() -> None:
         results[f"flood (5 × {args.rate} lines/s)"] = flood
         (work / "quiet").touch()
         time.sleep(0.5)
-        results["after the flood"] = all_keys(pane, args.samples)
+        results["after the flood"] = all_keys(pane, args.samples, wizard, key_cpu["after the flood"])
         (work / "bigline").touch()
         deadline = time.monotonic() + 30
         while not (work / "bigline.done").exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(0.3)  # the line reached the supervisor and the monitor
-        results["after a 2 MB line"] = all_keys(pane, args.samples)
+        results["after a 2 MB line"] = all_keys(pane, args.samples, wizard, key_cpu["after a 2 MB line"])
         print(f"tmux 120x40, `vllm-wizard --attach RUN` on a real run of 5 children ({args.rate} lines/s each "
               f"in the flood); key → screen in ms (send-keys until capture-pane shows it); the wizard went idle "
               f"{settle_s:.1f} s after its monitor showed")
-        mark, p50, p95 = verdict(floor, 50, 100)
-        print(f"  floor: minimal Textual app, / escape     p50 {p50:6.1f}  p95 {p95:6.1f}  (n={len(floor)})")
+        mark, floor50, floor95 = verdict(floor, 50, 100)
+        floor_cpu = cpu_per_key(FLOOR_CPU_MS, len(floor))
+        print(f"  floor: minimal Textual app, / escape     p50 {floor50:6.1f}  p95 {floor95:6.1f}  (n={len(floor)}; "
+              f"the machine's and tmux's share of every figure below; CPU/key {floor_cpu:.1f} ms)")
         for phase, by_key in results.items():
             for name, samples in by_key.items():
                 mark, p50, p95 = verdict(samples, 50, 100)
                 judged = phase.startswith("flood") or phase.startswith("after a 2 MB")
                 print(f"  {phase:<24} {name:<26} p50 {p50:6.1f}  p95 {p95:6.1f}  max {max(samples):6.1f}  "
-                      f"(n={len(samples)})" + (f"   {mark} (p50 <= 50, p95 <= 100)" if judged else ""))
+                      f"(n={len(samples)})  floor {p50 - floor50:+6.1f} {p95 - floor95:+6.1f}"
+                      + (f"  CPU/key {cpu_per_key(key_cpu[phase][name], len(samples)):5.1f} ms"
+                         if phase in key_cpu else "")
+                      + (f"   {mark} (p50 <= 50, p95 <= 100)" if judged else ""))
         print(f"  TUI CPU during the flood ({window:.0f} s, no keys): {cpu:.1f} % of a core   "
               f"{'PASS' if cpu <= 15 else 'FAIL'} (target <= 15 %)")
     finally:

@@ -229,7 +229,7 @@ class MonitorModel:
         self.clock = clock
         self.procs: dict[str, ProcRow] = {}
         self.logs: dict[str, deque[str]] = {}
-        self.pending: deque[tuple[str, str, bool]] = deque(maxlen=LOG_TAIL)
+        self.pending: deque[tuple[str, str, bool]] = deque(maxlen=LOG_TAIL)  # LOG_TAIL per process
         self.pending_dropped = 0  # pending entries pushed out unseen (the pane re-fills from ``logs``)
         self._updating: set[str] = set()  # processes whose last line a progress update replaces
         self.metrics: dict[str, deque[float]] = {k: deque(maxlen=HISTORY) for k in SPARK_METRICS}
@@ -249,6 +249,9 @@ class MonitorModel:
         if name not in self.procs:
             self.procs[name] = ProcRow(name, since=self.clock())
             self.logs[name] = deque(maxlen=LOG_TAIL)
+            # a kept tail's worth per process: one flooding neighbour must not push the selected
+            # process's lines out of the batch (the pane would re-fill from the tail each batch)
+            self.pending = deque(self.pending, maxlen=LOG_TAIL * len(self.procs))
         return self.procs[name]
 
     def feed(self, event: Any) -> None:
@@ -409,7 +412,7 @@ class MonitorModel:
             self._updating.add(name)
         else:
             self._updating.discard(name)
-        if len(self.pending) == LOG_TAIL:
+        if len(self.pending) == self.pending.maxlen:
             self.pending_dropped += 1
         self.pending.append((name, shown, replace))
         row.since_start.append(line)

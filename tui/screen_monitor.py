@@ -1,14 +1,14 @@
 """Step 5 — monitor a run: process table, live log, startup progress, health/metrics sparklines,
 host/GPU stats, classified failure with a one-key relaunch, and stop / restart / detach / smoke keys.
 
-Event flow (docs/architecture.md §3 style 2, log panes): an async worker iterates the launcher client's
-``events()`` and folds each into a :class:`~vllm_deploy_wizard.tui.monitor_model.MonitorModel` (no widget
-touched); a :data:`BATCH_S` timer drains the model's pending lines into the log pane in one batch and
-repaints the table/side panel only when something changed. The log pane
-(:class:`~vllm_deploy_wizard.tui.log_pane.LogPane`) keeps :data:`LOG_TAIL` lines, wraps them at its
-width and renders only the rows on screen, so a flood of lines or one 2 MB line costs a frame what a
-quiet log does (``python bench/bench_monitor_flood.py``); lines arrive cut for display, ``\r``
-progress updates replace their line, ANSI colours are rendered (tui/monitor_model.py).
+Event flow (docs/architecture.md §3 style 2, log panes): an async worker folds the launcher client's
+``events()`` into a :class:`~vllm_deploy_wizard.tui.monitor_model.MonitorModel` (no widget touched); a
+:data:`BATCH_S` timer drains its pending lines into the :class:`~vllm_deploy_wizard.tui.log_pane.LogPane`
+(which renders only the rows on screen, never lays out) and repaints the table/side panel only when
+something changed. Keys during a flood (``python bench/bench_monitor_flood.py``) cost what a frame
+repaints, so nothing repaints or lays out what did not change: side-panel text (tui/static_text.py),
+the process table on focus moves (tui/steady_table.py), and ``/`` opens the search box on its own
+layer over the footer, held meanwhile and not rebuilt (tui/steady_footer.py).
 
 The header names the run, the endpoint clients talk to (the smoke request's target) and whether it
 wants an API key (the last 4 characters of the key as a hint, never the key).
@@ -34,7 +34,9 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Header, Input, Label, ProgressBar, Sparkline, Static
+from textual.reactive import Reactive
+from textual.widget import Widget
+from textual.widgets import DataTable, Header, Input, Label, ProgressBar, Sparkline, Static
 
 from vllm_deploy_wizard.tui.host_stats import PERIOD_S, stats_text
 from vllm_deploy_wizard.tui.log_pane import LogPane
@@ -51,6 +53,9 @@ from vllm_deploy_wizard.tui.monitor_nodes import watch_cluster
 from vllm_deploy_wizard.tui.process_rows import FIXED_COLUMNS, detail_width, local_rows
 from vllm_deploy_wizard.tui.process_table import paint_rows
 from vllm_deploy_wizard.tui.run_offers import keeps_running_text
+from vllm_deploy_wizard.tui.static_text import update_text
+from vllm_deploy_wizard.tui.steady_footer import SteadyFooter
+from vllm_deploy_wizard.tui.steady_table import SteadyTable
 from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 #: Rich styles of log levels in the log pane.
@@ -62,10 +67,8 @@ BATCH_S = 0.1
 #: every :data:`FLOOD_REPAINT_S` (its visible rows all change each time; nobody reads 10,000
 #: lines/s, and the CPU a repaint costs is what a flood would otherwise multiply).
 FLOOD_LINES = 500
-#: Least seconds between log pane repaints during a flood.
-FLOOD_REPAINT_S = 0.25
-#: Longest the event worker folds events without yielding to the event loop (s).
-CONSUME_SLICE_S = 0.004
+FLOOD_REPAINT_S = 0.25  #: Least seconds between log pane repaints during a flood.
+CONSUME_SLICE_S = 0.004  #: Longest the event worker folds events without yielding to the event loop (s).
 #: Least seconds between ``status()`` calls that look for the pid of a STARTING process.
 PID_REFRESH_S = 1.0
 
@@ -99,6 +102,10 @@ MONITOR_ACTIONS: tuple[tuple[str, str, str], ...] = (
 
 class MonitorScreen(WizardScreen):
     """Monitor of run ``run_id``; the launcher client comes from ``app.launcher.client(run_id)``."""
+
+    #: Textual's ``Screen.focused``, without its whole-screen repaint on each focus move (``/``,
+    #: ``escape``): the widgets whose look depends on focus repaint themselves.
+    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
 
     BINDINGS = [
         # the footer shows the five that matter with ^q Quit and f1 Help in 80 columns (76 wide);
@@ -138,7 +145,7 @@ class MonitorScreen(WizardScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield DataTable(id="procs", cursor_type="row")
+        yield SteadyTable(id="procs", cursor_type="row")
         with Horizontal(id="mon-body"):
             yield LogPane(LOG_TAIL, level_style, id="log")
             with Vertical(id="mon-side"):
@@ -150,7 +157,7 @@ class MonitorScreen(WizardScreen):
                 yield Static("", id="stats")
         yield Static("", id="failure")
         yield Input(placeholder="search log (enter; empty clears)", id="log-search", classes="hidden")
-        yield Footer()
+        yield SteadyFooter()
 
     def on_mount(self) -> None:
         self.model.clock = getattr(self.app, "clock", time.time)
@@ -311,13 +318,13 @@ class MonitorScreen(WizardScreen):
                 htxt += f" · {row.polls} polls ok"
             shown = row.phase if live and row.phase else row.state.lower()
             if self._changed("phase", text := f"{row.name}: {shown}{htxt}"):
-                phase.update(text)
+                update_text(phase, text)
             progress = 100 * (row.progress if row.progress is not None else (1.0 if row.ready else 0.0))
             if self._changed("weights", progress):
                 bar.update(progress=progress)
         elif self.nodes is not None and self.nodes.owns(self.selected):  # a node row or another node's process
             if self._changed("phase", text := self.nodes.where_text(self.selected)):
-                phase.update(text)
+                update_text(phase, text)
         for key in SPARK_METRICS:
             data = spark_series(list(self.model.metrics[key]))
             if self._changed(f"spark-{key}", data):
@@ -325,10 +332,10 @@ class MonitorScreen(WizardScreen):
             latest = self.model.latest_metrics.get(key)
             label = f"{SPARK_METRICS[key]}: {metric_text(key, latest)}" if latest is not None else SPARK_METRICS[key]
             if self._changed(f"lbl-{key}", label):
-                self.query_one(f"#lbl-{key}", Label).update(label)
+                update_text(self.query_one(f"#lbl-{key}", Label), label)
         stats = stats_text(self.model.stats)
         if self._changed("stats", stats):
-            self.query_one("#stats", Static).update(stats)
+            update_text(self.query_one("#stats", Static), stats)
         failure = self.model.failure()
         if not self._changed("failure", (failure and (failure.name, failure.state, repr(failure.cause), failure.detail),
                                          self.model.finish_text, self.ended)):
@@ -406,7 +413,9 @@ class MonitorScreen(WizardScreen):
         self.notify("Following log" if self.follow else "Log follow paused")
 
     def action_search(self) -> None:
+        """Open the log search box over the (held) footer: its own layer, nothing else moves."""
         box = self.query_one("#log-search", Input)
+        self.query_one(SteadyFooter).hold()
         box.remove_class("hidden")
         box.focus()
 
@@ -420,6 +429,7 @@ class MonitorScreen(WizardScreen):
         """Hide the log search box and give the keys back to the process table."""
         self.query_one("#log-search", Input).add_class("hidden")
         self.query_one("#procs", DataTable).focus()
+        self.query_one(SteadyFooter).release()
 
     def action_back(self) -> None:
         """escape: close the log search box when it is open (the filter stays), else detach."""

@@ -7,10 +7,12 @@ from __future__ import annotations
 from canned import ready_run
 from fakes import FakeLauncher
 from textual.app import App
+from textual.geometry import Region
+from textual.scrollbar import ScrollBar
 from tui_steps import settle
 
 from vllm_deploy_wizard.launcher import LogLines, ProcessEvent, State
-from vllm_deploy_wizard.tui.log_pane import LogPane
+from vllm_deploy_wizard.tui.log_pane import LogPane, LogScrollBar
 from vllm_deploy_wizard.tui.monitor_model import DISPLAY_CHARS, MonitorModel, display_line, metric_text
 from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen, api_key_hint, level_style
 
@@ -75,6 +77,30 @@ async def test_a_flood_renders_only_the_visible_rows_and_follows_the_end():
         pane.write_lines([(BAR.format(25, 1), False), (BAR.format(50, 2), True)])
         await pilot.pause()
         assert pane.line_count == 2000 and pane.plain_lines[-2:] == ["INFO green tail", BAR.format(50, 2)]
+
+
+async def test_writes_never_lay_out_the_screen_and_the_scrollbar_is_drawn_once_per_geometry():
+    app = _PaneApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = app.query_one(LogPane)
+        await pilot.pause()
+        layouts = []
+        real_refresh = pane.refresh
+        pane.refresh = lambda *regions, **kw: layouts.append(kw.get("layout", False)) or real_refresh(*regions, **kw)
+        for batch in range(3):
+            pane.write_lines([(f"INFO line {batch * 1000 + i}", False) for i in range(1000)])
+        await pilot.pause()
+        assert not any(layouts)  # the content's height is the scroll range, not the pane's size
+        assert pane.virtual_size.height == 2000 and pane.max_scroll_y == 2000 - pane.scrollable_content_region.height
+        assert pane.scroll_y == pane.max_scroll_y  # following the end
+        bar = pane.vertical_scrollbar
+        crop = Region(0, 0, bar.size.width, bar.size.height)
+        assert isinstance(bar, LogScrollBar) and bar.window_virtual_size == 2000
+        drawn = bar.render_lines(crop)
+        assert [list(s) for s in drawn] == [list(s) for s in ScrollBar.render_lines(bar, crop)]  # Textual's rows
+        pane.write_lines([("INFO one more", False)])  # the oldest line scrolls out: same range, same thumb
+        await pilot.pause()
+        assert bar.render_lines(crop) is drawn
 
 
 async def test_monitor_header_names_the_endpoint_and_counts_are_integers(build_app):

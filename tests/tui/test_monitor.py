@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from canned import kv_oom_run, ready_run
 from fakes import FakeLauncher
+from textual.geometry import Region
 from textual.widgets import DataTable, Sparkline
 from tui_steps import monitor_caught_up, settle, until, walk
 
@@ -14,6 +15,8 @@ from vllm_deploy_wizard.tui.prompts import ConfirmPrompt
 from vllm_deploy_wizard.tui.run_offers import AttachPrompt
 from vllm_deploy_wizard.tui.screen_monitor import MonitorScreen
 from vllm_deploy_wizard.tui.screen_review import ReviewScreen
+from vllm_deploy_wizard.tui.steady_footer import SteadyFooter
+from vllm_deploy_wizard.tui.steady_table import SteadyTable
 
 
 async def _launch(pilot, app) -> MonitorScreen:
@@ -185,6 +188,31 @@ async def test_escape_in_log_search_closes_the_box_and_keeps_the_run_attached(bu
         await pilot.press("escape")  # now escape detaches
         await settle(pilot)
         assert app.screen is not screen
+
+
+async def test_the_log_search_box_opens_over_the_footer_without_moving_or_rebuilding_anything(
+        build_app, tmp_path, monkeypatch):
+    """You should see the box in the footer's row while it is open (the panes keep their size, the
+    process table its focused look) and the same footer keys after escape, the footer not rebuilt."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    app = build_app(launcher=FakeLauncher(events=ready_run()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _launch(pilot, app)
+        footer, log = screen.query_one(SteadyFooter), screen.query_one("#log", LogPane)
+        box = screen.query_one("#log-search")
+        keys, pane = list(footer.query("FooterKey")), log.region
+        table = screen.query_one("#procs", SteadyTable)
+        look = [list(strip) for strip in table.render_lines(Region(0, 0, *table.size))]
+        await pilot.press("slash")
+        await settle(pilot)
+        assert app.focused is box and box.region.y == footer.region.y and box.region.height == 1
+        assert log.region == pane
+        assert [list(strip) for strip in table.render_lines(Region(0, 0, *table.size))] == look  # same look
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.focused is screen.query_one("#procs") and box.has_class("hidden") and log.region == pane
+        assert list(footer.query("FooterKey")) == keys  # the same widgets: no recompose
+        assert not footer.held
 
 
 async def test_a_log_search_matching_nothing_says_so(build_app, tmp_path, monkeypatch):
