@@ -14,7 +14,9 @@
   running: the script refuses to start (``${VAR:?}``) while one is unset. A router first waits
   for the ``/health`` of every engine it routes to (``wait_remote``; they may run on other
   machines). A secret flag's value (``--api-key``) is read from the environment (``$API_KEY``),
-  never written into the script (docs/multi-node.md §7). A node that reads a Mooncake config
+  never written into the script (docs/multi-node.md §7). A pip-mode ``vllm serve`` passing a vLLM
+  checkout file (``--chat-template examples/….jinja``) fetches it first unless it is there
+  (:func:`_checkout_fetch_lines`, docs/plan-file.md §3.4). A node that reads a Mooncake config
   file writes it first (default path under ``/etc/mooncake``, as the builder's config script does).
 * Plan file (``plan --out``): ``docs/contracts.md`` §2 — ``plan_version``, ``tool_version``,
   ``created``, ``provenance`` and the plan JSON.
@@ -34,6 +36,8 @@ from typing import Any
 
 from vllm_deploy_wizard.common import placeholders as ph
 from vllm_deploy_wizard.common.contract import PLAN_VERSION
+from vllm_deploy_wizard.common.flags import flag_values
+from vllm_deploy_wizard.common.vllm_source import fetch_step, is_checkout_path
 
 from .node_groups import add_group_supervision
 from .plan import PHASES, LaunchPlan, PlanProcess, node_label, plan_to_json
@@ -291,6 +295,17 @@ def _router_host_lines(host: str) -> list[str]:
             "# ROUTER_HOST=0.0.0.0 (or this machine's address) before running to serve other machines."]
 
 
+def _checkout_fetch_lines(p: PlanProcess, install_mode: str) -> list[str]:
+    """The fetch step (:func:`~vllm_deploy_wizard.common.vllm_source.fetch_step`, skipped when the file
+    is there) of each vLLM source checkout file (``--chat-template examples/….jinja``) a pip-mode
+    process passes: the plan's note (``catalog/plan_notes.checkout_file_notes``) as a script step.
+    Docker processes get none: the vllm/vllm-openai image's working folder holds ``examples/``."""
+    if install_mode == "docker" or p.argv[:1] == ["docker"]:
+        return []
+    paths = dict.fromkeys(x for x in flag_values(list(p.argv), "--chat-template") if is_checkout_path(x))
+    return [line for path in paths for line in fetch_step(path, shell_word(p.argv[0]))]
+
+
 def node_scripts(plan: LaunchPlan) -> dict[str, str]:
     """``{file name: bash script}`` — one executable script per node (see module docstring)."""
     scripts: dict[str, str] = {}
@@ -351,6 +366,7 @@ def node_scripts(plan: LaunchPlan) -> dict[str, str]:
                 body += _env_lines(p.env)
             if p.setup:  # after the env it reads
                 body += p.setup.rstrip().splitlines()
+            body += _checkout_fetch_lines(p, plan.install_mode)
             body.append("exec " + command_lines(argvs[p.name]).replace("\n", "\n  "))
             lines.append(f"{fns[p.name]}() {{  # [{p.phase}] {p.role}" + (f" — {p.label}" if p.label else ""))
             lines += ["  " + b for b in body]

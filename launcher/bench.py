@@ -179,12 +179,21 @@ def next_step(steps: list[StepResult], elapsed_s: float, config: SweepConfig) ->
         gain = ((last.output_throughput - prev.output_throughput) / prev.output_throughput
                 if prev.output_throughput else 0.0)
         if gain < config.min_gain:
-            return None, (f"output throughput rose {gain * 100:+.1f} % from concurrency {prev.concurrency} to "
+            change = f"rose {gain * 100:.1f} %" if gain >= 0 else f"fell {-gain * 100:.1f} %"
+            return None, (f"output throughput {change} from concurrency {prev.concurrency} to "
                           f"{last.concurrency} (< {config.min_gain * 100:g} %)")
     nxt = 1 if not steps else steps[-1].concurrency * 2
     if nxt > config.max_concurrency:
         return None, f"next concurrency {nxt} is above the limit {config.max_concurrency}"
     return nxt, ""
+
+
+def planned_steps(config: SweepConfig) -> int:
+    """The most steps a sweep of ``config`` runs: the explicit ``concurrencies``, else 1, 2, 4 … up to
+    ``config.max_concurrency`` (the plateau rule or the budget may stop it sooner)."""
+    if config.concurrencies is not None:
+        return len(config.concurrencies)
+    return config.max_concurrency.bit_length()  # 1, 2, 4 … ≤ max: floor(log2(max)) + 1 levels
 
 
 @dataclass(frozen=True)
@@ -218,7 +227,9 @@ def bench_argv(target: BenchTarget, config: SweepConfig, concurrency: int, resul
 class SweepEvent:
     """Progress of a sweep: ``kind`` is ``step`` (a step starts), ``progress`` (``done`` of ``total``
     requests of the step at ``concurrency``), ``result`` (``step`` finished) or ``done`` (``message``:
-    the stop reason). ``elapsed_s``: seconds since the sweep began."""
+    the stop reason). ``elapsed_s``: seconds since the sweep began. ``finished``: steps finished
+    so far (the one a ``result`` reports included); ``planned``: the most steps the sweep runs
+    (:func:`planned_steps`)."""
 
     kind: str
     concurrency: int = 0
@@ -227,6 +238,18 @@ class SweepEvent:
     elapsed_s: float = 0.0
     step: StepResult | None = None
     message: str = ""
+    finished: int = 0
+    planned: int = 0
+
+    def overall(self) -> float:
+        """The sweep's progress 0–1: finished steps plus the running step's share of its requests, of
+        the planned steps (an upper bound: a sweep that stops early jumps to the end)."""
+        if self.kind == "done":
+            return 1.0
+        if self.planned <= 0:
+            return 0.0
+        running = self.done / self.total if self.kind == "progress" and self.total > 0 else 0.0
+        return min(1.0, (self.finished + running) / self.planned)
 
 
 @dataclass
@@ -393,7 +416,7 @@ def run_sweep(target: BenchTarget, config: SweepConfig, run_dir: Path, *,
     env = dict(target.env)
     if target.api_key:
         env["OPENAI_API_KEY"] = target.api_key  # vllm/benchmarks/lib/endpoint_request_func.py reads it
-    t0 = clock()
+    t0, planned = clock(), planned_steps(config)
     with open(out / "output.log", "w", encoding="utf-8") as log:
         while True:
             conc, why = next_step(sweep.steps, clock() - t0, config)
@@ -403,12 +426,13 @@ def run_sweep(target: BenchTarget, config: SweepConfig, run_dir: Path, *,
             if cancel.is_set():
                 sweep.stop_reason = "stopped by the user"
                 break
-            total = config.num_prompts(conc)
-            emit(SweepEvent("step", conc, 0, total, clock() - t0))
+            total, finished = config.num_prompts(conc), len(sweep.steps)
+            emit(SweepEvent("step", conc, 0, total, clock() - t0, finished=finished, planned=planned))
             argv = bench_argv(target, config, conc, out)
             log.write(f"$ {' '.join(argv)}\n")
             rc, tail = step_runner(argv, env, t0 + config.budget_s,
-                                   lambda d, t, c=conc: emit(SweepEvent("progress", c, d, t, clock() - t0)),
+                                   lambda d, t, c=conc, f=finished: emit(SweepEvent(
+                                       "progress", c, d, t, clock() - t0, finished=f, planned=planned)),
                                    cancel, log)
             result_file = out / f"c{conc}.json"
             if rc != 0 or not result_file.exists():
@@ -425,9 +449,11 @@ def run_sweep(target: BenchTarget, config: SweepConfig, run_dir: Path, *,
             step = StepResult.from_vllm(json.loads(result_file.read_text(encoding="utf-8")), conc)
             sweep.steps.append(step)
             sweep.save()
-            emit(SweepEvent("result", conc, step.completed, total, clock() - t0, step=step))
+            emit(SweepEvent("result", conc, step.completed, total, clock() - t0, step=step,
+                            finished=len(sweep.steps), planned=planned))
     sweep.save()
-    emit(SweepEvent("done", elapsed_s=clock() - t0, message=sweep.stop_reason))
+    emit(SweepEvent("done", elapsed_s=clock() - t0, message=sweep.stop_reason, finished=len(sweep.steps),
+                    planned=planned))
     return sweep
 
 

@@ -9,6 +9,7 @@ RunSpec's argv may hold a literal ``$NAME`` written ``$$NAME`` in the plan). Als
 CPU cache larger than the free RAM (``--l1-size-gb N``, LMCache's L1 size in GiB, as the recipes'
 KV-offload taxonomy plans ``lmcache server``) would crash-loop on "can't allocate memory", so it is
 named with the value and the free RAM (``psutil.virtual_memory().available``) before anything starts.
+A KV connector's module (``lmcache``) must import in the ``vllm``'s own Python (``launcher/connector_check.py``).
 
 Flags are checked the way vLLM's parser reads them (``FlexibleArgumentParser``, an argparse
 ``ArgumentParser`` with the default ``allow_abbrev=True``; checked in vLLM 0.32's
@@ -46,6 +47,7 @@ from vllm_deploy_wizard.common.parallelism import devices_on_node
 from vllm_deploy_wizard.common.placeholders import names as placeholders_in
 from vllm_deploy_wizard.common.vllm_source import fetch_command, release_version
 from vllm_deploy_wizard.launcher.config_files import content_at
+from vllm_deploy_wizard.launcher.connector_check import connector_problems
 from vllm_deploy_wizard.launcher.ports import port_free, port_holder
 from vllm_deploy_wizard.launcher.process import child_env
 from vllm_deploy_wizard.launcher.spec import ProcessSpec, RunSpec
@@ -499,10 +501,9 @@ def check(spec: RunSpec, *, runner: Runner = run_command, cache: Path | None = N
             where = "" if "/" in exe else f" on PATH ({env.get('PATH', '')[:200]})"
             problems.append(f"{p.name!r}: executable {exe!r} not found{where}; install it or fix PATH")
             continue
-        if is_vllm_serve(p.argv) and not p.setup:
-            missing = missing_model_path(p)
-            if missing:
-                problems.append(missing)
+        if is_vllm_serve(p.argv) and not p.setup:  # the model path; the KV connector's module (connector_check)
+            problems += [x for x in [missing_model_path(p)] if x] + connector_problems(
+                p.name, list(p.argv), env, runner, _cache_root(cache, create=False))
         if not (check_flags and is_vllm_serve(p.argv) and not p.setup):
             if is_vllm_serve(p.argv):
                 problems += path_problems(p, None, found)

@@ -35,6 +35,9 @@ Rules, each read in the vLLM 0.32.0 CPU build's installed source:
   one broadcast ring of ``(VLLM_MQ_MAX_CHUNK_BYTES_MB MiB + 1 + local workers) × 10`` bytes and one
   response ring of ``(24 MiB + 2) × 10`` per local worker, and refuses each whose size exceeds
   ``/dev/shm``'s free space (``check_shm_free_space``).
+* ``connector-modules`` (``vllm/distributed/kv_transfer/kv_connector/factory.py``, ``…/v1/lmcache_connector.py``,
+  ``…/v1/lmcache_mp_connector.py``): the KV connector's own module (``lmcache``) is imported in the
+  ``vllm serve`` process; checked by ``launcher/connector_check.py`` against the ``vllm``'s Python.
 """
 
 from __future__ import annotations
@@ -80,6 +83,8 @@ RULES: tuple[Rule, ...] = (
     Rule("visible-devices", None, "0.32.0", "vllm/v1/engine/utils.py", "world-within-visible"),
     Rule("shm-segments", None, "0.32.0", "vllm/distributed/device_communicators/shm_broadcast.py",
          "largest-ring-vs-free"),
+    Rule("connector-modules", None, "0.32.0", "vllm/distributed/kv_transfer/kv_connector/factory.py",
+         "imported-in-the-vllm-process"),  # checked in launcher/connector_check.py
 )
 
 

@@ -167,12 +167,12 @@ class BenchScreen(Screen):
     def on_sweep_event(self, ev: Any) -> None:
         """Fold one :class:`~vllm_deploy_wizard.launcher.bench.SweepEvent` into the screen."""
         bar = self.query_one("#bench-progress", ProgressBar)
+        bar.update(total=100, progress=round(ev.overall() * 100, 1))  # the sweep's, finished steps counted
+        step = f"step {ev.finished + 1} of ≤ {ev.planned} · " if ev.planned else ""
         if ev.kind == "step":
-            bar.update(total=max(1, ev.total), progress=0)
-            self._status(f"concurrency {ev.concurrency}: 0/{ev.total} requests · {ev.elapsed_s:.0f} s")
+            self._status(f"{step}concurrency {ev.concurrency}: 0/{ev.total} requests · {ev.elapsed_s:.0f} s")
         elif ev.kind == "progress":
-            bar.update(total=max(1, ev.total), progress=ev.done)
-            self._status(f"concurrency {ev.concurrency}: {ev.done}/{ev.total} requests · {ev.elapsed_s:.0f} s")
+            self._status(f"{step}concurrency {ev.concurrency}: {ev.done}/{ev.total} requests · {ev.elapsed_s:.0f} s")
         elif ev.kind == "result" and ev.step is not None:
             self.steps.append(ev.step)
             self._add_row(ev.step)

@@ -12,6 +12,7 @@ back as the launcher's error text, all at once.
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,27 @@ REVIEW_ACTIONS: tuple[tuple[str, str, str, str, str], ...] = (
 #: The actions whose keys the footer shows: with ``^q Quit`` and ``f1 Help`` they fit 80 columns
 #: (80×24 is the smallest terminal the wizard supports); the others are in F1 and the command palette.
 FOOTER_ACTIONS = frozenset({"launch", "preflight", "export"})
+
+
+@functools.lru_cache(maxsize=8)
+def _lmcache_where_vllm_runs(vllm: str) -> tuple[bool | None, str | None]:
+    """Whether the Python of the ``vllm`` executable imports ``lmcache`` (the preflight's probe,
+    ``launcher/connector_check.py``; asked once per executable in a session)."""
+    from vllm_deploy_wizard.launcher import connector_check, preflight
+
+    return connector_check.importable_where_vllm_runs(vllm, "lmcache", preflight.run_command, preflight.cache_dir())
+
+
+def _lmcache_text(software: Any, found: str | None) -> str:
+    """The review's LMCache part: installed means importable where vLLM runs (vLLM's LMCache connectors
+    import ``lmcache`` in the ``vllm`` process), not an ``lmcache`` CLI of another environment on PATH."""
+    vllm = getattr(getattr(software, "vllm", None), "executable", None)
+    ok, python = _lmcache_where_vllm_runs(vllm) if vllm else (None, None)
+    if ok is False:
+        return f"not installed where vLLM runs ({python})" + (f"; {found} in another environment" if found else "")
+    if ok:
+        return found or "installed"
+    return found or "not installed"
 
 
 class ReviewScreen(WizardScreen):
@@ -322,7 +344,7 @@ class ReviewScreen(WizardScreen):
         if "vllm-router" in argv0:
             parts.append(f"vllm-router: {version('vllm_router') or 'not installed'}")
         if any("lmcache" in step for step in plan.get("install") or []) or "lmcache" in argv0:
-            parts.append(f"LMCache: {version('lmcache') or 'not installed'}")
+            parts.append(f"LMCache: {_lmcache_text(software, version('lmcache'))}")
         return "Installed: " + " · ".join(parts)
 
     def on_select_changed(self, event: Select.Changed) -> None:

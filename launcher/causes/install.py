@@ -117,16 +117,25 @@ def _missing_module(c: _Ctx) -> _Result | None:
     top = module.split(".", 1)[0]
     if top == "vllm" and module != "vllm":
         return None  # a module of vLLM itself: a broken install (broken_install) or a version mismatch
-    step = MODULE_INSTALL.get(top, f"pip install {top}")
     env = _environment_of(c.argv)
+    step, fix = missing_module_fix(module, env)
     facts: dict[str, Any] = {"module": module, "install": step}
     if env:
         facts["environment"] = env
+    return (None, f"the Python module {module!r} is not installed where the process runs", fix,
+            None, None, None, facts)
+
+
+def missing_module_fix(module: str, env: str | None) -> tuple[str, str]:
+    """``(install step, fix text)`` for Python ``module`` missing from environment ``env`` (a venv/prefix
+    folder; None: unknown): the one text of the ``missing_module`` cause and of the preflight's
+    connector-module check (``launcher/connector_check.py``)."""
+    top = module.split(".", 1)[0]
+    step = MODULE_INSTALL.get(top, f"pip install {top}")
     where = f" in the environment the process runs from ({env}: `{env}/bin/python -m {step.split(' ', 1)[0]} " \
             f"{step.split(' ', 1)[1]}`)" if env and step.startswith("pip ") else \
         f" in the environment the process runs from ({env})" if env else " in the environment the process runs from"
-    return (None, f"the Python module {module!r} is not installed where the process runs",
-            f"run the plan's install step for it: `{step}`{where}", None, None, None, facts)
+    return step, f"run the plan's install step for it: `{step}`{where}"
 
 
 _VFIO = re.compile(r"open\((/dev/(?:vfio/\d+|accel\d+))\): Device or resource busy")

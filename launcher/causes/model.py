@@ -48,11 +48,30 @@ def _model_id(c: _Ctx) -> str | None:
     return _model_from_argv(c.argv)
 
 
+def _tokenizer_flag(argv, name: str | None) -> bool:
+    """Whether ``name`` (the id a Hub/transformers error names) is the ``--tokenizer`` of ``argv`` and
+    not its model: vLLM 0.32.0 ``vllm/engine/arg_utils.py`` (``EngineArgs.__post_init__``) resolves
+    ``--tokenizer`` with the same ``get_model_path`` (``vllm/transformers_utils/repo_utils.py``) as the
+    model, so both fail with huggingface_hub's "Repo id must be in the form …: '<id>'"."""
+    tokenizer = last_flag_value(list(argv), "--tokenizer")
+    if not name or not tokenizer:
+        return False
+    model = _model_from_argv(argv)
+    same = name.rstrip("/") == tokenizer.rstrip("/")
+    return same and (model is None or model.rstrip("/") != tokenizer.rstrip("/"))
+
+
 def _model_not_found(c: _Ctx) -> _Result:
     """A model id or path that cannot be resolved: huggingface_hub's ``RepositoryNotFoundError`` /
     ``HFValidationError`` and transformers' "is not a local folder and is not a valid model identifier",
-    reached by vLLM 0.32.0 ``vllm/transformers_utils/config.py``."""
+    reached by vLLM 0.32.0 ``vllm/transformers_utils/config.py``. When the id is the ``--tokenizer``
+    (:func:`_tokenizer_flag`), the cause names the tokenizer and that flag, not the model."""
     model = _model_id(c)
+    if _tokenizer_flag(c.argv, model):
+        return (None, f"the tokenizer {model!r} (--tokenizer) could not be found",
+                "check --tokenizer: a Hugging Face id is 'org/name' (see huggingface.co), a local path must exist and "
+                "hold the tokenizer files (tokenizer.json, tokenizer_config.json …); drop --tokenizer to use the "
+                "model's own", None, None, None, {"tokenizer": model, "flag": "--tokenizer"})
     facts = {"model": model} if model else {}
     return (None, f"the model {model!r} could not be found" if model else "the model could not be found",
             "check the model: a Hugging Face id is 'org/name' (see huggingface.co), a local path must exist and hold "

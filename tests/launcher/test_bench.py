@@ -23,6 +23,7 @@ from vllm_deploy_wizard.launcher.bench import (
     list_sweeps,
     load_sweep,
     next_step,
+    planned_steps,
     run_step,
     run_sweep,
     target_from_run,
@@ -45,9 +46,10 @@ def test_sweep_doubles_while_throughput_rises_by_the_gain():
 def test_sweep_stops_when_throughput_rises_less_than_the_gain():
     nxt, why = next_step([step(1, 100), step(2, 180), step(4, 188)], 12, SweepConfig())
     assert nxt is None
-    assert "+4.4 %" in why and "concurrency 2 to 4" in why and "< 5 %" in why
+    assert "rose 4.4 %" in why and "concurrency 2 to 4" in why and "< 5 %" in why
     nxt, why = next_step([step(1, 100), step(2, 90)], 12, SweepConfig())
-    assert nxt is None and "-10.0 %" in why
+    assert nxt is None and "output throughput fell 10.0 % from concurrency 1 to 2" in why  # not "rose -10.0 %"
+    assert "rose" not in why
     # a lower gain lets the same results go on
     assert next_step([step(1, 100), step(2, 180), step(4, 188)], 12, SweepConfig(min_gain=0.04)) == (8, "")
 
@@ -222,3 +224,23 @@ def test_target_from_a_runs_spec_prefers_the_router(tmp_path):
     (run / "spec.json").write_text(json.dumps({"processes": [router]}))
     with pytest.raises(LaunchError, match="no `vllm serve MODEL` process"):
         target_from_run(run, pids={})
+
+
+def test_sweep_progress_counts_finished_steps_of_the_planned_ones(tmp_path):
+    """The overall progress is finished steps plus the running step's share, of the planned steps: at the
+    start of the third step of 1, 2, 4 (max 4: three planned) it is 2/3, not the new step's 0 %."""
+    assert planned_steps(SweepConfig()) == 9  # 1, 2, 4 … 256
+    assert planned_steps(SweepConfig(max_concurrency=12)) == 4  # 1, 2, 4, 8
+    assert planned_steps(SweepConfig(concurrencies=(3, 5))) == 2
+    clock = FakeClock()
+    run, _ = fake_runner({1: 100, 2: 190, 4: 260}, clock)
+    events = []
+    run_sweep(TARGET, SweepConfig(max_concurrency=4), tmp_path / "run1", on_event=events.append, clock=clock,
+              step_runner=run)
+    third = [e for e in events if e.kind == "step"][2]
+    assert (third.concurrency, third.finished, third.planned) == (4, 2, 3)
+    assert third.overall() == pytest.approx(2 / 3)
+    halfway = [e for e in events if e.kind == "progress" and e.concurrency == 4][0]
+    assert halfway.overall() == pytest.approx(2.5 / 3)
+    assert [round(e.overall(), 3) for e in events if e.kind == "result"] == [0.333, 0.667, 1.0]
+    assert events[-1].kind == "done" and events[-1].overall() == 1.0

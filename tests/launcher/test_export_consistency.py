@@ -417,6 +417,21 @@ def script_problems(scripts: dict[str, str], doc: dict, text: str, secrets: list
         for url in re.findall(r'--(?:prefill|decode|backend-url) "?(https?://[^" ]+)', body):
             if f'wait_remote "{url}/health"' not in body and f"wait_remote {url}/health" not in body:
                 problems.append(f"{fname}: routes to {url} without waiting for it")
+        problems += _checkout_fetch_problems(fname, body, plan.get("install_mode"))
+    return problems
+
+
+def _checkout_fetch_problems(fname: str, body: str, install_mode: str | None) -> list[str]:
+    """A pip-mode ``vllm serve`` passing ``--chat-template examples/….jinja`` (a vLLM checkout file a
+    pip install lacks) fetches it first, unless it is there (docker: the image's working folder has it)."""
+    problems = []
+    for block in re.findall(r"^start_\w+\(\) \{.*?^\}", body, re.M | re.S):
+        serve = block.split("exec ", 1)
+        for path in re.findall(r"--chat-template '?(examples/[^\s']+)", serve[-1]):
+            if install_mode == "docker" or serve[-1].startswith("docker"):
+                continue
+            if f"if [ ! -e {path} ]" not in serve[0] or "curl -fL --create-dirs -o " + path not in serve[0]:
+                problems.append(f"{fname}: passes --chat-template {path} without fetching it first")
     return problems
 
 
@@ -509,3 +524,39 @@ def test_a_gpu_job_without_a_gpu_request_fails_the_checker(catalogs) -> None:
     problems = all_problems(planted)
     assert "requests 4 GPUs per node, its engines use 8" in problems
     assert "the router's step takes the job's GPUs" in problems
+
+
+def test_a_pip_script_fetches_the_checkout_chat_template_once_before_vllm_serve(catalogs, tmp_path) -> None:
+    """The fetch step runs before ``vllm serve`` with the installed release (``+cpu`` dropped) and is
+    skipped when the file is there; a script without it fails the checker."""
+    import subprocess
+
+    scripts = exports(catalogs, {**DSV3, "strategy": "pd_cluster", "nodes": 2})["scripts"]
+    body = next(b for b in scripts.values() if "--chat-template examples/" in b)
+    block = re.search(r"^start_\w+\(\) \{.*?^\}", body, re.M | re.S).group(0)
+    fetch = block.split("exec ", 1)[0].split("\n")
+    start = next(i for i, ln in enumerate(fetch) if ln.strip().startswith("if [ ! -e examples/"))
+    step = "\n".join(ln.strip() for ln in fetch[start:start + 4])
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "vllm").write_text("#!/bin/sh\necho 'INFO noise' >&2\necho 0.32.0+cpu\n")
+    (bin_ / "curl").write_text('#!/bin/sh\necho "$@" >> "$CURL_LOG"\nmkdir -p examples && : > "$4"\n')
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    env = {"PATH": f"{bin_}:/usr/bin:/bin", "CURL_LOG": str(tmp_path / "curl.log")}
+    for _ in range(2):
+        subprocess.run(["bash", "-euo", "pipefail", "-c", step], cwd=tmp_path, env=env, check=True)
+    [call] = (tmp_path / "curl.log").read_text().splitlines()  # the second run finds the file
+    assert call == ("-fL --create-dirs -o examples/tool_chat_template_deepseekv3.jinja https://raw.githubusercontent.com/"
+                    "vllm-project/vllm/v0.32.0/examples/tool_chat_template_deepseekv3.jinja")
+    # Kubernetes: no fetch; the container starts in the image's WORKDIR (/vllm-workspace holds examples/)
+    k8s = exports(catalogs, {**DSV3, "strategy": "pd_cluster", "nodes": 2})["k8s"]
+    serving = [c for docs in k8s.values() for doc in docs for _, t in _templates(doc)
+               for c in t.get("containers", []) if "--chat-template" in [*c.get("command", []), *c.get("args", [])]]
+    assert serving and all("workingDir" not in c for c in serving)
+    stripped = {f: re.sub(r"^  if \[ ! -e examples/.*?^  fi\n", "", b, flags=re.M | re.S) for f, b in scripts.items()}
+    assert any("without fetching it first" in x for x in _checkout_fetch_problems_all(stripped))
+
+
+def _checkout_fetch_problems_all(scripts: dict[str, str]) -> list[str]:
+    return [x for f, b in scripts.items() for x in _checkout_fetch_problems(f, b, "pip")]

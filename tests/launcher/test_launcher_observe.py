@@ -390,3 +390,30 @@ def test_collapse_updates_applies_carriage_returns_inside_old_lines():
     assert overwrite("abcdef\rXY") == "XYcdef" and overwrite("50%\r75%\r") == "75%\r"
     # a line still waiting for its update at the end loses the mark
     assert collapse_updates(["a", "10%\r", "20%\r"]) == ["a", "20%"]
+
+
+#: The last lines vLLM 0.32.0 CPU printed for ``vllm serve <tiny model> --tokenizer /no/such/dir`` (run on
+#: this project's test install): ``EngineArgs.__post_init__`` (vllm/engine/arg_utils.py) resolves the
+#: tokenizer with ``get_model_path`` (vllm/transformers_utils/repo_utils.py) → huggingface_hub's
+#: ``validate_repo_id``.
+_TOKENIZER_TAIL = [
+    '  File ".../vllm/engine/arg_utils.py", line 924, in __post_init__',
+    "    self.tokenizer = get_model_path(self.tokenizer, self.tokenizer_revision)",
+    '  File ".../huggingface_hub/utils/_validators.py", line 133, in validate_repo_id',
+    "    raise HFValidationError(",
+    "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+    "'namespace/repo_name': '/no/such/dir'. Use `repo_type` argument if needed.",
+]
+
+
+def test_a_tokenizer_that_cannot_be_found_is_named_as_the_tokenizer_not_the_model():
+    argv = ["vllm", "serve", "/models/tiny-llama", "--tokenizer", "/no/such/dir"]
+    cause = classify(_TOKENIZER_TAIL, rc=1, argv=argv)
+    assert cause is not None and cause.kind == "model_not_found"
+    assert cause.summary == "the tokenizer '/no/such/dir' (--tokenizer) could not be found"
+    assert "--tokenizer" in cause.fix and cause.facts == {"tokenizer": "/no/such/dir", "flag": "--tokenizer"}
+    # the model itself missing (no --tokenizer, or --tokenizer naming the model) stays the model
+    model_tail = [x.replace("/no/such/dir", "/models/tiny-llama") for x in _TOKENIZER_TAIL]
+    for other in (["vllm", "serve", "/models/tiny-llama"], [*argv[:3], "--tokenizer", "/models/tiny-llama"]):
+        cause = classify(model_tail, rc=1, argv=other)
+        assert cause.summary == "the model '/models/tiny-llama' could not be found" and "tokenizer" not in cause.facts

@@ -106,6 +106,10 @@ async def test_b_runs_a_sweep_with_plots_exports_svg_and_compares(build_app, tmp
         status = str(screen.query_one("#bench-status").render())
         assert "from concurrency 4 to 8" in status and "sweep.json" in status
         assert (screen.sweep.path / "sweep.csv").read_text().count("\n") == 5
+        # mid-sweep, the bar is the sweep's: two finished steps of four planned is 50 %, not the new step's 0 %
+        screen.on_sweep_event(bench.SweepEvent("step", 4, 0, 16, 40.0, finished=2, planned=4))
+        assert screen.query_one("#bench-progress").progress == 50
+        assert "step 3 of ≤ 4 · concurrency 4: 0/16 requests · 40 s" in str(screen.query_one("#bench-status").render())
         assert screen.sweep.config.budget_s == 120.0
         series = screen.series()
         assert series["plot-output"] == [("output", [1, 2, 4, 8], [100.0, 190.0, 260.0, 262.0])]

@@ -102,7 +102,8 @@ def handle(args: argparse.Namespace) -> int:
 
     def progress(ev) -> None:
         if ev.kind == "step":
-            print(f"  concurrency {ev.concurrency}: {ev.total} requests …", file=sys.stderr)
+            print(f"  step {ev.finished + 1} of ≤ {ev.planned}: concurrency {ev.concurrency}, {ev.total} requests …",
+                  file=sys.stderr)
         elif ev.kind == "progress" and live:
             print(f"\r    {ev.done}/{ev.total} requests · {ev.elapsed_s:.0f} s", end="", file=sys.stderr, flush=True)
         elif ev.kind == "result" and ev.step is not None:

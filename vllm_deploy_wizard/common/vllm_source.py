@@ -5,8 +5,9 @@ a checkout of vLLM's repository, which the docker images have (their working fol
 ``examples/``) and a pip-installed vLLM does not (the wheel packages only
 ``vllm/transformers_utils/chat_templates/``). The one rule for getting such a file — its raw URL
 at the release tag of the vLLM version, and the ``curl`` line that saves it — is here, for the
-plan's note (``catalog/plan_notes.py``) and the launch preflight (``launcher/preflight.py``
-``path_problems``) alike (docs/plan-file.md §3.4).
+plan's note (``catalog/plan_notes.py``), the launch preflight (``launcher/preflight.py``
+``path_problems``) and the per-node scripts (``catalog/render.py``, :func:`fetch_step`) alike
+(docs/plan-file.md §3.4).
 """
 
 from __future__ import annotations
@@ -45,3 +46,15 @@ def fetch_command(path: str, version: str | None, dest: str | None = None) -> st
     ``path`` itself, relative to the folder the process starts in): ``curl -fL --create-dirs -o DEST
     URL`` (``examples/`` does not exist beside a pip install: curl makes it)."""
     return f"curl -fL --create-dirs -o {dest or path} {source_url(path, version)}"
+
+
+def fetch_step(path: str, vllm: str = "vllm") -> list[str]:
+    """Bash lines that save checkout file ``path`` before a ``vllm serve`` starts, in the folder it
+    starts in, unless it is there already (a script run twice fetches once): the release comes from
+    ``VLLM --version`` at run time (its last line; ``+cpu`` and other local build suffixes dropped,
+    as :func:`release_version` does), then :func:`fetch_command`. ``vllm`` is the executable the
+    process runs (a word safe in a shell)."""
+    return [f"if [ ! -e {path} ]; then  # a pip-installed vLLM has no examples/ (the plan's note)",
+            f'  vllm_release="$({vllm} --version 2>/dev/null | tail -n 1)"; vllm_release="${{vllm_release%%+*}}"',
+            f"  {fetch_command(path, '${vllm_release}')}",
+            "fi"]
