@@ -414,7 +414,7 @@ def refusals_for(opts: Any, selection: Selection) -> list[Refusal]:
     """Each value given in ``selection`` whose choice ``opts`` disables or hides, with the reason.
 
     Checked: hardware, variant, strategy, nodes, KV offload (options, group members and Mooncake
-    topologies), PD connector and router, PD pool modes, frontend, install mode, features and
+    topologies), PD connector and router, PD pool modes and sizes, frontend, install mode, features and
     feature modes. Values the rows do not list (an omni recipe has no strategy row) are not checked.
     """
     out: list[Refusal] = []
@@ -442,6 +442,8 @@ def refusals_for(opts: Any, selection: Selection) -> list[Refusal]:
             pool = getattr(selection.pd, role, None)
             if pool is not None and getattr(pool, "mode", None):
                 check(f"pd.{role}", f"--pd-{role}", pool.mode, opts.pd_modes.get(role, []))
+            if pool is not None and role in opts.pd_sizes:  # §3.2 N6: a pool size that can't run
+                out.append(Refusal(f"pd.{role}", f"--pd-{role}", str(pool.nodes), opts.pd_sizes[role]))
     if isinstance(selection.features, list):
         for key in selection.features:
             check("features", "--feature", key, opts.features)
