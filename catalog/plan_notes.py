@@ -259,3 +259,27 @@ def placeholder_defaults(deploy: str, holes: list[str], pools: dict[str, int] | 
     if deploy == "pd_cluster" and pools and all(n == 0 for n in pools.values()):
         defaults.update({f"{role.upper()}_NODE_1": LOCAL_ADDRESS for role in pools})
     return {k: v for k, v in defaults.items() if k in holes}
+
+
+def mixed_pools_note(plan: Any) -> list[str]:
+    """The note for a PD plan with one pool co-located (``0`` nodes) and the other on nodes of its own
+    (``--pd-prefill 3 --pd-decode 0``): nothing shares ``node-0`` with the co-located pool, which runs
+    alone on a machine apart from the other pool's nodes, on half its devices. The layout runs (the
+    planner has refused it when the half can't hold the variant, docs/constraints.md §3.2 N6); the
+    note says which machine the pool's address placeholder stands for and how to use the whole node."""
+    pools = plan.pd_pool_nodes or {}
+    alone = [role for role in PD_ROLES if pools.get(role) == 0]
+    if len(alone) != 1 or not pools.get(next(r for r in PD_ROLES if r not in alone)):
+        return []
+    role = alone[0]
+    other = next(r for r in PD_ROLES if r != role)
+    proc = next((p for p in plan.processes if p.role == role), None)
+    if proc is None:
+        return []
+    pins = proc.env.get("CUDA_VISIBLE_DEVICES")
+    host = proc.env.get("VLLM_NIXL_SIDE_CHANNEL_HOST", "")
+    where = f" ({host} is its address)" if host.startswith("$") else ""
+    devices = f" (CUDA_VISIBLE_DEVICES={pins}; the other half stays idle)" if pins else ""
+    return [f"the {role} pool is co-located (--pd-{role} 0) but the {other} pool has nodes of its "
+            f"own: {proc.name} runs alone on node-0, a machine apart from the {other} nodes{where}, on "
+            f"half its devices{devices}; --pd-{role} 1 gives the pool the whole node"]

@@ -201,6 +201,9 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
     from .corrections import correct_plan
 
     correct_plan(catalog, selection, plan)  # docs/synthesis.md §7: builder commands that cannot run
+    from .plan_notes import mixed_pools_note
+
+    plan.notes += mixed_pools_note(plan)  # one PD pool co-located, the other on nodes of its own
     warnings = head_warnings(catalog.recipe(selection.model), plan)
     fixes: dict[str, int] = {}
     if host is not None:

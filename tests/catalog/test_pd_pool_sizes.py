@@ -55,3 +55,14 @@ def test_pools_that_fit_stay_planned_and_lenient_plans_are_not_refused():
     plan_selection(CAT, small)
     loose = plan_selection(CAT, Selection(**DSV3, hardware="h200", pd=_pools(0, 0)), strict=False)
     assert loose.plan.processes
+
+
+def test_a_pool_co_located_beside_sized_nodes_is_explained():
+    sel = Selection(model="MiniMaxAI/MiniMax-M2", hardware="h200", strategy="pd_cluster", pd=_pools(1, 0))
+    plan = plan_selection(CAT, sel).plan
+    note = next(n for n in plan.notes if n.startswith("the decode pool is co-located"))
+    assert "(--pd-decode 0)" in note and "$DECODE_NODE_1 is its address" in note
+    assert "CUDA_VISIBLE_DEVICES=4,5,6,7" in note and "--pd-decode 1 gives the pool the whole node" in note
+    assert "DECODE_NODE_1" in plan.placeholders  # the address the router and NIXL side channel use
+    both = plan_selection(CAT, sel.model_copy(update={"pd": None})).plan  # co-located together: no note
+    assert not any("co-located (--pd-" in n for n in both.notes)
