@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from vllm_deploy_wizard.common import suggest
-from vllm_deploy_wizard.common.flags import flag_values
+from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
 from vllm_deploy_wizard.common.vllm_source import UNKNOWN_VERSION, fetch_command, is_checkout_path
 
 from . import backends as B
@@ -283,3 +283,21 @@ def mixed_pools_note(plan: Any) -> list[str]:
     return [f"the {role} pool is co-located (--pd-{role} 0) but the {other} pool has nodes of its "
             f"own: {proc.name} runs alone on node-0, a machine apart from the {other} nodes{where}, on "
             f"half its devices{devices}; --pd-{role} 1 gives the pool the whole node"]
+
+
+def single_node_tp_hint(recipe: Any, variant: Any, strategy_id: str | None, nodes: int, hw_id: str,
+                        profile: Any, gpus: int, advanced_args: list[str] | tuple[str, ...] = ()) -> str | None:
+    """The §2.2 [UI] hint when a ``single_node_tp`` plan on one node runs on fewer devices than the
+    node has: the TP is the recipe's (:func:`.gates.single_node_tp`) or a ``--tensor-parallel-size``
+    in the advanced args (``plan --arg``). The wizard's constraints panel (constraints/banners.py)
+    and ``vllm-wizard plan``'s notes (the planner) both print this text. None when TP ≥ devices."""
+    if strategy_id != "single_node_tp" or nodes != 1:
+        return None
+    given = last_flag_value(list(advanced_args), "--tensor-parallel-size", "-tp")
+    tp = int(given) if given is not None and given.isdigit() else \
+        G.single_node_tp(recipe, variant, "single_node_tp", hw_id, profile, gpus)
+    if tp >= gpus:
+        return None
+    unit = "CPU NUMA node(s)" if profile.gen == "cpu" else "GPUs"
+    return (f"This recipe runs on {tp} of {gpus} {unit} on the selected node — "
+            "add --tensor-parallel-size N via Advanced to scale up.")

@@ -201,9 +201,17 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
     from .corrections import correct_plan
 
     correct_plan(catalog, selection, plan)  # docs/synthesis.md §7: builder commands that cannot run
-    from .plan_notes import mixed_pools_note
+    from .plan_notes import mixed_pools_note, single_node_tp_hint
 
     plan.notes += mixed_pools_note(plan)  # one PD pool co-located, the other on nodes of its own
+    recipe = catalog.recipe(selection.model)
+    hw_profile = catalog.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware")))
+    variant = recipe.variants.get(str(plan.resolved.get("variant"))) if not recipe.is_omni else None
+    if hw_profile is not None and variant is not None:  # the constraints panel's TP hint (§2.2)
+        hint = single_node_tp_hint(recipe, variant, plan.resolved.get("strategy"), int(plan.resolved.get("nodes") or 1),
+                                   str(plan.resolved["hardware"]), hw_profile, selection.gpus or hw_profile.gpu_count,
+                                   selection.advanced_args)
+        plan.notes += [hint] if hint else []
     warnings = head_warnings(catalog.recipe(selection.model), plan)
     fixes: dict[str, int] = {}
     if host is not None:
