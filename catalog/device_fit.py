@@ -157,3 +157,27 @@ def pool_size_refusals(catalog: Catalog, selection: Selection) -> dict[str, str]
         least = pool_nodes_needed(ctx) or 1
         out[role] = f"{why}. Valid: --pd-{role} {least} or more (whole nodes of its own)"
     return out
+
+
+#: Brands whose devices per node the profile fixes: a whole GPU is one vLLM device (a MIG GPU too:
+#: one CUDA device per GPU, docs/fit.md §10). Elsewhere vLLM may see more devices than the profile
+#: counts — AMD compute partitions (CPX: 64 on an 8-GPU MI300X), TPU7x TensorCores, Intel XPU tiles,
+#: a CPU backend's NUMA nodes (docs/catalog.md §5) — so ``--gpus`` above ``gpu_count`` stays a warning.
+FIXED_DEVICE_BRANDS = ("NVIDIA",)
+
+
+def gpus_shortfall(profile: Any, gpus: int | None, on_node: bool) -> str | None:
+    """Why ``gpus`` devices per node (``plan --gpus``) can't be a node of ``profile``, or None.
+
+    Refused only off the detected node (``on_node`` False: on it, the count vLLM sees there wins)
+    and for :data:`FIXED_DEVICE_BRANDS` profiles that are not CPU backends; the reason names the
+    profile's count and what to use for more devices (more nodes)."""
+    count = profile.gpu_count
+    if on_node or not gpus or not count or gpus <= count or profile.brand not in FIXED_DEVICE_BRANDS \
+            or backend_for(profile).key == "cpu":
+        return None
+    name = profile.display_name or "this profile"
+    scale = ("; more devices = more nodes (--nodes with a multi_node_* or pd_cluster strategy)"
+             if profile.scalable else "")
+    return (f"{name} has {count} devices per node (the profile's gpu_count), not {gpus}. "
+            f"Valid: --gpus 1 to {count}{scale}")

@@ -33,6 +33,9 @@ docs/constraints.md §3):
   reference does.
 * **Warnings**: synthesis's gate warnings, TP that does not divide the attention heads (custom
   models, from their ``config.json``), host-fit warnings.
+* **Devices per node** (``strict``): ``gpus`` above the profile's ``gpu_count`` is refused off the
+  detected node for profiles whose device count is fixed (NVIDIA; :func:`.device_fit.gpus_shortfall`)
+  and a warning elsewhere (partitions, NUMA nodes).
 * **Devices** (docs/fit.md §10): ``selection.devices`` (``plan --devices``) is checked against the
   node's devices, sets ``gpus`` to its count and pins the serve processes
   (:func:`.device_pick.pin_devices`); on Ascend docker processes pass the device files the node has;
@@ -168,6 +171,7 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
         PlanRefused: ``strict`` and a given value is disabled or hidden (lists each with its reason).
     """
     from .constraints import options
+    from .device_fit import gpus_shortfall
     from .synthesis import synthesize
 
     catalog, selection = _resolve_model(catalog, selection)
@@ -195,6 +199,10 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
                 opts = options(catalog, selection, detected_profile=detected_profile)
                 plan = synthesize(catalog, selection)
         refusals = refusals_for(opts, selection)
+        profile = catalog.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware")))
+        too_many = gpus_shortfall(profile, selection.gpus, host is not None) if profile is not None else None
+        if too_many is not None:  # devices per node above what a node of the profile has
+            refusals.append(Refusal("gpus", "--gpus", str(selection.gpus), too_many))
         blocking = [r for r in refusals if not (r.unverified and selection.allow_unverified)]
         if blocking:
             raise PlanRefused(blocking)
