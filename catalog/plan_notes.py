@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from vllm_deploy_wizard.common import suggest
-from vllm_deploy_wizard.common.flags import flag_values
+from vllm_deploy_wizard.common.flags import flag_values, last_flag_value
 from vllm_deploy_wizard.common.vllm_source import UNKNOWN_VERSION, fetch_command, is_checkout_path
 
 from . import backends as B
@@ -259,3 +259,45 @@ def placeholder_defaults(deploy: str, holes: list[str], pools: dict[str, int] | 
     if deploy == "pd_cluster" and pools and all(n == 0 for n in pools.values()):
         defaults.update({f"{role.upper()}_NODE_1": LOCAL_ADDRESS for role in pools})
     return {k: v for k, v in defaults.items() if k in holes}
+
+
+def mixed_pools_note(plan: Any) -> list[str]:
+    """The note for a PD plan with one pool co-located (``0`` nodes) and the other on nodes of its own
+    (``--pd-prefill 3 --pd-decode 0``): nothing shares ``node-0`` with the co-located pool, which runs
+    alone on a machine apart from the other pool's nodes, on half its devices. The layout runs (the
+    planner has refused it when the half can't hold the variant, docs/constraints.md §3.2 N6); the
+    note says which machine the pool's address placeholder stands for and how to use the whole node."""
+    pools = plan.pd_pool_nodes or {}
+    alone = [role for role in PD_ROLES if pools.get(role) == 0]
+    if len(alone) != 1 or not pools.get(next(r for r in PD_ROLES if r not in alone)):
+        return []
+    role = alone[0]
+    other = next(r for r in PD_ROLES if r != role)
+    proc = next((p for p in plan.processes if p.role == role), None)
+    if proc is None:
+        return []
+    pins = proc.env.get("CUDA_VISIBLE_DEVICES")
+    host = proc.env.get("VLLM_NIXL_SIDE_CHANNEL_HOST", "")
+    where = f" ({host} is its address)" if host.startswith("$") else ""
+    devices = f" (CUDA_VISIBLE_DEVICES={pins}; the other half stays idle)" if pins else ""
+    return [f"the {role} pool is co-located (--pd-{role} 0) but the {other} pool has nodes of its "
+            f"own: {proc.name} runs alone on node-0, a machine apart from the {other} nodes{where}, on "
+            f"half its devices{devices}; --pd-{role} 1 gives the pool the whole node"]
+
+
+def single_node_tp_hint(recipe: Any, variant: Any, strategy_id: str | None, nodes: int, hw_id: str,
+                        profile: Any, gpus: int, advanced_args: list[str] | tuple[str, ...] = ()) -> str | None:
+    """The §2.2 [UI] hint when a ``single_node_tp`` plan on one node runs on fewer devices than the
+    node has: the TP is the recipe's (:func:`.gates.single_node_tp`) or a ``--tensor-parallel-size``
+    in the advanced args (``plan --arg``). The wizard's constraints panel (constraints/banners.py)
+    and ``vllm-wizard plan``'s notes (the planner) both print this text. None when TP ≥ devices."""
+    if strategy_id != "single_node_tp" or nodes != 1:
+        return None
+    given = last_flag_value(list(advanced_args), "--tensor-parallel-size", "-tp")
+    tp = int(given) if given is not None and given.isdigit() else \
+        G.single_node_tp(recipe, variant, "single_node_tp", hw_id, profile, gpus)
+    if tp >= gpus:
+        return None
+    unit = "CPU NUMA node(s)" if profile.gen == "cpu" else "GPUs"
+    return (f"This recipe runs on {tp} of {gpus} {unit} on the selected node — "
+            "add --tensor-parallel-size N via Advanced to scale up.")

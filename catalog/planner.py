@@ -33,6 +33,9 @@ docs/constraints.md §3):
   reference does.
 * **Warnings**: synthesis's gate warnings, TP that does not divide the attention heads (custom
   models, from their ``config.json``), host-fit warnings.
+* **Devices per node** (``strict``): ``gpus`` above the profile's ``gpu_count`` is refused off the
+  detected node for profiles whose device count is fixed (NVIDIA; :func:`.device_fit.gpus_shortfall`)
+  and a warning elsewhere (partitions, NUMA nodes).
 * **Devices** (docs/fit.md §10): ``selection.devices`` (``plan --devices``) is checked against the
   node's devices, sets ``gpus`` to its count and pins the serve processes
   (:func:`.device_pick.pin_devices`); on Ascend docker processes pass the device files the node has;
@@ -168,6 +171,7 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
         PlanRefused: ``strict`` and a given value is disabled or hidden (lists each with its reason).
     """
     from .constraints import options
+    from .device_fit import gpus_shortfall
     from .synthesis import synthesize
 
     catalog, selection = _resolve_model(catalog, selection)
@@ -195,12 +199,27 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
                 opts = options(catalog, selection, detected_profile=detected_profile)
                 plan = synthesize(catalog, selection)
         refusals = refusals_for(opts, selection)
+        profile = catalog.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware")))
+        too_many = gpus_shortfall(profile, selection.gpus, host is not None) if profile is not None else None
+        if too_many is not None:  # devices per node above what a node of the profile has
+            refusals.append(Refusal("gpus", "--gpus", str(selection.gpus), too_many))
         blocking = [r for r in refusals if not (r.unverified and selection.allow_unverified)]
         if blocking:
             raise PlanRefused(blocking)
     from .corrections import correct_plan
 
     correct_plan(catalog, selection, plan)  # docs/synthesis.md §7: builder commands that cannot run
+    from .plan_notes import mixed_pools_note, single_node_tp_hint
+
+    plan.notes += mixed_pools_note(plan)  # one PD pool co-located, the other on nodes of its own
+    recipe = catalog.recipe(selection.model)
+    hw_profile = catalog.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware")))
+    variant = recipe.variants.get(str(plan.resolved.get("variant"))) if not recipe.is_omni else None
+    if hw_profile is not None and variant is not None:  # the constraints panel's TP hint (§2.2)
+        hint = single_node_tp_hint(recipe, variant, plan.resolved.get("strategy"), int(plan.resolved.get("nodes") or 1),
+                                   str(plan.resolved["hardware"]), hw_profile, selection.gpus or hw_profile.gpu_count,
+                                   selection.advanced_args)
+        plan.notes += [hint] if hint else []
     warnings = head_warnings(catalog.recipe(selection.model), plan)
     fixes: dict[str, int] = {}
     if host is not None:
@@ -414,7 +433,7 @@ def refusals_for(opts: Any, selection: Selection) -> list[Refusal]:
     """Each value given in ``selection`` whose choice ``opts`` disables or hides, with the reason.
 
     Checked: hardware, variant, strategy, nodes, KV offload (options, group members and Mooncake
-    topologies), PD connector and router, PD pool modes, frontend, install mode, features and
+    topologies), PD connector and router, PD pool modes and sizes, frontend, install mode, features and
     feature modes. Values the rows do not list (an omni recipe has no strategy row) are not checked.
     """
     out: list[Refusal] = []
@@ -442,6 +461,8 @@ def refusals_for(opts: Any, selection: Selection) -> list[Refusal]:
             pool = getattr(selection.pd, role, None)
             if pool is not None and getattr(pool, "mode", None):
                 check(f"pd.{role}", f"--pd-{role}", pool.mode, opts.pd_modes.get(role, []))
+            if pool is not None and role in opts.pd_sizes:  # §3.2 N6: a pool size that can't run
+                out.append(Refusal(f"pd.{role}", f"--pd-{role}", str(pool.nodes), opts.pd_sizes[role]))
     if isinstance(selection.features, list):
         for key in selection.features:
             check("features", "--feature", key, opts.features)

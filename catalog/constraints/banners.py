@@ -5,6 +5,7 @@ warning, the §2.8 text_only / encoder_parallel exclusion, and the B1 "Verified 
 from __future__ import annotations
 
 from .. import gates
+from ..plan_notes import single_node_tp_hint
 from .choices import KV_OFF, Options, _num
 from .context import _Ctx
 
@@ -32,9 +33,10 @@ def _banners(ctx: _Ctx, opts: Options) -> None:
         # step 1), so TP > devices is a warning naming both numbers.
         tp = gates.single_node_tp(ctx.recipe, ctx.variant, "single_node_tp", ctx.hw_id, p, ctx.gpus)
         unit = "CPU NUMA node(s)" if p.gen == "cpu" else "GPUs"
-        if tp < ctx.gpus:
-            opts.warnings.append(f"This recipe runs on {tp} of {ctx.gpus} {unit} on the selected node — "
-                                 "add --tensor-parallel-size N via Advanced to scale up.")
+        hint = single_node_tp_hint(ctx.recipe, ctx.variant, ctx.strategy_id, ctx.nodes, ctx.hw_id, p, ctx.gpus,
+                                   ctx.advanced_args)
+        if hint is not None:  # the plan's notes print the same text (catalog/plan_notes.py)
+            opts.warnings.append(hint)
         elif tp > ctx.gpus:
             opts.warnings.append(f"TP {tp} exceeds the {ctx.gpus} device(s) per node of {name} — the recipe's "
                                  f"--tensor-parallel-size {tp} needs {tp} {unit}; set Devices per node or "

@@ -67,6 +67,9 @@ class Options:
     nodes: list[Choice] = field(default_factory=list)
     pd_modes: dict[str, list[Choice]] = field(default_factory=dict)
     """``{"prefill": [...], "decode": [...]}``; empty unless the strategy is pd_cluster."""
+    pd_sizes: dict[str, str] = field(default_factory=dict)
+    """``{role: why}`` for each PD pool size the selection gives (``pd.<role>.nodes``) that can't run
+    (§3.2 N6, :func:`~vllm_deploy_wizard.catalog.device_fit.pool_size_refusals`); strict plans refuse it."""
     pd_connector: list[Choice] = field(default_factory=list)
     pd_router: list[Choice] = field(default_factory=list)
     kv_offload: list[Choice] = field(default_factory=list)

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from .. import gates
 from ..defaults import default_pool_mode
+from ..device_fit import pool_size_refusals
 from .choices import AVAILABLE, DISABLED, HIDDEN, KV_OFF, Choice, Options
 from .context import _Ctx
+from .strategy import _fit_selection
 
 #: PD pool-mode pill tips (§3.1 PD1, verbatim).
 POOL_MODE_TIPS = {
@@ -21,7 +23,8 @@ POOL_MODES = ("tp", "tep", "dep")
 
 
 def _pd_rows(ctx: _Ctx, opts: Options) -> None:
-    """PD1 pool modes per role, seed connectors/routers (§3.1 PD1, §4.7–4.8)."""
+    """PD1 pool modes per role, the given pool sizes that can't run (§3.2 N6), seed connectors/routers
+    (§3.1 PD1, §4.7–4.8)."""
     s = ctx.strategy
     if s is None or s.deploy_type != "pd_cluster":
         return
@@ -41,6 +44,8 @@ def _pd_rows(ctx: _Ctx, opts: Options) -> None:
         if sum(c.state != HIDDEN for c in row) < 2:  # PD1: a single mode hides the pills
             row = [Choice(c.id, c.label, HIDDEN, c.reason, description=c.description) for c in row]
         opts.pd_modes[role] = row
+    sel = _fit_selection(ctx, ctx.strategy_id, ctx.nodes)
+    opts.pd_sizes = pool_size_refusals(ctx.catalog, sel) if sel is not None else {}
     brand, name = ctx.profile.brand, ctx.profile.display_name or ctx.hw_id
     routers = {"vllm": "vLLM Router"}
     if s.dynamo is not None:

@@ -47,8 +47,12 @@ def test_co_located_dep_pools_disable_one_node_and_tp_pools_keep_it():
     assert one.state == "disabled" and "4 for prefill" in one.reason and "needs 8" in one.reason
     assert one.reason.endswith("Or pick TP or TEP pools.")
     assert options(CAT, kimi).choice("nodes", "2").available
-    # TP pools on the halves (the golden's MiniMax-M2 h200 n1 shape) fit: one node stays offered
-    tp = Selection(**kimi.model_dump(exclude_defaults=True), pd={"prefill": {"mode": "tp"}, "decode": {"mode": "tp"}})
+    # TP pools on the halves: Kimi-K2.5's 714 GB does not fit half an H200 node (564 GB) ...
+    tp_modes = {"prefill": {"mode": "tp"}, "decode": {"mode": "tp"}}
+    kimi_tp = Selection(**kimi.model_dump(exclude_defaults=True), pd=tp_modes)
+    assert "can't fit this variant (714GB > 564GB)" in options(CAT, kimi_tp).choice("nodes", "1").reason
+    # ... MiniMax-M2's 276 GB does (the golden's MiniMax-M2 h200 n1 shape): one node stays offered
+    tp = kimi_tp.model_copy(update={"model": "MiniMaxAI/MiniMax-M2"})
     assert options(CAT, tp).choice("nodes", "1").available
     planned = plan_selection(CAT, tp)
     for name in ("prefill-0", "decode-0"):

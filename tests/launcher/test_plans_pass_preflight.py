@@ -185,3 +185,31 @@ def test_every_corrected_plan_passes_its_nodes_preflight(fixture, sel, static_pr
         problems += prepare(doc, node=label, values=values, facts=facts, check_flags=False,
                             preflight_kw={"base_env": {"PATH": str(bindir), "HOME": str(cwd)}}).problems
     assert not problems, problems
+
+
+#: PD pools sized by the person (``--pd-prefill``/``--pd-decode``) that the planner keeps: both pools
+#: co-located, one co-located beside a pool of its own nodes (docs/constraints.md §3.2 N6), one each.
+POOL_SIZES = [(0, 0), (1, 0), (0, 1), (1, 1)]
+
+
+@pytest.mark.parametrize("prefill,decode", POOL_SIZES, ids=[f"{p}+{d}" for p, d in POOL_SIZES])
+def test_sized_pd_pools_the_planner_keeps_pass_every_nodes_preflight(prefill, decode, static_preflight):
+    """MiniMax-M2 (276 GB: half an H200 node holds it) with explicit pool sizes: every machine of
+    the plan passes the static preflight."""
+    fixture = "nvidia_hgx_8x_h200.yaml"
+    if fixture not in FIXTURE_FILES:
+        pytest.skip(f"fixture {fixture} not here")
+    bindir, cwd = static_preflight
+    data, inv, facts = _node(fixture)
+    sel = Selection(model="MiniMaxAI/MiniMax-M2", hardware=data["hardware"], strategy="pd_cluster",
+                    pd={"prefill": {"nodes": prefill}, "decode": {"nodes": decode}})
+    planned = plan_selection(CAT, sel, HostCapacity.from_inventory(inv))
+    doc = plan_file(planned.plan, {"catalog_source": "bundled"}, "test")
+    procs = doc["plan"]["processes"]
+    _stubs(bindir, {Path(str(p["argv"][0])).name for p in procs})
+    values = _placeholder_values(plan_placeholders(doc))
+    problems = []
+    for label in sorted({p.get("node") for p in procs if p.get("node")}):
+        problems += prepare(doc, node=label, values=values, facts=facts, check_flags=False,
+                            preflight_kw={"base_env": {"PATH": str(bindir), "HOME": str(cwd)}}).problems
+    assert not problems, problems
