@@ -102,6 +102,9 @@ class ReviewScreen(WizardScreen):
     ReviewScreen .ph-row .port-why { width: 1fr; padding: 1 0 0 1; }
     """
 
+    #: The action ("Launch", "Export", …) pressed while the typed-args check ran: done when it is in.
+    _after_typed_check: str | None = None
+
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         *(Binding(ctrl, action, title, priority=True, show=action in FOOTER_ACTIONS)
@@ -223,7 +226,7 @@ class ReviewScreen(WizardScreen):
             return
         self.typed_check = result
         self._paint_typed()
-        pending, self._after_typed_check = getattr(self, "_after_typed_check", None), None
+        pending, self._after_typed_check = self._after_typed_check, None
         action = {"Launch": self.action_launch, "Export": self.action_export, "Scripts": self.action_scripts,
                   "Preflight": self.action_preflight}.get(pending or "")
         if action is not None:  # pressed while checking: it runs now (or is refused with the problems)
@@ -286,7 +289,7 @@ class ReviewScreen(WizardScreen):
         CLI's ``plan`` refuses, or one with the old port."""
         from vllm_deploy_wizard.tui.typed_checks import refusal
 
-        result = getattr(self, "typed_check", ([], []))
+        result: tuple[list[str], list[str]] | None = getattr(self, "typed_check", ([], []))
         if result is None:  # still checking: do it once the check is in (_typed_done)
             self._after_typed_check = what
             self.query_one("#review-status", Static).update(
