@@ -448,3 +448,11 @@ def uptime_text(row: ProcRow, now: float | None = None) -> str:
     h, rem = divmod(secs, 3600)
     m, s = divmod(rem, 60)
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def api_key_hint(key: str | None) -> str:
+    """``API key …abcd`` (its last 4 characters; the whole key for none shorter than 12), or
+    ``no API key`` — for the monitor header."""
+    if not key:
+        return "no API key"
+    return f"API key …{key[-4:]}" if len(key) >= 12 else "API key set"
