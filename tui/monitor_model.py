@@ -85,8 +85,12 @@ PHASE_LABEL = {
     "weights_loaded": "weights loaded",
     "kv_cache": "KV cache / warm-up",
     "api_server": "starting API server",
-    "ready": "serving",
+    # vLLM logged "Application startup complete", but the process is READY only once the supervisor's
+    # /health and /v1/models checks pass (launcher/health.py): until then it is still STARTING
+    "ready": "API up · checking /health, /v1/models",
 }
+#: The word of a READY process (the state machine's, set on the READY event, never from a log line).
+SERVING = "serving"
 #: States in which a process's classified cause is shown.
 FAILED_STATES = ("FATAL", "BACKOFF", "EXITED")
 #: uvicorn access lines produced by the launcher's own health/metrics polling (hidden in the pane;
@@ -365,7 +369,7 @@ class MonitorModel:
             self._updating.discard(row.name)
             self.health.pop(row.name, None)
         if new == "READY":
-            row.ready, row.phase, row.progress = True, PHASE_LABEL["ready"], None
+            row.ready, row.phase, row.progress = True, SERVING, None
         else:  # the Ready column says whether it serves now, not whether it ever did
             row.ready = False
         if new == "STOPPING":
