@@ -297,10 +297,20 @@ def _serve_of(p: ProcessSpec) -> tuple[ProcessSpec, int | None] | None:
     return replace(p, argv=tuple(inner), env=env), container_shm_bytes(run)
 
 
+#: What a refused hardware mismatch (an accelerator plan on a node without accelerators) tells the
+#: person to do, by front end: the CLI can force the launch, the wizard cannot (it re-plans instead).
+MISMATCH_FIXES = {
+    "cli": "plan for this node (vllm-wizard plan --detect …) or launch with --force",
+    "tui": "plan for this node: esc back to the hardware step and pick this node's profile (★ detected); "
+           "to run this plan anyway, export it (ctrl+o) and run `vllm-wizard launch --force PLAN`",
+}
+
+
 def node_refusals(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None = None, force: bool = False,
-                  vllm_versions: Mapping[str, str | None] | None = None) -> list[Refusal]:
+                  vllm_versions: Mapping[str, str | None] | None = None, front: str = "cli") -> list[Refusal]:
     """What :func:`node_problems` finds, each with the fix it names when one change fixes it
-    (:class:`~vllm_deploy_wizard.launcher.vllm_checks.Refusal`: ``fix_args`` / ``fix_env``)."""
+    (:class:`~vllm_deploy_wizard.launcher.vllm_checks.Refusal`: ``fix_args`` / ``fix_env``). ``front``
+    ("cli" or "tui") picks the hardware mismatch's remedy (:data:`MISMATCH_FIXES`)."""
     versions = dict(vllm_versions or {})
     out: list[Refusal] = []
     seen = [(p, _serve_of(p)) for p in spec.processes]
@@ -313,7 +323,7 @@ def node_refusals(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
     if serves and gpu_plan and not facts.accelerator and not force:
         what = f"a {plan_accelerator} plan" if plan_accelerator else "a plan for accelerators"
         out.append(Refusal(f"{what} on a node without accelerators: this node has none, so vLLM would fail at "
-                           "start; plan for this node (vllm-wizard plan --detect …) or launch with --force"))
+                           f"start; {MISMATCH_FIXES[front]}"))
     elif serves and facts.accelerator and not force:
         for p in serves:
             need = _devices_needed(p)
@@ -426,7 +436,7 @@ class Prepared:
 
 def prepare(plan: str | Path | Mapping[str, Any], node: str | None = None, node_rank: int = 0,
             values: Mapping[str, str] | None = None, facts: NodeFacts | None = None, *, force: bool = False,
-            check_flags: bool = True, preflight_kw: Mapping[str, Any] | None = None) -> Prepared:
+            check_flags: bool = True, preflight_kw: Mapping[str, Any] | None = None, front: str = "cli") -> Prepared:
     """Read ``plan`` (a plan file path, or its parsed data), fill placeholders (``values`` first, then
     :func:`placeholder_values`; a config file's path variable, when not given, its
     :func:`~vllm_deploy_wizard.launcher.config_files.config_file_defaults` path), select this
@@ -434,7 +444,8 @@ def prepare(plan: str | Path | Mapping[str, Any], node: str | None = None, node_
     (``spec.config_files``, written when the run starts) and run every check:
     :func:`~vllm_deploy_wizard.launcher.preflight.check` and :func:`node_problems`. Raises
     :class:`LaunchError` only when the plan cannot be read or selected (unreadable, malformed,
-    unresolved placeholders); everything else is in ``problems``."""
+    unresolved placeholders); everything else is in ``problems``. ``front``: who asks ("cli", "tui"),
+    for the remedy the hardware mismatch names (:data:`MISMATCH_FIXES`)."""
     from vllm_deploy_wizard.launcher.config_files import config_file_defaults, config_files_for
     from vllm_deploy_wizard.launcher.plan_file import parse_plan, plan_placeholders, read_plan_data
     from vllm_deploy_wizard.launcher.preflight import check
@@ -462,7 +473,7 @@ def prepare(plan: str | Path | Mapping[str, Any], node: str | None = None, node_
                                      versions_out=found_versions, **dict(preflight_kw or {}))
     accel = (inner or {}).get("accelerator") if isinstance(inner, Mapping) else None
     accel = str(accel) if accel else None  # plan files from before the field: judged by the argv
-    refusals = node_refusals(spec, facts, accel, force, found_versions) if facts is not None else []
+    refusals = node_refusals(spec, facts, accel, force, found_versions, front) if facts is not None else []
     problems += [r.text for r in refusals]
     return Prepared(spec, used, detected, planned, problems, warnings, refusals)
 

@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_deploy_wizard.common.memory_labels import node_memory
+
 #: Brand order of the hardware list (docs/synthesis.md §2.14: NVIDIA first, then AMD, then others alphabetical).
 BRAND_ORDER = ("NVIDIA", "AMD")
 
@@ -64,7 +66,8 @@ def profile_groups(profiles: Mapping[str, Any], candidates: Iterable[Any] = (),
     ``candidates`` are detect's ranked ``Candidate(profile_id, quality, notes)``; the first one with
     a quality other than ``none`` is marked ``detected``. The detected profile is always listed,
     even when ``restricted`` (the H1 exception, docs/constraints.md §3.1). Each label carries the
-    profile's own size ("4 dev, 1024 GB/node"), except the detected profile's when ``detected_size``
+    profile's own size ("4 dev, 954 GiB/node": its ``vram_gb`` in GiB,
+    :func:`~vllm_deploy_wizard.common.memory_labels.node_memory`), except the detected profile's when ``detected_size``
     is given: what this node has ("1 dev, 16 GiB/node", the ★ detected mark follows it;
     :func:`vllm_deploy_wizard.tui.inventory_view.detected_node_size`).
     """
@@ -79,7 +82,7 @@ def profile_groups(profiles: Mapping[str, Any], candidates: Iterable[Any] = (),
         brand = str(field(prof, "brand", default="Other"))
         name = str(field(prof, "display_name", default=pid))
         count, vram = field(prof, "gpu_count"), field(prof, "vram_gb")
-        size = f" · {count} dev, {vram:g} GB/node" if count and vram else ""
+        size = f" · {count} dev, {node_memory(float(vram))}" if count and vram else ""
         if pid == best and detected_size:
             size = f" · {detected_size}"
         row = ProfileRow(pid, f"{name}{size}", brand, pid == best, quality if pid == best else "")

@@ -141,9 +141,10 @@ def detected_node_size(inventory: Any) -> str | None:
     devices per node a plan for it is sized with
     (:func:`vllm_deploy_wizard.workflows.planning.detected_device_count`) and the memory a model must
     fit into (:func:`detected_memory_gb`, in GiB). None when detection reported neither."""
+    from vllm_deploy_wizard.common.memory_labels import node_memory
     from vllm_deploy_wizard.workflows.planning import detected_device_count
 
     count = detected_device_count(inventory)
     memory = detected_memory_gb(inventory)
-    parts = ([f"{count} dev"] if count else []) + ([f"{memory[0] * 1e9 / 2**30:.0f} GiB/node"] if memory else [])
+    parts = ([f"{count} dev"] if count else []) + ([node_memory(memory[0])] if memory else [])
     return ", ".join(parts) or None

@@ -54,7 +54,7 @@ class RealLauncher:
         from vllm_deploy_wizard.launcher.launch import prepare
         from vllm_deploy_wizard.workflows.launching import host_readiness_problems
 
-        prepared = prepare(plan_file, node=node, node_rank=0, values=values, facts=self.facts)
+        prepared = prepare(plan_file, node=node, node_rank=0, values=values, facts=self.facts, front="tui")
         self.last_warnings: list[str] = prepared.warnings
         self.last_refusals: list = prepared.refusals
         ready = host_readiness_problems(prepared.spec) if prepared.spec is not None else []

@@ -85,8 +85,12 @@ PHASE_LABEL = {
     "weights_loaded": "weights loaded",
     "kv_cache": "KV cache / warm-up",
     "api_server": "starting API server",
-    "ready": "serving",
+    # vLLM logged "Application startup complete", but the process is READY only once the supervisor's
+    # /health and /v1/models checks pass (launcher/health.py): until then it is still STARTING
+    "ready": "API up · checking /health, /v1/models",
 }
+#: The word of a READY process (the state machine's, set on the READY event, never from a log line).
+SERVING = "serving"
 #: States in which a process's classified cause is shown.
 FAILED_STATES = ("FATAL", "BACKOFF", "EXITED")
 #: uvicorn access lines produced by the launcher's own health/metrics polling (hidden in the pane;
@@ -365,7 +369,7 @@ class MonitorModel:
             self._updating.discard(row.name)
             self.health.pop(row.name, None)
         if new == "READY":
-            row.ready, row.phase, row.progress = True, PHASE_LABEL["ready"], None
+            row.ready, row.phase, row.progress = True, SERVING, None
         else:  # the Ready column says whether it serves now, not whether it ever did
             row.ready = False
         if new == "STOPPING":
@@ -448,3 +452,11 @@ def uptime_text(row: ProcRow, now: float | None = None) -> str:
     h, rem = divmod(secs, 3600)
     m, s = divmod(rem, 60)
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def api_key_hint(key: str | None) -> str:
+    """``API key …abcd`` (its last 4 characters; the whole key for none shorter than 12), or
+    ``no API key`` — for the monitor header."""
+    if not key:
+        return "no API key"
+    return f"API key …{key[-4:]}" if len(key) >= 12 else "API key set"

@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 from textual.widgets.data_table import ColumnKey
 
 from vllm_deploy_wizard.catalog.listing import TASKS
+from vllm_deploy_wizard.common.memory_labels import node_memory
 from vllm_deploy_wizard.tui.catalog_view import recipe_rows
 from vllm_deploy_wizard.tui.inventory_view import detected_memory_gb
 from vllm_deploy_wizard.tui.messages import DataChanged
@@ -67,7 +68,7 @@ def model_status(rows: list, total: int, profile, memory: tuple[float, str] | No
         if unsupported:
             head += f" +{unsupported} ✗ unsupported"
         fit = memory[1] if memory else f"{name}'s nominal {getattr(profile, 'gpu_count', '?')} dev, " \
-            f"{getattr(profile, 'vram_gb', 0):g} GB/node"
+            f"{node_memory(float(getattr(profile, 'vram_gb', 0) or 0))}"
         head += f" · Fit vs {fit}"
     return head + " · enter picks · custom model below"
 

@@ -44,6 +44,7 @@ from vllm_deploy_wizard.tui.monitor_model import (
     LOG_TAIL,
     SPARK_METRICS,
     MonitorModel,
+    api_key_hint,
     level_of,
     metric_text,
     plain_text,
@@ -78,14 +79,6 @@ def level_style(plain: str) -> str:
     return LEVEL_STYLE.get(level_of(plain), "")
 
 
-def api_key_hint(key: str | None) -> str:
-    """``API key …abcd`` (its last 4 characters; the whole key for none shorter than 12), or
-    ``no API key`` — for the monitor header."""
-    if not key:
-        return "no API key"
-    return f"API key …{key[-4:]}" if len(key) >= 12 else "API key set"
-
-
 #: The monitor's actions in the command palette (action, title, help): the palette lists every action
 #: (F1 says so), also those whose key the footer has no room for at 80 columns.
 MONITOR_ACTIONS: tuple[tuple[str, str, str], ...] = (
@@ -96,7 +89,8 @@ MONITOR_ACTIONS: tuple[tuple[str, str, str], ...] = (
     ("detach", "Detach (d)", "Leave the run running and go back"),
     ("relaunch_fix", "Fix and relaunch (x)", "Apply the failure's suggested flag change and launch again"),
     ("follow", "Follow log (f)", "Toggle following the end of the log"),
-    ("search", "Search log (/)", "Filter the log pane by a string (enter applies, escape closes the box)"),
+    ("search", "Search log (/)", "Filter the log pane by a string (enter applies; escape closes the box, "
+                                 "then clears the filter)"),
 )
 
 
@@ -120,7 +114,7 @@ class MonitorScreen(WizardScreen):
         Binding("x", "relaunch_fix", "Fix+run", show=False),
         Binding("f", "follow", "Follow", show=False),
         Binding("slash", "search", "Search", show=False),
-        Binding("escape", "back", "Close search / detach", show=False),
+        Binding("escape", "back", "Close search / clear filter / detach", show=False),
         Binding("q", "quit_keep_running", "Quit (run goes on)", show=False),
     ]
 
@@ -432,10 +426,15 @@ class MonitorScreen(WizardScreen):
         self.query_one(SteadyFooter).release()
 
     def action_back(self) -> None:
-        """escape: close the log search box when it is open (the filter stays), else detach."""
+        """escape: close the log search box when it is open (the filter stays); else clear the log
+        filter when one is set (one escape each); else detach."""
         box = self.query_one("#log-search", Input)
         if not box.has_class("hidden"):
             self._close_search()
+        elif self.search:
+            self.search, box.value = "", ""
+            self.repaint_log()
+            self.notify("Log search cleared (escape again detaches)")
         else:
             self.action_detach()
 

@@ -124,6 +124,9 @@ class ReviewScreen(WizardScreen):
     ReviewScreen .ph-row .port-why { width: 1fr; padding: 1 0 0 1; }
     """
 
+    #: The action ("Launch", "Export", …) pressed while the typed-args check ran: done when it is in.
+    _after_typed_check: str | None = None
+
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         *(Binding(ctrl, action, title, priority=True, show=action in FOOTER_ACTIONS)
@@ -202,6 +205,7 @@ class ReviewScreen(WizardScreen):
                                Input(self.values[name], id=dom_id("ph", name), name=name), classes="ph-row")
                 )
         widgets += self._port_rows()
+        widgets.append(self._check_typed(list(self.app.selection.get("advanced_args") or []), plan))
         widgets.append(Label("Commands (launch order)", classes="section"))
         for i, block in enumerate(process_blocks(self.app.plan)):
             widgets.append(CommandBlockView(block, id=f"cmd-{i}", classes="command"))
@@ -214,6 +218,50 @@ class ReviewScreen(WizardScreen):
             if launcher is not None
             else "Launching is unavailable here (no launcher); export the plan or scripts instead."
         )
+
+    def _check_typed(self, typed: list[str], plan: dict) -> Static:
+        """The ``#typed-problems`` line: the plan-time check of the typed advanced args
+        (tui/typed_checks.py, the CLI's rule) — at once when nothing is typed (no vLLM to ask), else
+        in a worker that paints it when done. Its result (``typed_check``) gates launch / export."""
+        from vllm_deploy_wizard.tui.typed_checks import check, status_text
+
+        self.typed_check = check([], plan) if not typed else None
+        text = status_text(self.typed_check)
+        box = Static(text, id="typed-problems")
+        box.display = bool(text)
+        if typed:
+            self._typed_worker(typed, plan)
+        return box
+
+    @work(thread=True, exclusive=True, group="typed", exit_on_error=False)
+    def _typed_worker(self, typed: list[str], plan: dict) -> None:
+        from vllm_deploy_wizard.tui.typed_checks import check
+
+        try:
+            result = check(typed, plan)
+        except Exception as exc:  # noqa: BLE001 — a broken probe must not hide the plan; say it
+            result = ([], [f"the advanced args were not checked: {exc}"])
+        self.app.call_from_thread(self._typed_done, plan, result)
+
+    def _typed_done(self, plan: dict, result: tuple[list[str], list[str]]) -> None:
+        if plan is not self.plan_json:  # a newer plan's check supersedes this one
+            return
+        self.typed_check = result
+        self._paint_typed()
+        pending, self._after_typed_check = self._after_typed_check, None
+        action = {"Launch": self.action_launch, "Export": self.action_export, "Scripts": self.action_scripts,
+                  "Preflight": self.action_preflight}.get(pending or "")
+        if action is not None:  # pressed while checking: it runs now (or is refused with the problems)
+            action()
+
+    def _paint_typed(self) -> None:
+        from vllm_deploy_wizard.tui.typed_checks import status_text
+
+        box = self.query("#typed-problems")
+        if box:
+            text = status_text(self.typed_check)
+            box.first(Static).update(text)
+            box.first(Static).display = bool(text)
 
     def _port_rows(self) -> list:
         """The Ports section: one row per port the plan binds (tui/port_edits.py), an Input to edit it
@@ -257,9 +305,23 @@ class ReviewScreen(WizardScreen):
         return edits, bad
 
     def _refused_for_edits(self, what: str) -> bool:
-        """True (and says why, naming each field) when a port field holds a value that is no port, or
-        a port typed but not applied with enter: ``what`` ("Export", "Launch", …) would otherwise write
-        or run the plan with the old port."""
+        """True (and says why, naming each field) when the typed advanced args have a problem (or are
+        still being checked), a port field holds a value that is no port, or a port is typed but not
+        applied with enter: ``what`` ("Export", "Launch", …) would otherwise write or run a plan the
+        CLI's ``plan`` refuses, or one with the old port."""
+        from vllm_deploy_wizard.tui.typed_checks import refusal
+
+        result: tuple[list[str], list[str]] | None = getattr(self, "typed_check", ([], []))
+        if result is None:  # still checking: do it once the check is in (_typed_done)
+            self._after_typed_check = what
+            self.query_one("#review-status", Static).update(
+                f"{what} waits for the advanced-args check (vLLM's flag list is read once, then cached)…")
+            return True
+        why = refusal(what, result)
+        if why is not None:
+            self.query_one("#review-status", Static).update(Text("✗ " + why, style="red"))
+            self.notify(why, severity="error")
+            return True
         _, bad = self._port_edits_typed()
         lines = []
         for slot in getattr(self, "slots", []):

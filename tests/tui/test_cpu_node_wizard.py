@@ -91,7 +91,8 @@ async def test_detected_profile_row_shows_this_nodes_devices_and_memory(xeon_app
         assert "Xeon 5 · 1 dev, 16 GiB/node  ★ detected" in labels["xeon5"]
         assert "4 dev" not in labels["xeon5"]
         other = catalog.taxonomy.hardware_profiles["h200"]  # the others keep the profile's own figures
-        assert f"{other.gpu_count} dev, {other.vram_gb:g} GB/node" in labels["h200"]
+        assert f"{other.gpu_count} dev, {other.vram_gb * 1e9 / 2**30:.0f} GiB/node" in labels["h200"]
+        assert not [label for label in labels.values() if "GB/node" in label]  # one unit: GiB, as detected
 
 
 async def _to_review(pilot, app, model: str) -> None:

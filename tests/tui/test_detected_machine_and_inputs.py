@@ -172,7 +172,8 @@ def test_help_lists_each_screens_own_keys():
     monitor = "\n".join(help_lines(MonitorScreen("run-1"), SimpleNamespace()))
     for key in ("s ", "r ", "d ", "m ", "x ", "f ", "/ ", "q "):
         assert key in monitor, key
-    assert any(line.startswith("escape") and line.endswith("Close search / detach") for line in monitor.splitlines())
+    assert any(line.startswith("escape") and line.endswith("Close search / clear filter / detach")
+               for line in monitor.splitlines())
     assert "Launch" not in monitor
     assert "enter picks when one model matches" in help_text(ModelScreen(), SimpleNamespace())
 

@@ -53,3 +53,15 @@ async def test_devices_field_pins_the_plan_to_the_picked_gpus() -> None:
         app.build_plan()
         serve = next(p for p in app.plan.processes if p.role == "serve")
         assert serve.env["CUDA_VISIBLE_DEVICES"] == "0,2" and serve.env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+
+
+async def test_the_devices_placeholder_is_shown_whole_at_80x24(build_app) -> None:
+    """The empty Devices field reads "all (e.g. 0,2)", not "all (e.g" cut by the field's width."""
+    app = build_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        box = app.screen.query_one("#devices", Input)
+        assert box.value == "" and box.content_region.width > len(box.placeholder)  # + the cursor cell
+        row = next(strip.text for strip in box.render_lines(box.region.reset_offset) if "all" in strip.text)
+        assert "all (e.g. 0,2)" in row
+        assert app.screen.query_one("#nodes", Input).region.right <= 80  # the row still fits 80 columns

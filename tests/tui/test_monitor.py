@@ -173,6 +173,25 @@ async def test_log_search_filters_and_highlights(build_app, tmp_path, monkeypatc
         assert screen.follow is False
 
 
+async def test_escape_after_a_search_clears_the_filter_first_then_detaches(build_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    app = build_app(launcher=FakeLauncher(events=ready_run()))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _launch(pilot, app)
+        await pilot.press("slash")
+        await settle(pilot)
+        screen.query_one("#log-search").value = "WARNING"
+        await pilot.press("enter")
+        await settle(pilot)
+        log = screen.query_one("#log", LogPane)
+        assert len(log.rendered_rows()) == 1
+        await pilot.press("escape")  # one escape: the filter goes, the run stays attached
+        await until(pilot, lambda: len(log.rendered_rows()) > 1, 5, "the whole log back")
+        assert app.screen is screen and screen.search == "" and "/WARNING" not in log.border_title
+        await pilot.press("escape")  # no filter: escape detaches
+        await until(pilot, lambda: app.screen is not screen, 5, "the detach")
+
+
 async def test_escape_in_log_search_closes_the_box_and_keeps_the_run_attached(build_app, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     app = build_app(launcher=FakeLauncher(events=ready_run()))

@@ -235,3 +235,15 @@ async def test_quit_without_live_runs_exits_silently(build_app):
         await pilot.press("ctrl+q")
         await settle(pilot)
     assert exits == [None]
+
+
+def test_the_health_pane_says_serving_only_once_the_process_is_ready():
+    """vLLM's "Application startup complete" is not READY: the supervisor still checks /health and
+    /v1/models, and until then the phase words say so; "serving" comes with the READY event."""
+    model = MonitorModel(clock=lambda: 100.0)
+    model.feed(ProcessEvent("vllm", State.STARTING, State.STOPPED, 0, pid=100))
+    model.feed(LogLines("vllm", ["INFO 11-30 10:00:09 [launcher.py:4] Application startup complete."]))
+    row = model.procs["vllm"]
+    assert row.state == "STARTING" and row.phase != "serving" and "/health" in row.phase
+    model.feed(ProcessEvent("vllm", State.READY, State.STARTING, 0, pid=100))
+    assert row.phase == "serving"

@@ -299,12 +299,10 @@ def check_typed_input(typed: list[str], plan_json: dict, flags: bool = True) -> 
     SelectionError listing each with its did-you-mean / limit.
     Warnings (an abbreviated flag) go to stderr."""
     from vllm_deploy_wizard.common.errors import SelectionError
-    from vllm_deploy_wizard.workflows.plan_checks import flag_problems, max_model_len_problems, port_problems
+    from vllm_deploy_wizard.workflows.plan_checks import typed_input_problems
 
-    problems, warnings = flag_problems(typed, notice=lambda text: print(text + " …", file=sys.stderr)) \
-        if flags and typed else ([], [])
-    problems += port_problems(typed)
-    problems += max_model_len_problems(plan_json.get("processes") or [])
+    problems, warnings = typed_input_problems(typed, plan_json, flags=flags,
+                                              notice=lambda text: print(text + " …", file=sys.stderr))
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     if problems:

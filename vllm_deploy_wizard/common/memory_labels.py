@@ -29,6 +29,12 @@ def gib(value: float | int | None) -> str:
     return f"{value / GIB:.1f} GiB" if value else "?"
 
 
+def node_memory(gb: float) -> str:
+    """``1051 GiB/node`` for a node's memory given in GB (10⁹ bytes: the catalog's ``vram_gb``, the
+    recipes' unit) — the hardware list's one unit for the catalog's nominal and the detected figures."""
+    return f"{gb * 1e9 / GIB:.0f} GiB/node"
+
+
 def device_total(value: int | None) -> str:
     """``24.0 GiB total`` (a device's memory)."""
     return f"{gib(value)} total"

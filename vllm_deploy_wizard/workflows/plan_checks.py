@@ -102,6 +102,19 @@ def flag_problems(args: list[str], env: Mapping[str, str] | None = None, *, exe:
     return problems, warnings
 
 
+def typed_input_problems(typed: list[str], plan_json: Mapping[str, Any], *, flags: bool = True,
+                         notice: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
+    """``(problems, warnings)`` of what the person typed (``plan --arg``, the wizard's Advanced args):
+    :func:`flag_problems` (when ``flags`` and there are typed args), :func:`port_problems` and
+    :func:`max_model_len_problems` of ``plan_json``'s processes — the one plan-time rule of the CLI
+    (commands/plan.py ``check_typed_input``) and the wizard's review screen. May run ``vllm`` once
+    (its flag list, then cached): call it off the UI thread."""
+    problems, warnings = flag_problems(typed, notice=notice) if flags and typed else ([], [])
+    problems = problems + port_problems(typed)
+    problems += max_model_len_problems(plan_json.get("processes") or [])
+    return problems, warnings
+
+
 def _probe_needed(exe: str, env: Mapping[str, str], cache: Path | None) -> bool:
     """Whether reading ``exe``'s flags runs vLLM (not cached yet): the launcher preflight's own test."""
     from vllm_deploy_wizard.launcher.preflight import vllm_probe_needed
