@@ -396,7 +396,9 @@ async def test_monitor_table_fits_80_columns_without_a_scrollbar(build_app):
     assert detail_width(80) == 14 and detail_width(200) == 40 and detail_width(40) == 10
     app = build_app(launcher=FakeLauncher(events=ready_run()), attach="run-1")
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, MonitorScreen), 10, "the monitor")
+        # the screen is pushed before it has composed: wait for its process table to exist
+        await until(pilot, lambda: isinstance(app.screen, MonitorScreen) and bool(app.screen.query("#procs")), 10,
+                    "the monitor's process table")
         from textual.widgets import DataTable
 
         table = app.screen.query_one("#procs", DataTable)
