@@ -7,7 +7,6 @@ import asyncio
 import time
 
 import pytest
-from e2e_env import E2EUnavailable, tiny_model, vllm_env
 from polling import wait_until_async
 
 from vllm_deploy_wizard.launcher.health import HttpProber
@@ -18,13 +17,6 @@ from vllm_deploy_wizard.launcher.supervisor import Supervisor
 
 pytestmark = pytest.mark.e2e
 
-
-@pytest.fixture(scope="module")
-def real():
-    try:
-        return {"vllm": vllm_env(), "model": tiny_model()}
-    except E2EUnavailable as exc:
-        pytest.skip(f"real environment unavailable: {exc}")
 
 
 async def test_real_vllm_is_ready_once_it_lists_its_model_and_answers_the_engine_check(real, tmp_path):

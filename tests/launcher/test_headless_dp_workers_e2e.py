@@ -21,7 +21,6 @@ import json
 import subprocess
 
 import pytest
-from e2e_env import E2EUnavailable, tiny_model, vllm_env
 
 from vllm_deploy_wizard.catalog import Selection, load_catalog, synthesize
 from vllm_deploy_wizard.catalog.planner import plan_selection
@@ -61,13 +60,6 @@ def _dp_flags(argv: list[str]) -> list[str]:
             keep = False
     return out
 
-
-@pytest.fixture(scope="module")
-def real():
-    try:
-        return {"vllm": vllm_env(), "model": tiny_model()}
-    except E2EUnavailable as exc:
-        pytest.skip(f"real environment unavailable: {exc}")
 
 
 def test_vllm_takes_the_builders_worker_as_its_own_front_end_and_the_corrected_one_as_a_headless_rank(real):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from e2e_env import E2EUnavailable, tiny_model, vllm_env
 
 from vllm_deploy_wizard.launcher import Probe, ProcessEvent, ProcessSpec, RestartPolicy, RunSpec, State, Supervisor
 from vllm_deploy_wizard.launcher.causes import is_wrapper
@@ -22,13 +21,6 @@ from vllm_deploy_wizard.launcher.preflight import check
 
 pytestmark = pytest.mark.e2e
 
-
-@pytest.fixture(scope="module")
-def real():
-    try:
-        return {"vllm": vllm_env(), "model": tiny_model()}
-    except E2EUnavailable as exc:
-        pytest.skip(f"real environment unavailable: {exc}")
 
 
 def _serve(real, *extra: str, port: int) -> ProcessSpec:

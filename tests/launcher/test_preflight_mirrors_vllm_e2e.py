@@ -15,7 +15,6 @@ import threading
 import time
 
 import pytest
-from e2e_env import E2EUnavailable, tiny_model, vllm_env
 
 from vllm_deploy_wizard.launcher.launch import NodeFacts, node_facts, node_problems
 from vllm_deploy_wizard.launcher.ports import free_port
@@ -34,13 +33,6 @@ MAX_HOLD_BYTES = 6 * GIB
 PASSED = "Explicitly set ("
 REFUSED = "less than desired CPU memory utilization"
 
-
-@pytest.fixture(scope="module")
-def real():
-    try:
-        return {"vllm": vllm_env(), "model": tiny_model()}
-    except E2EUnavailable as exc:
-        pytest.skip(f"real environment unavailable: {exc}")
 
 
 def _live_facts() -> NodeFacts:
