@@ -166,6 +166,20 @@ CORRECTED = [
 ]
 
 
+def _every_node_problems(plan, bindir: Path, cwd: Path, facts) -> list:
+    """The static preflight's problems on every machine of ``plan`` (stub executables in ``bindir``,
+    placeholders filled with test values)."""
+    doc = plan_file(plan, {"catalog_source": "bundled"}, "test")
+    procs = doc["plan"]["processes"]
+    _stubs(bindir, {Path(str(p["argv"][0])).name for p in procs})
+    values = _placeholder_values(plan_placeholders(doc))
+    problems = []
+    for label in sorted({p.get("node") for p in procs if p.get("node")}):
+        problems += prepare(doc, node=label, values=values, facts=facts, check_flags=False,
+                            preflight_kw={"base_env": {"PATH": str(bindir), "HOME": str(cwd)}}).problems
+    return problems
+
+
 @pytest.mark.parametrize("fixture,sel", CORRECTED, ids=["tp_dp docker", "tp_dp pip", "lmcache docker", "h3 docker"])
 def test_every_corrected_plan_passes_its_nodes_preflight(fixture, sel, static_preflight):
     """The corrected commands (headless workers, host network beside LMCache, H3's source mount)
@@ -176,14 +190,7 @@ def test_every_corrected_plan_passes_its_nodes_preflight(fixture, sel, static_pr
     data, inv, facts = _node(fixture)
     planned = plan_selection(CAT, Selection(**sel, hardware=data["hardware"]), HostCapacity.from_inventory(inv))
     assert any(n.startswith("corrected:") for n in planned.plan.notes)
-    doc = plan_file(planned.plan, {"catalog_source": "bundled"}, "test")
-    procs = doc["plan"]["processes"]
-    _stubs(bindir, {Path(str(p["argv"][0])).name for p in procs})
-    values = _placeholder_values(plan_placeholders(doc))
-    problems = []
-    for label in sorted({p.get("node") for p in procs if p.get("node")}):
-        problems += prepare(doc, node=label, values=values, facts=facts, check_flags=False,
-                            preflight_kw={"base_env": {"PATH": str(bindir), "HOME": str(cwd)}}).problems
+    problems = _every_node_problems(planned.plan, bindir, cwd, facts)
     assert not problems, problems
 
 
@@ -204,12 +211,5 @@ def test_sized_pd_pools_the_planner_keeps_pass_every_nodes_preflight(prefill, de
     sel = Selection(model="MiniMaxAI/MiniMax-M2", hardware=data["hardware"], strategy="pd_cluster",
                     pd={"prefill": {"nodes": prefill}, "decode": {"nodes": decode}})
     planned = plan_selection(CAT, sel, HostCapacity.from_inventory(inv))
-    doc = plan_file(planned.plan, {"catalog_source": "bundled"}, "test")
-    procs = doc["plan"]["processes"]
-    _stubs(bindir, {Path(str(p["argv"][0])).name for p in procs})
-    values = _placeholder_values(plan_placeholders(doc))
-    problems = []
-    for label in sorted({p.get("node") for p in procs if p.get("node")}):
-        problems += prepare(doc, node=label, values=values, facts=facts, check_flags=False,
-                            preflight_kw={"base_env": {"PATH": str(bindir), "HOME": str(cwd)}}).problems
+    problems = _every_node_problems(planned.plan, bindir, cwd, facts)
     assert not problems, problems
