@@ -14,7 +14,7 @@ What is cached, and when it is used (:func:`load`):
 * only the **bundled** data folder (:data:`~.data.DATA_DIR`, or a folder a caller names with a cache
   folder — tests). A recipes checkout (``--recipes``, a remembered or synced one) is never cached: it
   is the person's to edit, so it is parsed and validated every time (``loader.load_recipes_dir``);
-* the key is a sha256 over :data:`FORMAT`, the Python and pydantic versions, the source bytes of the
+* the key is a sha256 over :data:`FORMAT`, the Python version, pydantic's version file, the source bytes of the
   code that turns the data into objects (:data:`CODE_FILES`: the models, the loader, this module, the
   YAML reader), the data folder's path, and the relative path and bytes of every data file the loader
   reads (the file list itself included: an added ``recipes/<org>/<repo>.yaml`` override changes it).
@@ -48,13 +48,29 @@ from .loader import Catalog, LazyRecipes
 from .models import Recipe
 
 #: Bumped when the shape of an entry changes.
-FORMAT = "1"
+FORMAT = "2"
 
 _CATALOG_ROOT = Path(__file__).resolve().parent
 #: Source files (relative to the ``catalog`` package, ``..`` for the shared package) whose code
 #: decides what a loaded catalog contains: a change to any of them invalidates every entry.
-CODE_FILES = ("models/__init__.py", "models/base.py", "models/kv_store.py", "models/recipe.py",
-              "models/strategy.py", "models/taxonomy.py", "loader.py", "bundled_cache.py")
+CODE_FILES = ("record.py", "validation.py", "models/__init__.py", "models/base.py", "models/kv_store.py",
+              "models/recipe.py", "models/strategy.py", "models/taxonomy.py", "loader.py", "bundled_cache.py")
+
+
+def _library_files() -> list[Path]:
+    """The files naming the versions of the code outside the catalog that shapes an entry: the
+    YAML reader, and pydantic's and pydantic-core's version files (found without importing them:
+    a cache hit imports neither pydantic nor yaml). Raises OSError when one cannot be found."""
+    from importlib.util import find_spec
+
+    out = []
+    for name, file in (("vllm_deploy_wizard.common", "yamlio.py"), ("pydantic", "version.py"),
+                       ("pydantic_core", "__init__.py")):
+        spec = find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            raise OSError(f"{name} not found")
+        out.append(Path(next(iter(spec.submodule_search_locations))) / file)
+    return out
 
 
 def default_folder() -> Path:
@@ -76,16 +92,12 @@ def data_files(data_dir: Path) -> list[Path]:
 def entry_key(data_dir: Path) -> str | None:
     """The hex sha256 naming the entry for ``data_dir`` now (see the module docstring), or None
     when a file cannot be read (then nothing is cached: the loader reports the problem)."""
-    from pydantic import VERSION
-    from pydantic_core import __version__ as core_version
-
-    from vllm_deploy_wizard.common import yamlio
-
-    h = hashlib.sha256(f"{FORMAT}\0{sys.version}\0{VERSION}\0{core_version}\0{data_dir}\0".encode())
+    h = hashlib.sha256(f"{FORMAT}\0{sys.version}\0{data_dir}\0".encode())
     try:
         for rel in CODE_FILES:
             h.update(rel.encode() + b"\0" + (_CATALOG_ROOT / rel).read_bytes() + b"\0")
-        h.update(Path(yamlio.__file__).read_bytes() + b"\0")
+        for path in _library_files():
+            h.update(path.read_bytes() + b"\0")
         for path in data_files(data_dir):
             if path.is_file():
                 h.update(str(path.relative_to(data_dir)).encode() + b"\0" + path.read_bytes() + b"\0")

@@ -42,15 +42,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from vllm_deploy_wizard.common import suggest, yamlio
 
 from .models import DynamoRouter, KvStore, Recipe, SmgRouter, Strategy, Taxonomy
+from .record import Record, type_hints
 
 #: Keys some models don't declare but catalogs legitimately carry (model class → extra key names).
 #: The seed's PD routers have a ``docs`` link (docs/synthesis.md §4.7–4.8).
-EXTRA_KNOWN_KEYS: dict[type[BaseModel], frozenset[str]] = {
+EXTRA_KNOWN_KEYS: dict[type[Record], frozenset[str]] = {
     SmgRouter: frozenset({"docs"}),
     DynamoRouter: frozenset({"docs"}),
 }
@@ -174,7 +175,7 @@ def _is_union_tag(part: Any) -> bool:
     return isinstance(part, str) and ("[" in part or part in {"str", "int", "float", "bool", "list", "dict"})
 
 
-def unknown_keys(model: type[BaseModel], data: Any,
+def unknown_keys(model: type[Record], data: Any,
                  loc: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str, list[str]]]:
     """Keys of ``data`` that ``model`` does not declare, recursively through nested models.
 
@@ -183,8 +184,8 @@ def unknown_keys(model: type[BaseModel], data: Any,
     """
     if not isinstance(data, dict):
         return []
-    fields = model.model_fields
-    names = {f.alias or n: n for n, f in fields.items()}
+    hints = type_hints(model)
+    names = {n: n for n in hints}
     extra = EXTRA_KNOWN_KEYS.get(model, frozenset())
     out = []
     for key, value in data.items():
@@ -193,7 +194,7 @@ def unknown_keys(model: type[BaseModel], data: Any,
         if key not in names:
             out.append(((*loc, key), str(key), sorted(names)))
             continue
-        sub = _submodel(fields[names[key]].annotation)
+        sub = _submodel(hints[names[key]])
         if sub is None:
             continue
         kind, cls = sub
@@ -208,13 +209,13 @@ def unknown_keys(model: type[BaseModel], data: Any,
     return out
 
 
-def _submodel(annotation: Any) -> tuple[str, type[BaseModel]] | None:
+def _submodel(annotation: Any) -> tuple[str, type[Record]] | None:
     """``("model"|"dict"|"list", Model)`` for annotations that nest a model, else None."""
     import typing
 
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+    if isinstance(annotation, type) and issubclass(annotation, Record):
         return "model", annotation
     if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
         for a in args:
@@ -226,9 +227,9 @@ def _submodel(annotation: Any) -> tuple[str, type[BaseModel]] | None:
             if hit is not None:
                 return hit
         return None
-    if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):
+    if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], Record):
         return "dict", args[1]
-    if origin is list and args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+    if origin is list and args and isinstance(args[0], type) and issubclass(args[0], Record):
         return "list", args[0]
     if origin is typing.Annotated and args:
         return _submodel(args[0])
@@ -279,7 +280,7 @@ def _read(path: Path, report: Report) -> _File | None:
     return _File(path, text, data)
 
 
-def _validate(f: _File, model: type[BaseModel], data: dict, report: Report, prefix: tuple = ()) -> Any:
+def _validate(f: _File, model: type[Record], data: dict, report: Report, prefix: tuple = ()) -> Any:
     try:
         obj = model.model_validate(data)
     except ValidationError as exc:

@@ -46,14 +46,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ValidationError
-
-from vllm_deploy_wizard.common import suggest, yamlio
+from vllm_deploy_wizard.common import suggest
 from vllm_deploy_wizard.common.errors import CatalogError, SelectionError
 
 from .data import DATA_DIR
 from .models import KvStore, Recipe, Strategy, Taxonomy
+from .record import Record
 
 
 @dataclass
@@ -156,6 +154,8 @@ class LazyRecipes(Mapping):
         if hit is None:
             data = self._raw[hf_id]
             org, _, repo = hf_id.partition("/")
+            from pydantic import ValidationError
+
             try:
                 hit = Recipe.model_validate({**data, "hf_org": org, "hf_repo": repo, "hf_id": hf_id})
             except ValidationError as exc:
@@ -246,21 +246,29 @@ class _Reader:
             return None
         self._hash.update(self.rel(path).encode() + b"\0" + data + b"\0")
         self._raw[path] = data
-        try:
-            if path.suffix == ".json":
+        if path.suffix == ".json":
+            try:
                 return json.loads(data)
+            except json.JSONDecodeError as exc:
+                self.problems.append(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}")
+                return None
+        import yaml  # YAML files only: a bundled-cache hit parses none
+
+        from vllm_deploy_wizard.common import yamlio
+
+        try:
             return yamlio.load(data)
-        except json.JSONDecodeError as exc:
-            self.problems.append(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}")
         except yaml.YAMLError as exc:
             self.problems.append(yamlio.error_message(path, exc))
         return None
 
-    def validate(self, model: type[BaseModel], data: Any, path: Path, prefix: str = "") -> Any:
+    def validate(self, model: type[Record], data: Any, path: Path, prefix: str = "") -> Any:
         """``model.model_validate(data)``; on failure records one problem per pydantic error."""
         if not isinstance(data, dict):
             self.problems.append(f"{path}: {prefix or 'top level'}: expected a mapping, got {type(data).__name__}")
             return None
+        from pydantic import ValidationError
+
         try:
             return model.model_validate(data)
         except ValidationError as exc:

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from vllm_deploy_wizard.common import placeholders
+
+from .record import Field, Record
 
 Phase = Literal["infra", "before", "engine", "after"]
 #: Launch order of the phases.
@@ -26,19 +26,21 @@ PHASES: tuple[Phase, ...] = ("infra", "before", "engine", "after")
 
 
 
-class Health(BaseModel):
+class Health(Record):
     """Readiness probe of a process: GET ``url`` answers ``expect_status``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = {"extra": "forbid"}
+    validate_init = True
 
     url: str
     expect_status: int = 200
 
 
-class PlanProcess(BaseModel):
+class PlanProcess(Record):
     """One process of a plan (docs/plan-file.md §3.2 + contracts §2 extras)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = {"extra": "forbid"}
+    validate_init = True
 
     name: str
     """Unique within the plan; companions use the reference id (feature key or ``kv_offload:<key>``)."""
@@ -64,10 +66,11 @@ class PlanProcess(BaseModel):
     description: str | None = None
 
 
-class LaunchPlan(BaseModel):
+class LaunchPlan(Record):
     """A synthesized plan (docs/plan-file.md §3 + contracts §2)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = {"extra": "forbid"}
+    validate_init = True
 
     deploy_type: str
     install_mode: Literal["pip", "docker"]

@@ -15,22 +15,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
-from vllm_deploy_wizard.common import yamlio
 from vllm_deploy_wizard.common.contract import MAX_NODES
 from vllm_deploy_wizard.common.errors import SelectionError
+
+from .record import Before, Field, Record, fast_validate
 
 PoolMode = Literal["tp", "tep", "dep"]
 
 
-class PdPool(BaseModel):
+class PdPool(Record):
     """One PD pool (docs/plan-file.md §2 ``pd.<role>``): node count (0 = co-located half node) and mode."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = {"extra": "forbid"}
+    validate_init = True
 
     nodes: int | None = Field(default=None, ge=0, le=MAX_NODES)
     mode: PoolMode | None = None
@@ -38,32 +37,45 @@ class PdPool(BaseModel):
     """Accepted and ignored: every pool node is in the plan."""
 
 
-class PdSelection(BaseModel):
+class PdSelection(Record):
     """``pd``: the prefill and decode pools; a role left out uses the legacy layout."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = {"extra": "forbid"}
+    validate_init = True
 
     prefill: PdPool | None = None
     decode: PdPool | None = None
 
 
-class KvInstances(BaseModel):
+class KvInstances(Record):
     """``kv_instances``: Mooncake instance count (``current`` accepted and ignored)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = {"extra": "forbid"}
+    validate_init = True
 
     count: int = Field(ge=1, le=MAX_NODES)
     current: int | None = None
 
 
-class Selection(BaseModel):
+def _count_shorthand(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {"count": value}
+    return value
+
+
+def _null_to(empty: type) -> Any:
+    return Before(lambda value: empty() if value is None else value)
+
+
+class Selection(Record):
     """A selection to plan (docs/plan-file.md §2). Only ``model`` is required; ``None`` = reference default.
 
     ``features``: a list of feature keys, ``"default"`` or ``"none"`` (None = ``"default"``).
     ``kv_offload``: a taxonomy ``kv_offload`` key, a kv_store id, or ``"none"``.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = {"extra": "forbid"}
+    validate_init = True
 
     model: str
     variant: str | None = None
@@ -71,10 +83,10 @@ class Selection(BaseModel):
     strategy: str | None = None
     nodes: int | None = Field(default=None, ge=1, le=MAX_NODES)
     features: list[str] | Literal["default", "none"] | None = None
-    feature_modes: dict[str, str] = Field(default_factory=dict)
-    advanced_args: list[str] = Field(default_factory=list)
+    feature_modes: Annotated[dict[str, str], _null_to(dict)] = Field(default_factory=dict)
+    advanced_args: Annotated[list[str], _null_to(list)] = Field(default_factory=list)
     kv_offload: str | None = None
-    kv_instances: KvInstances | None = None
+    kv_instances: Annotated[KvInstances | None, Before(_count_shorthand)] = None
     pd: PdSelection | None = None
     task: str | None = None
     install_mode: Literal["pip", "docker"] | None = None
@@ -101,23 +113,6 @@ class Selection(BaseModel):
     H1). The plan marks each lifted gate under ``unverified`` (docs/catalog.md §4). Hard
     incompatibilities (brand, device kind, strategy shape) are never lifted."""
 
-    @field_validator("kv_instances", mode="before")
-    @classmethod
-    def _count_shorthand(cls, value: Any) -> Any:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return {"count": value}
-        return value
-
-    @field_validator("feature_modes", mode="before")
-    @classmethod
-    def _null_modes(cls, value: Any) -> Any:
-        return {} if value is None else value
-
-    @field_validator("advanced_args", mode="before")
-    @classmethod
-    def _null_args(cls, value: Any) -> Any:
-        return [] if value is None else value
-
 
 def _field_names() -> list[str]:
     return list(Selection.model_fields)
@@ -133,6 +128,11 @@ def selection_from_data(data: Any, source: str = "selection", flags: dict[str, s
     """
     if not isinstance(data, dict):
         raise SelectionError(f"{source}: expected a mapping with at least `model`, got {type(data).__name__}")
+    fast = fast_validate(Selection, data)
+    if fast is not None:
+        return fast
+    from pydantic import ValidationError
+
     try:
         return Selection.model_validate(data)
     except ValidationError as exc:
@@ -169,6 +169,10 @@ def load_selection(path: Path | str) -> Selection:
     Raises :class:`SelectionError` naming the file (and line for syntax errors; byte and offset for
     a file that is not UTF-8 text).
     """
+    import yaml
+
+    from vllm_deploy_wizard.common import yamlio
+
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

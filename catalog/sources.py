@@ -47,9 +47,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import yaml
-
-from vllm_deploy_wizard.common import appdirs, yamlio
+from vllm_deploy_wizard.common import appdirs
 from vllm_deploy_wizard.common.errors import WizardError
 
 #: Default archive for ``vllm-wizard recipes sync``: the vllm-project/recipes main branch.
@@ -128,6 +126,10 @@ def read_config(path: Path | None = None) -> dict[str, Any]:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"config file {path}: cannot read ({exc}) — {_CONFIG_FIX}") from None
+    import yaml  # only when there is a config file: a start without one imports no YAML reader
+
+    from vllm_deploy_wizard.common import yamlio
+
     try:
         data = yamlio.load(text)
     except yaml.YAMLError as exc:
@@ -164,6 +166,8 @@ def set_aside_broken_config(path: Path | None = None) -> Path | None:
 
 def write_config(data: dict[str, Any], path: Path | None = None) -> Path:
     """Write the user config atomically (temp file + ``os.replace``); returns its path."""
+    import yaml
+
     from vllm_deploy_wizard.common.files import write_atomic
 
     return write_atomic(path or config_file(), yaml.safe_dump(data, sort_keys=True))

@@ -317,7 +317,7 @@ def synthesize(cat: Catalog, sel: Selection) -> LaunchPlan:
     return LaunchPlan(
         deploy_type=deploy,
         # resolve_install_mode returns str: it passes on the Selection's (pydantic-checked) pip|docker
-        install_mode=ctx.install_mode,  # type: ignore[arg-type]  # pip|docker, see above
+        install_mode=ctx.install_mode,  # pip|docker, see above
         pd_pool_nodes={r: ctx.pools[r].nodes for r in PD_ROLES} if ctx.is_pd else None,
         resolved=resolved(ctx, omni, task_key),
         processes=procs,

@@ -9,7 +9,7 @@ import datetime as _dt
 import json
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
+from ..record import Before, Record
 
 
 def js_string(value: Any) -> str:
@@ -45,28 +45,26 @@ def _string_list(value: Any) -> Any:
 
 
 #: An env value: any YAML scalar, stored as its JavaScript string form (docs/synthesis.md §0).
-EnvValue = Annotated[str, BeforeValidator(js_string)]
+EnvValue = Annotated[str, Before(js_string)]
 #: An environment mapping, insertion order preserved (it fixes docker ``-e`` order, §2.7).
 Env = dict[str, EnvValue]
 #: A list of command-line tokens (strings).
-Args = Annotated[list[str], BeforeValidator(_string_list)]
+Args = Annotated[list[str], Before(_string_list)]
 #: A ``YYYY-MM-DD`` date (YAML dates normalised, §0).
-DateStr = Annotated[str, BeforeValidator(_date_string)]
+DateStr = Annotated[str, Before(_date_string)]
 
 
-class CatalogModel(BaseModel):
-    """Base of every catalog model: unknown keys allowed, ``null`` treated as absent (docs/synthesis.md §0).
+class CatalogModel(Record):
+    """Base of every catalog record: unknown keys allowed, ``null`` treated as absent (docs/synthesis.md §0).
 
-    ``defer_build``: a model's validator is built on its first validation, not when the class is
-    defined. A start that takes the bundled catalog from its cache (:mod:`..bundled_cache`) validates
-    nothing, so it never pays the ~60 ms of CPU that building all of them takes (issue #21).
+    A plain class (:class:`~..record.Record`): a start that takes the bundled catalog from its cache
+    (:mod:`..bundled_cache`) defines and validates nothing with pydantic (issue #21);
+    ``Cls.model_validate(data)`` validates with the pydantic model derived from the class
+    (:mod:`..validation`). Constructing one drops ``None`` keyword values, as validation does.
     """
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
+    model_config = {"extra": "allow", "populate_by_name": True}
+    drop_nulls = True
 
-    @model_validator(mode="before")
-    @classmethod
-    def _drop_nulls(cls, data: Any) -> Any:
-        if isinstance(data, dict) and None in data.values():
-            return {k: v for k, v in data.items() if v is not None}
-        return data
+    def __init__(self, **data: Any):
+        super().__init__(**{k: v for k, v in data.items() if v is not None})

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field
-
+from ..record import Before, Field
 from .base import Args, CatalogModel, DateStr, Env
 from .taxonomy import Companion
 
@@ -199,7 +198,7 @@ def _task_objects(value: Any) -> Any:
 class Omni(CatalogModel):
     """``omni``: vllm-omni serving config of a diffusion/audio recipe (§1.1, §2.12)."""
 
-    tasks: Annotated[list[OmniTask], BeforeValidator(_task_objects)] = Field(default_factory=list)
+    tasks: Annotated[list[OmniTask], Before(_task_objects)] = Field(default_factory=list)
     port: int | None = None
     serve_binary: str | None = None
     task_label: str | None = None

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
-
+from ..record import Field
 from .base import Args, CatalogModel, Env
 from .taxonomy import Companion, InstallStep
 

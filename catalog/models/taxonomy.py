@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
-
+from ..record import Field
 from .base import Args, CatalogModel, Env
 
 # ---------------------------------------------------------------------------------------------

@@ -353,8 +353,6 @@ def handle(args: argparse.Namespace) -> int:
     """Plan and print/write; returns 0. Raises WizardError subclasses for bad input."""
     import json
 
-    import yaml
-
     from vllm_deploy_wizard.catalog import plan_to_json
     from vllm_deploy_wizard.catalog.loader import load_for_source
     from vllm_deploy_wizard.catalog.planner import plan_selection
@@ -407,6 +405,8 @@ def handle(args: argparse.Namespace) -> int:
     if args.out is not None or engines:
         doc = plan_document(plan, selection, cat, source, snapshot)
     if args.out is not None:
+        import yaml
+
         text = (json.dumps(doc, indent=2) + "\n" if args.out.suffix == ".json"
                 else yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
         _write("--out", args.out, text, PLAN_FILE_MODE)
