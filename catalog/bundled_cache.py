@@ -1,13 +1,14 @@
 """The bundled catalog, validated once and kept in the user's cache folder, so that a ``vllm-wizard
-plan`` or the wizard's first screen does not build pydantic validators at every start (issue #21).
+plan`` or the wizard's first screen does not import pydantic nor validate at every start (issue #21).
 
 Why: the bundled data never changes between runs of one installation, yet every process paid to
-build the catalog models' validators (pydantic core-schema generation, ~60 ms of CPU for the ~50
-classes, :mod:`.models` builds them lazily: ``defer_build``) and then to validate the taxonomy and
-strategies (and the plan's recipe) again. A cache hit unpickles the finished :class:`~.loader.Catalog`
-instead: the taxonomy, strategies and kv_store already validated, and every recipe validated and
+import pydantic, build the validators (core-schema generation, ~60 ms of CPU for the ~50 classes)
+and validate the taxonomy and strategies (and the plan's recipe) again. A cache hit unpickles the
+finished :class:`~.loader.Catalog` instead — plain records (:mod:`.record`), so pydantic is not
+imported: the taxonomy, strategies and kv_store already validated, and every recipe validated and
 pickled on its own (:class:`CachedRecipes`, unpickled when first read — a start reads one or two).
-No validator is built unless something validates later (a selection, a custom model).
+Pydantic is imported only if something validates later with it (a custom model, a selection that is
+not exactly typed).
 
 What is cached, and when it is used (:func:`load`):
 
