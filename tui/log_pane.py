@@ -190,6 +190,22 @@ class LogPane(ScrollView, can_focus=True):
         self.scroll_to(y=0, animate=False, immediate=True)
         self.refresh()
 
+    def repaint_in_next_frame(self) -> None:
+        """Put the pane in the screen's next frame now, from the screen's own task (a process switch:
+        the table's cursor row and the re-filled pane show together).
+
+        ``refresh()`` asks the screen through the pane's own message queue (a Prompt, then an Update
+        message from the pane's idle); the process table's cursor move has already asked, so the
+        screen's frame timer usually paints the table before that Update arrives and the pane waits
+        for the next frame (~20 ms more per key in ``python bench/bench_monitor_flood.py``). This
+        adds the pane to the widgets the screen's next frame repaints, as Textual's handler of that
+        Update does (``Screen._on_update``, Textual 8); it does nothing before the pane is mounted."""
+        screen = self.screen if self.is_attached else None
+        dirty = getattr(screen, "_dirty_widgets", None)
+        if screen is not None and isinstance(dirty, set) and self in screen._compositor:
+            dirty.add(self)
+            screen.check_idle()
+
     def set_highlight(self, term: str) -> None:
         """Highlight ``term`` (empty: none) in the lines shown."""
         if term != self.highlight:
