@@ -261,7 +261,8 @@ def main() -> None:
         wizard = psutil.Process(pane.pid())
         settle_s = wait_idle(wizard)
         key_cpu: dict[str, dict[str, list[float]]] = {"quiet": {}, "after the flood": {}, "after a 2 MB line": {}}
-        results: dict[str, dict[str, list[tuple[str, float]]]] = {"quiet": all_keys(pane, args.samples, wizard, key_cpu["quiet"])}
+        results: dict[str, dict[str, list[tuple[str, float]]]] = {
+            "quiet": all_keys(pane, args.samples, wizard, key_cpu["quiet"])}
         (work / "flood").touch()
         time.sleep(1.0)  # the flood is under way
         window = max(2.0, (args.flood_seconds - 1.0) / 2)  # first half: CPU with no key pressed
