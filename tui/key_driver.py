@@ -14,7 +14,7 @@ box, so every search paid it.
 until the parser's pending timeout (at most the 0.1 s Textual uses otherwise), so Escape arrives
 ``ESCDELAY`` after the key. :func:`apply_escape_delay` sets the wizard's default escape timeout,
 :data:`DEFAULT_ESCAPE_DELAY_MS`, when the person has not set ``ESCDELAY``; the trade-off (docs/supervision.md
-§ "Keys"): over a link that splits one key's bytes more than that apart, an arrow key would read as
+§14): over a link that splits one key's bytes more than that apart, an arrow key would read as
 Escape followed by letters; ``ESCDELAY=100`` (or more) restores Textual's wait.
 """
 
