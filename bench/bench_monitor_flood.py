@@ -27,7 +27,8 @@ outside the flood, the wizard's CPU per key (``CPU/key``: its CPU over the phase
 their number — a figure the neighbours' load barely moves, unlike the latencies).
 
 Run: ``python bench/bench_monitor_flood.py [--samples 20] [--flood-seconds 20] [--cmd vllm-wizard]``
-(needs tmux).
+(needs tmux; ``--cmd`` defaults to the ``vllm-wizard`` installed with the python running the bench,
+so a checkout's venv measures that checkout; pass another's to pair them).
 """
 
 from __future__ import annotations
