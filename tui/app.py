@@ -35,6 +35,7 @@ from typing import Any
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.message import Message
 from textual.screen import Screen
 
@@ -58,6 +59,21 @@ class WizardApp(App):
         Binding("ctrl+q", "quit", "Quit", priority=True),
         Binding("f1", "help", "Help"),
     ]
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this platform, except on Linux/macOS without ``TEXTUAL_DRIVER``:
+        :class:`~vllm_deploy_wizard.tui.key_driver.PromptEscapeDriver` (Escape after the escape
+        timeout, the wizard's default of which it sets unless ``ESCDELAY`` is set)."""
+        import sys
+
+        from textual import constants
+
+        if constants.DRIVER is not None or sys.platform == "win32":
+            return super().get_driver_class()
+        from vllm_deploy_wizard.tui.key_driver import PromptEscapeDriver, apply_escape_delay
+
+        apply_escape_delay()
+        return PromptEscapeDriver
 
     async def action_quit(self) -> None:
         """Quit (ctrl+q). Live runs go on, and the terminal is told how to re-attach or stop each once

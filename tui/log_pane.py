@@ -28,6 +28,9 @@ per line) and adds what a process log needs:
   scrollbar through Rich on every refresh (~1.4 ms CPU for 38 rows, as much as the pane's rows);
   while following a full tail its thumb does not move, so the rows are kept per
   (size, range, position, colours).
+* **Rendered rows are kept per line text** (:data:`RENDER_CACHE` lines), also across
+  :meth:`LogPane.clear`: switching back to a process re-shows its rows without rendering them again.
+* **A process switch shows in one frame** (:meth:`LogPane.repaint_in_next_frame`).
 
 Bounded: the last ``max_lines`` lines are kept (older ones scroll out; the screen re-fills the pane
 from the model's tail on a process switch or search).
@@ -130,11 +133,9 @@ class LogPane(ScrollView, can_focus=True):
         self.follow = True
         self._lines: deque[str] = deque(maxlen=max_lines)
         self._rows: deque[int] = deque(maxlen=max_lines)
-        self._ids: deque[int] = deque(maxlen=max_lines)
-        self._next_id = 0
         self._ends: list[int] | None = []
         self._wrap = DEFAULT_WIDTH
-        self._cache: OrderedDict[int, list[Strip]] = OrderedDict()
+        self._cache: OrderedDict[str, list[Strip]] = OrderedDict()  # line → its rows (kept across clear())
         self._style: Style | None = None
 
     # ------------------------------------------------------------------ content
@@ -152,20 +153,18 @@ class LogPane(ScrollView, can_focus=True):
         """Add a batch of ``(line, replace)`` entries, oldest first; ``replace`` True puts the line in
         place of the last one (a progress bar's update). One repaint for the batch."""
         wrap = self._wrap
-        lines, rows, ids = self._lines, self._rows, self._ids
+        lines, rows = self._lines, self._rows
         before = self._total_rows()
         dropped = 0
         for line, replace in entries:
             n = row_count(line, wrap)
             if replace and lines:
-                lines[-1], rows[-1], ids[-1] = line, n, self._next_id
+                lines[-1], rows[-1] = line, n
             else:
                 if len(lines) == self.max_lines:
                     dropped += rows[0]
                 lines.append(line)
                 rows.append(n)
-                ids.append(self._next_id)
-            self._next_id += 1
         self._ends = None
         self._resize_virtual()
         if self.follow:
@@ -180,15 +179,29 @@ class LogPane(ScrollView, can_focus=True):
         self.write_lines([(line, replace)])
 
     def clear(self) -> None:
-        """Remove every line."""
+        """Remove every line (their rendered rows stay cached: a process switch back shows them again)."""
         self._lines.clear()
         self._rows.clear()
-        self._ids.clear()
-        self._cache.clear()
         self._ends = []
         self._resize_virtual()
         self.scroll_to(y=0, animate=False, immediate=True)
         self.refresh()
+
+    def repaint_in_next_frame(self) -> None:
+        """Put the pane in the screen's next frame now, from the screen's own task (a process switch:
+        the table's cursor row and the re-filled pane show together).
+
+        ``refresh()`` asks the screen through the pane's own message queue (a Prompt, then an Update
+        message from the pane's idle); the process table's cursor move has already asked, so the
+        screen's frame timer usually paints the table before that Update arrives and the pane waits
+        for the next frame (~20 ms more per key in ``python bench/bench_monitor_flood.py``). This
+        adds the pane to the widgets the screen's next frame repaints, as Textual's handler of that
+        Update does (``Screen._on_update``, Textual 8); it does nothing before the pane is mounted."""
+        screen = self.screen if self.is_attached else None
+        dirty = getattr(screen, "_dirty_widgets", None)
+        if screen is not None and isinstance(dirty, set) and self in screen._compositor:
+            dirty.add(self)
+            screen.check_idle()
 
     def set_highlight(self, term: str) -> None:
         """Highlight ``term`` (empty: none) in the lines shown."""
@@ -244,7 +257,7 @@ class LogPane(ScrollView, can_focus=True):
 
     # ------------------------------------------------------------------ rendering (visible rows only)
     def _strips(self, index: int, base: Style) -> list[Strip]:
-        key = self._ids[index]
+        key = self._lines[index]
         cached = self._cache.get(key)
         if cached is not None:
             self._cache.move_to_end(key)

@@ -380,6 +380,8 @@ class MonitorScreen(WizardScreen):
             if self.nodes is not None:
                 self.nodes.selected(name)  # another node's process: fetch its log tail
             self.repaint_log()
+            self.query_one("#log", LogPane).repaint_in_next_frame()  # with the table's cursor, not a frame later
+            self._paint_side()  # the side panel names the selection: the same frame too, not the next batch
             self.model.changed = True
 
     def repaint_log(self) -> None:
