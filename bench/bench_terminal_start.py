@@ -1,8 +1,8 @@
 """Benchmark: `vllm-wizard` started in a real terminal until its first text and until its first
 *usable* screen, against a one-Static Textual app measured the same way.
 
-What it times: each start is a detached tmux session of 120×40 running the command; ``tmux
-capture-pane`` is polled (every 2 ms) and the clock runs from ``tmux new-session`` until
+What it times: each start is a detached tmux session of 120×40 running the command; the pane is
+read with ``capture-pane`` every 2 ms and the clock runs from ``tmux new-session`` until
 
 * **first text**: the pane holds any non-blank text;
 * **first usable screen** (the wizard only): the hardware list shows the detected profile
@@ -18,6 +18,15 @@ usable screen ≤ 1.5×. Prints PASS/FAIL; the exit status is 0 (figures, not a 
 Before timing, the package's bytecode is compiled (``bench/start_conditions.py``), and one warm-up
 start of each command fills the page cache and the validated-catalog cache
 (``catalog/bundled_cache.py``), as any earlier start on the machine would.
+
+The pane is read through one tmux *control-mode* client per start (``tmux -C attach``, its
+``capture-pane`` commands answered on its stdout), not a ``tmux capture-pane`` process per read:
+spawning ~500 processes a second kept one core of a 2-core box busy, so the bench itself took the
+CPU that the command being timed would otherwise have had.
+
+The wizard started is the ``vllm-wizard`` installed beside the Python running the bench (the
+reference runs on that Python too), not whichever one ``PATH`` finds first — a pyenv shim (a shell
+script) or another checkout's install would time other code.
 
 Run: ``python bench/bench_terminal_start.py [--pairs 7] [--cmd vllm-wizard]`` (needs tmux).
 """
@@ -51,6 +60,49 @@ def usable(text: str) -> bool:
     return "★ detected" in text and "● " in text
 
 
+class PaneReader:
+    """A tmux control-mode client attached to ``session`` (``-f no-output,ignore-size``: no output
+    stream, no say in the window size): :meth:`text` is the pane's visible text, one command round
+    trip to the tmux server. :meth:`close` detaches."""
+
+    def __init__(self, session: str) -> None:
+        self.proc = subprocess.Popen(["tmux", "-C", "attach-session", "-t", session, "-f", "no-output,ignore-size"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.session = session
+        self._block()  # the attach command's own (empty) reply
+
+    def _block(self) -> str:
+        assert self.proc.stdout is not None
+        lines: list[str] = []
+        inside = False
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"tmux control client for {self.session} exited")
+            if line.startswith("%begin"):
+                inside, lines = True, []
+            elif inside and line.startswith(("%end", "%error")):
+                return "".join(lines)
+            elif inside:
+                lines.append(line)
+
+    def text(self) -> str:
+        """The pane's text now (``capture-pane -p``)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"capture-pane -p -t {self.session}\n")
+        self.proc.stdin.flush()
+        return self._block()
+
+    def close(self) -> None:
+        """Detach the client (the session stays)."""
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+
+
 def start_times(command: list[str], until_usable: bool, timeout: float = 30.0) -> tuple[float, float | None]:
     """``(first text s, first usable screen s or None)`` of ``command`` in a fresh 120×40 tmux session."""
     name = f"bench-{uuid.uuid4().hex[:8]}"
@@ -64,9 +116,11 @@ def start_times(command: list[str], until_usable: bool, timeout: float = 30.0) -
     else:
         raise RuntimeError(f"tmux new-session failed: {proc.stderr.strip()}")
     first = None
+    reader = None
     try:
+        reader = PaneReader(name)
         while time.perf_counter() - start < timeout:
-            out = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+            out = reader.text()
             now = time.perf_counter() - start
             if first is None and out.strip():
                 first = now
@@ -79,20 +133,32 @@ def start_times(command: list[str], until_usable: bool, timeout: float = 30.0) -
             raise RuntimeError(f"{command}: no text within {timeout} s")
         return first, None
     finally:
+        if reader is not None:
+            reader.close()
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def default_command() -> Path:
+    """The ``vllm-wizard`` script installed beside ``sys.executable`` (a venv's ``bin``). Raises
+    SystemExit when there is none (install the package into that environment, or pass ``--cmd``)."""
+    script = Path(sys.executable).parent / "vllm-wizard"
+    if not script.is_file():
+        sys.exit(f"{script}: not found; pip install -e . into this Python's environment, or pass --cmd")
+    return script
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=7)
-    ap.add_argument("--cmd", default=shutil.which("vllm-wizard") or "vllm-wizard")
+    ap.add_argument("--cmd", help="the wizard command (default: the vllm-wizard beside this Python)")
     args = ap.parse_args()
     if shutil.which("tmux") is None:
         sys.exit("tmux is not installed")
     precompile_package()
     script = Path(tempfile.mkdtemp(prefix="bench-term-")) / "one_static_app.py"
     script.write_text(ONE_STATIC, encoding="utf-8")
-    reference, wizard_cmd = [sys.executable, str(script)], shlex.split(args.cmd)
+    reference = [sys.executable, str(script)]
+    wizard_cmd = shlex.split(args.cmd) if args.cmd else [str(default_command())]
     start_times(reference, False)  # warm the page cache for both
     start_times(wizard_cmd, True)
     rows = []
