@@ -20,8 +20,8 @@ from typing import Any
 
 GIB = 2**30
 #: One line saying which figure decides what (shown under the figures).
-WHICH_DECIDES = ("device total × --gpu-memory-utilization decides the KV cache; usable RAM (min of RAM and "
-                 "container limit, at most what is available) decides offload sizes")
+WHICH_DECIDES = ("device total × --gpu-memory-utilization decides the KV cache; a share of the usable RAM (min of "
+                 "RAM and container limit), capped at what is available now, decides offload sizes")
 
 
 def gib(value: float | int | None) -> str:
