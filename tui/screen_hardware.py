@@ -102,6 +102,8 @@ class HardwareScreen(WizardScreen):
                 lines.append(f"[{key} failed] {app.errors[key]}")
         self.query_one("#detected", Static).update(Text("\n".join(lines)))
         if app.catalog is None:
+            if "catalog" in app.errors:  # the list says why it stays empty (a broken --recipes file)
+                self.query_one("#profiles", OptionList).set_options([Option(self.catalog_failure(), disabled=True)])
             return
         plist = self.query_one("#profiles", OptionList)
         chosen = app.selection.get("hardware")
@@ -149,6 +151,9 @@ class HardwareScreen(WizardScreen):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "saved":
+            if self.app.catalog is None and "catalog" in self.app.errors:
+                self.notify(self.catalog_failure(), severity="error", timeout=15)
+                return
             self.app.open_saved(self.entries[int(str(event.option.id).removeprefix("saved-"))])
             return
         if event.option.id:
@@ -192,8 +197,18 @@ class HardwareScreen(WizardScreen):
         if devices != self.app.selection.get("devices"):
             self.app.update_selection(devices=devices)
 
+    def catalog_failure(self) -> Text:
+        """What the profile list shows when the catalog could not load: the loader's error (it names the
+        file and field) and what to do — fix the file and start again, or quit (ctrl+q)."""
+        return Text(f"✗ The catalog did not load, so no profile can be picked: {self.app.errors['catalog']}\n"
+                    "Fix that file (`vllm-wizard catalog check DIR` lists every problem) and start the wizard "
+                    "again; ctrl+q quits.", style="bold red")
+
     def action_next(self) -> None:
         """Go to the model step (needs a hardware pick)."""
+        if self.app.catalog is None and "catalog" in self.app.errors:
+            self.notify(self.catalog_failure(), severity="error", timeout=15)
+            return
         if not self.app.selection.get("hardware"):
             self.notify("Pick a hardware profile first (enter on a row).", severity="warning")
             return
