@@ -189,6 +189,12 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
                                 f"--devices: planning for the {len(devices)} picked")
         selection = selection.model_copy(update={"gpus": len(devices)})
     plan = synthesize(catalog, selection)  # first: it names unknown ids with did-you-mean
+    if devices:  # an index the profile's nodes do not have (the node's own devices unknown)
+        from .device_pick import check_profile_devices
+
+        picked_on = catalog.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware")))
+        if picked_on is not None:
+            check_profile_devices(devices, picked_on, host)
     opts = refusals = None
     if strict:
         opts = options(catalog, selection, detected_profile=detected_profile)
@@ -226,7 +232,8 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
                                    selection.advanced_args)
         plan.notes += [hint] if hint else []
     warnings = head_warnings(catalog.recipe(selection.model), plan)
-    warnings += [f"warning: {flag} {value}: {why}" for flag, value, why in rank_overflow(hw_profile, plan, selection.gpus)]
+    warnings += [f"warning: {flag} {value}: {why}"  # ranks per node above its devices (refused when strict)
+                 for flag, value, why in rank_overflow(hw_profile, plan, selection.gpus)]
     fixes: dict[str, int] = {}
     if host is not None:
         from .backends import apply_host_settings
@@ -484,6 +491,8 @@ def rank_overflow(profile: Any, plan: Any, gpus: int | None) -> list[tuple[str, 
     Devices a process needs on its node: :func:`vllm_deploy_wizard.common.parallelism.devices_on_node`
     (TP × PP × DP, spread over ``--nnodes``, or TP × PP × ``--data-parallel-size-local``); devices a node
     has: ``gpus`` (``plan --gpus``) or the profile's ``gpu_count`` (None/0 = unknown: nothing checked).
+    Only CUDA profiles (:data:`.device_fit.FIXED_DEVICE_BRANDS`, not a CPU backend), as vLLM checks only
+    there: elsewhere vLLM may see more devices than ``gpu_count`` (AMD partitions, NUMA nodes).
     Mirrors vLLM 0.32.0 ``vllm/config/parallel.py`` ``ParallelConfig.__post_init__`` ("World size (N) is
     larger than the number of available GPUs (M) in this node" when ``--nnodes`` is 1) and
     ``vllm/v1/worker/gpu_worker.py`` (``local_rank < device_count``). ``flag``/``value``: the flag that
@@ -497,8 +506,12 @@ def rank_overflow(profile: Any, plan: Any, gpus: int | None) -> list[tuple[str, 
         devices_on_node,
     )
 
+    from .backends import backend_for
+    from .device_fit import FIXED_DEVICE_BRANDS
+
     count = gpus or (profile.gpu_count if profile is not None else None)
-    if not count:
+    if not count or profile is None or profile.brand not in FIXED_DEVICE_BRANDS \
+            or backend_for(profile).key == "cpu":
         return []
     out: list[tuple[str, str, str]] = []
     seen: set[str] = set()
