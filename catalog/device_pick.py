@@ -63,6 +63,28 @@ def check_devices(devices: list[int], host: Any) -> None:
         raise SelectionError(f"--devices {','.join(map(str, devices))}: this node has devices {listed}")
 
 
+def check_profile_devices(devices: list[int], profile: Any, host: Any = None) -> None:
+    """Refuse indexes at or above the profile's devices per node when the node's own devices are not
+    known (off the node, or detect found none): only for profiles whose device count is fixed
+    (:data:`.device_fit.FIXED_DEVICE_BRANDS`, not a CPU backend) — elsewhere vLLM may see more
+    devices than ``gpu_count`` (AMD compute partitions, NUMA nodes).
+
+    Raises:
+        SelectionError: ``--devices 9: NVIDIA H200 has 8 devices per node (…). Valid: indexes 0 to 7``."""
+    from .device_fit import FIXED_DEVICE_BRANDS
+
+    count = getattr(profile, "gpu_count", None)
+    if getattr(host, "devices", None) or not count or profile.brand not in FIXED_DEVICE_BRANDS \
+            or backend_for(profile).key == "cpu":
+        return
+    beyond = [i for i in devices if i >= count]
+    if beyond:
+        name = profile.display_name or "this profile"
+        raise SelectionError(f"--devices {','.join(map(str, devices))}: index {', '.join(map(str, beyond))} is "
+                             f"not a device of {name}, which has {count} devices per node (the profile's "
+                             f"gpu_count). Valid: indexes 0 to {count - 1}")
+
+
 def device_bytes(host: Any, devices: list[int] | None, count: int | None) -> int | None:
     """Total memory (bytes) of the smallest device the plan uses on ``host``: the picked
     ``devices``, else the first ``count`` (None: all); None when the node's devices are unknown."""

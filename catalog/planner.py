@@ -33,6 +33,9 @@ docs/constraints.md §3):
   reference does.
 * **Warnings**: synthesis's gate warnings, TP that does not divide the attention heads (custom
   models, from their ``config.json``), host-fit warnings.
+* **Ranks per node** (:func:`rank_overflow`): a serve process whose TP × PP × DP on its node is above
+  the devices per node (``--gpus`` or the profile's count) is refused (``strict``), a warning otherwise
+  (the wizard's review).
 * **Devices per node** (``strict``): ``gpus`` above the profile's ``gpu_count`` is refused off the
   detected node for profiles whose device count is fixed (NVIDIA; :func:`.device_fit.gpus_shortfall`)
   and a warning elsewhere (partitions, NUMA nodes).
@@ -186,6 +189,12 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
                                 f"--devices: planning for the {len(devices)} picked")
         selection = selection.model_copy(update={"gpus": len(devices)})
     plan = synthesize(catalog, selection)  # first: it names unknown ids with did-you-mean
+    if devices:  # an index the profile's nodes do not have (the node's own devices unknown)
+        from .device_pick import check_profile_devices
+
+        picked_on = catalog.taxonomy.hardware_profiles.get(str(plan.resolved.get("hardware")))
+        if picked_on is not None:
+            check_profile_devices(devices, picked_on, host)
     opts = refusals = None
     if strict:
         opts = options(catalog, selection, detected_profile=detected_profile)
@@ -203,6 +212,8 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
         too_many = gpus_shortfall(profile, selection.gpus, host is not None) if profile is not None else None
         if too_many is not None:  # devices per node above what a node of the profile has
             refusals.append(Refusal("gpus", "--gpus", str(selection.gpus), too_many))
+        refusals += [Refusal("advanced_args", flag, value, why)  # ranks per node above its devices
+                     for flag, value, why in rank_overflow(profile, plan, selection.gpus)]
         blocking = [r for r in refusals if not (r.unverified and selection.allow_unverified)]
         if blocking:
             raise PlanRefused(blocking)
@@ -221,6 +232,8 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
                                    selection.advanced_args)
         plan.notes += [hint] if hint else []
     warnings = head_warnings(catalog.recipe(selection.model), plan)
+    warnings += [f"warning: {flag} {value}: {why}"  # ranks per node above its devices (refused when strict)
+                 for flag, value, why in rank_overflow(hw_profile, plan, selection.gpus)]
     fixes: dict[str, int] = {}
     if host is not None:
         from .backends import apply_host_settings
@@ -468,6 +481,62 @@ def refusals_for(opts: Any, selection: Selection) -> list[Refusal]:
             check("features", "--feature", key, opts.features)
         for key, mode in selection.feature_modes.items():
             check("feature_modes", "--feature", mode, opts.feature_modes.get(key, []), f"{key}={mode}")
+    return out
+
+
+def rank_overflow(profile: Any, plan: Any, gpus: int | None) -> list[tuple[str, str, str]]:
+    """``(flag, value, reason)`` per ``vllm serve`` process whose parallel sizes need more devices on
+    its node than a node has, or [] (one per distinct argv shape).
+
+    Devices a process needs on its node: :func:`vllm_deploy_wizard.common.parallelism.devices_on_node`
+    (TP × PP × DP, spread over ``--nnodes``, or TP × PP × ``--data-parallel-size-local``); devices a node
+    has: ``gpus`` (``plan --gpus``) or the profile's ``gpu_count`` (None/0 = unknown: nothing checked).
+    Only CUDA profiles (:data:`.device_fit.FIXED_DEVICE_BRANDS`, not a CPU backend), as vLLM checks only
+    there: elsewhere vLLM may see more devices than ``gpu_count`` (AMD partitions, NUMA nodes).
+    Mirrors vLLM 0.32.0 ``vllm/config/parallel.py`` ``ParallelConfig.__post_init__`` ("World size (N) is
+    larger than the number of available GPUs (M) in this node" when ``--nnodes`` is 1) and
+    ``vllm/v1/worker/gpu_worker.py`` (``local_rank < device_count``). ``flag``/``value``: the flag that
+    sets the largest size (``--tensor-parallel-size 16``); ``reason`` names the product and the devices
+    per node (docs/catalog.md §3)."""
+    from vllm_deploy_wizard.common.parallelism import (
+        DATA_PARALLEL,
+        DATA_PARALLEL_LOCAL,
+        PIPELINE_PARALLEL,
+        TENSOR_PARALLEL,
+        devices_on_node,
+    )
+
+    from .backends import backend_for
+    from .device_fit import FIXED_DEVICE_BRANDS
+
+    count = gpus or (profile.gpu_count if profile is not None else None)
+    if not count or profile is None or profile.brand not in FIXED_DEVICE_BRANDS \
+            or backend_for(profile).key == "cpu":
+        return []
+    out: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for proc in plan.processes:
+        argv = list(proc.argv)
+        need = devices_on_node(argv) if "serve" in argv[:3] else None
+        if need is None or need <= count:
+            continue
+        sizes = [(names[0], last_flag_value(argv, *names))
+                 for names in (TENSOR_PARALLEL, PIPELINE_PARALLEL, DATA_PARALLEL, DATA_PARALLEL_LOCAL)]
+        given = [(flag, v) for flag, v in sizes if v is not None and v.isdigit() and int(v) > 1]
+        if not given:
+            continue
+        flag, value = max(given, key=lambda fv: int(fv[1]))
+        product = " × ".join(f"{f} {v}" for f, v in given)
+        nodes = last_flag_value(argv, "--nnodes")
+        spread = f" over --nnodes {nodes}" if nodes and nodes != "1" else ""
+        source = f"--gpus {gpus}" if gpus else "the profile's gpu_count"
+        product = "" if len(given) == 1 and not spread else f"{product}{spread} "
+        reason = (f"{product}needs {need} devices per node, above the {count} devices per node "
+                  f"({source}); vLLM will refuse to start. Lower the parallel sizes, or spread them over "
+                  f"more nodes (--nodes with a multi_node_* strategy)")
+        if reason not in seen:
+            seen.add(reason)
+            out.append((flag, value, reason))
     return out
 
 

@@ -341,7 +341,9 @@ def node_refusals(spec: RunSpec, facts: NodeFacts, plan_accelerator: str | None 
                                    f"sizes or give it more devices"))
     for p in serves:
         version = versions.get(p.name)
-        if _on_cpu(p) or not facts.accelerator:
+        # rule "cpu-memory" only for a process vLLM's CPU backend runs: an accelerator plan on a node
+        # without accelerators fails at start (refused above), not at the CPU worker's memory check
+        if _on_cpu(p) or plan_accelerator == "cpu" or (not gpu_plan and not facts.accelerator):
             total, free = facts.numa_mem_total_bytes, facts.numa_mem_free_bytes
             if total and free is not None:
                 out += cpu_memory_refusals(p.name, p.argv, p.env, total, free, version, UTIL_MARGIN)

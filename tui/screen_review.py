@@ -55,6 +55,22 @@ def plan_header(plan, catalog: Any = None) -> str:
     return head.replace(f" · variant {key} · ", f" · variant {variant_name(label, str(key))} · ", 1)
 
 
+#: vLLM builds (the installed wheel's local version label, detect/software.py ``build_of``) that serve
+#: only the plan backend of the same name: a ``+cpu`` wheel has no CUDA/ROCm/XPU platform, and back.
+_BUILDS = ("cpu", "cuda", "rocm", "xpu")
+
+
+def vllm_installed_text(version: str | None, build: str | None, accelerator: str | None, need: str | None) -> str:
+    """The review's vLLM part of "Installed:": ``vLLM 0.32.0 (recipe needs ≥ 0.8.5)``, or, when the
+    installed build (``cpu``/``cuda``/``rocm``/``xpu``) is not the plan's backend (``accelerator``),
+    ``vLLM 0.32.0+cpu: a CPU build, which cannot serve this cuda plan (recipe needs ≥ 0.8.5)`` — the
+    version alone would read as satisfying the recipe. ``version`` None = not installed."""
+    text = f"vLLM {version or 'not installed'}"
+    if version and build in _BUILDS and accelerator in _BUILDS and build != accelerator:
+        text += f": a {build.upper()} build, which cannot serve this {accelerator} plan"
+    return text + (f" (recipe needs ≥ {need})" if need else "")
+
+
 class CommandBlockView(Static, can_focus=True):
     """One process: heading, ``export`` lines, and the command. Focus it and press ``c`` to copy."""
 
@@ -401,7 +417,8 @@ class ReviewScreen(WizardScreen):
             return getattr(tool, "version", None) or "installed"
 
         need = plan.get("min_vllm_version")
-        parts = [f"vLLM {version('vllm') or 'not installed'}" + (f" (recipe needs ≥ {need})" if need else "")]
+        parts = [vllm_installed_text(version("vllm"), getattr(software, "vllm_build", None),
+                                     plan.get("accelerator"), need)]
         argv0 = {p["argv"][0] for p in plan.get("processes", []) if p.get("argv")}
         if "vllm-router" in argv0:
             parts.append(f"vllm-router: {version('vllm_router') or 'not installed'}")

@@ -110,6 +110,18 @@ def test_cpu_memory_fit_is_what_the_cpu_worker_checks():
     assert "not a whole number of GiB" in problem
 
 
+def test_the_cpu_memory_rule_is_only_for_cpu_backend_plans():
+    """A CUDA plan on a CPU-only node is refused for the mismatch alone: vLLM's CPU worker memory check
+    is not what it would meet; a CPU plan on the same node still gets it."""
+    facts = NodeFacts(numa_mem_total_bytes=int(12.59 * GIB), numa_mem_free_bytes=int(11.0 * GIB))
+    spec = RunSpec((_serve("--gpu-memory-utilization", "0.92"),))
+    [problem] = node_problems(spec, facts, plan_accelerator="cuda")
+    assert "a cuda plan on a node without accelerators" in problem
+    assert node_problems(spec, facts, plan_accelerator="cuda", force=True) == []
+    [problem] = node_problems(spec, facts, plan_accelerator="cpu")
+    assert "one NUMA node" in problem
+
+
 def test_gpu_memory_fit_uses_the_free_device_memory():
     facts = NodeFacts(accelerator="cuda", device_total_bytes=(80 * GIB,), device_free_bytes=(40 * GIB,))
     [problem] = node_problems(RunSpec((_serve(),)), facts)
