@@ -152,7 +152,7 @@ class HardwareScreen(WizardScreen):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "saved":
             if self.app.catalog is None and "catalog" in self.app.errors:
-                self.notify(self.catalog_failure(), severity="error", timeout=15)
+                self.notify(self.catalog_failure().plain, severity="error", timeout=15, markup=False)
                 return
             self.app.open_saved(self.entries[int(str(event.option.id).removeprefix("saved-"))])
             return
@@ -207,7 +207,7 @@ class HardwareScreen(WizardScreen):
     def action_next(self) -> None:
         """Go to the model step (needs a hardware pick)."""
         if self.app.catalog is None and "catalog" in self.app.errors:
-            self.notify(self.catalog_failure(), severity="error", timeout=15)
+            self.notify(self.catalog_failure().plain, severity="error", timeout=15, markup=False)
             return
         if not self.app.selection.get("hardware"):
             self.notify("Pick a hardware profile first (enter on a row).", severity="warning")
