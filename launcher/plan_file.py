@@ -327,10 +327,6 @@ def _plan_processes(data: Any, src: str) -> tuple[dict[str, Any], list[Any]]:
     if version != 1:
         raise LaunchError(f"{src}: plan_version {version!r} is not supported (valid: {PLAN_VERSION})")
     plan = data["plan"]
-    deploy = plan.get("deploy_type")
-    if deploy is not None and deploy not in DEPLOY_TYPES:
-        raise LaunchError(f"{src}: plan.deploy_type {deploy!r} is not one of {', '.join(DEPLOY_TYPES)}"
-                          f"{did_you_mean(str(deploy), DEPLOY_TYPES)} (docs/plan-file.md §3.1)")
     raw = plan.get("processes")
     if not isinstance(raw, list) or not raw:
         raise LaunchError(f"{src}: plan.processes must be a non-empty list")
@@ -660,6 +656,10 @@ def parse_plan(
     unresolved: dict[str, list[str]] = {}
     filled = _placeholder_filler(values, unresolved)
     selected, elsewhere = _select_processes(data, raw, src, node_rank, node, problems)
+    deploy = plan.get("deploy_type")
+    if deploy is not None and deploy not in DEPLOY_TYPES:
+        problems.append(f"{src}: plan.deploy_type {deploy!r} is not one of {', '.join(DEPLOY_TYPES)}"
+                        f"{did_you_mean(str(deploy), DEPLOY_TYPES)} (docs/plan-file.md §3.1)")
 
     specs: list[dict[str, Any]] = []
     names = {p.get("name") for p in selected}
