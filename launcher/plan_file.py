@@ -37,7 +37,14 @@ Decisions:
   process still STARTING. ``wait_for``: health URLs on other machines to wait for before starting
   (a router's default: the engines in its argv that run elsewhere, docs/supervision.md §12).
 * Refused at load, every problem at once (contracts §3), each naming process and field: a
-  ``health.url`` that is not an http(s) URL, a process name used twice, ``depends_on`` naming an
+  ``health.url`` that is not an http(s) URL, a ``health.url`` on this machine (``localhost``,
+  ``127.0.0.1``, ``0.0.0.0``, ``::1``) with a literal port none of the process's ``ports`` is
+  (judged only then: a placeholder host or port, another host, ``remote`` or no ``ports`` is left
+  alone), a ``role`` or ``plan.deploy_type`` outside docs/plan-file.md §3.1/§3.2
+  (:data:`~vllm_deploy_wizard.common.contract.PROCESS_ROLES`, ``DEPLOY_TYPES``), a process key
+  outside :data:`~vllm_deploy_wizard.common.contract.PROCESS_KEYS` (with did-you-mean; every
+  process of the plan, on any machine), an ``env`` value that is no string or number (a number
+  is taken as its decimal text), a process name used twice, ``depends_on`` naming an
   unknown process (with did-you-mean), a process depending on itself, a dependency cycle,
   unresolved placeholders; and, alone, a file that is not UTF-8 text (naming the byte and offset)
   and the output of ``plan --json`` (no ``plan`` key; the message says to use ``plan --out``).
@@ -52,10 +59,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vllm_deploy_wizard.common.contract import PLAN_VERSION
+from vllm_deploy_wizard.common.contract import DEPLOY_TYPES, PLAN_VERSION, PROCESS_KEYS, PROCESS_ROLES
 from vllm_deploy_wizard.common.errors import LaunchError
 from vllm_deploy_wizard.common.placeholders import fill
 from vllm_deploy_wizard.common.placeholders import names as placeholders_in
+from vllm_deploy_wizard.common.suggest import did_you_mean
 from vllm_deploy_wizard.launcher.spec import (
     PHASES,
     RESTART_MODES,
@@ -351,6 +359,8 @@ def _select_processes(
         if not isinstance(proc, dict):
             problems.append(f"{where}: expected a mapping")
             continue
+        problems += _unknown_keys(f"{src}: process {proc['name']!r}" if isinstance(proc.get("name"), str) else where,
+                                  proc)
         rank = proc.get("node_rank")
         if node is not None:
             if node_label_of(proc) == node:
@@ -359,8 +369,6 @@ def _select_processes(
             selected.append(proc | {"_where": where})
     labels = plan_node_labels(data)
     if node is not None and not selected and not problems:
-        from vllm_deploy_wizard.common.suggest import did_you_mean
-
         raise LaunchError(f"{src}: no process on node {node!r}{did_you_mean(node, labels)}. "
                           f"The plan's nodes: {', '.join(labels)}")
     if not selected and not problems:
@@ -479,6 +487,64 @@ def _setup(name: str, proc: Mapping[str, Any], values: Mapping[str, str], declar
     return setup
 
 
+def _unknown_keys(where: str, proc: Mapping[str, Any]) -> list[str]:
+    """A problem for each key of plan process ``proc`` that is none of
+    :data:`~vllm_deploy_wizard.common.contract.PROCESS_KEYS` (with a did-you-mean), [] when all are known."""
+    return [f"{where}: unknown key {key!r}{did_you_mean(str(key), PROCESS_KEYS)}; a process has "
+            f"{', '.join(PROCESS_KEYS)} (docs/contracts.md §2)" for key in proc if key not in PROCESS_KEYS]
+
+
+def _env(where: str, name: str, raw: Any, filled: Callable[[str, Any], str], problems: list[str]) -> dict[str, str]:
+    """``env`` of a plan process, placeholders filled (problems appended). A number is taken as its
+    decimal text (``PYTHONHASHSEED: 0`` → ``"0"``); a boolean, null, list or mapping is refused: the
+    environment holds text only, and YAML's ``true`` would read as ``True``."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        problems.append(f"{where}: env must be a mapping of variable name to string, got {raw!r}")
+        return {}
+    env: dict[str, str] = {}
+    for k, v in raw.items():
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            problems.append(f"{where}: env {k}: {v!r} is not a string; quote the value in the plan file "
+                            f"(e.g. {k}: \"{str(v).lower() if isinstance(v, bool) else v}\")")
+            continue
+        env[str(k)] = filled(f"{name} env {k}", v)
+    return env
+
+
+#: Hosts of a health URL that mean "this machine" (the only ones whose port a process must bind).
+_LOCAL_HOSTS = ("localhost",)
+
+
+def _health_port_problem(where: str, written: str, url: str, raw_ports: Sequence[Any], ports: list[int]) -> str | None:
+    """Why health URL ``url`` (``written`` before filling placeholders) polls a port the process does
+    not bind, or None. Judged only when it can be exactly: the written URL's host is this machine
+    (``localhost``, a loopback or unspecified address such as ``127.0.0.1``, ``0.0.0.0``, ``::1``) and
+    its port a literal number, and ``ports`` (filled from ``raw_ports``) is non-empty and fully
+    resolved; a placeholder host or port, another host, or no ``ports`` is not judged."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        u = urlsplit(written)
+        port = u.port
+    except ValueError:
+        return None  # not a URL: _health_url_problem says so
+    host = u.hostname or ""
+    if port is None or placeholders_in(u.netloc) or not ports or len(ports) != len(raw_ports):
+        return None
+    try:
+        addr = ipaddress.ip_address(host)
+        local = addr.is_loopback or addr.is_unspecified
+    except ValueError:
+        local = host in _LOCAL_HOSTS
+    if not local or port in ports:
+        return None
+    return (f"{where}: health.url {url!r} polls port {port}, which the process does not bind "
+            f"(ports: {', '.join(map(str, ports))}); point health.url at one of its ports or add {port} to ports")
+
+
 def _process_spec(
     proc: dict[str, Any], src: str, filled: Callable[[str, Any], str], values: Mapping[str, str],
     declared: list[str], unresolved: dict[str, list[str]], elsewhere: set[Any], problems: list[str],
@@ -496,13 +562,21 @@ def _process_spec(
         problems.append(f"{where}: argv must be a non-empty list of strings")
         return None
     role = proc.get("role")
+    if role is not None and role not in PROCESS_ROLES:
+        problems.append(f"{where}: role {role!r} is not one of {', '.join(PROCESS_ROLES)}"
+                        f"{did_you_mean(str(role), PROCESS_ROLES)} (docs/plan-file.md §3.2)")
+        role = None
     phase = proc.get("phase") or ROLE_PHASE.get(role or "", "engine")
     if phase not in PHASES:
         problems.append(f"{where}: phase {phase!r} is not one of {', '.join(PHASES)}")
         return None
-    env = {str(k): filled(f"{name} env {k}", v) for k, v in (proc.get("env") or {}).items()}
+    env = _env(where, name, proc.get("env"), filled, problems)
     probe = _probe(where, name, proc.get("health"), filled, problems, argv)
     ports = _ports(where, name, proc, filled, problems)
+    if probe is not None and not probe.remote:
+        bad_port = _health_port_problem(where, str(proc["health"]["url"]), probe.url, proc.get("ports") or [], ports)
+        if bad_port:
+            problems.append(bad_port)
     restart = _restart_policy(where, proc, problems)
     stop = proc.get("stop") or {}
     stop_signal = _stop_signal(where, stop, problems)
@@ -582,6 +656,10 @@ def parse_plan(
     unresolved: dict[str, list[str]] = {}
     filled = _placeholder_filler(values, unresolved)
     selected, elsewhere = _select_processes(data, raw, src, node_rank, node, problems)
+    deploy = plan.get("deploy_type")
+    if deploy is not None and deploy not in DEPLOY_TYPES:
+        problems.append(f"{src}: plan.deploy_type {deploy!r} is not one of {', '.join(DEPLOY_TYPES)}"
+                        f"{did_you_mean(str(deploy), DEPLOY_TYPES)} (docs/plan-file.md §3.1)")
 
     specs: list[dict[str, Any]] = []
     names = {p.get("name") for p in selected}

@@ -221,3 +221,83 @@ def test_a_plan_file_that_is_not_utf8_is_a_launch_error_naming_byte_and_offset(t
     assert msg.startswith(f"{f}: is not UTF-8 text (byte 0xd0 at offset 24); expected a plan file written by "
                           "`vllm-wizard plan --out FILE`"), msg
     assert exc.value.exit_code == 2
+
+
+SRV = {"name": "srv", "role": "serve", "node_rank": 0, "argv": ["python", "-m", "http.server", "8011"],
+       "ports": [8011], "health": {"url": "http://127.0.0.1:8099/health"}}
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "0.0.0.0", "[::1]"])
+def test_a_local_health_url_on_a_port_the_process_does_not_bind_is_refused_naming_its_ports(host):
+    proc = {**SRV, "health": {"url": f"http://{host}:8099/health"}}
+    with pytest.raises(LaunchError) as err:
+        parse_plan(_plan(proc), source="p.yaml")
+    msg = str(err.value)
+    assert "process 'srv'" in msg and "health.url" in msg and "port 8099" in msg and "ports: 8011" in msg
+
+
+@pytest.mark.parametrize("change", [
+    {"health": {"url": "http://127.0.0.1:8011/health"}},            # its own port
+    {"health": {"url": "http://127.0.0.1:$SRV_PORT/health"}},       # a placeholder port: not judged
+    {"health": {"url": "http://$HEAD_IP:8099/health"}},             # a placeholder host: not judged
+    {"health": {"url": "http://10.0.0.9:8099/health"}},             # another host: not judged
+    {"health": {"url": "http://127.0.0.1:8099/health", "remote": True}},
+    {"ports": []},                                                  # binds nothing declared: not judged
+])
+def test_a_health_url_the_rule_cannot_judge_exactly_is_accepted(change):
+    spec = parse_plan(_plan({**SRV, **change}), values={"SRV_PORT": "8099", "HEAD_IP": "10.0.0.2"})
+    assert spec.processes[0].probe is not None
+
+
+def test_a_filled_port_placeholder_is_judged_against_the_health_url():
+    with pytest.raises(LaunchError, match="port 8099"):
+        parse_plan(_plan({**SRV, "ports": ["$SRV_PORT"]}), values={"SRV_PORT": "8011"})
+
+
+def test_an_unknown_deploy_type_is_refused_naming_the_valid_ones():
+    data = _plan(VLLM | {"env": {}})
+    data["plan"]["deploy_type"] = "foo"
+    with pytest.raises(LaunchError, match=r"plan.deploy_type 'foo' is not one of single_node, multi_node, "
+                                          r"pd_cluster, kv_store_lb, omni"):
+        parse_plan(data, source="p.yaml", values={"HEAD_IP": "127.0.0.1"})
+    data["plan"]["deploy_type"] = "single-node"
+    with pytest.raises(LaunchError, match=r"did you mean 'single_node'"):
+        parse_plan(data, source="p.yaml", values={"HEAD_IP": "127.0.0.1"})
+
+
+def test_an_unknown_role_is_refused_naming_the_valid_ones_with_a_did_you_mean():
+    with pytest.raises(LaunchError) as err:
+        parse_plan(_plan({"name": "a", "role": "bogus", "argv": ["x"]}, {"name": "b", "role": "rooter", "argv": ["x"]}),
+                   source="p.yaml")
+    msg = str(err.value)
+    assert "process 'a': role 'bogus' is not one of serve, head, worker" in msg
+    assert "process 'b': role 'rooter'" in msg and "did you mean 'router'" in msg
+
+
+def test_an_unknown_process_key_is_refused_with_a_did_you_mean_on_any_machine():
+    with pytest.raises(LaunchError) as err:
+        parse_plan(_plan({"name": "a", "argv": ["x"], "frobnicate": 1},
+                         {"name": "b", "node_rank": 3, "argv": ["x"], "dependson": []}), source="p.yaml")
+    msg = str(err.value)
+    assert "process 'a': unknown key 'frobnicate'; a process has name, role" in msg
+    assert "process 'b': unknown key 'dependson' (did you mean 'depends_on'?)" in msg
+
+
+def test_every_documented_process_extra_is_accepted():
+    proc = {"name": "a", "role": "serve", "node_rank": 0, "instance": 0, "node": "node-0", "argv": ["x"], "env": {},
+            "phase": "engine", "depends_on": [], "ports": [8000], "health": None, "setup": None,
+            "group": {"id": "a", "leader": "a", "size": 1, "rank": 0}, "restart": {"max_failures": 2},
+            "stop": {"signal": "SIGINT"}, "ready_timeout_s": 10, "cwd": "/tmp", "wait_for": []}
+    assert parse_plan(_plan(proc)).processes[0].name == "a"
+
+
+def test_env_numbers_become_text_and_other_non_strings_are_refused():
+    spec = parse_plan(_plan({"name": "a", "argv": ["x"], "env": {"SEED": 0, "RATIO": 0.5}}))
+    assert spec.processes[0].env == {"SEED": "0", "RATIO": "0.5"}
+    with pytest.raises(LaunchError) as err:
+        parse_plan(_plan({"name": "a", "argv": ["x"], "env": {"FLAG": True, "NONE": None, "L": [1]}}), source="p.yaml")
+    msg = str(err.value)
+    assert "env FLAG: True is not a string; quote the value" in msg and 'FLAG: "true"' in msg
+    assert "env NONE: None is not a string" in msg and "env L: [1] is not a string" in msg
+    with pytest.raises(LaunchError, match="env must be a mapping"):
+        parse_plan(_plan({"name": "a", "argv": ["x"], "env": ["A=1"]}))

@@ -20,3 +20,17 @@ VLLM_DEFAULT_PORT = 8000
 #: launcher/preflight.py); read once per install and cached. The one figure ``plan --help``,
 #: ``launch --help`` and their progress notices quote.
 VLLM_FLAG_PROBE_S = 30
+
+#: The plan's ``deploy_type`` values (docs/plan-file.md §3.1): the catalog writes one, the launcher
+#: refuses a plan file with another.
+DEPLOY_TYPES = ("single_node", "multi_node", "pd_cluster", "kv_store_lb", "omni")
+
+#: A plan process's ``role`` values (docs/plan-file.md §3.2, plus ``infra``: a service such as
+#: Dynamo's etcd); the launcher refuses a plan file with another.
+PROCESS_ROLES = ("serve", "head", "worker", "prefill", "decode", "router", "companion",
+                 "mooncake_master", "mooncake_store", "infra")
+
+#: Every key a plan-file process may have (docs/contracts.md §2, docs/plan-file.md §3.2 and §6);
+#: the launcher refuses any other, with a did-you-mean.
+PROCESS_KEYS = ("name", "role", "node_rank", "instance", "node", "argv", "env", "phase", "depends_on", "ports",
+                "health", "setup", "group", "restart", "stop", "ready_timeout_s", "cwd", "wait_for")
