@@ -183,6 +183,12 @@ class WizardApp(App):
         elif not self._pending_loads:
             self._find_live_runs()
 
+    @property
+    def loading(self) -> bool:
+        """True until both start-up loads (catalog, detection) are in, or have failed."""
+        pending = getattr(self, "_pending_loads", None)
+        return pending is None or bool(pending)
+
     def _load_done(self, key: str) -> None:
         """One start-up load finished (or failed). The screens are settled and re-rendered once, when
         the last start-up load is in (each re-render of the first screen costs 20–30 ms of CPU, so
