@@ -82,13 +82,23 @@ class HardwareScreen(WizardScreen):
         if not found and not self.entries:
             return
         box = found.first(OptionList) if found else OptionList(id="saved")
-        if not found:
-            self.query_one("#hw-right").mount(box)
         box.clear_options()
         box.add_options([Option(("★ " if e.name else "↺ ") + e.label, id=f"saved-{i}")
                          for i, e in enumerate(self.entries)])
         box.border_title = "Saved ★ and recent ↺ selections (enter opens the review)"
-        box.set_class(not self.entries, "hidden")
+        if not found:
+            self.call_next(self._mount_saved, box)
+        elif box.has_class("hidden") == bool(self.entries):
+            box.set_class(not self.entries, "hidden")
+            self.call_after_refresh(self._keep_pick_in_view)
+
+    async def _mount_saved(self, box: OptionList) -> None:
+        await self.query_one("#hw-right").mount(box)
+        self.call_after_refresh(self._keep_pick_in_view)
+
+    def _keep_pick_in_view(self) -> None:
+        """The profile list's height changed (the saved list came or went): scroll its pick into view."""
+        self.query_one("#profiles", OptionList).scroll_to_highlight()
 
     def on_screen_resume(self) -> None:
         if getattr(self, "_saved_read", False):  # back from a later step (one may have been recorded)
