@@ -192,8 +192,8 @@ class WizardApp(App):
     def _load_done(self, key: str) -> None:
         """One start-up load finished (or failed). The screens are settled and re-rendered once, when
         the last start-up load is in (each re-render of the first screen costs 20–30 ms of CPU, so
-        one per load would delay the first usable screen); that last one also starts the look for
-        runs left behind. An earlier load is shown on its own only if the rest take longer than
+        one per load would delay the first usable screen); once that screen is painted, the look for
+        runs left behind starts. An earlier load is shown on its own only if the rest take longer than
         :data:`PARTIAL_SETTLE_S` (NVML/amdsmi init on a GPU node can take seconds: the profile list
         must not wait for it). A load outside start-up (none pending) settles at once."""
         pending: set[str] = getattr(self, "_pending_loads", set())
@@ -209,8 +209,9 @@ class WizardApp(App):
         if timer is not None:
             timer.stop()
         self._settle()
-        if not self.attach_run:
-            self._find_live_runs()
+        if not self.attach_run:  # its launcher imports and process scan would hold the GIL while that paints;
+            # queued on the screen, behind the DataChanged just posted there (not before its refresh)
+            self.screen.call_after_refresh(self._find_live_runs)
 
     @work(thread=True, group="load", exit_on_error=False)
     def _load_catalog(self) -> None:
