@@ -43,6 +43,11 @@ from vllm_deploy_wizard.tui.messages import CatalogLoaded, DataChanged, Inventor
 from vllm_deploy_wizard.tui.run_offers import offer_runs
 from vllm_deploy_wizard.tui.services import LauncherPort, Services
 
+#: Seconds the first start-up load to finish waits for the other before it is shown on its own
+#: (WizardApp._load_done): on a workstation both are in well within it, so the first screen is
+#: re-rendered once; a slow detection (GPU driver init) still lets the profile list show early.
+PARTIAL_SETTLE_S = 0.25
+
 
 class WizardApp(App):
     """The Textual wizard. Construct through :func:`make_app`.
@@ -160,8 +165,8 @@ class WizardApp(App):
         # Start-up order (bench/bench_terminal_start.py: first text, then the first *usable* screen —
         # the detected profile preselected): the workers start after the first frame is on screen
         # (their imports — pydantic models, vendor libraries — would otherwise hold the GIL while
-        # Textual paints); detection first (the smaller job: the Detected panel fills while the
-        # catalog loads); the look for live and stale runs (launcher imports, a process scan) only
+        # Textual paints); detection first (the smaller job); one settle and re-render once both are
+        # in (_load_done); the look for live and stale runs (launcher imports, a process scan) only
         # once both are in, so it never competes with them for the GIL before the screen is usable.
         self.call_after_refresh(self._start_workers)
 
@@ -178,13 +183,35 @@ class WizardApp(App):
         elif not self._pending_loads:
             self._find_live_runs()
 
+    @property
+    def loading(self) -> bool:
+        """True until both start-up loads (catalog, detection) are in, or have failed."""
+        pending = getattr(self, "_pending_loads", None)
+        return pending is None or bool(pending)
+
     def _load_done(self, key: str) -> None:
-        """One start-up load finished (or failed); the last one starts the look for runs left behind."""
+        """One start-up load finished (or failed). The screens are settled and re-rendered once, when
+        the last start-up load is in (each re-render of the first screen costs 20–30 ms of CPU, so
+        one per load would delay the first usable screen); once that screen is painted, the look for
+        runs left behind starts. An earlier load is shown on its own only if the rest take longer than
+        :data:`PARTIAL_SETTLE_S` (NVML/amdsmi init on a GPU node can take seconds: the profile list
+        must not wait for it). A load outside start-up (none pending) settles at once."""
         pending: set[str] = getattr(self, "_pending_loads", set())
-        if key in pending:
-            pending.discard(key)
-            if not pending and not self.attach_run:
-                self._find_live_runs()
+        if key not in pending:
+            self._settle()
+            return
+        pending.discard(key)
+        timer = getattr(self, "_partial_settle", None)
+        if pending:
+            if timer is None:
+                self._partial_settle = self.set_timer(PARTIAL_SETTLE_S, self._settle)
+            return
+        if timer is not None:
+            timer.stop()
+        self._settle()
+        if not self.attach_run:  # its launcher imports and process scan would hold the GIL while that paints;
+            # queued on the screen, behind the DataChanged just posted there (not before its refresh)
+            self.screen.call_after_refresh(self._find_live_runs)
 
     @work(thread=True, group="load", exit_on_error=False)
     def _load_catalog(self) -> None:
@@ -251,7 +278,6 @@ class WizardApp(App):
             self.errors["catalog"] = message.error
         else:
             self.catalog = message.catalog
-        self._settle()
         self._load_done("catalog")
 
     def on_inventory_detected(self, message: InventoryDetected) -> None:
@@ -259,7 +285,6 @@ class WizardApp(App):
             self.errors["detect"] = message.error
         else:
             self.inventory = message.inventory
-        self._settle()
         self._load_done("detect")
 
     def _settle(self) -> None:

@@ -52,7 +52,6 @@ class HardwareScreen(WizardScreen):
             yield Static("Detecting accelerators and host facts…", id="detected", classes="panel")
             with Vertical(id="hw-right", classes="panel"):
                 yield OptionList(Option("Loading catalog…", disabled=True), id="profiles")
-                yield OptionList(id="saved", classes="hidden")
         with Horizontal(id="hw-counts"):
             yield Label("Devices per node")
             yield Input(placeholder="profile", id="gpus", type="integer")
@@ -66,27 +65,50 @@ class HardwareScreen(WizardScreen):
     def on_mount(self) -> None:
         self.query_one("#detected").border_title = "Detected"
         self.query_one("#hw-right").border_title = "Hardware profile"
-        self.refresh_saved()
+        self.entries: list = []
+        self._saved_read = False
         self.refresh_data()
 
     def refresh_saved(self) -> None:
         """The saved selections (``plan --save NAME``) and the recent ones the wizard reviewed; enter on
-        one lands on its review (docs/benchmark.md §2). Hidden when there are none."""
+        one lands on its review (docs/benchmark.md §2). The list (``#saved``) is mounted with the
+        first entry and hidden when there are none. At start-up it is read only once the first usable
+        screen is painted (reading it imports and runs the YAML parser: ~10 ms of CPU)."""
         from vllm_deploy_wizard.workflows.saved_selections import recent, saved
 
+        self._saved_read = True
         self.entries = [*saved(), *recent()]
-        box = self.query_one("#saved", OptionList)
+        found = self.query("#saved")
+        if not found and not self.entries:
+            return
+        box = found.first(OptionList) if found else OptionList(id="saved")
         box.clear_options()
         box.add_options([Option(("★ " if e.name else "↺ ") + e.label, id=f"saved-{i}")
                          for i, e in enumerate(self.entries)])
         box.border_title = "Saved ★ and recent ↺ selections (enter opens the review)"
-        box.set_class(not self.entries, "hidden")
+        if not found:
+            self.call_next(self._mount_saved, box)
+        elif box.has_class("hidden") == bool(self.entries):
+            box.set_class(not self.entries, "hidden")
+            self.call_after_refresh(self._keep_pick_in_view)
+
+    async def _mount_saved(self, box: OptionList) -> None:
+        await self.query_one("#hw-right").mount(box)
+        self.call_after_refresh(self._keep_pick_in_view)
+
+    def _keep_pick_in_view(self) -> None:
+        """The profile list's height changed (the saved list came or went): scroll its pick into view."""
+        self.query_one("#profiles", OptionList).scroll_to_highlight()
 
     def on_screen_resume(self) -> None:
-        self.refresh_saved()
+        if getattr(self, "_saved_read", False):  # back from a later step (one may have been recorded)
+            self.refresh_saved()
 
     def on_data_changed(self, _: DataChanged) -> None:
         self.refresh_data()
+        if not self._saved_read and not self.app.loading:
+            self._saved_read = True
+            self.call_after_refresh(self.refresh_saved)
 
     def on_selection_changed(self, _: SelectionChanged) -> None:
         self.refresh_data()

@@ -98,3 +98,27 @@ async def test_first_screen_lists_saved_and_recent_and_enter_opens_one(build_app
         await settle(pilot)
         assert isinstance(app.screen, ReviewScreen)
         assert app.selection["kv_offload"] == "lmcache" and app.selection["model"] == "Qwen/Qwen3-32B"
+
+
+async def test_without_saved_selections_the_first_screen_has_no_saved_list(build_app):
+    app = build_app(launcher=FakeLauncher())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.selection["hardware"] == "h200"
+        assert not app.screen.query("#saved")
+
+
+async def test_the_saved_list_arriving_keeps_the_preselected_profile_in_view(build_app):
+    for i in range(4):
+        ss.save(f"s{i}", {"model": "Qwen/Qwen3-32B", "hardware": "h200"})
+    app = build_app(launcher=FakeLauncher(), hardware="xeon5")  # the last row of a list taller than the box
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.02)
+            if app.screen.query("#saved") and app.screen.query_one("#saved", OptionList).option_count == 4:
+                break
+        await settle(pilot)
+        plist = app.screen.query_one("#profiles", OptionList)
+        assert plist.highlighted == plist.get_option_index("xeon5") and plist.max_scroll_y > 0
+        shown = "".join(strip.text for strip in plist.render_lines(plist.size.region))
+        assert "★ detected" in shown, shown
