@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from vllm_deploy_wizard.common import suggest
-from vllm_deploy_wizard.common.errors import CatalogError, SelectionError
+from vllm_deploy_wizard.common.errors import SelectionError
 from vllm_deploy_wizard.common.suggest import casefold_key
 
 from . import backends as B
@@ -51,11 +51,13 @@ def recipe_file(cat: Catalog, recipe: Recipe) -> str:
     return f"bundled recipes.json (recipes.{recipe.hf_id})"
 
 
-def no_model_id(cat: Catalog, recipe: Recipe, variant_key: str) -> CatalogError:
+def no_model_id(cat: Catalog, recipe: Recipe, variant_key: str) -> SelectionError:
     """The error for a recipe that names no checkpoint for ``variant_key``: neither
     ``variants.<key>.model_id`` nor ``model.model_id`` is set (e.g. the ``model:`` key misspelled).
-    The reference builder would render ``vllm serve unknown`` (docs/synthesis.md §2), so plan refuses."""
-    return CatalogError(
+    The reference builder would render ``vllm serve unknown`` (docs/synthesis.md §2), so plan refuses; a
+    SelectionError (exit 2) so every caller that handles an unplannable selection (the wizard's review,
+    device-fit hints) handles this one too."""
+    return SelectionError(
         f"{recipe_file(cat, recipe)}: recipe {recipe.hf_id} has no `model.model_id` (and `variants.{variant_key}` "
         "sets no `model_id`) — plan can't name the checkpoint to serve; add `model_id: <org>/<repo>` under `model:` "
         "(`vllm-wizard catalog check` lists every such recipe)")
