@@ -47,6 +47,7 @@ from pydantic import ValidationError
 from vllm_deploy_wizard.common import suggest, yamlio
 
 from .models import DynamoRouter, KvStore, Recipe, SmgRouter, Strategy, Taxonomy
+from .models.recipe import ARCHITECTURES, HARDWARE_STATUSES
 from .record import Record, type_hints
 
 #: Keys some models don't declare but catalogs legitimately carry (model class → extra key names).
@@ -329,6 +330,8 @@ def _check_recipe(f: _File | _Within, recipe: Recipe, ids: dict[str, set[str]], 
     if "default" not in recipe.variants:
         report.errors.append(f"{f.line(('variants',))}: `variants` must contain `default` "
                              f"(found: {', '.join(recipe.variants) or 'none'})")
+    _check_model_id(f, recipe, report)
+    _check_values(f, recipe, ids, report)
     strategies, hardware = ids["strategies"], ids["hardware"]
     check_strategy_ids = bool(ids.get("serving"))  # none loaded at all: one error says so, no flood
     # 0 = no text context (the snapshot's TTS / image models), so only negatives are wrong
@@ -405,6 +408,48 @@ def _check_recipe(f: _File | _Within, recipe: Recipe, ids: dict[str, set[str]], 
                     f"names {feat}={mode}, which is not a mode of this recipe{hint}")
 
 
+def _check_model_id(f: _File | _Within, recipe: Recipe, report: Report) -> None:
+    """Error for each variant that serves no checkpoint: no ``model_id`` of its own and no
+    ``model.model_id`` (plan refuses it; the reference builder renders ``vllm serve unknown``, §2).
+    An omni recipe is fine when every ``omni.tasks`` entry names its own ``model_id``."""
+    if recipe.model.model_id:
+        return
+    tasks = recipe.omni.tasks if recipe.is_omni and recipe.omni is not None else []
+    if tasks and all(t.model_id for t in tasks):
+        return
+    for key, v in recipe.variants.items():
+        if not recipe.served_model_id(v):
+            report.errors.append(
+                f"{f.line(('model', 'model_id'))}: `model.model_id` is missing and `variants.{key}` sets no "
+                f"`model_id` — plan can't name the checkpoint to serve (e.g. `model:` misspelled, or its "
+                f"`model_id:` line deleted); add `model_id: <org>/<repo>` under `model:`")
+
+
+def _check_values(f: _File | _Within, recipe: Recipe, ids: dict[str, set[str]], report: Report) -> None:
+    """Warnings for values outside their closed sets (docs/synthesis.md §1.1): ``model.architecture``
+    (``dense``/``moe``; the builder only tests for ``moe``, so another value plans as dense),
+    ``meta.tasks`` (the taxonomy's task ids; an unknown one is ignored) and ``meta.hardware``
+    statuses (``verified``/``unsupported``/``supported``; another value behaves like absent)."""
+    arch = recipe.model.architecture
+    if arch is not None and arch.lower() not in ARCHITECTURES:
+        report.warnings.append(
+            f"{f.line(('model', 'architecture'), key=False)}: unknown architecture {arch!r} in "
+            f"`model.architecture` (plans as dense; valid: {', '.join(ARCHITECTURES)})"
+            f"{suggest.did_you_mean(arch.lower(), ARCHITECTURES)}")
+    tasks = ids.get("tasks", set())
+    for i, task in enumerate(recipe.meta.tasks if tasks else ()):  # no taxonomy tasks: nothing to compare
+        if task not in tasks:
+            report.warnings.append(
+                f"{f.line(('meta', 'tasks', i), key=False)}: unknown task {task!r} in `meta.tasks` (ignored; "
+                f"valid: {', '.join(sorted(tasks))}){suggest.did_you_mean(task, tasks)}")
+    for hw, status in recipe.meta.hardware.items():
+        if status not in HARDWARE_STATUSES:
+            report.warnings.append(
+                f"{f.line(('meta', 'hardware', hw), key=False)}: unknown status {status!r} for {hw!r} in "
+                f"`meta.hardware` (behaves like absent; valid: {', '.join(HARDWARE_STATUSES)})"
+                f"{suggest.did_you_mean(status, HARDWARE_STATUSES)}")
+
+
 def _yaml_files(folder: Path, pattern: str) -> list[Path]:
     return sorted(folder.glob(pattern)) if folder.is_dir() else []
 
@@ -424,7 +469,8 @@ def check_catalog(path: Path | str | None = None) -> Report:
         return report
     bundled = (root / "taxonomy.json").is_file() and not (root / "taxonomy.yaml").is_file()
     # "strategies": every strategy-map name (serving strategies + kv_store); "serving": the former only
-    ids: dict[str, set[str]] = {"strategies": set(), "serving": set(), "hardware": set(), "kv_offload": set()}
+    ids: dict[str, set[str]] = {"strategies": set(), "serving": set(), "hardware": set(), "kv_offload": set(),
+                                "tasks": set()}
 
     tax_path = root / ("taxonomy.json" if bundled else "taxonomy.yaml")
     if not tax_path.is_file():
@@ -436,6 +482,7 @@ def check_catalog(path: Path | str | None = None) -> Report:
             if tax is not None:
                 ids["hardware"] = set(tax.hardware_profiles)
                 ids["kv_offload"] = set(tax.kv_offload)
+                ids["tasks"] = {t.id for t in tax.tasks}
                 _check_profile_numbers(f, tax, report)
                 if not tax.hardware_profiles:
                     report.errors.append(_no_profiles(f))

@@ -26,6 +26,7 @@ from pathlib import PurePath
 from typing import Any
 
 from .constraints import AVAILABLE, DISABLED, HIDDEN, hardware_listing
+from .models.recipe import ARCHITECTURES as RECIPE_ARCHITECTURES
 
 VERIFIED = "verified"
 UNLISTED = "unlisted"
@@ -38,7 +39,7 @@ STATUS_RANK: Mapping[str, int] = {VERIFIED: 0, AVAILABLE: 1, UNLISTED: 2, UNSUPP
 TASKS = ("text", "multimodal", "omni", "embedding")
 
 #: Architecture filter values (``model.architecture``).
-ARCHITECTURES = ("dense", "moe")
+ARCHITECTURES = RECIPE_ARCHITECTURES
 
 
 def status_of(listing: str, verified: bool) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from . import args as A
 from . import gates as G
 from .plan import PlanProcess
-from .resolution import did_you_mean
+from .resolution import did_you_mean, no_model_id
 from .synthesis_context import SynthesisContext
 
 
@@ -54,7 +54,9 @@ def omni_processes(ctx: SynthesisContext) -> tuple[list[PlanProcess], str | None
     if omni is not None and omni.port:
         toks += ["--port", str(omni.port)]
     toks.append("--omni")
-    model = overlay.get("model_id") or (task.model_id if task else None) or v.model_id or r.model.model_id
+    model = overlay.get("model_id") or (task.model_id if task else None) or r.served_model_id(v)
+    if not model:
+        raise no_model_id(ctx.cat, r, ctx.variant_key)
     kept = A.dedupe_units(toks)
     argv = ["vllm", "serve", model, *A.argv_tokens(kept)]
     proc = PlanProcess(name="vllm", role="serve", node_rank=0, argv=argv, env=env, label="vLLM-Omni Serve")

@@ -37,6 +37,32 @@ def did_you_mean(kind: str, value: str, choices: Iterable[str], where: str,
 
 
 
+def recipe_file(cat: Catalog, recipe: Recipe) -> str:
+    """Where ``recipe`` was read from, for messages: ``<checkout>/models/<org>/<repo>.yaml`` for a
+    recipes checkout (exact or layered over the bundled catalog, when that file exists), else the
+    bundled catalog's ``recipes.json`` entry."""
+    from pathlib import Path
+
+    root = cat.source.removeprefix("bundled+") if cat.source != "bundled" else ""
+    if root:
+        path = Path(root) / "models" / recipe.hf_org / f"{recipe.hf_repo}.yaml"
+        if path.is_file() or not cat.source.startswith("bundled+"):
+            return str(path)
+    return f"bundled recipes.json (recipes.{recipe.hf_id})"
+
+
+def no_model_id(cat: Catalog, recipe: Recipe, variant_key: str) -> SelectionError:
+    """The error for a recipe that names no checkpoint for ``variant_key``: neither
+    ``variants.<key>.model_id`` nor ``model.model_id`` is set (e.g. the ``model:`` key misspelled).
+    The reference builder would render ``vllm serve unknown`` (docs/synthesis.md §2), so plan refuses; a
+    SelectionError (exit 2) so every caller that handles an unplannable selection (the wizard's review,
+    device-fit hints) handles this one too."""
+    return SelectionError(
+        f"{recipe_file(cat, recipe)}: recipe {recipe.hf_id} has no `model.model_id` (and `variants.{variant_key}` "
+        "sets no `model_id`) — plan can't name the checkpoint to serve; add `model_id: <org>/<repo>` under `model:` "
+        "(`vllm-wizard catalog check` lists every such recipe)")
+
+
 def _default_features(recipe: Recipe, variant: Variant, hw: str) -> list[str]:
     """Default-on features (§2.8): all − opt-in − hardware opt-in + variant ``default_modes`` keys."""
     off = set(recipe.opt_in_features) | set(recipe.hardware_opt_in_features.get(hw, []))
@@ -76,6 +102,8 @@ def resolve(cat: Catalog, sel: Selection) -> SynthesisContext:
     gpu_count = sel.gpus or profile.gpu_count
     nodes = sel.nodes or 1
     omni = recipe.is_omni
+    if not omni and not recipe.served_model_id(variant):  # an omni task may name its own (omni.py)
+        raise no_model_id(cat, recipe, variant_key)
     strategy_id: str | None = None
     strategy: Strategy | None = None
     so: StrategyOverride | None = None

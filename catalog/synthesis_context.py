@@ -119,7 +119,7 @@ class SynthesisContext:
 
     @property
     def model_id(self) -> str:
-        return self.variant.model_id or self.recipe.model.model_id or "unknown"
+        return self.recipe.served_model_id(self.variant)  # never empty: resolve() refuses that
 
     # -----------------------------------------------------------------------------------------
     # §2.4 arguments

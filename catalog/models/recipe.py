@@ -14,6 +14,12 @@ from .taxonomy import Companion
 # ---------------------------------------------------------------------------------------------
 # recipes (§1.1)
 
+#: Values of ``model.architecture`` (docs/synthesis.md §1.1); the builder only tests for ``moe``.
+ARCHITECTURES = ("dense", "moe")
+#: Values of a ``meta.hardware`` status (§1.1): ``verified`` shows the badge (B1), ``unsupported`` gates the
+#: hardware (H2), ``supported`` — and any other value — behaves like absent (§3.2).
+HARDWARE_STATUSES = ("verified", "unsupported", "supported")
+
 
 class Meta(CatalogModel):
     """``meta`` of a recipe (display + hardware status)."""
@@ -244,6 +250,11 @@ class Recipe(CatalogModel):
     def is_custom(self) -> bool:
         """True for a recipe derived from a ``config.json`` (no recipe file lists its hardware)."""
         return self.custom_source is not None
+
+    def served_model_id(self, variant: Variant) -> str:
+        """The checkpoint ``vllm serve`` names for ``variant``: its ``model_id``, else ``model.model_id``;
+        ``""`` when neither is set (the reference builder would render ``vllm serve unknown``, §2)."""
+        return variant.model_id or self.model.model_id
 
     @property
     def is_omni(self) -> bool:

@@ -36,6 +36,10 @@ def check_fixture(checkout: Path, kind: str):
     return check_catalog(checkout), target
 
 
+NO_MODEL_ID = ("`model.model_id` is missing and `variants.default` sets no `model_id` — plan can't name the "
+               "checkpoint to serve (e.g. `model:` misspelled, or its `model_id:` line deleted); add "
+               "`model_id: <org>/<repo>` under `model:`")
+
 EXPECTED_ERRORS = {
     "bad_yaml_syntax": [":16: invalid YAML: did not find expected ',' or ']' "
                         "(while parsing a flow sequence started at line 15)"],
@@ -57,12 +61,15 @@ EXPECTED_ERRORS = {
         ":13: `variants.default.vram_minimum_gb` must be a number > 0, got -3.0",
         ":14: `variants.default.tp` must be a whole number ≥ 1, got 0",
     ],
+    "missing_model_id": [f":7: {NO_MODEL_ID}"],
+    "misspelled_model_key": [f":1: {NO_MODEL_ID}"],
 }
 
 #: Warnings an error fixture also produces (the cause next to the consequence).
 WARNINGS_OF_ERROR_FIXTURES = {
     "no_loadable_strategy": [":14: unknown strategy id 'single_node_tpp' in `compatible_strategies` (ignored) "
                              "(did you mean 'single_node_tp'?)"],
+    "misspelled_model_key": [":7: unknown key `modell` (ignored) (did you mean 'model'?)"],
 }
 
 EXPECTED_WARNINGS = {
@@ -74,6 +81,14 @@ EXPECTED_WARNINGS = {
     "unknown_precision_warning": [":11: unknown precision 'bf99' in `variants.default.precision` (no VRAM "
                                   "estimate or hardware rule for it; known: fp32, bf16, fp16, fp8, int8, int4, "
                                   "mxfp4, nvfp4, fp4, int2/4/8)"],
+    "unknown_values_warning": [
+        ":4: unknown task 'txt' in `meta.tasks` (ignored; valid: embedding, multimodal, omni, text) "
+        "(did you mean 'text'?)",
+        ":6: unknown status 'verifed' for 'h200' in `meta.hardware` (behaves like absent; valid: verified, "
+        "unsupported, supported) (did you mean 'verified'?)",
+        ":9: unknown architecture 'densee' in `model.architecture` (plans as dense; valid: dense, moe) "
+        "(did you mean 'dense'?)",
+    ],
 }
 
 
@@ -260,3 +275,28 @@ def test_bundled_seed_router_docs_keys_are_known():
     # the seed files are warning-free; the recipes' own unknown ids (h20, a100, …) are the recipes'
     assert [w for w in report.warnings if "recipes.json" not in w] == []
     assert report.errors == []
+
+
+@pytest.mark.parametrize("kind", ["missing_model_id", "misspelled_model_key"])
+def test_plan_refuses_a_recipe_without_a_model_id_naming_file_and_field(checkout, kind, capsys):
+    """The reference builder renders ``vllm serve unknown`` (docs/synthesis.md §2); plan exits 2 instead."""
+    shutil.copy(BAD / f"{kind}.yaml", checkout / "models" / "fixture" / f"{kind}.yaml")
+    rc = main(["plan", "--recipes", str(checkout), "--model", f"fixture/{kind}", "--hardware", "h200"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert f"{checkout / 'models' / 'fixture' / kind}.yaml: recipe fixture/{kind} has no `model.model_id`" in err
+    assert "unknown" not in err
+
+
+def test_plan_is_unchanged_by_unknown_values(checkout, capsys):
+    """Values outside their sets only warn: the plan serves the model as for valid values."""
+    shutil.copy(BAD / "unknown_values_warning.yaml", checkout / "models" / "fixture" / "odd.yaml")
+    shutil.copy(BAD / "unknown_values_warning.yaml", checkout / "models" / "fixture" / "ok.yaml")
+    ok = checkout / "models" / "fixture" / "ok.yaml"
+    ok.write_text(ok.read_text().replace("densee", "dense").replace("[txt]", "[text]").replace("verifed", "verified"))
+    outs = []
+    for name in ("odd", "ok"):
+        assert main(["plan", "--recipes", str(checkout), "--model", f"fixture/{name}", "--hardware", "h200"]) == 0
+        outs.append(capsys.readouterr().out.replace(f"fixture/{name}", "fixture/X"))
+    assert "vllm serve fixture/tiny" in outs[1]
+    assert outs[0] == outs[1]
