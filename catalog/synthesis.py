@@ -145,8 +145,10 @@ def _apply_companion_args(ctx: SynthesisContext, procs: list[PlanProcess]) -> No
         where, value = f"--{key.replace('_', '-')} {given[key]!r} (companion arg {key})", given[key]
         if key.endswith("_port") and not (value.isdigit() and 0 < int(value) < 65536):
             raise SelectionError(f"{where}: expected a port 1–65535")
-        if not value.replace(".", "", 1).isdigit():
-            raise SelectionError(f"{where}: expected a number")
+        if key == "l1_size_gb" and not (value.replace(".", "", 1).isdigit() and float(value) > 0):
+            raise SelectionError(f"{where}: expected a positive number of GB (e.g. 16)")
+        if key == "max_cpu_workers" and not (value.isdigit() and int(value) >= 1):
+            raise SelectionError(f"{where}: expected a whole number ≥ 1")
     fill = {"$ROUTER_HOST": given.get("router_host"), "$ROUTER_PORT": given.get("router_port")}
     for p in procs:
         if p.name.startswith("kv_offload:lmcache"):

@@ -540,8 +540,17 @@ def test_companion_args_from_flags(capsys) -> None:
     assert router["argv"][router["argv"].index("--prometheus-port") + 1] == "29100"
     assert sorted(router["ports"]) == [29100, 31000]
     assert "ROUTER_HOST" not in plan["placeholders"] and "ROUTER_PORT" not in plan["placeholders"]
-    code, _, err = _plan(capsys, "--model", "Qwen/Qwen3-8B", "--kv-offload", "lmcache", "--l1-size-gb", "lots")
-    assert code == 2 and "--l1-size-gb 'lots' (companion arg l1_size_gb): expected a number" in err
+
+
+@pytest.mark.parametrize("flag, value, why", [
+    ("--l1-size-gb", "lots", "--l1-size-gb 'lots' (companion arg l1_size_gb): expected a positive number of GB"),
+    ("--l1-size-gb", "-3", "--l1-size-gb '-3' (companion arg l1_size_gb): expected a positive number of GB"),
+    ("--l1-size-gb", "0", "--l1-size-gb '0' (companion arg l1_size_gb): expected a positive number of GB"),
+    ("--max-cpu-workers", "-2", "--max-cpu-workers '-2' (companion arg max_cpu_workers): expected a whole number ≥ 1")])
+def test_a_companion_size_or_count_that_is_not_positive_is_refused_saying_what_is_valid(capsys, flag, value,
+                                                                                        why) -> None:
+    code, _, err = _plan(capsys, "--model", "Qwen/Qwen3-8B", "--kv-offload", "lmcache", f"{flag}={value}")
+    assert code == 2 and why in err, err
 
 
 @pytest.mark.parametrize("port, why", [
