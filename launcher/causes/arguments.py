@@ -92,6 +92,8 @@ def _unknown_argument(c: _Ctx) -> _Result:
 
 _INVALID_CHOICE = re.compile(r"argument (\S+?):? invalid choice: '([^']*)'(?: \(choose from (.*)\))?")
 _INVALID_VALUE = re.compile(r"argument (\S+?):? invalid (\w+) value: '([^']*)'")
+#: argparse's ``invalid %(type)s value`` names the type function (``int``, ``float``); said in words.
+_VALUE_KINDS = {"int": "an integer", "float": "a number"}
 _EXPECTED = re.compile(r"argument (\S+?):? expected (?:one|\d+) arguments?")
 _REQUIRED = re.compile(r"the following arguments are required: (.+)$")
 
@@ -110,8 +112,9 @@ def _invalid_argument(c: _Ctx) -> _Result:
                 if m.group(3) else f"choose a valid value for {facts['flag']}", None, None, None, facts)
     if m := _INVALID_VALUE.search(c.line):
         facts.update(flag=m.group(1).split("/")[-1], value=m.group(3))
-        return None, f"{facts['flag']} needs a {m.group(2)} value, got {m.group(3)!r}", \
-            f"give {facts['flag']} a {m.group(2)} value", None, None, None, facts
+        kind = _VALUE_KINDS.get(m.group(2), f"a valid {m.group(2)}")
+        return None, f"{facts['flag']} needs {kind} value, got {m.group(3)!r}", \
+            f"give {facts['flag']} {kind} value", None, None, None, facts
     if m := _EXPECTED.search(c.line):
         facts["flag"] = m.group(1).split("/")[-1]
         return None, f"{facts['flag']} is missing its value", \

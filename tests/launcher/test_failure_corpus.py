@@ -244,3 +244,12 @@ def test_ascend_and_intel_failures_name_their_vendors_tool_never_nvidia_smi(entr
     cause = _explain(entry)
     tool = {"npu": "npu-smi", "xpu": "xpu-smi"}[entry["facts"]["device"]]
     assert tool in cause.fix and "nvidia-smi" not in cause.fix, cause.fix
+
+
+@pytest.mark.parametrize("kind, said", [("int", "an integer"), ("float", "a number"),
+                                        ("human_readable_int", "a valid human_readable_int")])
+def test_an_invalid_typed_value_names_the_type_in_words(kind, said):
+    cause = explain([f"vllm serve: error: argument --max-num-seqs: invalid {kind} value: 'lots'"], 2, (), {})
+    assert cause.kind == "invalid_argument"
+    assert cause.summary == f"--max-num-seqs needs {said} value, got 'lots'"
+    assert cause.fix == f"give --max-num-seqs {said} value"
