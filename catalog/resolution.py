@@ -245,10 +245,12 @@ def _resolve_pd(ctx: SynthesisContext) -> None:
     if router not in routers:
         raise did_you_mean("router", router, routers, "for pd_cluster")
     if ctx.connector is not None and ctx.connector.routers is not None and router not in ctx.connector.routers:
-        raise SelectionError(f"router {router!r} does not work with connector {ctx.connector_id!r} "
-                             f"(works with: {', '.join(ctx.connector.routers)})")
+        raise SelectionError(f"--router {router!r} does not work with --connector {ctx.connector_id!r} "
+                             f"(works with: {', '.join(ctx.connector.routers)}): pick one of those with --router, "
+                             "or another --connector")
     if ctx.connector is not None and ctx.connector.routers is None and router != "vllm":
-        raise SelectionError(f"connector {ctx.connector_id!r} works with the vllm router only")
+        raise SelectionError(f"--connector {ctx.connector_id!r} works with the vllm router only, not --router "
+                             f"{router!r}: use --router vllm, or another --connector")
     dynamo = strategy.dynamo  # not None when router is "dynamo" (routers above)
     if router == "dynamo" and dynamo is not None and dynamo.brands and ctx.brand not in dynamo.brands:
         raise SelectionError(f"router 'dynamo' needs {' or '.join(dynamo.brands)} hardware")

@@ -637,3 +637,12 @@ def test_an_engine_on_every_interface_without_an_api_key_is_warned_with_the_fix(
     assert "clients then send it through the router. Not --host 127.0.0.1: the router reaches the engines" in out
     assert ("# warning: router listens on every network interface (--host 0.0.0.0): anyone who reaches the "
             "machine can send requests through it; `--router-host ADDRESS` binds one address") in out
+
+
+@pytest.mark.parametrize("router", ["smg", "dynamo"])
+def test_a_connector_for_the_vllm_router_only_names_both_flags_and_the_valid_router(capsys, router) -> None:
+    code, _, err = _plan(capsys, "--model", "deepseek-ai/DeepSeek-V3", "--hardware", "h200", "--strategy",
+                         "pd_cluster", "--connector", "mooncake", "--router", router, "--json")
+    assert code == 2, err
+    assert (f"--connector 'mooncake' works with the vllm router only, not --router {router!r}: use --router vllm"
+            in err), err
