@@ -114,6 +114,21 @@ def dns_name(text: str) -> str:
     return (out or "vllm")[:63].rstrip("-")
 
 
+#: A DNS-1123 label, as Kubernetes requires of a namespace (``metadata.namespace``).
+DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def dns_label_problem(text: str) -> str | None:
+    """Why ``text`` is no DNS-1123 label (lowercase alphanumerics and ``-``, at most 63 characters,
+    starting and ending alphanumeric), or None when it is one."""
+    if len(text) > 63:
+        return f"{len(text)} characters; a Kubernetes namespace has at most 63"
+    if not DNS_LABEL.fullmatch(text):
+        return ("not a DNS-1123 label: use lowercase letters, digits and '-', starting and ending with a "
+                "letter or digit (e.g. vllm-serving)")
+    return None
+
+
 class _Exporter:
     def __init__(self, data: Mapping[str, Any], image: str, vendor: str | None, arch: str | None, name: str,
                  namespace: str | None, values: Mapping[str, str] | None = None, router_image: str | None = None,
@@ -128,6 +143,8 @@ class _Exporter:
         self.resource = device_resource(vendor, arch)
         self.devices = int(self.plan.get("device_count") or 1)
         self.name = dns_name(name)
+        if namespace is not None and (why := dns_label_problem(namespace)):
+            raise ExportError(f"namespace {namespace!r}: {why}")
         self.namespace = namespace
         self.defaults = {str(k): str(v) for k, v in (self.plan.get("placeholder_defaults") or {}).items()}
         self.values = {str(k): str(v) for k, v in (values or {}).items()}

@@ -646,3 +646,27 @@ def test_a_connector_for_the_vllm_router_only_names_both_flags_and_the_valid_rou
     assert code == 2, err
     assert (f"--connector 'mooncake' works with the vllm router only, not --router {router!r}: use --router vllm"
             in err), err
+
+
+@pytest.mark.parametrize("namespace, why", [
+    ("Bad_NS", "--k8s-namespace 'Bad_NS': not a DNS-1123 label"),
+    ("ns-", "--k8s-namespace 'ns-': not a DNS-1123 label"),
+    ("a" * 64, "64 characters; a Kubernetes namespace has at most 63")])
+def test_a_k8s_namespace_that_is_no_dns_label_is_refused_naming_the_flag(capsys, tmp_path, namespace, why) -> None:
+    code, _, err = _plan(capsys, "--model", "Qwen/Qwen3-8B", "--hardware", "h200", "--k8s", str(tmp_path / "k"),
+                         f"--k8s-namespace={namespace}")
+    assert code == 2 and why in err, err
+    assert not (tmp_path / "k").exists()
+    code, _, err = _plan(capsys, "--model", "Qwen/Qwen3-8B", "--hardware", "h200", "--k8s", str(tmp_path / "k"),
+                         "--k8s-namespace", "vllm-serving-2")
+    assert code == 0, err
+    assert all("namespace: vllm-serving-2" in p.read_text() for p in (tmp_path / "k").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--k8s-namespace", "serving"], "--k8s-namespace only shapes the Kubernetes manifests and needs --k8s DIR"),
+    (["--k8s-image", "img:1", "--k8s-set", "A=b"],
+     "--k8s-image, --k8s-set only shape the Kubernetes manifests and need --k8s DIR")])
+def test_k8s_flags_without_k8s_are_refused_not_ignored(capsys, flags, named) -> None:
+    code, _, err = _plan(capsys, "--model", "Qwen/Qwen3-8B", "--hardware", "h200", *flags)
+    assert code == 2 and named in err, err

@@ -450,3 +450,12 @@ def test_a_model_claim_for_a_hub_model_is_refused(tmp_path, capsys) -> None:
     assert main(["plan", "--recipes", str(RECIPES), "--model", "Qwen/Qwen3-32B", "--hardware", "h200",
                  "--k8s", str(tmp_path / "k8s"), "--k8s-model-claim", "models"]) == 2
     assert "--k8s-model-claim models: the model 'Qwen/Qwen3-32B' is a Hugging Face id" in capsys.readouterr().err
+
+
+def test_the_exporter_refuses_a_namespace_that_is_no_dns_label():
+    from vllm_deploy_wizard.launcher.engines.kubernetes import ExportError, dns_label_problem, kubernetes_manifests
+
+    assert dns_label_problem("vllm-serving") is None and dns_label_problem("a" * 63) is None
+    assert all(dns_label_problem(ns) for ns in ("Bad_NS", "-ns", "ns-", "a.b", "", "a" * 64))
+    with pytest.raises(ExportError, match="namespace 'Bad_NS': not a DNS-1123 label"):
+        kubernetes_manifests({"plan": {"processes": []}}, image="img", namespace="Bad_NS")

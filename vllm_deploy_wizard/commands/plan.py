@@ -365,6 +365,9 @@ def handle(args: argparse.Namespace) -> int:
     if getattr(args, "scenario", None) and args.replay is None:
         raise SelectionError("--scenario needs --replay FILE (a scenario file such as failure_modes.yaml)")
     _check_outputs(args)
+    from vllm_deploy_wizard.commands.plan_engines import check_flags
+
+    check_flags(args)
     if getattr(args, "save", None) is not None:
         from vllm_deploy_wizard.workflows.saved_selections import check_name
 

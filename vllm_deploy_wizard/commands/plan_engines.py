@@ -42,6 +42,32 @@ def add_flags(p: argparse.ArgumentParser) -> None:
                    "task per node")
 
 
+#: The ``--k8s-*`` flags: each shapes the ``--k8s DIR`` manifests and means nothing without it.
+K8S_FLAGS = ("--k8s-image", "--k8s-namespace", "--k8s-set", "--k8s-router-image", "--k8s-hf-cache-claim",
+             "--k8s-model-claim", "--k8s-cpu-request", "--k8s-memory-request")
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Refuse, before any planning, ``--k8s-*`` flags given without ``--k8s DIR`` (they would be
+    ignored) and a ``--k8s-namespace`` that is no DNS-1123 label (Kubernetes refuses it on apply).
+
+    Raises:
+        SelectionError: naming the flags and what they need.
+    """
+    from vllm_deploy_wizard.common.errors import SelectionError
+    from vllm_deploy_wizard.launcher.engines.kubernetes import dns_label_problem
+
+    given = [f for f in K8S_FLAGS if getattr(args, f[2:].replace("-", "_"), None) not in (None, [])]
+    if given and getattr(args, "k8s", None) is None:
+        one = len(given) == 1
+        raise SelectionError(f"{', '.join(given)} only shape{'s' if one else ''} the Kubernetes manifests and "
+                             f"need{'s' if one else ''} --k8s DIR (the folder to write them into): add --k8s DIR "
+                             f"or drop {'it' if one else 'them'}")
+    namespace = getattr(args, "k8s_namespace", None)
+    if namespace is not None and (why := dns_label_problem(namespace)):
+        raise SelectionError(f"--k8s-namespace {namespace!r}: {why}")
+
+
 def image_of(cat: Any, selection: Any, plan_json: dict[str, Any]) -> str:
     """The plan's docker image: its own (docker plans), else that of the same selection planned for docker."""
     docker = plan_json.get("docker") or {}
