@@ -47,3 +47,15 @@ def test_the_wizard_uses_the_same_rule() -> None:
 
     assert port_edits.check_port is check_port
     assert check_port(" 8001 ") == 8001
+
+
+def test_the_exposure_warning_names_the_port_the_server_binds_when_given_twice(capsys) -> None:
+    # vLLM's argparse takes the last --port; the plan serves, probes and warns about that one
+    code = main(["plan", "--model", "Qwen/Qwen3-32B", "--hardware", "h200", "--arg=--port=8000",
+                 "--arg=--port=8001", "--skip-flag-check", "--json"])
+    plan = json.loads(capsys.readouterr().out)
+    assert code == 0
+    serve = next(p for p in plan["processes"] if "serve" in p["argv"][:3])
+    assert serve["ports"] == [8001] and ":8001/" in serve["health"]["url"]
+    exposure = [n for n in plan["notes"] if "every network interface" in n]
+    assert exposure and "(port 8001)" in exposure[0] and "8000" not in exposure[0]
