@@ -42,6 +42,7 @@ from textual.screen import Screen
 from vllm_deploy_wizard.tui.messages import CatalogLoaded, DataChanged, InventoryDetected, SelectionChanged
 from vllm_deploy_wizard.tui.run_offers import offer_runs
 from vllm_deploy_wizard.tui.services import LauncherPort, Services
+from vllm_deploy_wizard.tui.start_up import GC_PAUSE_MAX_S, START_WAIT_S, resume_gc
 
 #: Seconds the first start-up load to finish waits for the other before it is shown on its own
 #: (WizardApp._load_done): on a workstation both are in well within it, so the first screen is
@@ -113,8 +114,12 @@ class WizardApp(App):
         clock: Callable[[], float] = time.time,
         stats_sampler: Callable[[], dict] | None = None,
         opened: Any = None,
+        start_loads: Any = None,
     ) -> None:
         super().__init__()
+        self.start_loads = start_loads  # the forked start-up child (tui/start_up.py), or None
+        self.start_facts: Any = None  # its latest HardwareFacts, shown until the app's own loads are in
+        self._facts_memo: tuple[tuple, Any] | None = None
         self.opened = opened  # --open: a saved selection (workflows.saved_selections) to land on review with
         self.clock = clock
         self.stats_sampler = stats_sampler
@@ -169,6 +174,7 @@ class WizardApp(App):
         # in (_load_done); the look for live and stale runs (launcher imports, a process scan) only
         # once both are in, so it never competes with them for the GIL before the screen is usable.
         self.call_after_refresh(self._start_workers)
+        self.set_timer(GC_PAUSE_MAX_S, resume_gc)  # at the latest (a load that hangs)
 
     def _start_workers(self) -> None:
         self._pending_loads = {k for k, v in (("catalog", self.catalog), ("detect", self.inventory)) if v is None}
@@ -209,6 +215,7 @@ class WizardApp(App):
         if timer is not None:
             timer.stop()
         self._settle()
+        self.screen.call_after_refresh(resume_gc)  # the first usable screen is painted with it
         if not self.attach_run:  # its launcher imports and process scan would hold the GIL while that paints;
             # queued on the screen, behind the DataChanged just posted there (not before its refresh)
             self.screen.call_after_refresh(self._find_live_runs)
@@ -234,6 +241,18 @@ class WizardApp(App):
 
     @work(thread=True, group="load", exit_on_error=False)
     def _detect(self) -> None:
+        loads = self.start_loads
+        if loads is not None:  # the start-up child detected already: its later frames, then its Inventory
+            frames = loads.wait()
+            if frames:
+                self.call_from_thread(self._start_frames_arrived, frames)
+            try:
+                inventory = loads.inventory()
+            except Exception:  # noqa: BLE001 — an Inventory that doesn't unpickle: detect here instead
+                inventory = None
+            if inventory is not None:
+                self.post_message(InventoryDetected(inventory))
+                return
         try:
             self.post_message(InventoryDetected(self.services.detect()))
         except Exception as exc:  # noqa: BLE001
@@ -272,6 +291,11 @@ class WizardApp(App):
         self.stopped_stale = (run_id, list(pids))
         self.call_from_thread(self.notify, f"Run {run_id}: stopped {len(pids)} leftover processes {list(pids)}.",
                               timeout=10)
+
+    def _start_frames_arrived(self, frames: list[dict]) -> None:
+        """The start-up child's frames that came after the first screen (a slow detection): show them."""
+        if self.take_start_frames(frames=frames):
+            self.broadcast(DataChanged())
 
     def on_catalog_loaded(self, message: CatalogLoaded) -> None:
         if message.error:
@@ -348,8 +372,50 @@ class WizardApp(App):
     @property
     def detected_profile(self) -> str | None:
         """The best detection candidate's profile id (quality other than ``none``), or None."""
-        best = next((c for c in self.candidates if str(getattr(c, "quality", "none")) != "none"), None)
+        from vllm_deploy_wizard.tui.hardware_view import best_candidate
+
+        best = best_candidate(self.candidates)
         return best.profile_id if best is not None else None
+
+    def hardware_facts(self) -> Any:
+        """What the hardware step shows of the catalog and the node
+        (:class:`~vllm_deploy_wizard.tui.hardware_view.HardwareFacts`): the start-up child's until the
+        app's own catalog and inventory are both in, then computed from them (memoised per catalog,
+        inventory and candidates)."""
+        from vllm_deploy_wizard.tui.hardware_view import hardware_facts
+
+        if (self.catalog is None or self.inventory is None) and self.start_facts is not None:
+            return self.start_facts
+        key = (id(self.catalog), id(self.inventory), id(self.candidates))
+        if self._facts_memo is None or self._facts_memo[0] != key:
+            self._facts_memo = (key, hardware_facts(self.catalog, self.inventory, self.candidates))
+        return self._facts_memo[1]
+
+    def wait_start_frames(self) -> None:
+        """The first screen's mount: take the start-up child's frames, waiting for its final one at
+        most until :data:`~vllm_deploy_wizard.tui.start_up.START_WAIT_S` after its fork (on a CPU node
+        it is in by then; a slow detection's frame comes later, through :meth:`_detect`)."""
+        if self.start_loads is not None and self.start_facts is None:
+            self.take_start_frames(until=self.start_loads.started + START_WAIT_S)
+
+    def take_start_frames(self, until: float | None = None, frames: list[dict] | None = None) -> bool:
+        """Apply the start-up child's frames not taken yet (``frames``, or those read by the monotonic
+        time ``until``; None = what is there): its facts are shown, and its detected profile and
+        devices-per-node default are preselected, as :meth:`_settle` does with the app's own loads,
+        unless the person picked already. Returns True when a frame was applied."""
+        if self.start_loads is None:
+            return False
+        if frames is None:
+            frames = self.start_loads.frames(until)
+        facts = next((f["facts"] for f in reversed(frames) if f.get("facts") is not None), None)
+        if facts is None:
+            return False
+        self.start_facts = facts
+        if facts.best and "hardware" not in self.selection:
+            self.selection["hardware"] = facts.best
+            if facts.start_gpus is not None and "gpus" not in self.selection:
+                self.selection["gpus"] = facts.start_gpus
+        return True
 
     def _default_gpus(self) -> None:
         """Devices per node default — the rule ``vllm-wizard plan --detect`` applies
@@ -602,6 +668,7 @@ def make_app(
     clock: Callable[[], float] = time.time,
     stats_sampler: Callable[[], dict] | None | str = "host",
     opened: Any = None,
+    start_loads: Any = None,
 ) -> WizardApp:
     """Build the wizard.
 
@@ -614,7 +681,9 @@ def make_app(
     monitor's CPU/RAM/GPU sampler (default ``"host"`` = :func:`vllm_deploy_wizard.tui.host_stats.sample`;
     tests pass a fixed one; None = no host panel; another string raises ValueError). ``opened``: a saved selection
     (:class:`~vllm_deploy_wizard.workflows.saved_selections.SavedSelection`, ``wizard --open``) to land
-    on the review with.
+    on the review with. ``start_loads``: the forked start-up child
+    (:class:`~vllm_deploy_wizard.tui.start_up.StartLoads`, started by ``commands/wizard.py`` before
+    Textual is imported); the first screen waits for its facts, and the app takes its Inventory.
     """
     if isinstance(stats_sampler, str):
         if stats_sampler != "host":
@@ -629,4 +698,4 @@ def make_app(
             services = real_services()
         services.launcher = launcher
     return WizardApp(services=services, catalog=catalog, inventory=inventory, recipes=recipes, model=model,
-                     attach=attach, clock=clock, stats_sampler=stats_sampler, opened=opened)
+                     attach=attach, clock=clock, stats_sampler=stats_sampler, opened=opened, start_loads=start_loads)

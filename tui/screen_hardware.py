@@ -5,14 +5,18 @@ constraints answer's hardware row (docs/constraints.md §3.1 H1–H5): hidden pr
 detected one always stays), disabled ones show their one-line reason, and a pick that would also
 switch the variant (H4) says so.
 
-Paints immediately with "Detecting…"/"Loading catalog…" placeholders; fills in on
-:class:`~vllm_deploy_wizard.tui.app.DataChanged`. Picking a profile (enter) sets ``hardware`` and moves on
-to the model step; the device count per node (``gpus``, defaulting to the detected count when it
-differs from the profile), the devices to run on (``devices``: indexes as detected, e.g. ``0,2`` on
-a node with mixed GPUs; the plan pins them, docs/fit.md §10) and node count are editable here.
+Paints what the app knows when it mounts — at start-up, usually the forked start-up child's facts,
+with the detected profile preselected (tui/start_up.py), else "Detecting…"/"Loading catalog…"
+placeholders — and fills in on :class:`~vllm_deploy_wizard.tui.app.DataChanged`. Picking a profile
+(enter) sets ``hardware`` and moves on to the model step; the device count per node (``gpus``,
+defaulting to the detected count when it differs from the profile), the devices to run on
+(``devices``: indexes as detected, e.g. ``0,2`` on a node with mixed GPUs; the plan pins them,
+docs/fit.md §10) and node count are editable here.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -22,12 +26,29 @@ from textual.widgets import Footer, Header, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from vllm_deploy_wizard.common.contract import MAX_NODES
-from vllm_deploy_wizard.tui.catalog_view import profile_groups
-from vllm_deploy_wizard.tui.inventory_view import detected_node_size, inventory_lines, match_lines
 from vllm_deploy_wizard.tui.messages import DataChanged, SelectionChanged
 from vllm_deploy_wizard.tui.wizard_screen import WizardScreen
 
 #: Nodes range of the Nodes input (docs/synthesis.md §2.3 ``MAX_NODES`` = 16; Selection ``nodes`` 1..16).
+
+
+def profile_options(spec: list[tuple]) -> list[Option]:
+    """The profile list's options for ``spec``: per brand a disabled ``── brand ──`` heading, then one
+    option per ``(row, chosen, disabled, reason, warning)`` — the ● pick mark, the label, ``★ detected
+    (quality)``, and the gate's reason (disabled) or warning."""
+    options: list[Option] = []
+    for brand, shown in spec:
+        options.append(Option(f"── {brand} ──", disabled=True))
+        for row, chosen, disabled, reason, warning in shown:
+            text = Text(f"{'● ' if chosen else '  '}{row.label}")
+            if row.detected:
+                text.append(f"  ★ detected ({row.quality})", style="bold")
+            if reason:
+                text.append(" — " + reason, style="italic")
+            elif warning:
+                text.append("  ⚠ " + warning, style="italic yellow")
+            options.append(Option(text, id=row.id, disabled=disabled))
+    return options
 
 
 class HardwareScreen(WizardScreen):
@@ -67,6 +88,7 @@ class HardwareScreen(WizardScreen):
         self.query_one("#hw-right").border_title = "Hardware profile"
         self.entries: list = []
         self._saved_read = False
+        self.app.wait_start_frames()  # at start-up: the child's facts, so the first frame is the usable one
         self.refresh_data()
 
     def refresh_saved(self) -> None:
@@ -114,62 +136,74 @@ class HardwareScreen(WizardScreen):
         self.refresh_data()
 
     def refresh_data(self) -> None:
-        """Re-read app state into the widgets (message-handler side only)."""
+        """Re-read app state into the widgets (message-handler side only): the app's
+        :meth:`~vllm_deploy_wizard.tui.app.WizardApp.hardware_facts` with the selection and, once a model
+        is chosen, the constraints answer's hardware gates applied. A widget whose content is unchanged
+        is not touched (re-filling the profile list costs ~20 ms of CPU; at start-up the app's own loads
+        arrive after the start-up child's facts were painted, with the same content)."""
         app = self.app
-        lines = inventory_lines(app.inventory)
-        profiles = app.catalog.taxonomy.hardware_profiles if app.catalog is not None else {}
-        lines += [""] + match_lines(app.candidates, profiles) if app.candidates else []
+        facts = app.hardware_facts()
+        lines = list(facts.detected)
         for key in ("detect", "catalog", "match", "model"):
             if key in app.errors:
                 lines.append(f"[{key} failed] {app.errors[key]}")
-        self.query_one("#detected", Static).update(Text("\n".join(lines)))
-        if app.catalog is None:
+        detected = "\n".join(lines)
+        if detected != getattr(self, "_painted_detected", None):
+            self._painted_detected = detected
+            self.query_one("#detected", Static).update(Text(detected))
+        if facts.groups is None:
             if "catalog" in app.errors:  # the list says why it stays empty (a broken --recipes file)
-                self.query_one("#profiles", OptionList).set_options([Option(self.catalog_failure(), disabled=True)])
+                self._set_profile_options(("failure", app.errors["catalog"]),
+                                          lambda: [Option(self.catalog_failure(), disabled=True)])
             return
-        plist = self.query_one("#profiles", OptionList)
         chosen = app.selection.get("hardware")
-        options: list = []
         gates = {c.id: c for c in getattr(app.options, "hardware", None) or []}  # model known: H1–H5
-        for brand, rows in profile_groups(profiles, app.candidates, detected_node_size(app.inventory)):
+        spec: list[tuple] = []
+        for brand, rows in facts.groups:
             shown = []
             for row in rows:
                 gate = gates.get(row.id)
                 if gate is not None and gate.state == "hidden" and not row.detected:
                     continue
-                mark = "● " if row.id == chosen else "  "
-                text = Text(f"{mark}{row.label}")
-                if row.detected:
-                    text.append(f"  ★ detected ({row.quality})", style="bold")
                 disabled = gate is not None and gate.state == "disabled"
-                if disabled and gate is not None:
-                    text.append(" — " + " ".join((gate.reason or "unavailable").split()), style="italic")
-                elif gate is not None and gate.warning:
-                    text.append("  ⚠ " + " ".join(gate.warning.split()), style="italic yellow")
-                shown.append(Option(text, id=row.id, disabled=disabled))
+                reason = " ".join((gate.reason or "unavailable").split()) if disabled and gate is not None else ""
+                warning = " ".join(gate.warning.split()) if gate is not None and not disabled and gate.warning else ""
+                shown.append((row, row.id == chosen, disabled, reason, warning))
             if shown:
-                options.append(Option(f"── {brand} ──", disabled=True))
-                options.extend(shown)
-        highlighted = plist.highlighted
-        plist.set_options(options)
+                spec.append((brand, tuple(shown)))
+        self._set_profile_options(("rows", tuple(spec)), lambda: profile_options(spec))
+        plist = self.query_one("#profiles", OptionList)
         if chosen:
             try:
-                plist.highlighted = plist.get_option_index(chosen)
+                index = plist.get_option_index(chosen)
             except Exception:  # noqa: BLE001 — unknown id (custom replay)
-                pass
-        elif highlighted is not None:
-            plist.highlighted = highlighted
+                index = None
+            if index is not None and plist.highlighted != index:
+                plist.highlighted = index
         gpus = app.selection.get("gpus")
         gpus_input = self.query_one("#gpus", Input)
         if gpus is not None and gpus_input.value != str(gpus):
             gpus_input.value = str(gpus)
-        if chosen and chosen in profiles:
-            gpus_input.placeholder = f"{getattr(profiles[chosen], 'gpu_count', '')} (profile)"
+        count = facts.gpu_count(chosen) if chosen else None
+        if count is not None and gpus_input.placeholder != f"{count} (profile)":
+            gpus_input.placeholder = f"{count} (profile)"
         devices = app.selection.get("devices")  # a pick made elsewhere (--selection file) is shown
         picked = ",".join(str(i) for i in devices) if devices else ""
         box = self.query_one("#devices", Input)
         if devices and box.value.replace(" ", "") != picked:
             box.value = picked
+
+    def _set_profile_options(self, key: tuple, options: Callable[[], list[Option]]) -> None:
+        """Fill the profile list with ``options()`` unless it already shows ``key`` (what was painted);
+        the highlight is kept where it was when nothing is chosen."""
+        if key == getattr(self, "_painted_profiles", None):
+            return
+        self._painted_profiles = key
+        plist = self.query_one("#profiles", OptionList)
+        highlighted = plist.highlighted
+        plist.set_options(options())
+        if highlighted is not None and not self.app.selection.get("hardware"):
+            plist.highlighted = highlighted
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "saved":

@@ -80,12 +80,24 @@ def handle(args: argparse.Namespace) -> int:
 
         opened = open_selection(args.open_ref)
     require_terminal()
-    from vllm_deploy_wizard.tui.app import make_app
-
     if args.recipes is not None and not args.recipes.is_dir():
         raise WizardError(f"--recipes {args.recipes}: not a directory (expected a recipes checkout with taxonomy.yaml)")
-    app = make_app(recipes=args.recipes, model=args.model, attach=args.attach, opened=opened)
-    result = app.run()
+    # before Textual is imported (tui/start_up.py): collection paused until the first usable screen,
+    # and the catalog load and detection forked off to run beside Textual's start
+    from vllm_deploy_wizard.tui.start_up import StartLoads, pause_gc, resume_gc
+
+    pause_gc()
+    start_loads = None if args.attach else StartLoads.start(args.recipes)
+    try:
+        from vllm_deploy_wizard.tui.app import make_app
+
+        app = make_app(recipes=args.recipes, model=args.model, attach=args.attach, opened=opened,
+                       start_loads=start_loads)
+        result = app.run()
+    finally:
+        resume_gc()
+        if start_loads is not None:
+            start_loads.close()
     if isinstance(result, str):
         print(result)
     return 0

@@ -1,0 +1,256 @@
+"""The wizard's start-up: the catalog load and detection in a forked child while Textual starts, and
+the garbage collector paused until the first usable screen (docs/architecture.md §4 "Wizard start-up").
+
+Why (issue #21's target: the first usable screen — the detected profile preselected — within 1.5×
+a one-Static Textual app, ``bench/bench_terminal_start.py``):
+
+- **The loads run beside Textual, not after it.** Importing Textual takes ~125 ms of CPU; loading
+  the catalog (the bundled cache), detecting the node and matching its profile take ~110 ms more
+  (their imports included). In thread workers they could only start once the first frame was on
+  screen and then shared one interpreter lock with the painting. :meth:`StartLoads.start` forks a
+  child *before* Textual is imported, which runs :func:`start_frames` on the other core and sends
+  what the hardware screen shows as plain data (:class:`~vllm_deploy_wizard.tui.hardware_view.HardwareFacts`:
+  strings and tuples, which unpickle without importing the catalog or detect packages) down a
+  pipe. The hardware screen waits for it when it mounts, at most until :data:`START_WAIT_S` after
+  the fork, so the first frame is usually the usable one. On a GPU node where NVML or amdsmi take
+  seconds to start, the profile list (the child's first frame) is shown on its own and the
+  detection follows.
+- **The app's own state comes from the same loads.** The child also sends the pickled Inventory;
+  the app unpickles it in a worker (no second NVML start, and what is shown is what is planned
+  with). The app loads the catalog itself in a worker after the first frame (it needs the whole
+  catalog; the child's facts need only its hardware profiles). Both go through the same
+  :class:`~vllm_deploy_wizard.tui.services.Services` functions as without the child, and the screen
+  repaints nothing when the app's facts equal the child's.
+- **The garbage collector waits.** Start-up allocates a few hundred thousand objects (Textual's
+  modules, the CSS, the widgets); each automatic collection walks them all again. Measured in tmux,
+  collections took ~55 of the ~125 ms of CPU from Textual's import to the first frame.
+  :func:`pause_gc` stops automatic collection before Textual is imported; :func:`resume_gc` starts
+  it again once the first usable screen is painted, or after :data:`GC_PAUSE_MAX_S` at the latest.
+  Reference counting frees almost everything meanwhile; only reference cycles wait.
+
+Without ``os.fork`` (Windows), with ``VLLM_WIZARD_START_CHILD=0``, or when the child fails (it is
+killed, a load raises something it cannot send), the app falls back to loading in its own workers,
+as the tests' apps always do. Nothing here imports Textual.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import select
+import signal
+import struct
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+#: Seconds after the fork that the hardware screen waits, at most, for the child's facts before
+#: painting what it has (on a CPU node the child is done well within it; NVML can take seconds).
+START_WAIT_S = 0.5
+
+#: Seconds after :func:`pause_gc` at which the garbage collector runs again even when the first
+#: usable screen never came (a detection that hangs, a failed load).
+GC_PAUSE_MAX_S = 5.0
+
+#: Environment variable that turns the start-up child off (``0``); any other value or unset: on.
+CHILD_ENV = "VLLM_WIZARD_START_CHILD"
+
+_HEADER = struct.Struct("!I")  # each frame: its length, then the pickled dict
+
+
+def pause_gc() -> None:
+    """Stop automatic garbage collection (the start-up allocates many long-lived objects; see the
+    module docstring). :func:`resume_gc` undoes it."""
+    gc.disable()
+
+
+def resume_gc() -> None:
+    """Start automatic garbage collection again (idempotent)."""
+    gc.enable()
+
+
+def start_frames(services: Any, recipes: Path | None, send: Callable[[dict], None]) -> None:
+    """The start-up loads, as the child runs them: the catalog, then detection; ``send`` gets one
+    frame after each.
+
+    Frame 1: ``{"facts": HardwareFacts}`` with the profile list (no detection yet), or
+    ``{"errors": {"catalog": text}}`` when the catalog fails to load.
+    Frame 2 (``"final": True``): ``facts`` for the catalog and the detected node, ``inventory``
+    (the pickled Inventory, bytes) and ``errors`` (``detect`` when detection raised, ``match`` when
+    matching did). ``services`` is a :class:`~vllm_deploy_wizard.tui.services.Services` (the child
+    builds the real one)."""
+    from vllm_deploy_wizard.tui.hardware_view import hardware_facts
+
+    errors: dict[str, str] = {}
+    catalog = None
+    try:
+        catalog = services.load_catalog(recipes)
+    except Exception as exc:  # noqa: BLE001 — shown to the person by the app, as its own load would
+        errors["catalog"] = f"{type(exc).__name__}: {exc}"
+        send({"errors": dict(errors)})
+    else:
+        send({"facts": hardware_facts(catalog, None, [])})
+    final: dict[str, Any] = {"final": True}
+    try:
+        inventory = services.detect()
+    except Exception as exc:  # noqa: BLE001
+        errors["detect"] = f"{type(exc).__name__}: {exc}"
+        inventory = None
+    candidates: list = []
+    if catalog is not None and inventory is not None:
+        try:
+            candidates = list(services.match_profiles(inventory, catalog.taxonomy.hardware_profiles))
+        except Exception as exc:  # noqa: BLE001
+            errors["match"] = f"{type(exc).__name__}: {exc}"
+    final["facts"] = hardware_facts(catalog, inventory, candidates)
+    if inventory is not None:
+        final["inventory"] = pickle.dumps(inventory, protocol=pickle.HIGHEST_PROTOCOL)
+    final["errors"] = errors
+    send(final)
+
+
+class StartLoads:
+    """The parent's end of the start-up child: frames arrive with :meth:`frames`, the Inventory with
+    :meth:`inventory`; :meth:`close` stops the child. Build with :meth:`start`."""
+
+    def __init__(self, pid: int, fd: int, started: float) -> None:
+        self.pid = pid
+        self.started = started  # time.monotonic() at the fork
+        self._fd = fd
+        self._buffer = b""
+        self._frames: list[dict] = []
+        self._taken = 0
+        self._eof = False
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls, recipes: Path | None,
+              services_factory: Callable[[], Any] | None = None) -> StartLoads | None:
+        """Fork the child that runs :func:`start_frames` with ``services_factory()`` (default: the
+        real services). Returns None where there is no ``os.fork`` or ``VLLM_WIZARD_START_CHILD=0``.
+        Call before Textual (or any thread) is started: a fork copies only the calling thread."""
+        if not hasattr(os, "fork") or os.environ.get(CHILD_ENV) == "0":
+            return None
+        read_fd, write_fd = os.pipe()
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(read_fd)
+            _child(write_fd, recipes, services_factory)
+        os.close(write_fd)
+        return cls(pid, read_fd, started)
+
+    # ------------------------------------------------------------------ reading
+    def _read(self, timeout: float | None) -> bool:
+        """Read what the pipe holds (waiting up to ``timeout`` s; None = until data or EOF) into
+        frames. Returns False once the child closed its end."""
+        if self._eof:
+            return False
+        ready, _, _ = select.select([self._fd], [], [], timeout)
+        if not ready:
+            return True
+        chunk = os.read(self._fd, 1 << 20)
+        if not chunk:
+            self._eof = True
+            os.close(self._fd)
+            self._reap()
+            return False
+        self._buffer += chunk
+        while len(self._buffer) >= _HEADER.size:
+            (size,) = _HEADER.unpack_from(self._buffer)
+            if len(self._buffer) < _HEADER.size + size:
+                break
+            body = self._buffer[_HEADER.size:_HEADER.size + size]
+            self._buffer = self._buffer[_HEADER.size + size:]
+            self._frames.append(pickle.loads(body))
+        return True
+
+    @property
+    def done(self) -> bool:
+        """True once the final frame arrived or the child ended without it."""
+        return self._eof or any(f.get("final") for f in self._frames)
+
+    def frames(self, until: float | None = None) -> list[dict]:
+        """The frames not taken yet, reading until the final one arrives, the child ends, or the
+        monotonic time ``until`` (None: don't wait; read only what is there)."""
+        with self._lock:
+            while not self.done:
+                left = 0.0 if until is None else until - time.monotonic()
+                if left <= 0:
+                    self._read(0.0)  # what is there already
+                    break
+                if not self._read(left):
+                    break
+            new, self._taken = self._frames[self._taken:], len(self._frames)
+            return new
+
+    def wait(self) -> list[dict]:
+        """Block until the final frame (or the child's end); the frames not taken yet."""
+        with self._lock:
+            while not self.done:
+                self._read(None)
+            new, self._taken = self._frames[self._taken:], len(self._frames)
+            return new
+
+    def final(self) -> dict | None:
+        """The final frame once it arrived (None: not yet, or the child ended without sending it)."""
+        return next((f for f in self._frames if f.get("final")), None)
+
+    def inventory(self) -> Any | None:
+        """The child's Inventory (unpickled here: it imports the detect package), or None when the
+        child sent none. Call after :meth:`wait`."""
+        final = self.final()
+        blob = final.get("inventory") if final else None
+        return pickle.loads(blob) if blob else None
+
+    # ------------------------------------------------------------------ ending
+    def _reap(self) -> None:
+        try:
+            os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+
+    def close(self) -> None:
+        """Stop the child if it still runs (a detection that hangs) and reap it; idempotent."""
+        if not self._eof:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+            self._eof = True
+            os.close(self._fd)
+
+
+def _child(write_fd: int, recipes: Path | None, services_factory: Callable[[], Any] | None) -> None:
+    """The forked child's whole life: quiet (stdio on /dev/null: the parent owns the terminal),
+    :func:`start_frames` down ``write_fd``, then ``os._exit`` (no atexit handlers, no buffered
+    output of the parent flushed twice)."""
+    code = 0
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # ctrl+c before Textual's raw mode: the parent's
+
+        def send(frame: dict) -> None:
+            body = pickle.dumps(frame, protocol=pickle.HIGHEST_PROTOCOL)
+            data = memoryview(_HEADER.pack(len(body)) + body)
+            while data:
+                data = data[os.write(write_fd, data):]
+
+        if services_factory is None:
+            from vllm_deploy_wizard.tui.services import real_services
+
+            services_factory = real_services
+        start_frames(services_factory(), recipes, send)
+    except BaseException:  # noqa: BLE001 — the parent sees the pipe close without a final frame
+        code = 1
+    finally:
+        os._exit(code)
