@@ -72,6 +72,26 @@ def resume_gc() -> None:
     gc.enable()
 
 
+def run_wizard(recipes: Path | None = None, model: str | None = None, attach: str | None = None,
+               opened: Any = None) -> Any:
+    """Run the wizard app until the person quits (the ``wizard`` command's body); returns what the app
+    exited with (the "keeps running" lines to print, or None). The collector is paused and the
+    start-up child forked (not for ``attach``: the monitor needs neither load first) *before* the app
+    module, and so Textual, is imported; both are undone when the app ends. The arguments are
+    :func:`~vllm_deploy_wizard.tui.app.make_app`'s."""
+    pause_gc()
+    start_loads = None if attach else StartLoads.start(recipes)
+    try:
+        from vllm_deploy_wizard.tui.app import make_app
+
+        app = make_app(recipes=recipes, model=model, attach=attach, opened=opened, start_loads=start_loads)
+        return app.run()
+    finally:
+        resume_gc()
+        if start_loads is not None:
+            start_loads.close()
+
+
 def start_frames(services: Any, recipes: Path | None, send: Callable[[dict], None]) -> None:
     """The start-up loads, as the child runs them: the catalog, then detection; ``send`` gets one
     frame after each.

@@ -4,7 +4,8 @@
 ``plan --save NAME`` and lands on the review with that selection (docs/benchmark.md §2).
 
 The default command (cli.py runs it when no command is given). Textual and the TUI package are
-imported inside the handler only, so ``vllm-wizard --help`` and the headless commands never load
+imported inside the handler only (through :func:`vllm_deploy_wizard.tui.start_up.run_wizard`, which
+starts the start-up child before it imports Textual), so ``vllm-wizard --help`` and the headless commands never load
 them (docs/architecture.md §2 boundaries; tests/test_boundaries.py).
 
 The wizard is full-screen: without a terminal on both stdin and stdout (``vllm-wizard </dev/null
@@ -82,22 +83,9 @@ def handle(args: argparse.Namespace) -> int:
     require_terminal()
     if args.recipes is not None and not args.recipes.is_dir():
         raise WizardError(f"--recipes {args.recipes}: not a directory (expected a recipes checkout with taxonomy.yaml)")
-    # before Textual is imported (tui/start_up.py): collection paused until the first usable screen,
-    # and the catalog load and detection forked off to run beside Textual's start
-    from vllm_deploy_wizard.tui.start_up import StartLoads, pause_gc, resume_gc
+    from vllm_deploy_wizard.tui.start_up import run_wizard
 
-    pause_gc()
-    start_loads = None if args.attach else StartLoads.start(args.recipes)
-    try:
-        from vllm_deploy_wizard.tui.app import make_app
-
-        app = make_app(recipes=args.recipes, model=args.model, attach=args.attach, opened=opened,
-                       start_loads=start_loads)
-        result = app.run()
-    finally:
-        resume_gc()
-        if start_loads is not None:
-            start_loads.close()
+    result = run_wizard(recipes=args.recipes, model=args.model, attach=args.attach, opened=opened)
     if isinstance(result, str):
         print(result)
     return 0
