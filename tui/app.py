@@ -167,14 +167,20 @@ class WizardApp(App):
         return HardwareScreen()
 
     def on_mount(self) -> None:
-        # Start-up order (bench/bench_terminal_start.py: first text, then the first *usable* screen —
-        # the detected profile preselected): the workers start after the first frame is on screen
-        # (their imports — pydantic models, vendor libraries — would otherwise hold the GIL while
-        # Textual paints); detection first (the smaller job); one settle and re-render once both are
-        # in (_load_done); the look for live and stale runs (launcher imports, a process scan) only
-        # once both are in, so it never competes with them for the GIL before the screen is usable.
-        self.call_after_refresh(self._start_workers)
         self.set_timer(GC_PAUSE_MAX_S, resume_gc)  # at the latest (a load that hangs)
+
+    def on_ready(self) -> None:
+        """Textual's Ready: the first frame is on the terminal. Start-up order
+        (bench/bench_terminal_start.py: first text, then the first *usable* screen — the detected profile
+        preselected): the first frame shows the hardware screen with its placeholders; then the start-up
+        child's facts are taken (they are usually in by then) and painted — only the two panels change,
+        with no new layout; only then do the workers start (their imports — pydantic models, vendor
+        libraries — would otherwise hold the GIL while that paints): detection first (the smaller job),
+        one settle and re-render once both are in (_load_done), and the look for live and stale runs
+        (launcher imports, a process scan) only once both are in."""
+        if self.wait_start_frames():
+            self.broadcast(DataChanged())
+        self.screen.call_after_refresh(self._start_workers)
 
     def _start_workers(self) -> None:
         self._pending_loads = {k for k, v in (("catalog", self.catalog), ("detect", self.inventory)) if v is None}
@@ -391,12 +397,14 @@ class WizardApp(App):
             self._facts_memo = (key, hardware_facts(self.catalog, self.inventory, self.candidates))
         return self._facts_memo[1]
 
-    def wait_start_frames(self) -> None:
-        """The first screen's mount: take the start-up child's frames, waiting for its final one at
-        most until :data:`~vllm_deploy_wizard.tui.start_up.START_WAIT_S` after its fork (on a CPU node
-        it is in by then; a slow detection's frame comes later, through :meth:`_detect`)."""
-        if self.start_loads is not None and self.start_facts is None:
-            self.take_start_frames(until=self.start_loads.started + START_WAIT_S)
+    def wait_start_frames(self) -> bool:
+        """After the first screen's first frame: take the start-up child's frames, waiting for its final
+        one at most until :data:`~vllm_deploy_wizard.tui.start_up.START_WAIT_S` after its fork (on a CPU
+        node it is in by then; a slow detection's frame comes later, through :meth:`_detect`). Returns
+        True when there was something to show."""
+        if self.start_loads is None or self.start_facts is not None:
+            return False
+        return self.take_start_frames(until=self.start_loads.started + START_WAIT_S)
 
     def take_start_frames(self, until: float | None = None, frames: list[dict] | None = None) -> bool:
         """Apply the start-up child's frames not taken yet (``frames``, or those read by the monotonic

@@ -88,7 +88,6 @@ class HardwareScreen(WizardScreen):
         self.query_one("#hw-right").border_title = "Hardware profile"
         self.entries: list = []
         self._saved_read = False
-        self.app.wait_start_frames()  # at start-up: the child's facts, so the first frame is the usable one
         self.refresh_data()
 
     def refresh_saved(self) -> None:
