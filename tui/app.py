@@ -42,7 +42,7 @@ from textual.screen import Screen
 from vllm_deploy_wizard.tui.messages import CatalogLoaded, DataChanged, InventoryDetected, SelectionChanged
 from vllm_deploy_wizard.tui.run_offers import offer_runs
 from vllm_deploy_wizard.tui.services import LauncherPort, Services
-from vllm_deploy_wizard.tui.start_up import GC_PAUSE_MAX_S, START_WAIT_S, resume_gc
+from vllm_deploy_wizard.tui.start_up import GC_PAUSE_MAX_S, resume_gc
 
 #: Seconds the first start-up load to finish waits for the other before it is shown on its own
 #: (WizardApp._load_done): on a workstation both are in well within it, so the first screen is
@@ -172,13 +172,14 @@ class WizardApp(App):
     def on_ready(self) -> None:
         """Textual's Ready: the first frame is on the terminal. Start-up order
         (bench/bench_terminal_start.py: first text, then the first *usable* screen — the detected profile
-        preselected): the first frame shows the hardware screen with its placeholders; then the start-up
-        child's facts are taken (they are usually in by then) and painted — only the two panels change,
-        with no new layout; only then do the workers start (their imports — pydantic models, vendor
-        libraries — would otherwise hold the GIL while that paints): detection first (the smaller job),
-        one settle and re-render once both are in (_load_done), and the look for live and stale runs
-        (launcher imports, a process scan) only once both are in."""
-        if self.wait_start_frames():
+        preselected): the hardware screen painted what the start-up child had sent by its mount — on a
+        CPU node all of it, so the first frame is the usable one; what arrived since is painted now (only
+        the two panels change, with no new layout), and what comes later (a slow NVML start) by the
+        detection worker. Then the workers start — after this paint, as their imports (pydantic models,
+        vendor libraries) would hold the GIL while it runs: detection first (the smaller job), one settle
+        and re-render once both are in (_load_done), and the look for live and stale runs (launcher
+        imports, a process scan) only once both are in."""
+        if self.take_start_frames():
             self.broadcast(DataChanged())
         self.screen.call_after_refresh(self._start_workers)
 
@@ -248,9 +249,8 @@ class WizardApp(App):
     @work(thread=True, group="load", exit_on_error=False)
     def _detect(self) -> None:
         loads = self.start_loads
-        if loads is not None:  # the start-up child detected already: its later frames, then its Inventory
-            frames = loads.wait()
-            if frames:
+        if loads is not None:  # the start-up child detects: its frames as they come, then its Inventory
+            while frames := loads.more():
                 self.call_from_thread(self._start_frames_arrived, frames)
             try:
                 inventory = loads.inventory()
@@ -397,24 +397,15 @@ class WizardApp(App):
             self._facts_memo = (key, hardware_facts(self.catalog, self.inventory, self.candidates))
         return self._facts_memo[1]
 
-    def wait_start_frames(self) -> bool:
-        """After the first screen's first frame: take the start-up child's frames, waiting for its final
-        one at most until :data:`~vllm_deploy_wizard.tui.start_up.START_WAIT_S` after its fork (on a CPU
-        node it is in by then; a slow detection's frame comes later, through :meth:`_detect`). Returns
-        True when there was something to show."""
-        if self.start_loads is None or self.start_facts is not None:
-            return False
-        return self.take_start_frames(until=self.start_loads.started + START_WAIT_S)
-
-    def take_start_frames(self, until: float | None = None, frames: list[dict] | None = None) -> bool:
-        """Apply the start-up child's frames not taken yet (``frames``, or those read by the monotonic
-        time ``until``; None = what is there): its facts are shown, and its detected profile and
-        devices-per-node default are preselected, as :meth:`_settle` does with the app's own loads,
-        unless the person picked already. Returns True when a frame was applied."""
+    def take_start_frames(self, frames: list[dict] | None = None) -> bool:
+        """Apply the start-up child's frames not taken yet (``frames``, or what has arrived; never
+        waits): its facts are shown, and its detected profile and devices-per-node default are
+        preselected, as :meth:`_settle` does with the app's own loads, unless the person picked
+        already. Returns True when a frame was applied."""
         if self.start_loads is None:
             return False
         if frames is None:
-            frames = self.start_loads.frames(until)
+            frames = self.start_loads.frames()
         facts = next((f["facts"] for f in reversed(frames) if f.get("facts") is not None), None)
         if facts is None:
             return False

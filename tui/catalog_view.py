@@ -34,7 +34,8 @@ from typing import Any
 
 from vllm_deploy_wizard.common.memory_labels import node_memory
 
-#: Brand order of the hardware list (docs/synthesis.md §2.14: NVIDIA first, then AMD, then others alphabetical).
+#: Brand order of the hardware list after the detected profile's brand (docs/synthesis.md §2.14: NVIDIA
+#: first, then AMD, then others alphabetical).
 BRAND_ORDER = ("NVIDIA", "AMD")
 
 
@@ -61,7 +62,9 @@ class ProfileRow:
 
 def profile_groups(profiles: Mapping[str, Any], candidates: Iterable[Any] = (),
                    detected_size: str | None = None) -> list[tuple[str, list[ProfileRow]]]:
-    """Profiles grouped by brand (NVIDIA, AMD, then alphabetical), each group sorted by display name.
+    """Profiles grouped by brand — the detected profile's brand first (the pick is in view without
+    scrolling, also in the first frame), then NVIDIA, AMD and the others alphabetically — each group
+    sorted by display name.
 
     ``candidates`` are detect's ranked ``Candidate(profile_id, quality, notes)``; the first one with
     a quality other than ``none`` is marked ``detected``. The detected profile is always listed,
@@ -87,7 +90,9 @@ def profile_groups(profiles: Mapping[str, Any], candidates: Iterable[Any] = (),
             size = f" · {detected_size}"
         row = ProfileRow(pid, f"{name}{size}", brand, pid == best, quality if pid == best else "")
         groups.setdefault(brand, []).append(row)
-    order = sorted(groups, key=lambda b: (BRAND_ORDER.index(b) if b in BRAND_ORDER else len(BRAND_ORDER), b))
+    detected_brand = next((r.brand for rows in groups.values() for r in rows if r.detected), None)
+    order = sorted(groups, key=lambda b: (b != detected_brand,
+                                          BRAND_ORDER.index(b) if b in BRAND_ORDER else len(BRAND_ORDER), b))
     return [(b, sorted(groups[b], key=lambda r: r.label.lower())) for b in order]
 
 

@@ -88,6 +88,7 @@ class HardwareScreen(WizardScreen):
         self.query_one("#hw-right").border_title = "Hardware profile"
         self.entries: list = []
         self._saved_read = False
+        self.app.take_start_frames()  # what the start-up child sent already: then the first frame is usable
         self.refresh_data()
 
     def refresh_saved(self) -> None:

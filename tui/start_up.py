@@ -11,10 +11,10 @@ a one-Static Textual app, ``bench/bench_terminal_start.py``):
   child *before* Textual is imported, which runs :func:`start_frames` on the other core and sends
   what the hardware screen shows as plain data (:class:`~vllm_deploy_wizard.tui.hardware_view.HardwareFacts`:
   strings and tuples, which unpickle without importing the catalog or detect packages) down a
-  pipe. The hardware screen waits for it when it mounts, at most until :data:`START_WAIT_S` after
-  the fork, so the first frame is usually the usable one. On a GPU node where NVML or amdsmi take
-  seconds to start, the profile list (the child's first frame) is shown on its own and the
-  detection follows.
+  pipe. The hardware screen takes what has arrived when it mounts — on a CPU node the child is
+  done by then (it has ~150 ms while Textual is imported), so the first frame is the usable one —
+  and never waits for more: what comes later (on a GPU node NVML or amdsmi can take seconds to
+  start) is painted when it arrives, the profile list first if the catalog frame came alone.
 - **The app's own state comes from the same loads.** The child also sends the pickled Inventory;
   the app unpickles it in a worker (no second NVML start, and what is shown is what is planned
   with). The app loads the catalog itself in a worker after the first frame (it needs the whole
@@ -47,16 +47,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-#: Seconds after the fork that the hardware screen waits, at most, for the child's facts before
-#: painting what it has (on a CPU node the child is done well within it; NVML can take seconds).
-START_WAIT_S = 0.5
-
 #: Seconds after :func:`pause_gc` at which the garbage collector runs again even when the first
 #: usable screen never came (a detection that hangs, a failed load).
 GC_PAUSE_MAX_S = 5.0
 
 #: Environment variable that turns the start-up child off (``0``); any other value or unset: on.
 CHILD_ENV = "VLLM_WIZARD_START_CHILD"
+
+#: How much lower the child's CPU priority is than the parent's (``os.nice``): where cores are short,
+#: the parent's start (what the person sees) goes first (in tmux on 2 cores: first frame 1.31× → 1.24×
+#: a one-Static app, bench/bench_terminal_start.py).
+CHILD_NICENESS = 10
 
 _HEADER = struct.Struct("!I")  # each frame: its length, then the pickled dict
 
@@ -133,8 +134,9 @@ def start_frames(services: Any, recipes: Path | None, send: Callable[[dict], Non
 
 
 class StartLoads:
-    """The parent's end of the start-up child: frames arrive with :meth:`frames`, the Inventory with
-    :meth:`inventory`; :meth:`close` stops the child. Build with :meth:`start`."""
+    """The parent's end of the start-up child: :meth:`ready` reads what it sent, :meth:`frames` (never
+    waits) and :meth:`more` (waits for the next) hand over the frames, each once; :meth:`inventory`
+    unpickles its Inventory; :meth:`close` stops the child. Build with :meth:`start`."""
 
     def __init__(self, pid: int, fd: int, started: float) -> None:
         self.pid = pid
@@ -193,24 +195,32 @@ class StartLoads:
         """True once the final frame arrived or the child ended without it."""
         return self._eof or any(f.get("final") for f in self._frames)
 
-    def frames(self, until: float | None = None) -> list[dict]:
-        """The frames not taken yet, reading until the final one arrives, the child ends, or the
-        monotonic time ``until`` (None: don't wait; read only what is there)."""
+    def ready(self, timeout: float | None = 0.0) -> bool:
+        """Read what the child sent, waiting up to ``timeout`` s (None: as long as it takes) for its
+        final frame; True once :attr:`done`. Takes no frame."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             while not self.done:
-                left = 0.0 if until is None else until - time.monotonic()
-                if left <= 0:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
                     self._read(0.0)  # what is there already
                     break
                 if not self._read(left):
                     break
+            return self.done
+
+    def frames(self) -> list[dict]:
+        """The frames read and not taken yet, after reading what the pipe holds (without waiting)."""
+        self.ready(0.0)
+        with self._lock:
             new, self._taken = self._frames[self._taken:], len(self._frames)
             return new
 
-    def wait(self) -> list[dict]:
-        """Block until the final frame (or the child's end); the frames not taken yet."""
+    def more(self) -> list[dict]:
+        """Block until a frame not taken yet has arrived or the child is done; the frames not taken
+        yet (empty once the child is done and every frame was taken)."""
         with self._lock:
-            while not self.done:
+            while not self.done and self._taken == len(self._frames):
                 self._read(None)
             new, self._taken = self._frames[self._taken:], len(self._frames)
             return new
@@ -258,6 +268,7 @@ def _child(write_fd: int, recipes: Path | None, services_factory: Callable[[], A
         for fd in (0, 1, 2):
             os.dup2(null, fd)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # ctrl+c before Textual's raw mode: the parent's
+        os.nice(CHILD_NICENESS)
 
         def send(frame: dict) -> None:
             body = pickle.dumps(frame, protocol=pickle.HIGHEST_PROTOCOL)

@@ -39,9 +39,8 @@ def fake_services(catalog, inventory=NODE, load=None):
 
 
 def wait_done(loads: StartLoads, seconds: float = 60.0) -> list[dict]:
-    frames = loads.frames(until=time.monotonic() + seconds)
-    assert loads.done, "the start-up child sent no final frame in time"
-    return frames
+    assert loads.ready(seconds), "the start-up child sent no final frame in time"
+    return loads.frames()
 
 
 def test_the_child_sends_the_profile_list_then_the_detected_node(catalog):
@@ -74,7 +73,7 @@ def test_a_forked_child_hands_over_its_facts_and_inventory(catalog):
         frames = wait_done(loads)
         assert frames[-1]["facts"] == hardware_facts(catalog, NODE, MATCH)
         assert loads.inventory() == NODE
-        assert loads.frames() == []  # each frame is taken once
+        assert loads.frames() == [] and loads.more() == []  # each frame is taken once
     finally:
         loads.close()
     with pytest.raises(ChildProcessError):
@@ -99,7 +98,7 @@ def test_a_child_that_hangs_is_killed_by_close(catalog):
 
     loads = StartLoads.start(None, services_factory=hang)
     assert loads is not None
-    assert loads.frames(until=time.monotonic() + 0.2) == [] and not loads.done
+    assert not loads.ready(0.2) and loads.frames() == [] and not loads.done
     loads.close()
     with pytest.raises(ProcessLookupError):
         os.kill(loads.pid, 0)
@@ -113,9 +112,9 @@ def test_no_child_when_turned_off(monkeypatch):
 async def test_the_first_frame_shows_the_childs_preselection_before_the_apps_own_loads(catalog, tmp_path,
                                                                                        monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setattr("vllm_deploy_wizard.tui.app.START_WAIT_S", 60.0)  # the screen waits for the child
     loads = StartLoads.start(None, services_factory=lambda: fake_services(catalog))
     assert loads is not None
+    assert loads.ready(60)  # in the terminal the child is done by the time the screen mounts (~150 ms)
     release = threading.Event()
 
     def slow_load(recipes):  # the app's own catalog load: held until the first screen was checked
@@ -145,6 +144,47 @@ async def test_the_first_frame_shows_the_childs_preselection_before_the_apps_own
         loads.close()
 
 
+async def test_a_detection_that_comes_late_is_painted_when_it_arrives(catalog, tmp_path, monkeypatch):
+    """A GPU node whose NVML start takes long: the child's catalog frame is shown at once, its
+    detection (and the preselection) when the child has it — not when the app's own loads are in."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    go_on = os.pipe()  # the child's detection waits for a byte on it
+
+    def slow_detection():
+        services = fake_services(catalog)
+        services.detect = lambda: (os.read(go_on[0], 1), NODE)[1]
+        return services
+
+    loads = StartLoads.start(None, services_factory=slow_detection)
+    assert loads is not None
+    release = threading.Event()
+
+    def held_load(recipes):
+        release.wait(30)
+        return catalog
+
+    app = make_app(services=fake_services(catalog, load=held_load), start_loads=loads, stats_sampler=None)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            deadline = time.monotonic() + 30
+            while app.start_facts is None and time.monotonic() < deadline:  # the catalog frame
+                await pilot.pause(0.05)
+            await pilot.pause()
+            detected = app.screen.query_one("#detected").render()
+            assert "Detecting accelerators" in str(detected) and "hardware" not in app.selection
+            assert app.screen.query_one("#profiles", OptionList).option_count > 30  # the list is there
+            os.write(go_on[1], b"x")
+            while "hardware" not in app.selection and time.monotonic() < deadline:
+                await pilot.pause(0.05)
+            await pilot.pause()
+            assert app.catalog is None and app.selection == {"hardware": "h200", "gpus": 4}
+            assert "H200: 4 GPU" in str(app.screen.query_one("#detected").render())
+    finally:
+        release.set()
+        os.close(go_on[1])
+        loads.close()
+
+
 async def test_a_failed_child_leaves_the_app_to_detect_and_load_by_itself(catalog, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 
@@ -168,7 +208,8 @@ REAL_CHILD = r"""
 import json, sys, time
 from vllm_deploy_wizard.tui.start_up import StartLoads
 loads = StartLoads.start(None)
-frames = loads.frames(until=time.monotonic() + 120)
+loads.ready(120)
+frames = loads.frames()
 parent = sorted(m for m in sys.modules if m.startswith(("vllm_deploy_wizard.catalog", "vllm_deploy_wizard.detect",
                                                          "pydantic", "yaml")))
 final = loads.final()

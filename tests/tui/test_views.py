@@ -55,13 +55,19 @@ def test_recipe_rows_verified_first_then_unlisted_then_unsupported(catalog, hw):
     assert names == sorted(names)
 
 
-def test_profile_groups_nvidia_first_and_detected_marked(catalog):
+def test_profile_groups_detected_brand_first_then_nvidia_and_amd_and_detected_marked(catalog):
+    profiles = catalog.taxonomy.hardware_profiles
     cands = [SimpleNamespace(profile_id="mi300x", quality="count_mismatch", notes=[])]
-    groups = profile_groups(catalog.taxonomy.hardware_profiles, cands)
-    assert [b for b, _ in groups][:2] == ["NVIDIA", "AMD"]
+    groups = profile_groups(profiles, cands)
+    assert [b for b, _ in groups][:2] == ["AMD", "NVIDIA"]  # the detected profile's brand leads
     detected = [r for _, rows in groups for r in rows if r.detected]
     assert [(r.id, r.quality) for r in detected] == [("mi300x", "count_mismatch")]
-    assert sum(len(rows) for _, rows in groups) == len(catalog.taxonomy.hardware_profiles)
+    assert sum(len(rows) for _, rows in groups) == len(profiles)
+    brands = [b for b, _ in profile_groups(profiles)]  # nothing detected: NVIDIA, AMD, the rest alphabetical
+    assert brands[:2] == ["NVIDIA", "AMD"] and brands[2:] == sorted(brands[2:])
+    cpu = next(pid for pid, p in profiles.items() if p.brand not in ("NVIDIA", "AMD"))
+    groups = profile_groups(profiles, [SimpleNamespace(profile_id=cpu, quality="exact", notes=[])])
+    assert [b for b, _ in groups][:3] == [profiles[cpu].brand, "NVIDIA", "AMD"]
 
 
 def _views(catalog, sel):
