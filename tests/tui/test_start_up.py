@@ -19,7 +19,7 @@ from textual.widgets import OptionList
 from vllm_deploy_wizard.tui.app import make_app
 from vllm_deploy_wizard.tui.hardware_view import hardware_facts
 from vllm_deploy_wizard.tui.services import real_services
-from vllm_deploy_wizard.tui.start_up import StartLoads, start_frames
+from vllm_deploy_wizard.tui.start_up import StartLoads, pause_gc, resume_gc, start_frames
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the start-up child needs os.fork")
 
@@ -236,3 +236,21 @@ def test_the_real_child_sends_what_the_app_computes_and_the_parent_imports_no_co
     got = json.loads(proc.stdout.splitlines()[-1])
     assert got["final"] and got["same"]
     assert got["parent_imports_before"] == []
+
+
+def test_resuming_the_collector_freezes_what_start_up_made_once():
+    import gc
+
+    assert gc.isenabled()
+    before = gc.get_freeze_count()
+    resume_gc()  # not paused: nothing to do
+    assert gc.get_freeze_count() == before
+    pause_gc()
+    try:
+        assert not gc.isenabled()
+        kept = [object() for _ in range(10)]  # noqa: F841 — alive at the freeze
+        resume_gc()
+        assert gc.isenabled() and gc.get_freeze_count() >= before + 10
+    finally:
+        gc.enable()
+        gc.unfreeze()
