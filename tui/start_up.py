@@ -182,9 +182,7 @@ class StartLoads:
             return True
         chunk = os.read(self._fd, 1 << 20)
         if not chunk:
-            self._eof = True
-            os.close(self._fd)
-            self._reap()
+            self._ended()
             return False
         self._buffer += chunk
         while len(self._buffer) >= _HEADER.size:
@@ -237,31 +235,33 @@ class StartLoads:
 
     def inventory(self) -> Any | None:
         """The child's Inventory (unpickled here: it imports the detect package), or None when the
-        child sent none. Call after :meth:`wait`."""
+        child sent none (yet: call once :attr:`done`)."""
         final = self.final()
         blob = final.get("inventory") if final else None
         return pickle.loads(blob) if blob else None
 
     # ------------------------------------------------------------------ ending
-    def _reap(self) -> None:
+    def _ended(self) -> None:
+        """The child closed its end of the pipe (it does so only by exiting): close ours, reap it."""
+        self._eof = True
+        os.close(self._fd)
         try:
-            os.waitpid(self.pid, os.WNOHANG)
+            os.waitpid(self.pid, 0)
         except ChildProcessError:
             pass
 
     def close(self) -> None:
-        """Stop the child if it still runs (a detection that hangs) and reap it; idempotent."""
-        if not self._eof:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                os.waitpid(self.pid, 0)
-            except ChildProcessError:
-                pass
-            self._eof = True
-            os.close(self._fd)
+        """Stop the child if it still runs (a detection that hangs) and reap it; idempotent. A reader
+        waiting in :meth:`more` (the detection worker) sees the end and returns."""
+        if self._eof:
+            return
+        try:
+            os.kill(self.pid, signal.SIGKILL)  # not reaped yet, so the pid is still the child's
+        except ProcessLookupError:
+            pass
+        with self._lock:  # a reader blocked in select wakes on the end of the pipe and reaps it
+            if not self._eof:
+                self._ended()
 
 
 def _child(write_fd: int, recipes: Path | None, services_factory: Callable[[], Any] | None) -> None:

@@ -92,16 +92,23 @@ def test_a_child_that_dies_sends_no_final_frame_and_no_inventory(catalog):
         loads.close()
 
 
-def test_a_child_that_hangs_is_killed_by_close(catalog):
+def test_a_child_that_hangs_is_killed_by_close_and_a_waiting_reader_returns(catalog):
     def hang():
         time.sleep(600)
 
     loads = StartLoads.start(None, services_factory=hang)
     assert loads is not None
     assert not loads.ready(0.2) and loads.frames() == [] and not loads.done
+    got: list = []
+    reader = threading.Thread(target=lambda: got.append(loads.more()))  # the detection worker's wait
+    reader.start()
+    time.sleep(0.1)
     loads.close()
+    reader.join(10)
+    assert not reader.is_alive() and got == [[]] and loads.done
     with pytest.raises(ProcessLookupError):
-        os.kill(loads.pid, 0)
+        os.kill(loads.pid, 0)  # killed and reaped
+    loads.close()  # idempotent
 
 
 def test_no_child_when_turned_off(monkeypatch):
