@@ -1,9 +1,11 @@
 """The wizard app: ``make_app(catalog=…, inventory=…, launcher=…)`` shared by the CLI and the tests.
 
 Decisions:
-- **First paint never waits.** ``compose`` builds the hardware screen from nothing; the
-  catalog load and detection run in *thread* workers that call one core function each and post the
-  result as a message (docs/architecture.md §3 style 2). The app's handlers store the result and forward a
+- **First paint never waits.** ``compose`` builds the hardware screen with what is known: the
+  facts the start-up child (tui/start_up.py, forked before Textual was imported) has sent by then,
+  else placeholders. The catalog load and detection (or taking the child's Inventory) run in
+  *thread* workers that call one core function each and post the result as a message
+  (docs/architecture.md §3 style 2, §4 "Wizard start-up"). The app's handlers store the result and forward a
   :class:`DataChanged` to every screen on the stack; widgets change only in those handlers.
 - **One selection, one place.** The selection is a plain ``dict`` of docs/plan-file.md §2 keys (plus product
   extensions ``gpus``, ``connector``, ``router``…) owned by the app; screens call
@@ -42,7 +44,7 @@ from textual.screen import Screen
 from vllm_deploy_wizard.tui.messages import CatalogLoaded, DataChanged, InventoryDetected, SelectionChanged
 from vllm_deploy_wizard.tui.run_offers import offer_runs
 from vllm_deploy_wizard.tui.services import LauncherPort, Services
-from vllm_deploy_wizard.tui.start_up import GC_PAUSE_MAX_S, resume_gc
+from vllm_deploy_wizard.tui.start_up import GC_PAUSE_MAX_S, StartLoads, resume_gc
 
 #: Seconds the first start-up load to finish waits for the other before it is shown on its own
 #: (WizardApp._load_done): on a workstation both are in well within it, so the first screen is
@@ -114,7 +116,7 @@ class WizardApp(App):
         clock: Callable[[], float] = time.time,
         stats_sampler: Callable[[], dict] | None = None,
         opened: Any = None,
-        start_loads: Any = None,
+        start_loads: StartLoads | None = None,
     ) -> None:
         super().__init__()
         self.start_loads = start_loads  # the forked start-up child (tui/start_up.py), or None
@@ -258,6 +260,8 @@ class WizardApp(App):
                 inventory = None
             if inventory is not None:
                 self.post_message(InventoryDetected(inventory))
+                return
+            if loads.closed:  # the app is ending (run_wizard closed the child): detect nothing here
                 return
         try:
             self.post_message(InventoryDetected(self.services.detect()))
@@ -667,7 +671,7 @@ def make_app(
     clock: Callable[[], float] = time.time,
     stats_sampler: Callable[[], dict] | None | str = "host",
     opened: Any = None,
-    start_loads: Any = None,
+    start_loads: StartLoads | None = None,
 ) -> WizardApp:
     """Build the wizard.
 
@@ -681,8 +685,9 @@ def make_app(
     tests pass a fixed one; None = no host panel; another string raises ValueError). ``opened``: a saved selection
     (:class:`~vllm_deploy_wizard.workflows.saved_selections.SavedSelection`, ``wizard --open``) to land
     on the review with. ``start_loads``: the forked start-up child
-    (:class:`~vllm_deploy_wizard.tui.start_up.StartLoads`, started by ``commands/wizard.py`` before
-    Textual is imported); the first screen waits for its facts, and the app takes its Inventory.
+    (:class:`~vllm_deploy_wizard.tui.start_up.StartLoads`, started by
+    :func:`~vllm_deploy_wizard.tui.start_up.run_wizard` before Textual is imported); the first screen
+    paints its facts, and the app takes its Inventory instead of detecting.
     """
     if isinstance(stats_sampler, str):
         if stats_sampler != "host":

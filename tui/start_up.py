@@ -152,6 +152,7 @@ class StartLoads:
         self._frames: list[dict] = []
         self._taken = 0
         self._eof = False
+        self.closed = False  # close() was called: the app is ending, nothing is to be loaded instead
         self._lock = threading.Lock()
 
     @classmethod
@@ -252,7 +253,9 @@ class StartLoads:
 
     def close(self) -> None:
         """Stop the child if it still runs (a detection that hangs) and reap it; idempotent. A reader
-        waiting in :meth:`more` (the detection worker) sees the end and returns."""
+        waiting in :meth:`more` (the detection worker) sees the end and returns; :attr:`closed` tells
+        it not to detect instead."""
+        self.closed = True
         if self._eof:
             return
         try:
