@@ -3,7 +3,7 @@
 * The fast path (exactly-typed data, no pydantic) gives exactly what pydantic validation gives, over
   every golden selection, and the plans they make round-trip through the plan's validator unchanged.
 * The whole bundled catalog read from its cache equals the catalog validated by pydantic.
-* A ``plan`` whose catalog comes from the cache imports neither pydantic nor yaml.
+* A ``plan`` whose catalog comes from the cache imports neither pydantic nor yaml (nor the launcher).
 * Bad values still give pydantic's errors and the same messages.
 """
 
@@ -138,14 +138,14 @@ import io, json, sys, contextlib
 from vllm_deploy_wizard.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     rc = main(["plan", "--model", "Qwen/Qwen3-8B", "--hardware", "h200"])
-print(json.dumps([rc, "pydantic" in sys.modules, "yaml" in sys.modules]))
+print(json.dumps([rc, "pydantic" in sys.modules, "yaml" in sys.modules, "vllm_deploy_wizard.launcher" in sys.modules]))
 """
 
 
-def test_plan_from_the_cache_imports_neither_pydantic_nor_yaml(tmp_path):
+def test_plan_from_the_cache_imports_neither_pydantic_nor_yaml_nor_the_launcher(tmp_path):
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
     runs = [subprocess.run([sys.executable, "-c", PLAN_PROBE], capture_output=True, text=True, timeout=120,
                            cwd=tmp_path, env=env) for _ in range(2)]
     assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
     second = json.loads(runs[1].stdout.splitlines()[-1])
-    assert second[1:] == [False, False]
+    assert second[1:] == [False, False, False]

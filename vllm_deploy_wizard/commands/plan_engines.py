@@ -55,7 +55,6 @@ def check_flags(args: argparse.Namespace) -> None:
         SelectionError: naming the flags and what they need.
     """
     from vllm_deploy_wizard.common.errors import SelectionError
-    from vllm_deploy_wizard.launcher.engines.kubernetes import dns_label_problem
 
     given = [f for f in K8S_FLAGS if getattr(args, f[2:].replace("-", "_"), None) not in (None, [])]
     if given and getattr(args, "k8s", None) is None:
@@ -64,7 +63,12 @@ def check_flags(args: argparse.Namespace) -> None:
                              f"need{'s' if one else ''} --k8s DIR (the folder to write them into): add --k8s DIR "
                              f"or drop {'it' if one else 'them'}")
     namespace = getattr(args, "k8s_namespace", None)
-    if namespace is not None and (why := dns_label_problem(namespace)):
+    if namespace is None:
+        return
+    # imported only here: the launcher package is ~75 ms of imports a plain `plan` does not need
+    from vllm_deploy_wizard.launcher.engines.kubernetes import dns_label_problem
+
+    if why := dns_label_problem(namespace):
         raise SelectionError(f"--k8s-namespace {namespace!r}: {why}")
 
 
