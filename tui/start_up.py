@@ -80,19 +80,20 @@ def resume_gc() -> None:
 
 
 def run_wizard(recipes: Path | None = None, model: str | None = None, attach: str | None = None,
-               opened: Any = None) -> Any:
+               opened: Any = None, **run: Any) -> Any:
     """Run the wizard app until the person quits (the ``wizard`` command's body); returns what the app
     exited with (the "keeps running" lines to print, or None). The collector is paused and the
     start-up child forked (not for ``attach``: the monitor needs neither load first) *before* the app
     module, and so Textual, is imported; both are undone when the app ends. The arguments are
-    :func:`~vllm_deploy_wizard.tui.app.make_app`'s."""
+    :func:`~vllm_deploy_wizard.tui.app.make_app`'s; ``run`` goes to Textual's ``App.run``
+    (``headless=True``, ``size``, ``auto_pilot``: bench/bench_tui.py starts the wizard this way)."""
     pause_gc()
     start_loads = None if attach else StartLoads.start(recipes)
     try:
         from vllm_deploy_wizard.tui.app import make_app
 
         app = make_app(recipes=recipes, model=model, attach=attach, opened=opened, start_loads=start_loads)
-        return app.run()
+        return app.run(**run)
     finally:
         resume_gc()
         if start_loads is not None:
