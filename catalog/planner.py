@@ -220,8 +220,9 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
             refusals.append(Refusal("gpus", "--gpus", str(selection.gpus), too_many))
         refusals += [Refusal("advanced_args", flag, value, why)  # ranks per node above its devices
                      for flag, value, why in rank_overflow(profile, plan, selection.gpus)]
-        refusals += [Refusal("processes", node, f"({names})", why)  # engines of one machine, together
-                     for node, names, why in node_overflow(profile, plan, selection.gpus)]
+        if not any(r.key == "nodes" or r.key.startswith("pd.") for r in refusals):  # N6 already says it
+            refusals += [Refusal("processes", node, f"({names})", why)  # engines of one machine, together
+                         for node, names, why in node_overflow(profile, plan, selection.gpus)]
         blocking = [r for r in refusals if not (r.unverified and selection.allow_unverified)]
         if blocking:
             raise PlanRefused(blocking)
@@ -593,7 +594,7 @@ def node_overflow(profile: Any, plan: Any, gpus: int | None) -> list[tuple[str, 
         elif pinned:
             how = f"{sizes}; {var} pins {len(pinned)}"
         else:
-            how = sizes or "no parallel sizes: 1"
+            how = sizes or "TP 1: no parallel-size flags"
         by_node.setdefault(node_label(plan, proc), []).append((proc.name, max(ranks, len(pinned)), how))
     source = f"--gpus {gpus}" if gpus else "the profile's gpu_count"
     out: list[tuple[str, str, str]] = []
@@ -602,18 +603,26 @@ def node_overflow(profile: Any, plan: Any, gpus: int | None) -> list[tuple[str, 
         if len(procs) < 2 or total <= count:
             continue
         each = ", ".join(f"{name} uses {n} ({how})" for name, n, how in procs)
-        fit = (f"Fits: at most {count} together — lower the parallel sizes (e.g. {count // len(procs)} devices "
-               f"each: --arg=--tensor-parallel-size={count // len(procs)})")
-        if all(p.role in ("prefill", "decode") for p in plan.processes if p.name in {n for n, _, _ in procs}):
-            fit += ", or give each pool a node of its own (--pd-prefill 1 --pd-decode 1)"
+        share = count // len(procs)
+        names = {name for name, _, _ in procs}
+        tp_only = all(not _parallel_words(list(p.argv), tensor=False) for p in plan.processes if p.name in names)
+        ways = []
+        if share >= 1:
+            ways.append(f"lower the parallel sizes (e.g. {share} devices each"
+                        + (f": --arg=--tensor-parallel-size={share})" if tp_only else ")"))
+        if all(p.role in ("prefill", "decode") for p in plan.processes if p.name in names):
+            ways.append("give each pool a node of its own (--pd-prefill 1 --pd-decode 1)")
+        fit = f"Fits: at most {count} together" + (f" — {', or '.join(ways)}" if ways else "")
         reason = (f"{each}: {total} devices together on {node}, above its {count} devices per node ({source}); "
                   f"vLLM checks each process on its own, not what one machine's processes need together. {fit}")
         out.append((node, " + ".join(name for name, _, _ in procs), reason))
     return out
 
 
-def _parallel_words(argv: list[str]) -> str:
-    """``--tensor-parallel-size 8 × --pipeline-parallel-size 2`` of the sizes above 1 ``argv`` sets, or ""."""
+def _parallel_words(argv: list[str], tensor: bool = True) -> str:
+    """``--tensor-parallel-size 8 × --pipeline-parallel-size 2`` of the sizes above 1 ``argv`` sets on its
+    node (``--data-parallel-size-local`` in place of ``--data-parallel-size`` when given; the tensor size
+    left out when not ``tensor``), or ""."""
     from vllm_deploy_wizard.common.parallelism import (
         DATA_PARALLEL,
         DATA_PARALLEL_LOCAL,
@@ -621,8 +630,10 @@ def _parallel_words(argv: list[str]) -> str:
         TENSOR_PARALLEL,
     )
 
-    sizes = [(names[0], last_flag_value(argv, *names))
-             for names in (TENSOR_PARALLEL, PIPELINE_PARALLEL, DATA_PARALLEL, DATA_PARALLEL_LOCAL)]
+    local = last_flag_value(argv, *DATA_PARALLEL_LOCAL)  # the DP ranks on this node when given
+    axes = (*([TENSOR_PARALLEL] if tensor else []), PIPELINE_PARALLEL,
+            DATA_PARALLEL_LOCAL if local is not None else DATA_PARALLEL)
+    sizes = [(names[0], last_flag_value(argv, *names)) for names in axes]
     return " × ".join(f"{f} {v}" for f, v in sizes if v is not None and v.isdigit() and int(v) > 1)
 
 

@@ -96,3 +96,27 @@ def test_the_wizards_colocated_plan_warns_for_the_node() -> None:
     [warning] = [w for w in planned.warnings if w.startswith("warning: node-0 (prefill-0 + decode-0): ")]
     assert "16 devices together on node-0, above its 8 devices per node" in warning
     assert warning in planned.plan.notes
+
+
+def test_a_node_that_n6_refuses_is_not_refused_twice() -> None:
+    """You should see only N6's line for co-located DEP pools (each sized to the whole node): the
+    machine's total names the same problem."""
+    from vllm_deploy_wizard.catalog.planner import PlanRefused
+
+    sel = Selection(model="deepseek-ai/DeepSeek-V4-Flash", hardware="h100", strategy="pd_cluster", nodes=1)
+    with pytest.raises(PlanRefused) as refused:
+        plan_selection(load_catalog(), sel)
+    keys = [r.key for r in refused.value.refusals]
+    assert "nodes" in keys and "processes" not in keys, keys
+
+
+def test_a_node_too_small_for_one_device_each_offers_only_nodes_of_their_own() -> None:
+    """You should see no "0 devices each" on a 1-device node: only a node per pool fits."""
+    from vllm_deploy_wizard.catalog.selection import PdPool, PdSelection
+
+    pools = PdSelection(prefill=PdPool(nodes=0, mode="tp"), decode=PdPool(nodes=0, mode="tp"))
+    sel = Selection(model="Qwen/Qwen3-32B", hardware="dgx_spark_gb10", strategy="pd_cluster", pd=pools,
+                    allow_unverified=True)
+    [warning] = [w for w in plan_selection(load_catalog(), sel, strict=False).warnings if "together on node-0" in w]
+    assert warning.endswith("Fits: at most 1 together — give each pool a node of its own "
+                            "(--pd-prefill 1 --pd-decode 1)"), warning
