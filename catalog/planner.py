@@ -35,7 +35,8 @@ docs/constraints.md §3):
   models, from their ``config.json``), host-fit warnings.
 * **Ranks per node** (:func:`rank_overflow`): a serve process whose TP × PP × DP on its node is above
   the devices per node (``--gpus`` or the profile's count) is refused (``strict``), a warning otherwise
-  (the wizard's review).
+  (the wizard's review). The engines placed on one machine (co-located PD pools) are added together
+  (:func:`node_overflow`, their pins or ranks): above the node's devices is refused/warned the same way.
 * **Devices per node** (``strict``): ``gpus`` above the profile's ``gpu_count`` is refused off the
   detected node for profiles whose device count is fixed (NVIDIA; :func:`.device_fit.gpus_shortfall`)
   and a warning elsewhere (partitions, NUMA nodes).
@@ -101,20 +102,25 @@ class Refusal:
 
 
 class PlanRefused(SelectionError):
-    """The selection asks for what the wizard disables; ``refusals`` lists each value and why."""
+    """The selection asks for what the wizard disables; ``refusals`` lists each value and why.
 
-    def __init__(self, refusals: list[Refusal]):
+    ``ways``: other ways out that need no override, one line each, printed before the override hint
+    (``plan`` adds the detected profile H1 allows, checked by planning it); the override hint then
+    starts with "or"."""
+
+    def __init__(self, refusals: list[Refusal], ways: list[str] | None = None):
         self.refusals = refusals
+        self.ways = list(ways or [])
         lines = [r.line() for r in refusals]
         if all(r.unverified for r in refusals):
-            tail = FORCE_HINT
+            tail = f"or {FORCE_HINT}" if self.ways else FORCE_HINT
         elif any(r.unverified for r in refusals):
             tail = ("pick another value for the others (see `vllm-wizard plan --help`); --allow-unverified "
                     "lifts only the ones without a verified run")
         else:
             tail = "pick a value the recipe offers on this hardware; these gates can't be forced"
         super().__init__("refused: the wizard does not offer this selection:\n  " + "\n  ".join(lines)
-                         + f"\n{tail}")
+                         + "".join(f"\n{way}" for way in self.ways) + f"\n{tail}")
 
 
 @dataclass
@@ -214,6 +220,9 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
             refusals.append(Refusal("gpus", "--gpus", str(selection.gpus), too_many))
         refusals += [Refusal("advanced_args", flag, value, why)  # ranks per node above its devices
                      for flag, value, why in rank_overflow(profile, plan, selection.gpus)]
+        if not any(r.key == "nodes" or r.key.startswith("pd.") for r in refusals):  # N6 already says it
+            refusals += [Refusal("processes", node, f"({names})", why)  # engines of one machine, together
+                         for node, names, why in node_overflow(profile, plan, selection.gpus)]
         blocking = [r for r in refusals if not (r.unverified and selection.allow_unverified)]
         if blocking:
             raise PlanRefused(blocking)
@@ -234,6 +243,8 @@ def plan_selection(catalog: Any, selection: Selection, host: HostCapacity | None
     warnings = head_warnings(catalog.recipe(selection.model), plan)
     warnings += [f"warning: {flag} {value}: {why}"  # ranks per node above its devices (refused when strict)
                  for flag, value, why in rank_overflow(hw_profile, plan, selection.gpus)]
+    warnings += [f"warning: {node} ({names}): {why}"  # engines of one machine above its devices together
+                 for node, names, why in node_overflow(hw_profile, plan, selection.gpus)]
     fixes: dict[str, int] = {}
     if host is not None:
         from .backends import apply_host_settings
@@ -538,6 +549,92 @@ def rank_overflow(profile: Any, plan: Any, gpus: int | None) -> list[tuple[str, 
             seen.add(reason)
             out.append((flag, value, reason))
     return out
+
+
+#: Roles of the processes that run a vLLM engine on their node's devices.
+_ENGINE_ROLES = ("serve", "head", "worker", "prefill", "decode")
+
+
+def node_overflow(profile: Any, plan: Any, gpus: int | None) -> list[tuple[str, str, str]]:
+    """``(node, processes, reason)`` per machine of ``plan`` whose ``vllm serve`` processes together
+    use more devices than a node has, or [] — the node-level twin of :func:`rank_overflow`.
+
+    vLLM checks its world size per process (:func:`rank_overflow`), so two engines placed on one
+    machine — co-located prefill/decode pools (``pd_pool_nodes`` 0, both ``node-0``:
+    :func:`.plan.node_label`) — each pass alone however many devices they need together. Per process
+    the devices counted are the most of: the ids it pins (the profile's visibility variable, e.g.
+    ``CUDA_VISIBLE_DEVICES=0,1,2,3`` → 4; a ``$PLACEHOLDER`` pin is not counted) and its ranks on the
+    node (:func:`~vllm_deploy_wizard.common.parallelism.devices_on_node`, 1 without parallel-size flags).
+    Machines with one engine are left to :func:`rank_overflow`. Devices a node has and the profiles
+    checked are those of :func:`rank_overflow` (CUDA only). ``node``: the machine (``node-0``);
+    ``processes``: their names joined with `` + ``; ``reason`` names each process with its devices,
+    the total, the node's count and what fits (docs/catalog.md §3)."""
+    from vllm_deploy_wizard.common.parallelism import devices_on_node
+
+    from .backends import backend_for
+    from .device_fit import FIXED_DEVICE_BRANDS
+    from .plan import node_label
+
+    count = gpus or (profile.gpu_count if profile is not None else None)
+    if not count or profile is None or profile.brand not in FIXED_DEVICE_BRANDS \
+            or backend_for(profile).key == "cpu":
+        return []
+    variables = backend_for(profile).visibility_vars
+    by_node: dict[str, list[tuple[str, int, str]]] = {}
+    for proc in plan.processes:
+        argv = list(proc.argv)
+        if proc.role not in _ENGINE_ROLES or "serve" not in argv[:3]:
+            continue
+        ranks = devices_on_node(argv) or 1
+        var = next((v for v in variables if proc.env.get(v) and "$" not in proc.env[v]), None)
+        pinned = [x for x in proc.env[var].split(",") if x.strip()] if var else []
+        sizes = _parallel_words(argv)
+        if pinned and len(pinned) >= ranks:
+            how = f"{var}={proc.env[var]}"
+        elif pinned:
+            how = f"{sizes}; {var} pins {len(pinned)}"
+        else:
+            how = sizes or "TP 1: no parallel-size flags"
+        by_node.setdefault(node_label(plan, proc), []).append((proc.name, max(ranks, len(pinned)), how))
+    source = f"--gpus {gpus}" if gpus else "the profile's gpu_count"
+    out: list[tuple[str, str, str]] = []
+    for node, procs in by_node.items():
+        total = sum(n for _, n, _ in procs)
+        if len(procs) < 2 or total <= count:
+            continue
+        each = ", ".join(f"{name} uses {n} ({how})" for name, n, how in procs)
+        share = count // len(procs)
+        names = {name for name, _, _ in procs}
+        tp_only = all(not _parallel_words(list(p.argv), tensor=False) for p in plan.processes if p.name in names)
+        ways = []
+        if share >= 1:
+            ways.append(f"lower the parallel sizes (e.g. {share} devices each"
+                        + (f": --arg=--tensor-parallel-size={share})" if tp_only else ")"))
+        if all(p.role in ("prefill", "decode") for p in plan.processes if p.name in names):
+            ways.append("give each pool a node of its own (--pd-prefill 1 --pd-decode 1)")
+        fit = f"Fits: at most {count} together" + (f" — {', or '.join(ways)}" if ways else "")
+        reason = (f"{each}: {total} devices together on {node}, above its {count} devices per node ({source}); "
+                  f"vLLM checks each process on its own, not what one machine's processes need together. {fit}")
+        out.append((node, " + ".join(name for name, _, _ in procs), reason))
+    return out
+
+
+def _parallel_words(argv: list[str], tensor: bool = True) -> str:
+    """``--tensor-parallel-size 8 × --pipeline-parallel-size 2`` of the sizes above 1 ``argv`` sets on its
+    node (``--data-parallel-size-local`` in place of ``--data-parallel-size`` when given; the tensor size
+    left out when not ``tensor``), or ""."""
+    from vllm_deploy_wizard.common.parallelism import (
+        DATA_PARALLEL,
+        DATA_PARALLEL_LOCAL,
+        PIPELINE_PARALLEL,
+        TENSOR_PARALLEL,
+    )
+
+    local = last_flag_value(argv, *DATA_PARALLEL_LOCAL)  # the DP ranks on this node when given
+    axes = (*([TENSOR_PARALLEL] if tensor else []), PIPELINE_PARALLEL,
+            DATA_PARALLEL_LOCAL if local is not None else DATA_PARALLEL)
+    sizes = [(names[0], last_flag_value(argv, *names)) for names in axes]
+    return " × ".join(f"{f} {v}" for f, v in sizes if v is not None and v.isdigit() and int(v) > 1)
 
 
 def head_warnings(recipe: Any, plan: Any) -> list[str]:

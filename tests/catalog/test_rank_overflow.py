@@ -56,3 +56,67 @@ def test_the_wizards_plan_warns() -> None:
     assert any(w.startswith("warning: --tensor-parallel-size 8: needs 8 devices per node, above the 2")
                for w in planned.warnings), planned.warnings
     assert any("needs 8 devices per node" in n for n in planned.plan.notes)
+
+
+def _colocated_minimax(**update) -> Selection:
+    from vllm_deploy_wizard.catalog.selection import PdPool, PdSelection
+
+    pools = PdSelection(prefill=PdPool(nodes=0, mode="tp"), decode=PdPool(nodes=0, mode="tp"))
+    return Selection(model="MiniMaxAI/MiniMax-M2", hardware="h200", strategy="pd_cluster", pd=pools, **update)
+
+
+def test_colocated_pools_are_added_together_on_their_node() -> None:
+    """You should see the two co-located engines of node-0 summed: prefill TP 4 on its pinned half and
+    decode TP 8 each pass vLLM's per-process check on an 8-device node, but need 12 devices together."""
+    from vllm_deploy_wizard.catalog.planner import node_overflow
+
+    cat = load_catalog()
+    planned = plan_selection(cat, _colocated_minimax())
+    h200 = cat.taxonomy.hardware_profiles["h200"]
+    assert node_overflow(h200, planned.plan, None) == []  # the planner's own co-located plan fits
+    decode = next(p for p in planned.plan.processes if p.role == "decode")
+    decode.argv[decode.argv.index("--tensor-parallel-size") + 1] = "8"
+    from vllm_deploy_wizard.catalog.planner import rank_overflow
+
+    assert rank_overflow(h200, planned.plan, None) == []  # per process, TP 8 ≤ 8: not caught
+    [(node, names, reason)] = node_overflow(h200, planned.plan, None)
+    assert (node, names) == ("node-0", "prefill-0 + decode-0")
+    assert reason.startswith("prefill-0 uses 4 (CUDA_VISIBLE_DEVICES=0,1,2,3), decode-0 uses 8 "
+                             "(--tensor-parallel-size 8; CUDA_VISIBLE_DEVICES pins 4): 12 devices together on "
+                             "node-0, above its 8 devices per node (the profile's gpu_count)"), reason
+    assert "Fits: at most 8 together" in reason and "--pd-prefill 1 --pd-decode 1" in reason
+    assert node_overflow(h200, planned.plan, 16) == []  # --gpus 16: 12 fit
+
+
+def test_the_wizards_colocated_plan_warns_for_the_node() -> None:
+    """You should see a warning naming node-0 when TP 8 is asked of both co-located pools (the wizard's
+    non-strict plan; each pool is pinned to 4 of the 8 devices)."""
+    planned = plan_selection(load_catalog(), _colocated_minimax(advanced_args=["--tensor-parallel-size=8"]),
+                             strict=False)
+    [warning] = [w for w in planned.warnings if w.startswith("warning: node-0 (prefill-0 + decode-0): ")]
+    assert "16 devices together on node-0, above its 8 devices per node" in warning
+    assert warning in planned.plan.notes
+
+
+def test_a_node_that_n6_refuses_is_not_refused_twice() -> None:
+    """You should see only N6's line for co-located DEP pools (each sized to the whole node): the
+    machine's total names the same problem."""
+    from vllm_deploy_wizard.catalog.planner import PlanRefused
+
+    sel = Selection(model="deepseek-ai/DeepSeek-V4-Flash", hardware="h100", strategy="pd_cluster", nodes=1)
+    with pytest.raises(PlanRefused) as refused:
+        plan_selection(load_catalog(), sel)
+    keys = [r.key for r in refused.value.refusals]
+    assert "nodes" in keys and "processes" not in keys, keys
+
+
+def test_a_node_too_small_for_one_device_each_offers_only_nodes_of_their_own() -> None:
+    """You should see no "0 devices each" on a 1-device node: only a node per pool fits."""
+    from vllm_deploy_wizard.catalog.selection import PdPool, PdSelection
+
+    pools = PdSelection(prefill=PdPool(nodes=0, mode="tp"), decode=PdPool(nodes=0, mode="tp"))
+    sel = Selection(model="Qwen/Qwen3-32B", hardware="dgx_spark_gb10", strategy="pd_cluster", pd=pools,
+                    allow_unverified=True)
+    [warning] = [w for w in plan_selection(load_catalog(), sel, strict=False).warnings if "together on node-0" in w]
+    assert warning.endswith("Fits: at most 1 together — give each pool a node of its own "
+                            "(--pd-prefill 1 --pd-decode 1)"), warning

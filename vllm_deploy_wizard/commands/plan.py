@@ -29,6 +29,7 @@ message on stderr naming the flag, exit status 2.
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 from pathlib import Path
 from typing import Any
@@ -349,13 +350,61 @@ def check_pd_nodes(args: argparse.Namespace, selection: Any, plan: Any) -> None:
         f"{machines}), --nodes {machines}, or pools that add up to {args.nodes} (e.g. {fit})")
 
 
+def detected_way_out(args: argparse.Namespace, cat: Any, data: dict[str, Any], where: str,
+                     refused: Any) -> str | None:
+    """The way out of an H1 refusal of the hardware given (docs/constraints.md §3.1 H1) that needs no
+    ``--allow-unverified``, as one line, or None when there is none.
+
+    H1 exempts the detected profile. So when ``refused`` (a :class:`PlanRefused`) holds an H1 refusal of
+    ``--hardware``, this node is detected (or the ``--replay`` fixture replayed) and ``data`` (the
+    selection mapping before detection filled it) is planned again, strictly, for the detected profile
+    the way ``plan --detect`` without ``--hardware`` would plan it. Only when that plans is its line
+    returned ("--detect plans for this node's detected profile Xeon 6 (xeon6), which rule H1 allows:
+    pass --detect in place of --hardware xeon5"); the rule itself stays in the planner. Detection that
+    fails, finds no profile, or a plan that is refused or invalid there gives None."""
+    from vllm_deploy_wizard.catalog.planner import plan_selection
+    from vllm_deploy_wizard.catalog.selection import selection_from_data
+    from vllm_deploy_wizard.common.errors import WizardError
+
+    hw = next((r for r in refused.refusals if r.key == "hardware" and r.unverified and "(rule H1)" in r.reason),
+              None)
+    if hw is None:
+        return None
+    retry = {k: v for k, v in copy.deepcopy(data).items() if k != "hardware"}
+    try:
+        snapshot = detect_defaults(cat, retry, args.replay, getattr(args, "scenario", None))
+    except Exception:  # noqa: BLE001 — no detection here: no way to offer
+        return None
+    detected = snapshot.get("matched_profile")
+    if not detected or detected not in cat.taxonomy.hardware_profiles:
+        return None
+    try:
+        selection = selection_from_data(retry, where, flags=flags_given(args))
+        host, _ = host_for_exports(host_capacity(snapshot, selection.hardware),
+                                   [f for f in ("--k8s", "--slurm") if getattr(args, f[2:], None) is not None])
+        planned = plan_selection(cat, selection, host, detected_profile=detected)
+        check_pd_nodes(args, planned.selection, planned.plan)
+    except WizardError:
+        return None
+    profile = cat.taxonomy.hardware_profiles[detected]
+    label = f"{profile.display_name or detected} ({detected})"
+    if args.replay is not None:
+        return (f"--replay {args.replay} plans for the replayed node's detected profile {label}, which rule H1 "
+                f"allows: drop --hardware {hw.value}")
+    if args.detect:
+        return (f"--detect plans for this node's detected profile {label}, which rule H1 allows: "
+                f"drop --hardware {hw.value}")
+    return (f"--detect plans for this node's detected profile {label}, which rule H1 allows: "
+            f"pass --detect in place of --hardware {hw.value}")
+
+
 def handle(args: argparse.Namespace) -> int:
     """Plan and print/write; returns 0. Raises WizardError subclasses for bad input."""
     import json
 
     from vllm_deploy_wizard.catalog import plan_to_json
     from vllm_deploy_wizard.catalog.loader import load_for_source
-    from vllm_deploy_wizard.catalog.planner import plan_selection
+    from vllm_deploy_wizard.catalog.planner import PlanRefused, plan_selection
     from vllm_deploy_wizard.catalog.render import node_scripts, plan_text
     from vllm_deploy_wizard.catalog.selection import selection_from_data
     from vllm_deploy_wizard.catalog.sources import resolve_source
@@ -376,6 +425,7 @@ def handle(args: argparse.Namespace) -> int:
     cat = load_for_source(source)
     warnings: list[str] = []
     data = selection_data(args, warnings)
+    typed_data = copy.deepcopy(data)  # before detection fills it: the H1 way out plans it again
     snapshot = (detect_defaults(cat, data, args.replay, getattr(args, "scenario", None))
                 if (args.detect or args.replay) else None)
     if "model" not in data:
@@ -393,7 +443,13 @@ def handle(args: argparse.Namespace) -> int:
     host, off_node = host_for_exports(host, [f for f in ("--k8s", "--slurm") if getattr(args, f[2:], None) is not None])
     warnings += off_node
     # an exact --recipes checkout is the reference builder's view: gated selections plan with warnings
-    planned = plan_selection(cat, selection, host, detected_profile=detected, strict=source.kind != "dir")
+    try:
+        planned = plan_selection(cat, selection, host, detected_profile=detected, strict=source.kind != "dir")
+    except PlanRefused as refused:
+        way = detected_way_out(args, cat, typed_data, where, refused)
+        if way is None:
+            raise
+        raise PlanRefused(refused.refusals, ways=[way]) from None
     typed = selection  # what the person asked for; --save keeps it (defaults resolve again when opened)
     cat, selection, plan = planned.catalog, planned.selection, planned.plan
     check_pd_nodes(args, selection, plan)
