@@ -78,17 +78,18 @@ def listener_notes(plan: LaunchPlan) -> list[str]:
         names = ", ".join(p.name + _port(p) for p in engines)
         machines = {node_label(plan, p) for p in plan.processes if p.role != "router"}
         routed = any(p.role == "router" for p in plan.processes) and len(machines) > 1
-        how = "(`plan --arg`, the wizard's advanced args; or VLLM_API_KEY in its environment)"
+        key = ("`--api-key KEY` (`plan --arg=--api-key=KEY`, one `--arg=` per flag; the wizard's advanced "
+               "args; or VLLM_API_KEY in its environment)")
         if routed:
-            fix = (f"add the vLLM arg `--api-key KEY` {how}; clients then send it through the router. Not "
+            fix = (f"add the vLLM arg {key}; clients then send it through the router. Not "
                    "--host 127.0.0.1: the router reaches the engines from its machine; else keep their ports "
                    "on a private network")
         elif plan.install_mode == "docker" and not all(on_host_network(p.argv) for p in engines):
-            fix = ("add the vLLM arg `--api-key KEY` (`plan --arg`, the wizard's advanced args). Not "
+            fix = ("add the vLLM arg `--api-key KEY` (`plan --arg=--api-key=KEY`, the wizard's advanced args). Not "
                    "--host 127.0.0.1: docker publishes the "
                    "container's port, which that would cut off")
         else:
-            fix = f"add the vLLM arg `--host 127.0.0.1` (this machine only) or `--api-key KEY` {how}"
+            fix = f"add the vLLM arg `--host 127.0.0.1` (this machine only; `plan --arg=--host=127.0.0.1`) or {key}"
         notes.append(f"warning: {names} serve{'s' if len(engines) == 1 else ''} the model's API on every "
                      "network interface with no API key (vLLM binds all addresses without --host): anyone who "
                      f"reaches the machine can use it. Fix: {fix}")

@@ -44,12 +44,7 @@ from textual.screen import Screen
 from vllm_deploy_wizard.tui.messages import CatalogLoaded, DataChanged, InventoryDetected, SelectionChanged
 from vllm_deploy_wizard.tui.run_offers import offer_runs
 from vllm_deploy_wizard.tui.services import LauncherPort, Services
-from vllm_deploy_wizard.tui.start_up import GC_PAUSE_MAX_S, StartLoads, resume_gc
-
-#: Seconds the first start-up load to finish waits for the other before it is shown on its own
-#: (WizardApp._load_done): on a workstation both are in well within it, so the first screen is
-#: re-rendered once; a slow detection (GPU driver init) still lets the profile list show early.
-PARTIAL_SETTLE_S = 0.25
+from vllm_deploy_wizard.tui.start_up import GC_PAUSE_MAX_S, PARTIAL_SETTLE_S, StartLoads, resume_gc
 
 
 class WizardApp(App):
@@ -312,6 +307,9 @@ class WizardApp(App):
             self.errors["catalog"] = message.error
         else:
             self.catalog = message.catalog
+        if "model" in self.errors:  # --model named nothing usable: said where it can't be missed too
+            self.notify(f"{self.errors['model']}. Pick a model on the next step instead.", severity="error",
+                        timeout=15, markup=False)
         self._load_done("catalog")
 
     def on_inventory_detected(self, message: InventoryDetected) -> None:

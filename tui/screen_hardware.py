@@ -171,19 +171,24 @@ class HardwareScreen(WizardScreen):
                 shown.append((row, row.id == chosen, disabled, reason, warning))
             if shown:
                 spec.append((brand, tuple(shown)))
-        self._set_profile_options(("rows", tuple(spec)), lambda: profile_options(spec))
+        refilled = self._set_profile_options(("rows", tuple(spec)), lambda: profile_options(spec))
         plist = self.query_one("#profiles", OptionList)
-        if chosen:
+        if chosen and (refilled or chosen != getattr(self, "_painted_chosen", None)):
+            # the highlight goes to the pick only when the list or the pick changed: a repaint with the
+            # same rows (the app's own loads arriving after the start-up child's facts) leaves the
+            # cursor where the person moved it
             try:
                 index = plist.get_option_index(chosen)
             except Exception:  # noqa: BLE001 — unknown id (custom replay)
                 index = None
             if index is not None and plist.highlighted != index:
                 plist.highlighted = index
+        self._painted_chosen = chosen
         gpus = app.selection.get("gpus")
         gpus_input = self.query_one("#gpus", Input)
         if gpus is not None and gpus_input.value != str(gpus):
             gpus_input.value = str(gpus)
+            gpus_input.cursor_position = len(gpus_input.value)  # typing appends, as after a click
         count = facts.gpu_count(chosen) if chosen else None
         if count is not None and gpus_input.placeholder != f"{count} (profile)":
             gpus_input.placeholder = f"{count} (profile)"
@@ -192,18 +197,20 @@ class HardwareScreen(WizardScreen):
         box = self.query_one("#devices", Input)
         if devices and box.value.replace(" ", "") != picked:
             box.value = picked
+            box.cursor_position = len(picked)
 
-    def _set_profile_options(self, key: tuple, options: Callable[[], list[Option]]) -> None:
+    def _set_profile_options(self, key: tuple, options: Callable[[], list[Option]]) -> bool:
         """Fill the profile list with ``options()`` unless it already shows ``key`` (what was painted);
-        the highlight is kept where it was when nothing is chosen."""
+        the highlight is kept where it was when nothing is chosen. Returns True when it was filled."""
         if key == getattr(self, "_painted_profiles", None):
-            return
+            return False
         self._painted_profiles = key
         plist = self.query_one("#profiles", OptionList)
         highlighted = plist.highlighted
         plist.set_options(options())
         if highlighted is not None and not self.app.selection.get("hardware"):
             plist.highlighted = highlighted
+        return True
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "saved":

@@ -546,7 +546,9 @@ class ReviewScreen(WizardScreen):
             self.notify("Fill " + ", ".join(f"${m}" for m in missing) + " first.", severity="error")
             return
         where = f" of {self.node}" if self.node else ""
-        self.query_one("#review-status", Static).update(f"Preflight and launch{where}…")
+        self.query_one("#review-status", Static).update(
+            f"Preflight and launch{where}… (the first check of an installed vLLM runs `vllm --version` and "
+            "`vllm serve --help=all`, ~12 s each on a CPU node; later launches use their cached answers)")
         self.app.launch_values = dict(self.values)
         self.app.launch_node = self.node  # the machine label a relaunch must reuse
         self._launch(dict(self.values))

@@ -47,6 +47,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+#: Seconds the first start-up load to finish waits for the other before it is shown on its own (the
+#: app's ``_load_done``; the start-up child's catalog frame, :func:`start_frames`): on a workstation
+#: both are in well within it, so the first screen is painted once, in its final order; a slow
+#: detection (GPU driver init) still lets the profile list show early.
+PARTIAL_SETTLE_S = 0.25
+
 #: Seconds after :func:`pause_gc` at which the garbage collector runs again even when the first
 #: usable screen never came (a detection that hangs, a failed load).
 GC_PAUSE_MAX_S = 5.0
@@ -101,39 +107,47 @@ def run_wizard(recipes: Path | None = None, model: str | None = None, attach: st
 
 
 def start_frames(services: Any, recipes: Path | None, send: Callable[[dict], None]) -> None:
-    """The start-up loads, as the child runs them: the catalog, then detection; ``send`` gets one
-    frame after each.
+    """The start-up loads, as the child runs them: detection (in a thread) beside the catalog load;
+    ``send`` gets the final frame once both are in, and before it the profile list alone only when
+    detection is still running :data:`PARTIAL_SETTLE_S` after the catalog came (so on a CPU node the
+    list is painted once, detected profile first, never reordered).
 
-    Frame 1: ``{"facts": HardwareFacts}`` with the profile list (no detection yet), or
+    Catalog frame: ``{"facts": HardwareFacts}`` with the profile list (no detection yet), or
     ``{"errors": {"catalog": text}}`` when the catalog fails to load.
-    Frame 2 (``"final": True``): ``facts`` for the catalog and the detected node, ``inventory``
-    (the pickled Inventory, bytes) and ``errors`` (``detect`` when detection raised, ``match`` when
-    matching did). ``services`` is a :class:`~vllm_deploy_wizard.tui.services.Services` (the child
-    builds the real one)."""
+    Final frame (``"final": True``): ``facts`` for the catalog and the detected node, ``inventory``
+    (the pickled Inventory, bytes) and ``errors`` (``catalog``; ``detect`` when detection raised,
+    ``match`` when matching did). ``services`` is a :class:`~vllm_deploy_wizard.tui.services.Services`
+    (the child builds the real one)."""
     from vllm_deploy_wizard.tui.hardware_view import hardware_facts
 
     errors: dict[str, str] = {}
+    detected: list[Any] = []
+
+    def detect() -> None:
+        try:
+            detected.append(services.detect())
+        except Exception as exc:  # noqa: BLE001 — shown to the person by the app, as its own detection would
+            errors["detect"] = f"{type(exc).__name__}: {exc}"
+
+    detection = threading.Thread(target=detect, name="start-up detection", daemon=True)
+    detection.start()
     catalog = None
     try:
         catalog = services.load_catalog(recipes)
-    except Exception as exc:  # noqa: BLE001 — shown to the person by the app, as its own load would
-        errors["catalog"] = f"{type(exc).__name__}: {exc}"
-        send({"errors": dict(errors)})
-    else:
-        send({"facts": hardware_facts(catalog, None, [])})
-    final: dict[str, Any] = {"final": True}
-    try:
-        inventory = services.detect()
     except Exception as exc:  # noqa: BLE001
-        errors["detect"] = f"{type(exc).__name__}: {exc}"
-        inventory = None
+        errors["catalog"] = f"{type(exc).__name__}: {exc}"
+    detection.join(PARTIAL_SETTLE_S)
+    if detection.is_alive():  # a slow detection: the profile list first
+        send({"facts": hardware_facts(catalog, None, [])} if catalog is not None else {"errors": dict(errors)})
+        detection.join()
+    inventory = detected[0] if detected else None
     candidates: list = []
     if catalog is not None and inventory is not None:
         try:
             candidates = list(services.match_profiles(inventory, catalog.taxonomy.hardware_profiles))
         except Exception as exc:  # noqa: BLE001
             errors["match"] = f"{type(exc).__name__}: {exc}"
-    final["facts"] = hardware_facts(catalog, inventory, candidates)
+    final: dict[str, Any] = {"final": True, "facts": hardware_facts(catalog, inventory, candidates)}
     if inventory is not None:
         final["inventory"] = pickle.dumps(inventory, protocol=pickle.HIGHEST_PROTOCOL)
     final["errors"] = errors
@@ -224,11 +238,15 @@ class StartLoads:
 
     def more(self) -> list[dict]:
         """Block until a frame not taken yet has arrived or the child is done; the frames not taken
-        yet (empty once the child is done and every frame was taken)."""
+        yet (empty once the child is done and every frame was taken — then the child, which exits
+        after its final frame, is also waited for and reaped: no zombie for the app's life)."""
         with self._lock:
             while not self.done and self._taken == len(self._frames):
                 self._read(None)
             new, self._taken = self._frames[self._taken:], len(self._frames)
+            if not new:
+                while not self._eof:
+                    self._read(None)
             return new
 
     def final(self) -> dict | None:

@@ -614,14 +614,16 @@ def test_an_engine_on_every_interface_without_an_api_key_is_warned_with_the_fix(
     assert code == 0
     assert ("# warning: vllm (port 8000) serves the model's API on every network interface with no API key (vLLM "
             "binds all addresses without --host): anyone who reaches the machine can use it. Fix: add the vLLM arg "
-            "`--host 127.0.0.1` (this machine only) or `--api-key KEY`") in out
+            "`--host 127.0.0.1` (this machine only; `plan --arg=--host=127.0.0.1`) or `--api-key KEY` "
+            "(`plan --arg=--api-key=KEY`") in out
     code, _, err = _plan(capsys, *base, "--json")
     assert "warning: vllm (port 8000) serves the model's API on every network interface" in err
     plan_file = tmp_path / "plan.yaml"
     _plan(capsys, *base, "--out", str(plan_file))
     notes = yaml.safe_load(plan_file.read_text())["plan"]["notes"]
     assert any("serves the model's API on every network interface" in n for n in notes), notes
-    for safe in (("--arg=--host", "--arg", "127.0.0.1"), ("--arg=--api-key", "--arg", "sk-test")):
+    for safe in (("--arg=--host", "--arg", "127.0.0.1"), ("--arg=--api-key", "--arg", "sk-test"),
+                 ("--arg=--host=127.0.0.1",), ("--arg=--api-key=sk-test",)):  # the forms the fix names
         code, out, _ = _plan(capsys, *base, *safe)
         assert code == 0 and "every network interface" not in out
     code, out, _ = _plan(capsys, *base, "--docker")
@@ -630,7 +632,8 @@ def test_an_engine_on_every_interface_without_an_api_key_is_warned_with_the_fix(
     # host's addresses: --host 127.0.0.1 keeps it on this machine, as in pip
     code, out, _ = _plan(capsys, *base, "--docker", "--kv-offload", "lmcache")
     assert "--network host" in out and "docker publishes the container's port" not in out
-    assert "Fix: add the vLLM arg `--host 127.0.0.1` (this machine only) or `--api-key KEY`" in out
+    assert ("Fix: add the vLLM arg `--host 127.0.0.1` (this machine only; `plan --arg=--host=127.0.0.1`) or "
+            "`--api-key KEY`") in out
     code, out, _ = _plan(capsys, "--model", "deepseek-ai/DeepSeek-V3", "--hardware", "h200", "--strategy",
                          "pd_cluster", "--nodes", "2", "--router-host", "0.0.0.0")
     assert "# warning: prefill-0 (port 8001), decode-0 (port 8002) serve the model's API" in out

@@ -19,7 +19,7 @@ from textual.widgets import OptionList
 from vllm_deploy_wizard.tui.app import make_app
 from vllm_deploy_wizard.tui.hardware_view import hardware_facts
 from vllm_deploy_wizard.tui.services import real_services
-from vllm_deploy_wizard.tui.start_up import StartLoads, pause_gc, resume_gc, start_frames
+from vllm_deploy_wizard.tui.start_up import PARTIAL_SETTLE_S, StartLoads, pause_gc, resume_gc, start_frames
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the start-up child needs os.fork")
 
@@ -43,16 +43,26 @@ def wait_done(loads: StartLoads, seconds: float = 60.0) -> list[dict]:
     return loads.frames()
 
 
-def test_the_child_sends_the_profile_list_then_the_detected_node(catalog):
+def test_the_child_sends_one_final_frame_when_detection_is_quick(catalog):
     sent: list[dict] = []
     start_frames(fake_services(catalog), None, sent.append)
-    assert [sorted(f) for f in sent] == [["facts"], ["errors", "facts", "final", "inventory"]]
-    first, final = sent[0]["facts"], sent[1]["facts"]
-    assert first == hardware_facts(catalog, None, [])  # the profile list, nothing detected yet
-    assert first.groups and first.best is None and first.detected == ("Detecting accelerators and host facts…",)
+    assert [sorted(f) for f in sent] == [["errors", "facts", "final", "inventory"]]  # painted once, in order
+    final = sent[0]["facts"]
     assert final == hardware_facts(catalog, NODE, MATCH)
     assert final.best == "h200" and final.start_gpus == 4  # plan --detect's default on a 4-GPU node
-    assert "H200: 4 GPU" in final.detected[0] and sent[1]["errors"] == {}
+    assert "H200: 4 GPU" in final.detected[0] and sent[0]["errors"] == {}
+
+
+def test_a_slow_detection_sends_the_profile_list_first(catalog):
+    services = fake_services(catalog)
+    services.detect = lambda: (time.sleep(PARTIAL_SETTLE_S + 0.3), NODE)[1]
+    sent: list[dict] = []
+    start_frames(services, None, sent.append)
+    assert [sorted(f) for f in sent] == [["facts"], ["errors", "facts", "final", "inventory"]]
+    first = sent[0]["facts"]
+    assert first == hardware_facts(catalog, None, [])  # the profile list, nothing detected yet
+    assert first.groups and first.best is None and first.detected == ("Detecting accelerators and host facts…",)
+    assert sent[1]["facts"] == hardware_facts(catalog, NODE, MATCH)
 
 
 def test_a_catalog_that_fails_is_sent_as_its_error_and_the_node_still_detected(catalog):
@@ -61,9 +71,10 @@ def test_a_catalog_that_fails_is_sent_as_its_error_and_the_node_still_detected(c
 
     sent: list[dict] = []
     start_frames(fake_services(catalog, load=broken), None, sent.append)
-    assert sent[0] == {"errors": {"catalog": "ValueError: taxonomy.yaml:3: hardware_profiles: not a mapping"}}
-    assert sent[1]["facts"].groups is None and sent[1]["facts"].best is None
-    assert "inventory" in sent[1]
+    [final] = sent
+    assert final["errors"] == {"catalog": "ValueError: taxonomy.yaml:3: hardware_profiles: not a mapping"}
+    assert final["facts"].groups is None and final["facts"].best is None
+    assert "inventory" in final
 
 
 def test_a_forked_child_hands_over_its_facts_and_inventory(catalog):
@@ -74,10 +85,10 @@ def test_a_forked_child_hands_over_its_facts_and_inventory(catalog):
         assert frames[-1]["facts"] == hardware_facts(catalog, NODE, MATCH)
         assert loads.inventory() == NODE
         assert loads.frames() == [] and loads.more() == []  # each frame is taken once
+        with pytest.raises(ChildProcessError):
+            os.waitpid(loads.pid, os.WNOHANG)  # reaped once every frame was taken: no zombie
     finally:
         loads.close()
-    with pytest.raises(ChildProcessError):
-        os.waitpid(loads.pid, os.WNOHANG)  # reaped
 
 
 def test_a_child_that_dies_sends_no_final_frame_and_no_inventory(catalog):
@@ -138,6 +149,10 @@ async def test_the_first_frame_shows_the_childs_preselection_before_the_apps_own
             highlighted = plist.get_option_at_index(plist.highlighted)
             assert highlighted.id == "h200" and str(highlighted.prompt).startswith("● ")
             shown = list(plist.options)
+            plist.focus()
+            await pilot.press("down")  # the person moves on before the app's own loads are in
+            moved = plist.highlighted
+            assert moved is not None and plist.get_option_at_index(moved).id != "h200"
             release.set()
             deadline = time.monotonic() + 30
             while app.loading and time.monotonic() < deadline:
@@ -145,6 +160,7 @@ async def test_the_first_frame_shows_the_childs_preselection_before_the_apps_own
             assert app.catalog is catalog and app.inventory == NODE and app.candidates == MATCH
             assert app.hardware_facts() == loads.final()["facts"]  # the app computes what the child sent
             assert list(plist.options) == shown  # so the list was not filled again
+            assert plist.highlighted == moved  # nor the cursor sent back to the pick
             assert app.selection == {"hardware": "h200", "gpus": 4}
     finally:
         release.set()
@@ -261,3 +277,17 @@ def test_resuming_the_collector_freezes_what_start_up_made_once():
     finally:
         gc.enable()
         gc.unfreeze()
+
+
+async def test_a_model_flag_that_names_nothing_is_said_in_a_notification(catalog, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    missing = tmp_path / "no-such-model"
+    app = make_app(services=fake_services(catalog), model=str(missing), stats_sampler=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 30
+        while app.loading and time.monotonic() < deadline:
+            await pilot.pause(0.05)
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert any(str(missing) in m and m.endswith("Pick a model on the next step instead.") for m in said), said
+        assert "model" not in app.selection
