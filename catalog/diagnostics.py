@@ -387,7 +387,7 @@ def _check_recipe(f: _File | _Within, recipe: Recipe, ids: dict[str, set[str]], 
                     f"{f.line(('variants', key, 'supported_hardware', i), key=False)}: unknown hardware id "
                     f"{hw!r} in `variants.{key}.supported_hardware` (ignored){suggest.did_you_mean(hw, hardware)}")
     kv = ids["kv_offload"]
-    for key in recipe.kv_offload_support:
+    for key in recipe.kv_offload_support if not ids.get("taxonomy_failed") else ():
         if key not in kv:
             report.warnings.append(f"{f.line(('kv_offload_support', key))}: unknown KV offload option {key!r} "
                                    f"in `kv_offload_support` (ignored){suggest.did_you_mean(key, kv)}")
@@ -473,6 +473,7 @@ def check_catalog(path: Path | str | None = None) -> Report:
                                 "tasks": set()}
 
     tax_path = root / ("taxonomy.json" if bundled else "taxonomy.yaml")
+    tax = None
     if not tax_path.is_file():
         report.errors.append(f"{tax_path}: missing (a recipes checkout needs taxonomy.yaml)")
     else:
@@ -528,6 +529,8 @@ def check_catalog(path: Path | str | None = None) -> Report:
             if s is not None:
                 ids["strategies"].add(s.name)
 
+    if tax is None:  # its errors say why: no flood of "unknown hardware/KV offload option" per recipe
+        ids["taxonomy_failed"] = {str(tax_path)}
     models_dir = root / ("recipes" if bundled else "models")
     _stray_model_files(models_dir, report)
     loaded: dict[str, Path] = {}
@@ -544,6 +547,9 @@ def check_catalog(path: Path | str | None = None) -> Report:
     if bundled:
         _check_recipe_facts(root / "recipes.json", ids, loaded, report)
     _case_duplicates(loaded, report)
+    if tax is None and loaded:
+        report.warnings.append(f"{tax_path}: has errors, so recipes were not checked against it "
+                               "(hardware ids, tasks, KV offload options) — fix it and check again")
     report.errors = _sorted_unique(report.errors)
     report.warnings = _sorted_unique(report.warnings)
     return report

@@ -230,6 +230,7 @@ class _Reader:
         self.problems: list[str] = []
         self._hash = hashlib.sha256()
         self._raw: dict[Path, bytes] = {}
+        self._unreadable: set[Path] = set()  # files whose read or parse error is already a problem
 
     def rel(self, path: Path) -> str:
         try:
@@ -243,6 +244,7 @@ class _Reader:
             data = path.read_bytes()
         except OSError as exc:
             self.problems.append(f"{path}: cannot read: {exc.strerror or exc}")
+            self._unreadable.add(path)
             return None
         self._hash.update(self.rel(path).encode() + b"\0" + data + b"\0")
         self._raw[path] = data
@@ -251,6 +253,7 @@ class _Reader:
                 return json.loads(data)
             except json.JSONDecodeError as exc:
                 self.problems.append(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}")
+                self._unreadable.add(path)
                 return None
         import yaml  # YAML files only: a bundled-cache hit parses none
 
@@ -260,10 +263,13 @@ class _Reader:
             return yamlio.load(data)
         except yaml.YAMLError as exc:
             self.problems.append(yamlio.error_message(path, exc))
+            self._unreadable.add(path)
         return None
 
     def validate(self, model: type[Record], data: Any, path: Path, prefix: str = "") -> Any:
         """``model.model_validate(data)``; on failure records one problem per pydantic error."""
+        if data is None and path in self._unreadable:  # its read/parse error is the one problem
+            return None
         if not isinstance(data, dict):
             self.problems.append(f"{path}: {prefix or 'top level'}: expected a mapping, got {type(data).__name__}")
             return None

@@ -81,6 +81,21 @@ _PREFIX = re.compile(r"^(?:\s*(?:\(\w[\w-]{0,80}(?: \w+=\S+)* pid=\d+(?:, ip=[\d
                      r"(?: \| \w+ \| \w+ \|)?(?: \[\w+\] \(\w+\))?)\s*)+")
 
 
+#: The level word of vLLM's log prefix (``WARNING 11-30 10:00:00 [file.py:12] …``), anywhere in the
+#: prefixes (``(EngineCore_DP0 pid=1) INFO 11-30 …``).
+_LEVEL = re.compile(r"\b(ERROR|INFO|WARNING|DEBUG|CRITICAL) \d\d-\d\d [\d:]+")
+#: Levels whose lines are never a root cause while an error line is in the log.
+_LOW_LEVELS = frozenset({"INFO", "WARNING", "DEBUG"})
+
+
+def is_low_level(line: str) -> bool:
+    """True for a line logged at vLLM's INFO, WARNING or DEBUG level (its prefix says so): a start-up
+    warning that quotes an exception ("Found ulimit … like `OSError: [Errno 24] …`") is no error."""
+    prefix = _PREFIX.match(line[:400])
+    m = _LEVEL.search(prefix.group(0)) if prefix else None
+    return m is not None and m.group(1) in _LOW_LEVELS
+
+
 def strip_prefix(line: str) -> str:
     """``line`` without vLLM's process/log prefixes (``(EngineCore_DP0 pid=1) ERROR 11-30 … [core.py:9]``)."""
     return _PREFIX.sub("", line).strip()
@@ -158,15 +173,21 @@ def root_error_line(lines: Sequence[str], skip: Callable[[str], bool] | None = N
     exception line (:func:`exception_name`), else the newest error-looking line there. Without a wrapper
     it is the newest exception line, else the newest error-looking line (:func:`last_error_line`).
     ``skip`` (a line without its prefix → bool) names lines that are no root cause either (symptoms:
-    a worker or engine process that died). Each line is read a bounded number of times.
+    a worker or engine process that died). A line logged at INFO/WARNING/DEBUG (:func:`is_low_level`)
+    is the root only when no other line looks like an error (wrappers and tracebacks included).
+    Each line is read a bounded number of times.
     """
     texts = [strip_prefix(x) for x in lines]
     usable: dict[int, bool] = {}
+    # INFO/WARNING lines (vLLM's level prefix) are a root cause only when no other line looks like an error
+    low = [is_low_level(x) for x in lines]
+    low_ok = not any(not low[i] and texts[i] and not lines[i].lstrip().startswith("[wizard]")
+                     and looks_like_error(texts[i]) for i in range(len(texts)))
 
     def ok(i: int) -> bool:
         if i not in usable:
             text = texts[i]
-            usable[i] = (bool(text) and not lines[i].lstrip().startswith("[wizard]")
+            usable[i] = (bool(text) and not lines[i].lstrip().startswith("[wizard]") and (low_ok or not low[i])
                          and _WRAPPER_FOLDED.search(text.lower()) is None and not (skip is not None and skip(text)))
         return usable[i]
 

@@ -116,11 +116,12 @@ def handle_check(args: argparse.Namespace) -> int:
     if target is None:
         target = resolve_source().path  # None = bundled data folder
     report = check_catalog(target)
+    for line in report.errors:  # errors first: the reason plan refuses the catalog
+        print(f"error: {line}", file=sys.stderr)
+    sys.stderr.flush()
     if not args.quiet:
         for line in report.warnings:
             print(f"warning: {line}")
-    for line in report.errors:
-        print(f"error: {line}", file=sys.stderr)
     where = target if target is not None else "bundled catalog"
     print(f"{where}: {report.files} files, {len(report.errors)} error(s), {len(report.warnings)} warning(s)")
     return 0 if report.ok else 1
