@@ -136,6 +136,7 @@ class MonitorScreen(WizardScreen):
         self._painted: dict[str, object] = {}  # side-panel widget id → the value last painted
         self.nodes: Any = None  # monitor_nodes.NodeWatch once the run is known to head a cluster launch
         self._placed = False  # the cluster table's cursor was put on this machine's first process
+        self._keys_live = True  # the run was live when the footer's keys were last checked (check_action)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -219,6 +220,9 @@ class MonitorScreen(WizardScreen):
         if not self.model.changed:
             return
         self.model.changed = False
+        if self._run_live() != self._keys_live:  # the run ended: s/r/m leave the footer (check_action)
+            self._keys_live = self._run_live()
+            self.refresh_bindings()
         self._paint_header()
         self._paint_table()
         self._paint_side()
@@ -485,6 +489,13 @@ class MonitorScreen(WizardScreen):
     def _run_live(self) -> bool:
         return not self.ended and self.model.outcome is None
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide (and disable) the keys that cannot work once the run is over (stopped, ended, supervisor
+        gone): s stop, r restart, m smoke. b stays: it says why it will not benchmark (:meth:`bench_refusal`)."""
+        if action in ("stop", "restart", "smoke") and not self._run_live():
+            return False
+        return True
+
     def run_status(self) -> str:
         """The run's status as the launcher names run statuses: ``running`` while the event stream is open
         and no outcome came, else the outcome (``stopped``, ``failed`` …), or ``ended`` when the stream
@@ -499,7 +510,7 @@ class MonitorScreen(WizardScreen):
         why = not_benchable(self.run_id, self.run_status())
         if why is None:
             return None
-        return f"{why}. To relaunch it: escape back to the review, then l launches it again."
+        return f"{why}. To relaunch it: escape, then l on the review launches it again (or `vllm-wizard launch PLAN`)."
 
     def action_detach(self) -> None:
         """Leave the run running and go back (or exit when the monitor is the only screen), saying

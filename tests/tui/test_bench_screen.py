@@ -233,7 +233,7 @@ async def test_b_on_a_stopped_run_says_so_and_opens_no_bench_screen(build_app, t
         note = next(n for n in _notes(app) if "benchmark" in n)
         # the launcher's rule and wording (as `vllm-wizard bench` says it), plus how to relaunch
         assert bench.not_benchable("run-1", "stopped") in note
-        assert "run-1 is stopped" in note and "l launches it again" in note
+        assert "run-1 is stopped" in note and "l on the review launches it again" in note
 
 
 async def test_g_after_the_run_stopped_under_the_bench_screen_starts_no_sweep(build_app, tmp_path, monkeypatch):
@@ -266,3 +266,26 @@ def test_the_rule_admits_running_and_starting_runs_only():
     assert bench.not_benchable("r", "running") is None and bench.not_benchable("r", "starting") is None
     for status in ("finished", "stale", "stopped", "ended"):
         assert bench.not_benchable("r", status) == f"run r is {status}; benchmark a running run (`vllm-wizard status`)"
+
+
+async def test_a_stopped_run_leaves_stop_restart_and_smoke_out_of_the_footer(build_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    run_dir = tmp_path / "runs" / "run-1"
+    run_dir.mkdir(parents=True)
+    app = build_app(launcher=StoppingLauncher(run_dir, events=ready_run()))
+    app.services.bench = CountingBench(tmp_path / "runs")
+    async with app.run_test(size=(120, 45)) as pilot:
+        await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
+        await pilot.press("l")
+        await _until(pilot, lambda: isinstance(app.screen, MonitorScreen))
+        monitor = app.screen
+        await pilot.pause(0.2)
+        shown = {b.action for _, b, _, _ in monitor.active_bindings.values() if b.show}
+        assert {"stop", "restart", "smoke", "bench"} <= shown
+        await _stop_run(pilot, app, monitor)
+        await settle(pilot)
+        shown = {b.action for _, b, _, _ in monitor.active_bindings.values() if b.show}
+        assert not {"stop", "restart", "smoke"} & shown and {"bench", "detach"} <= shown
+        await pilot.press("s")  # a hidden key does nothing: no second stop to a gone supervisor
+        await settle(pilot)
+        assert app.launcher.clients["run-1"].commands == ["stop"] and isinstance(app.screen, MonitorScreen)
