@@ -196,6 +196,20 @@ def planned_steps(config: SweepConfig) -> int:
     return config.max_concurrency.bit_length()  # 1, 2, 4 … ≤ max: floor(log2(max)) + 1 levels
 
 
+#: Run statuses a sweep may target: the supervisor is up and the endpoint is (or is about to be) served.
+BENCHABLE_STATUSES = ("running", "starting")
+
+
+def not_benchable(run_id: str, status: str) -> str | None:
+    """Why run ``run_id`` in ``status`` (``launcher.runs`` status: ``running``, ``starting``, ``finished``,
+    ``stale`` …; the monitor passes its outcome, e.g. ``stopped``) cannot be benchmarked, or ``None`` when
+    it can. The one rule for ``vllm-wizard bench`` and the TUI's ``b``/``g``: a stopped run has no
+    endpoint, and ``vllm bench serve`` against it only hangs until its own timeout."""
+    if status in BENCHABLE_STATUSES:
+        return None
+    return f"run {run_id} is {status}; benchmark a running run (`vllm-wizard status`)"
+
+
 @dataclass(frozen=True)
 class BenchTarget:
     """What to benchmark: ``base_url`` (``http://host:port``), ``model`` (the served name, vLLM's

@@ -16,6 +16,7 @@ The benchmark functions come from ``app.services.bench`` (a test seam: an object
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,9 @@ def bench_api(app: Any) -> Any:
 
 
 class BenchScreen(Screen):
-    """Benchmark of run ``run_id`` (folder ``run_dir``) against ``target`` (a launcher.bench.BenchTarget)."""
+    """Benchmark of run ``run_id`` (folder ``run_dir``) against ``target`` (a launcher.bench.BenchTarget).
+    ``refusal`` (the monitor's :meth:`~vllm_deploy_wizard.tui.screen_monitor.MonitorScreen.bench_refusal`):
+    asked at each ``g``; a text means the run has stopped meanwhile and no sweep starts."""
 
     BINDINGS = [
         Binding("g", "start", "Start"),
@@ -68,8 +71,10 @@ class BenchScreen(Screen):
     BenchScreen #bench-table { height: auto; max-height: 6; }
     """
 
-    def __init__(self, run_id: str, run_dir: Path, target: Any) -> None:
+    def __init__(self, run_id: str, run_dir: Path, target: Any,
+                 refusal: Callable[[], str | None] | None = None) -> None:
         super().__init__()
+        self.refusal = refusal
         self.run_id, self.run_dir, self.target = run_id, Path(run_dir), target
         self.sub_title = f"benchmark · run {run_id} · {target.model}"
         self.steps: list[Any] = []
@@ -136,9 +141,15 @@ class BenchScreen(Screen):
             raise ValueError(str(exc)) from None
 
     def action_start(self) -> None:
-        """Start the sweep with the settings in the inputs (nothing when one is already running)."""
+        """Start the sweep with the settings in the inputs (nothing when one is already running, or when
+        ``refusal`` says the run has stopped)."""
         if self.running:
             self.notify("A sweep is already running (c stops it).", severity="warning")
+            return
+        why = self.refusal() if self.refusal is not None else None
+        if why:
+            self._status(f"✗ {why}")
+            self.notify(f"Cannot benchmark: {why}", severity="warning", timeout=10)
             return
         try:
             config = self.config()

@@ -136,6 +136,7 @@ class MonitorScreen(WizardScreen):
         self._painted: dict[str, object] = {}  # side-panel widget id → the value last painted
         self.nodes: Any = None  # monitor_nodes.NodeWatch once the run is known to head a cluster launch
         self._placed = False  # the cluster table's cursor was put on this machine's first process
+        self._keys_live = True  # the run was live when the footer's keys were last checked (check_action)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -219,6 +220,9 @@ class MonitorScreen(WizardScreen):
         if not self.model.changed:
             return
         self.model.changed = False
+        if self._run_live() != self._keys_live:  # the run ended: s/r/m leave the footer (check_action)
+            self._keys_live = self._run_live()
+            self.refresh_bindings()
         self._paint_header()
         self._paint_table()
         self._paint_side()
@@ -273,7 +277,7 @@ class MonitorScreen(WizardScreen):
         """The table's rows: the run's processes, or every node's when it heads a cluster launch
         (tui/process_rows.py, painted by tui/process_table.py); a rebuild keeps the selection."""
         table = self.query_one("#procs", DataTable)
-        status = "running" if self._run_live() else (self.model.outcome or "ended")
+        status = self.run_status()
         rows = (self.nodes.rows.rows(self.model.procs, status) if self.nodes
                 else local_rows(self.model.procs, self.model.clock()))
         # a cluster's table places its cursor itself: on the selection after a rebuild, and once on
@@ -485,6 +489,29 @@ class MonitorScreen(WizardScreen):
     def _run_live(self) -> bool:
         return not self.ended and self.model.outcome is None
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide (and disable) the keys that cannot work once the run is over (stopped, ended, supervisor
+        gone): s stop, r restart, m smoke. b stays: it says why it will not benchmark (:meth:`bench_refusal`)."""
+        if action in ("stop", "restart", "smoke") and not self._run_live():
+            return False
+        return True
+
+    def run_status(self) -> str:
+        """The run's status as the launcher names run statuses: ``running`` while the event stream is open
+        and no outcome came, else the outcome (``stopped``, ``failed`` …), or ``ended`` when the stream
+        closed without one (supervisor gone)."""
+        return "running" if self._run_live() else (self.model.outcome or "ended")
+
+    def bench_refusal(self) -> str | None:
+        """Why ``b``/``g`` must not start a sweep now (the launcher's rule,
+        :func:`~vllm_deploy_wizard.launcher.bench.not_benchable`, plus how to relaunch), or ``None``."""
+        from vllm_deploy_wizard.launcher.bench import not_benchable
+
+        why = not_benchable(self.run_id, self.run_status())
+        if why is None:
+            return None
+        return f"{why}. To relaunch it: escape, then l on the review launches it again (or `vllm-wizard launch PLAN`)."
+
     def action_detach(self) -> None:
         """Leave the run running and go back (or exit when the monitor is the only screen), saying
         how to come back and how to stop it."""
@@ -552,9 +579,14 @@ class MonitorScreen(WizardScreen):
                     severity="information" if result.ok else "error")
 
     def action_bench(self) -> None:
-        """Open the benchmark screen (tui/screen_bench.py) against this run's live endpoint."""
+        """Open the benchmark screen (tui/screen_bench.py) against this run's live endpoint; a run that has
+        stopped (or whose supervisor is gone) is refused with a notice instead (:meth:`bench_refusal`)."""
         from vllm_deploy_wizard.tui.screen_bench import BenchScreen, bench_api
 
+        refusal = self.bench_refusal()
+        if refusal:
+            self.notify(f"Cannot benchmark: {refusal}", severity="warning", timeout=10)
+            return
         run_dir = getattr(getattr(self.client, "info", None), "run_dir", None)
         try:
             if run_dir is None:
@@ -563,7 +595,7 @@ class MonitorScreen(WizardScreen):
         except Exception as exc:  # noqa: BLE001 — LaunchError: no serve process / no vllm executable
             self.notify(f"Cannot benchmark: {exc}", severity="error", timeout=10)
             return
-        self.app.push_screen(BenchScreen(self.run_id, run_dir, target))
+        self.app.push_screen(BenchScreen(self.run_id, run_dir, target, refusal=self.bench_refusal))
 
     async def action_relaunch_fix(self) -> None:
         """Stop the run, apply the failure's fix to the advanced args (tui/fixes.py) and launch again."""

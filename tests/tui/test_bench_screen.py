@@ -151,3 +151,141 @@ async def test_a_setting_that_is_not_a_number_names_the_field(build_app, tmp_pat
         await settle(pilot)
         assert not screen.running and screen.sweep is None
         assert "output_len must be a whole number ≥ 1" in str(screen.query_one("#bench-status").render())
+
+
+class StoppingClient:
+    """A run client that replays ``events`` and, on ``stop()``, ends the stream with the supervisor's
+    ``RunFinished("stopped", [], None)`` (the monitor then shows "Run stopped; no survivors")."""
+
+    def __init__(self, events, run_dir):
+        self._events, self.commands = events, []
+        self.info = SimpleNamespace(run_dir=run_dir)
+        self._stopped = None
+
+    async def events(self):
+        import asyncio
+
+        from vllm_deploy_wizard.launcher.supervisor import RunFinished
+
+        self._stopped = asyncio.Event()
+        for ev in self._events:
+            yield ev
+        await self._stopped.wait()
+        yield RunFinished("stopped", [], None)
+
+    async def stop(self):
+        self.commands.append("stop")
+        self._stopped.set()
+
+    async def restart(self, name):
+        self.commands.append(f"restart {name}")
+
+
+class StoppingLauncher(FakeLauncher):
+    def __init__(self, run_dir, **kw):
+        super().__init__(**kw)
+        self.run_dir = run_dir
+
+    def client(self, run_id):
+        self.clients[run_id] = StoppingClient(self.events, self.run_dir)
+        return self.clients[run_id]
+
+
+class CountingBench(Bench):
+    def __init__(self, root):
+        super().__init__(root)
+        self.sweeps = 0
+
+    def run_sweep(self, target, config, run_dir, on_event=None, cancel=None):
+        self.sweeps += 1
+        return super().run_sweep(target, config, run_dir, on_event=on_event, cancel=cancel)
+
+
+def _notes(app):
+    return [n.message for n in app._notifications]
+
+
+async def _stop_run(pilot, app, screen):
+    await pilot.press("s")
+    await settle(pilot)
+    await pilot.press("y")
+    await _until(pilot, lambda: screen.model.outcome == "stopped")
+
+
+async def test_b_on_a_stopped_run_says_so_and_opens_no_bench_screen(build_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    run_dir = tmp_path / "runs" / "run-1"
+    run_dir.mkdir(parents=True)
+    app = build_app(launcher=StoppingLauncher(run_dir, events=ready_run()))
+    seam = CountingBench(tmp_path / "runs")
+    app.services.bench = seam
+    async with app.run_test(size=(120, 45)) as pilot:
+        await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
+        await pilot.press("l")
+        await _until(pilot, lambda: isinstance(app.screen, MonitorScreen))
+        monitor = app.screen
+        await pilot.pause(0.2)
+        await _stop_run(pilot, app, monitor)
+        await pilot.press("b")
+        await settle(pilot)
+        assert isinstance(app.screen, MonitorScreen)  # no bench screen over a stopped run
+        assert seam.pids is None and seam.sweeps == 0  # not even the target lookup
+        note = next(n for n in _notes(app) if "benchmark" in n)
+        # the launcher's rule and wording (as `vllm-wizard bench` says it), plus how to relaunch
+        assert bench.not_benchable("run-1", "stopped") in note
+        assert "run-1 is stopped" in note and "l on the review launches it again" in note
+
+
+async def test_g_after_the_run_stopped_under_the_bench_screen_starts_no_sweep(build_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    run_dir = tmp_path / "runs" / "run-1"
+    run_dir.mkdir(parents=True)
+    app = build_app(launcher=StoppingLauncher(run_dir, events=ready_run()))
+    seam = CountingBench(tmp_path / "runs")
+    app.services.bench = seam
+    async with app.run_test(size=(120, 45)) as pilot:
+        await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
+        await pilot.press("l")
+        await _until(pilot, lambda: isinstance(app.screen, MonitorScreen))
+        monitor = app.screen
+        await pilot.pause(0.2)
+        await pilot.press("b")
+        await _until(pilot, lambda: isinstance(app.screen, BenchScreen))
+        screen = app.screen
+        await app.launcher.clients["run-1"].stop()  # stopped from elsewhere (`vllm-wizard stop`)
+        await _until(pilot, lambda: monitor.model.outcome == "stopped")
+        await pilot.press("g")
+        await settle(pilot)
+        assert not screen.running and screen.sweep is None and seam.sweeps == 0
+        status = str(screen.query_one("#bench-status").render())
+        assert "run-1 is stopped; benchmark a running run" in status
+        assert any("run-1 is stopped" in n for n in _notes(app))
+
+
+def test_the_rule_admits_running_and_starting_runs_only():
+    assert bench.not_benchable("r", "running") is None and bench.not_benchable("r", "starting") is None
+    for status in ("finished", "stale", "stopped", "ended"):
+        assert bench.not_benchable("r", status) == f"run r is {status}; benchmark a running run (`vllm-wizard status`)"
+
+
+async def test_a_stopped_run_leaves_stop_restart_and_smoke_out_of_the_footer(build_app, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    run_dir = tmp_path / "runs" / "run-1"
+    run_dir.mkdir(parents=True)
+    app = build_app(launcher=StoppingLauncher(run_dir, events=ready_run()))
+    app.services.bench = CountingBench(tmp_path / "runs")
+    async with app.run_test(size=(120, 45)) as pilot:
+        await walk(pilot, "h200", "Qwen/Qwen3-32B", [])
+        await pilot.press("l")
+        await _until(pilot, lambda: isinstance(app.screen, MonitorScreen))
+        monitor = app.screen
+        await pilot.pause(0.2)
+        shown = {b.action for _, b, _, _ in monitor.active_bindings.values() if b.show}
+        assert {"stop", "restart", "smoke", "bench"} <= shown
+        await _stop_run(pilot, app, monitor)
+        await settle(pilot)
+        shown = {b.action for _, b, _, _ in monitor.active_bindings.values() if b.show}
+        assert not {"stop", "restart", "smoke"} & shown and {"bench", "detach"} <= shown
+        await pilot.press("s")  # a hidden key does nothing: no second stop to a gone supervisor
+        await settle(pilot)
+        assert app.launcher.clients["run-1"].commands == ["stop"] and isinstance(app.screen, MonitorScreen)

@@ -2,12 +2,14 @@
 
 Prints the last ``--tail`` lines of every process, then everything as it happens, in the format of
 ``launch --foreground``. Ctrl-C detaches: the run goes on. Exit status: 0 detached or the run ended
-cleanly, 1 the run ended FATAL or its supervisor is gone (stale run; ``stop`` cleans it up).
+cleanly, 1 the run ended FATAL or its supervisor is gone (stale run, also when it dies while attached:
+said on stderr; ``stop`` cleans it up).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from vllm_deploy_wizard.commands import ctrl_c_interrupts
 
@@ -56,7 +58,7 @@ def handle(args: argparse.Namespace) -> int:
             printer(msg)
             if isinstance(msg, RunFinished):
                 return 1 if msg.outcome == "fatal" else 0
-        return 0
+        return supervisor_gone(client)  # the stream closed without RunFinished: the supervisor died
 
     ctrl_c_interrupts()  # Ctrl-C detaches, also in a background job
     try:
@@ -64,3 +66,22 @@ def handle(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"\ndetached; run {client.run_id} goes on (vllm-wizard stop {client.run_id} stops it)")
         return 0
+
+
+def supervisor_gone(client) -> int:
+    """Say on stderr that run ``client.run_id``'s supervisor went away while attached (killed, OOM:
+    the event stream closed without the run finishing), with ``status``'s words for a stale run
+    (:func:`~vllm_deploy_wizard.commands.status.stale_note`) and the way to clean up; returns 1."""
+    from vllm_deploy_wizard.commands.status import stale_note
+    from vllm_deploy_wizard.launcher import run_survivors
+    from vllm_deploy_wizard.launcher.runs import read_run
+
+    run_id = client.run_id
+    try:
+        left = [p.pid for p in run_survivors(read_run(client.info.run_dir))]
+    except Exception:  # noqa: BLE001 — an unreadable state.json must not hide the message itself
+        left = []
+    print(f"vllm-wizard attach: run {run_id}: the event stream ended without the run finishing; "
+          f"{stale_note(run_id, left)} (the run is orphaned). `vllm-wizard status {run_id}` shows it; "
+          f"`vllm-wizard stop {run_id}` cleans it up.", file=sys.stderr)
+    return 1

@@ -74,7 +74,7 @@ def handle(args: argparse.Namespace) -> int:
 
     from vllm_deploy_wizard.common.errors import LaunchError
     from vllm_deploy_wizard.launcher import find_run
-    from vllm_deploy_wizard.launcher.bench import SweepConfig, list_sweeps, run_sweep, target_from_run
+    from vllm_deploy_wizard.launcher.bench import SweepConfig, list_sweeps, not_benchable, run_sweep, target_from_run
     from vllm_deploy_wizard.launcher.runs import runs_root
 
     for flag, value in (("--input-len", args.input_len), ("--output-len", args.output_len),
@@ -87,8 +87,9 @@ def handle(args: argparse.Namespace) -> int:
     if args.min_gain < 0:
         raise LaunchError(f"--min-gain {args.min_gain:g}: must be ≥ 0 percent")
     info = find_run(args.run)
-    if info.status not in ("running", "starting"):
-        raise LaunchError(f"run {info.run_id} is {info.status}; benchmark a running run (`vllm-wizard status`)")
+    refusal = not_benchable(info.run_id, info.status)
+    if refusal:
+        raise LaunchError(refusal)
     target = target_from_run(info.run_dir)
     config = SweepConfig(input_len=args.input_len, output_len=args.output_len, budget_s=args.budget,
                          max_concurrency=args.max_concurrency, min_gain=args.min_gain / 100.0,

@@ -79,9 +79,16 @@ def handle(args: argparse.Namespace) -> int:
                                   state=stale_state if row["status"] == "stale" else None):
             print(line)
         if row["status"] == "stale":
-            if row["stale_survivors"]:
-                print(f"  ! supervisor is gone but {len(row['stale_survivors'])} processes still run "
-                      f"{row['stale_survivors']}: `vllm-wizard stop {row['run_id']}` stops them")
-            else:
-                print("  ! supervisor is gone; nothing it started is still running")
+            print(f"  ! {stale_note(row['run_id'], row['stale_survivors'])}")
     return rc
+
+
+def stale_note(run_id: str, survivors: list[int]) -> str:
+    """What a stale run (supervisor gone, no outcome recorded) means for the person: the pids of
+    ``survivors`` (its processes still alive, unsupervised) and ``vllm-wizard stop RUN`` for them,
+    or that nothing is left. Printed under the run by ``status`` and by ``attach`` when the
+    supervisor goes away while attached."""
+    if survivors:
+        return (f"supervisor is gone but {len(survivors)} processes still run {survivors}: "
+                f"`vllm-wizard stop {run_id}` stops them")
+    return "supervisor is gone; nothing it started is still running"
